@@ -1,0 +1,165 @@
+"""The rummy-pf/v1 vectors: RFC 4231 first, then the derivation (checked by the
+verifier and by an independent re-implementation written here), the transcripts,
+and the regeneration of every file byte for byte."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import struct
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from verifier import fairness, vectors
+from verifier.transcript import verify_transcript
+
+DIR = Path(vectors.DIR)
+
+
+def load(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((DIR / name).read_text(encoding="utf-8"))
+    assert {"what", "produced_by", "checked_by"} <= set(data["_about"]), "each vector says where it came from"
+    return data
+
+
+def test_rfc4231_hmac_sha256() -> None:
+    cases = load("rfc4231.json")["cases"]
+    assert [c["case"] for c in cases] == [1, 2, 3, 4, 5, 6, 7]
+    for c in cases:
+        mac = hmac.new(bytes.fromhex(c["key"]), bytes.fromhex(c["data"]), hashlib.sha256).hexdigest()
+        ours = fairness.hmac_sha256(bytes.fromhex(c["key"]), bytes.fromhex(c["data"])).hex()
+        assert ours == mac
+        if "hmac_sha256" in c:
+            assert mac == c["hmac_sha256"], c["case"]
+        else:
+            assert mac[:32] == c["hmac_sha256_128"], c["case"]
+
+
+# An independent re-implementation of the derivation, from docs/fairness.md alone:
+# struct for the integers, an explicit byte buffer, its own Fisher-Yates loop.
+def _lp(b: bytes) -> bytes:
+    return struct.pack(">I", len(b)) + b
+
+
+class _IndependentStream:
+    def __init__(self, key: bytes, label: str) -> None:
+        self.key, self.label, self.counter, self.pending = key, label.encode(), 0, bytearray()
+
+    def u32(self) -> int:
+        while len(self.pending) < 4:
+            msg = _lp(self.label) + struct.pack(">Q", self.counter)
+            self.pending += hmac.new(self.key, msg, hashlib.sha256).digest()
+            self.counter += 1
+        (value,) = struct.unpack(">I", bytes(self.pending[:4]))
+        del self.pending[:4]
+        return value
+
+    def below(self, n: int) -> int:
+        limit = (1 << 32) - ((1 << 32) % n)
+        value = self.u32()
+        while value >= limit:
+            value = self.u32()
+        return value % n
+
+
+def _independent_shuffle(cards: list[int], key: bytes, label: str) -> list[int]:
+    stream = _IndependentStream(key, label)
+    deck = list(cards)
+    i = len(deck) - 1
+    while i > 0:
+        j = stream.below(i + 1)
+        deck[i], deck[j] = deck[j], deck[i]
+        i -= 1
+    return deck
+
+
+def _independent_key(inputs: dict[str, Any]) -> tuple[bytes, bytes]:
+    t = _lp(b"rummy-pf/v1/deal") + _lp(inputs["table_id"].encode()) + struct.pack(">Q", inputs["hand_no"])
+    t += _lp(inputs["rules_id"].encode()) + struct.pack(">I", len(inputs["players"]))
+    for p in sorted(inputs["players"], key=lambda p: p["seat"]):
+        t += struct.pack(">I", p["seat"]) + _lp(p["player_id"].encode()) + _lp(bytes.fromhex(p["seed"]))
+    return t, hmac.new(bytes.fromhex(inputs["server_seed"]), t, hashlib.sha256).digest()
+
+
+@pytest.mark.parametrize("impl", ["verifier", "independent"])
+def test_derivation_vectors(impl: str) -> None:
+    cases = load("derivation.json")["cases"]
+    assert [c["seats"] for c in cases] == [4, 6, 8]
+    for c in cases:
+        inp = c["inputs"]
+        pack = 159 if c["seats"] == 8 else 106
+        canon = json.dumps({"ruleset": "rummy13/v1", "table": inp["rules"]}, sort_keys=True, separators=(",", ":"))
+        assert hashlib.sha256(canon.encode()).hexdigest() == inp["rules_id"]
+        if impl == "verifier":
+            players = [(p["seat"], p["player_id"], bytes.fromhex(p["seed"])) for p in inp["players"]]
+            t = fairness.transcript_input(inp["table_id"], inp["hand_no"], inp["rules_id"], players)
+            key = fairness.derive_key(bytes.fromhex(inp["server_seed"]), t)
+            stream = fairness.Stream(key, "deal")
+            assert [stream.block(0).hex(), stream.block(1).hex()] == c["deal_blocks"]
+            assert [stream.next_u32() for _ in range(8)] == c["deal_u32"]
+            us = fairness.Stream(key, "deal")
+            assert [us.uniform(u["n"]) for u in c["deal_uniform"]] == [u["value"] for u in c["deal_uniform"]]
+            deck = fairness.deal_deck(key, pack)
+            re1 = fairness.reshuffle_cards(key, 1, c["reshuffle"]["cards"])
+            re2 = fairness.reshuffle_cards(key, 2, c["reshuffle_2"]["cards"])
+            assert fairness.server_commit(bytes.fromhex(inp["server_seed"])).hex() == c["commit_s"]
+            for p in inp["players"]:
+                assert (
+                    fairness.player_commit(p["seat"], bytes.fromhex(p["seed"])).hex()
+                    == c["player_commits"][str(p["seat"])]
+                )
+        else:
+            t, key = _independent_key(inp)
+            ind = _IndependentStream(key, "deal")
+            assert [ind.u32() for _ in range(8)] == c["deal_u32"]
+            deck = _independent_shuffle(list(range(pack)), key, "deal")
+            re1 = _independent_shuffle(sorted(c["reshuffle"]["cards"]), key, "reshuffle/1")
+            re2 = _independent_shuffle(sorted(c["reshuffle_2"]["cards"]), key, "reshuffle/2")
+            pc = {
+                str(p["seat"]): hashlib.sha256(
+                    _lp(b"rummy-pf/v1/pcommit") + struct.pack(">I", p["seat"]) + bytes.fromhex(p["seed"])
+                ).hexdigest()
+                for p in inp["players"]
+            }
+            assert pc == c["player_commits"]
+        assert t.hex() == c["T"] and key.hex() == c["K"]
+        assert deck == c["deck"] and sorted(deck) == list(range(pack))
+        assert re1 == c["reshuffle"]["closed"] and re2 == c["reshuffle_2"]["closed"]
+
+
+TRANSCRIPTS = sorted(p.name for p in DIR.glob("transcript-*.json"))
+
+
+def test_there_are_enough_transcripts() -> None:
+    assert len(TRANSCRIPTS) >= 3
+    rich = load("transcript-6seat-everything.json")["transcript"]
+    kinds = set()
+    for rec in rich["log"]:
+        for e in rec.get("events", []):
+            kinds.add(e["kind"])
+            if e["kind"] == "draw":
+                kinds.add("draw_" + e["data"]["source"])
+            if e["kind"] == "declare":
+                kinds.add("declare_" + ("valid" if e["data"]["valid"] else "wrong"))
+            if e["kind"] == "drop":
+                kinds.add(f"drop_{e['data']['points']}")
+    assert {"draw_open", "declare_wrong", "drop_20", "drop_40", "clock", "reshuffle", "declare_valid"} <= kinds
+
+
+@pytest.mark.parametrize("name", TRANSCRIPTS)
+def test_every_transcript_vector_verifies_with_the_pinned_key(name: str) -> None:
+    t = load(name)["transcript"]
+    report = verify_transcript(t, vectors.TEST_SIGNER.public_bytes)
+    assert report.ok, report.failure
+    assert report.checks_passed[-1] == "chain"
+
+
+def test_regenerating_the_vectors_gives_the_same_bytes() -> None:
+    fresh = vectors.all_files()
+    on_disk = {p.name: p.read_text(encoding="utf-8") for p in DIR.glob("*.json")}
+    assert set(fresh) == set(on_disk)
+    for name, text in fresh.items():
+        assert text == on_disk[name], f"{name} differs from what verifier/vectors.py generates"

@@ -1,0 +1,101 @@
+"""Ed25519 signatures over canonical JSON, with domain separation (rummy-pf/v1).
+
+``sign(key, purpose, obj)`` signs ``LP("rummy-pf/v1/" + purpose) ‖ canonical(obj)``;
+the purposes are ``header``, ``commitments`` and ``transcript``.  Key storage is the
+server's business: this module only takes and returns bytes.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from pathlib import Path
+from typing import Any
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+from verifier.fairness import PROTOCOL, canonical, lp, sha256
+
+
+def signed_message(purpose: str, obj: Any) -> bytes:
+    return lp(f"{PROTOCOL}/{purpose}") + canonical(obj)
+
+
+class Signer:
+    """Holds a signing key; the server creates one per process from its key file."""
+
+    def __init__(self, private_key: Ed25519PrivateKey) -> None:
+        self._key = private_key
+        self.public_key = private_key.public_key()
+        self.public_bytes = public_key_bytes(self.public_key)
+
+    @classmethod
+    def from_seed(cls, seed: bytes) -> Signer:
+        return cls(Ed25519PrivateKey.from_private_bytes(seed))
+
+    @classmethod
+    def generate(cls) -> Signer:
+        return cls(Ed25519PrivateKey.generate())
+
+    def private_bytes(self) -> bytes:
+        return self._key.private_bytes(
+            serialization.Encoding.Raw, serialization.PrivateFormat.Raw, serialization.NoEncryption()
+        )
+
+    def sign(self, purpose: str, obj: Any) -> str:
+        return self._key.sign(signed_message(purpose, obj)).hex()
+
+    @property
+    def fingerprint(self) -> str:
+        return fingerprint(self.public_bytes)
+
+
+def public_key_bytes(key: Ed25519PublicKey) -> bytes:
+    return key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+
+
+def fingerprint(public_bytes: bytes) -> str:
+    """SHA-256 of the raw 32-byte public key, hex."""
+    return sha256(public_bytes).hex()
+
+
+def verify(public_bytes: bytes, purpose: str, obj: Any, signature_hex: str) -> bool:
+    try:
+        sig = bytes.fromhex(signature_hex)
+        Ed25519PublicKey.from_public_bytes(public_bytes).verify(sig, signed_message(purpose, obj))
+    except (InvalidSignature, ValueError):
+        return False
+    return True
+
+
+def load_public_key(text: str) -> bytes:
+    """A pinned key: 64 hex digits, base64 of 32 bytes, or a PEM file (path or text)."""
+    t = text.strip()
+    if len(t) == 64:
+        try:
+            return bytes.fromhex(t)
+        except ValueError:
+            pass
+    try:
+        raw = base64.b64decode(t, validate=True)
+        if len(raw) == 32:
+            return raw
+    except (binascii.Error, ValueError):
+        pass
+    pem = t
+    if "BEGIN" not in t:
+        path = Path(t)
+        if not path.is_file():
+            raise ValueError(f"not a key (hex, base64 or PEM) nor a file: {text!r}")
+        pem = path.read_text(encoding="utf-8")
+    key = serialization.load_pem_public_key(pem.encode("utf-8"))
+    if not isinstance(key, Ed25519PublicKey):
+        raise ValueError("the PEM key is not an Ed25519 public key")
+    return public_key_bytes(key)
+
+
+def public_pem(public_bytes: bytes) -> str:
+    key = Ed25519PublicKey.from_public_bytes(public_bytes)
+    return key.public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo).decode()

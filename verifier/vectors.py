@@ -1,0 +1,375 @@
+"""Test vectors for rummy-pf/v1 (``verifier/vectors/*.json``).
+
+    python -m verifier.vectors --write     regenerate the files
+    python -m verifier.vectors --check     exit 1 if any file differs from what this makes
+
+Every input is a fixed constant (seeds are SHA-256 of labelled strings; the signing
+key is a published *test* key), so the files are reproducible byte for byte; the
+test suite regenerates them and compares.  RFC 4231's HMAC-SHA256 cases are typed
+in from the RFC, not generated.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from verifier import strategy
+from verifier.cards import card_of_id, deck_size
+from verifier.fairness import (
+    Stream,
+    deal_deck,
+    derive_key,
+    player_commit,
+    reshuffle_cards,
+    rules_id,
+    sha256,
+    transcript_input,
+)
+from verifier.hand import Action, Declare, DrawOpen, Drop, HandState, Leave, Phase, TableRules, TimeOut
+from verifier.signing import Signer
+from verifier.transcript import GENESIS, HandRecorder
+
+DIR = Path(__file__).resolve().parent / "vectors"
+GENERATOR = "python -m verifier.vectors --write (verifier/vectors.py)"
+T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z in ms: fixed record times for the vectors
+
+
+def label(text: str) -> bytes:
+    return sha256(text.encode("utf-8"))
+
+
+TEST_SIGNER = Signer.from_seed(label("rummy-pf/v1 test vector signing key -- never use for real hands"))
+
+
+def about(what: str, checked_by: list[str]) -> dict[str, Any]:
+    return {"what": what, "produced_by": GENERATOR, "checked_by": checked_by}
+
+
+# --------------------------------------------------------------------------- RFC 4231
+RFC4231: list[dict[str, Any]] = [
+    {
+        "case": 1,
+        "key": "0b" * 20,
+        "data": b"Hi There".hex(),
+        "hmac_sha256": "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7",
+    },
+    {
+        "case": 2,
+        "key": b"Jefe".hex(),
+        "data": b"what do ya want for nothing?".hex(),
+        "hmac_sha256": "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843",
+    },
+    {
+        "case": 3,
+        "key": "aa" * 20,
+        "data": "dd" * 50,
+        "hmac_sha256": "773ea91e36800e46854db8ebd09181a72959098b3ef8c122d9635514ced565fe",
+    },
+    {
+        "case": 4,
+        "key": bytes(range(1, 26)).hex(),
+        "data": "cd" * 50,
+        "hmac_sha256": "82558a389a443c0ea4cc819899f2083a85f0faa3e578f8077a2e3ff46729665b",
+    },
+    {
+        "case": 5,
+        "key": "0c" * 20,
+        "data": b"Test With Truncation".hex(),
+        "hmac_sha256_128": "a3b6167473100ee06e0c796c2955552b",
+    },
+    {
+        "case": 6,
+        "key": "aa" * 131,
+        "data": b"Test Using Larger Than Block-Size Key - Hash Key First".hex(),
+        "hmac_sha256": "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54",
+    },
+    {
+        "case": 7,
+        "key": "aa" * 131,
+        "data": (
+            b"This is a test using a larger than block-size key and a larger than block-size data. "
+            b"The key needs to be hashed before being used by the HMAC algorithm."
+        ).hex(),
+        "hmac_sha256": "9b09ffa71b942fcb27635fbcd5b0e944bfdc63644f0713938a7f51535c3a35e2",
+    },
+]
+
+
+def rfc4231() -> dict[str, Any]:
+    return {
+        "_about": {
+            "what": "HMAC-SHA256 test cases 1-7 of RFC 4231 section 4 (case 5 truncated to 128 bits)",
+            "produced_by": "typed in from RFC 4231, not generated",
+            "checked_by": ["tests/test_vectors.py (Python hmac)", "the browser verifier's tests (WebCrypto)"],
+        },
+        "cases": RFC4231,
+    }
+
+
+# --------------------------------------------------------------------------- derivation
+def derivation() -> dict[str, Any]:
+    server_seed = label("vector/derivation/server")
+    cases = []
+    for seats_n in (4, 6, 8):
+        rules = TableRules(seats=seats_n, point_value=5, commission_bps=250)
+        rid = rules_id(rules.to_json())
+        players = [
+            (s, f"player-{s}", label(f"vector/derivation/player/{s}") if s % 3 else b"") for s in range(min(seats_n, 4))
+        ]
+        t = transcript_input("table-vec", 7, rid, players)
+        key = derive_key(server_seed, t)
+        stream = Stream(key, "deal")
+        blocks = [stream.block(0).hex(), stream.block(1).hex()]
+        u32s = [stream.next_u32() for _ in range(8)]
+        uniform_stream = Stream(key, "deal")
+        uniforms = [{"n": n, "value": uniform_stream.uniform(n)} for n in (106, 53, 7, 2, 1, 159, 1 << 31, 3)]
+        pack = deck_size(rules.decks)
+        deck = deal_deck(key, pack)
+        open_pile = deck[60:80]
+        cases.append(
+            {
+                "seats": seats_n,
+                "inputs": {
+                    "server_seed": server_seed.hex(),
+                    "table_id": "table-vec",
+                    "hand_no": 7,
+                    "rules": rules.to_json(),
+                    "rules_id": rid,
+                    "players": [{"seat": s, "player_id": p, "seed": seed.hex()} for s, p, seed in players],
+                },
+                "commit_s": sha256(server_seed).hex(),
+                "player_commits": {str(s): player_commit(s, seed).hex() for s, _, seed in players},
+                "T": t.hex(),
+                "K": key.hex(),
+                "deal_blocks": blocks,
+                "deal_u32": u32s,
+                "deal_uniform": uniforms,
+                "deck": deck,
+                "deck_faces": [str(card_of_id(c, rules.decks)) for c in deck],
+                "reshuffle": {"k": 1, "cards": sorted(open_pile), "closed": reshuffle_cards(key, 1, open_pile)},
+                "reshuffle_2": {
+                    "k": 2,
+                    "cards": sorted(open_pile[:5]),
+                    "closed": reshuffle_cards(key, 2, open_pile[:5]),
+                },
+            }
+        )
+    return {
+        "_about": about(
+            "rummy-pf/v1 derivation: commitments, T, K, the first stream blocks and u32s, uniform draws, the deal "
+            "for 4-, 6- and 8-seat tables (106/106/159 cards) and two reshuffles (docs/fairness.md)",
+            [
+                "tests/test_vectors.py (verifier.fairness, and an independent re-implementation in the test)",
+                "the browser verifier's tests",
+            ],
+        ),
+        "cases": cases,
+    }
+
+
+# --------------------------------------------------------------------------- transcripts
+Policy = Callable[[HandState, int], Action]
+
+
+def play_hand(
+    name: str,
+    attempt: int,
+    rules: TableRules,
+    seats: list[int],
+    dealer: int,
+    policy: Policy,
+    *,
+    no_commit: tuple[int, ...] = (),
+    withhold: tuple[int, ...] = (),
+    prev_head: str | None = None,
+    max_actions: int = 600,
+) -> HandRecorder:
+    rec = HandRecorder(
+        signer=TEST_SIGNER,
+        table_id=f"table-{name}",
+        hand_no=attempt + 1,
+        rules=rules,
+        seats=[(s, f"player-{name}-{s}") for s in seats],
+        dealer=dealer,
+        server_seed=label(f"vector/{name}/server/{attempt}"),
+        prev_head=prev_head or GENESIS,
+    )
+    rec.commit()
+    seeds = {s: label(f"vector/{name}/player/{s}") for s in seats}
+    commits = {s: (None if s in no_commit else player_commit(s, seeds[s])) for s in seats}
+    rec.commitments(commits)
+    rec.reveal({s: (None if s in withhold else seeds[s]) for s in seats}, commits)
+    rec.deal()
+    n = 0
+    while not rec.ended and n < max_actions:
+        assert rec.state is not None
+        rec.act(policy(rec.state, rec.state.turn), t=T0 + 1000 * len(rec.records))
+        n += 1
+    return rec
+
+
+def greedy(state: HandState, seat: int) -> Action:
+    return strategy.choose(state, seat, allow_drop=False)
+
+
+def rich_policy() -> Policy:
+    """The scripted 6-seat hand: seat 0 first-drops, seat 1 middle-drops on its second
+    turn, seat 2's clock runs out once, seat 3 declares wrongly on its second turn,
+    seat 4 takes the open card on its first turn; the rest play the strategy."""
+    turns: dict[int, int] = {}
+
+    def policy(state: HandState, seat: int) -> Action:
+        if state.phase is Phase.DRAW:
+            turns[seat] = turns.get(seat, 0) + 1
+        k = turns.get(seat, 0)
+        if seat == 0 and k == 1:
+            return Drop(0)
+        if seat == 1 and k == 2 and state.phase is Phase.DRAW:
+            return Drop(1)
+        if seat == 2 and k == 1 and state.phase is Phase.DRAW:
+            return TimeOut(2)
+        if seat == 4 and k == 1 and state.phase is Phase.DRAW:
+            return DrawOpen(4)
+        if seat == 3 and k == 2 and state.phase is Phase.DISCARD:
+            pick = strategy.best_discard(list(state.seat(3).cards), state)
+            if not pick.valid:
+                return Declare(3, state.seat(3).cards[0])
+        return greedy(state, seat)
+
+    return policy
+
+
+def leave_policy() -> Policy:
+    """Seat 6 leaves the table during its third turn; the rest play the strategy."""
+    turns: dict[int, int] = {}
+
+    def policy(state: HandState, seat: int) -> Action:
+        if state.phase is Phase.DRAW:
+            turns[seat] = turns.get(seat, 0) + 1
+        if seat == 6 and turns.get(6) == 3 and state.phase is Phase.DISCARD:
+            return Leave(6)
+        return greedy(state, seat)
+
+    return policy
+
+
+def kinds_of(rec: HandRecorder) -> set[str]:
+    out = set()
+    for r in rec.records:
+        for e in r.get("events", []):
+            out.add(e["kind"])
+            if e["kind"] == "draw":
+                out.add("draw_" + e["data"]["source"])
+            if e["kind"] == "declare":
+                out.add("declare_valid" if e["data"]["valid"] else "declare_wrong")
+            if e["kind"] == "drop":
+                out.add(f"drop_{e['data']['points']}")
+    return out
+
+
+def first_attempt(make: Callable[[int], HandRecorder], need: set[str], tries: int = 200) -> tuple[int, HandRecorder]:
+    """The first attempt number whose hand shows every feature in ``need``."""
+    for attempt in range(tries):
+        rec = make(attempt)
+        if rec.ended and need <= kinds_of(rec):
+            return attempt, rec
+    raise RuntimeError(f"no attempt in {tries} showed {sorted(need)}")
+
+
+def transcripts() -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    checked = [
+        "tests/test_vectors.py (rummy-verify: every check, and every tampered variant)",
+        "the browser verifier's tests",
+    ]
+
+    a, rec = first_attempt(
+        lambda n: play_hand("two", n, TableRules(seats=4, point_value=10, commission_bps=500), [1, 3], 3, greedy),
+        {"declare_valid"},
+    )
+    out["transcript-4seat-two-players.json"] = {
+        "_about": about(f"a 4-seat table, two players playing the strategy to a valid declare (attempt {a})", checked),
+        "transcript": rec.transcript(),
+    }
+
+    a, rec = first_attempt(
+        lambda n: play_hand(
+            "rich",
+            n,
+            TableRules(seats=6, point_value=3, commission_bps=1000, max_missed_turns=2),
+            list(range(6)),
+            5,
+            rich_policy(),
+        ),
+        {"draw_open", "declare_wrong", "drop_20", "drop_40", "clock", "reshuffle", "declare_valid"},
+    )
+    out["transcript-6seat-everything.json"] = {
+        "_about": about(
+            f"a 6-seat hand with an open-pile draw, a wrong declare, a first drop, a middle drop, a clock expiry, "
+            f"a reshuffle and a valid declare (attempt {a})",
+            checked,
+        ),
+        "transcript": rec.transcript(),
+    }
+
+    a, rec = first_attempt(
+        lambda n: play_hand(
+            "eight",
+            n,
+            TableRules(seats=8, point_value=2, commission_bps=333),
+            [0, 2, 3, 5, 6],
+            6,
+            leave_policy(),
+            no_commit=(2,),
+            withhold=(5,),
+        ),
+        {"leave", "forfeit"},
+    )
+    out["transcript-8seat-seeds-and-leave.json"] = {
+        "_about": about(
+            f"an 8-seat table (three decks): one seat sent no commitment (empty seed), one withheld its reveal "
+            f"(sits out, first drop), one leaves mid-hand (attempt {a})",
+            checked,
+        ),
+        "transcript": rec.transcript(),
+    }
+
+    rec = play_hand("void", 0, TableRules(seats=4), [0, 1], 0, greedy, withhold=(1,))
+    out["transcript-void.json"] = {
+        "_about": about("a void hand (D29): one of two seats withheld its reveal, so nothing was dealt", checked),
+        "transcript": rec.transcript(),
+    }
+    return out
+
+
+def all_files() -> dict[str, str]:
+    files = {"rfc4231.json": rfc4231(), "derivation.json": derivation(), **transcripts()}
+    return {name: json.dumps(body, indent=1, sort_keys=True, ensure_ascii=False) + "\n" for name, body in files.items()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    ap.add_argument("--write", action="store_true")
+    ap.add_argument("--check", action="store_true")
+    args = ap.parse_args(argv)
+    files = all_files()
+    bad = 0
+    for name, text in files.items():
+        path = DIR / name
+        if args.write:
+            DIR.mkdir(exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+            print(f"wrote {path}")
+        elif not path.is_file() or path.read_text(encoding="utf-8") != text:
+            print(f"differs: {path}")
+            bad += 1
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
