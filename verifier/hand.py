@@ -740,6 +740,7 @@ def seat_view(state: HandState, viewer: int | None) -> dict[str, Any]:
                 "cards": list(me.cards),
                 "faces": [str(card_of_id(c, decks)) for c in me.cards],
                 "drawn_this_turn": me.drawn_this_turn,
+                "drawn_any": me.drawn_any,
                 "status": me.status.value,
             }
     return view

@@ -133,10 +133,15 @@ class HandRecorder:
     def head(self) -> str:
         return self.records[-1]["h"] if self.records else self.prev_head
 
-    def _append(self, record: dict[str, Any]) -> dict[str, Any]:
+    def _link(self, record: dict[str, Any]) -> dict[str, Any]:
+        """The record numbered and chained after the current head (not yet added)."""
         record = dict(record)
         record["i"] = len(self.records)
         record["h"] = chain_link(self.head, record)
+        return record
+
+    def _append(self, record: dict[str, Any]) -> dict[str, Any]:
+        record = self._link(record)
         self.records.append(record)
         return record
 
@@ -192,11 +197,12 @@ class HandRecorder:
             return self._append({"type": "void", "reason": "fewer than two seats dealt in (D29)"}), []
         return self._append({"type": "deal", "events": [e.to_json() for e in events]}), events
 
-    def act(self, action: Action, t: int | None = None) -> tuple[dict[str, Any], list[Event]]:
-        """Apply one action (raises RuleError, recording nothing, if it is illegal)."""
+    def prepare(self, action: Action, t: int | None = None) -> tuple[HandState, dict[str, Any], list[Event]]:
+        """The state, chained record and events one action would give, changing
+        nothing (raises RuleError if the action is illegal).  The server stores the
+        record, then calls :meth:`accept`."""
         assert self.state is not None, "deal first"
         state, events = apply(self.state, action, reshuffler(self.key))
-        self.state = state
         record: dict[str, Any] = {
             "type": "action",
             "action": action_to_json(action),
@@ -204,7 +210,19 @@ class HandRecorder:
         }
         if t is not None:
             record["t"] = t
-        return self._append(record), events
+        return state, self._link(record), events
+
+    def accept(self, state: HandState, record: dict[str, Any]) -> None:
+        if record["i"] != len(self.records) or chain_link(self.head, record) != record["h"]:
+            raise RuntimeError("the record does not follow the current head")
+        self.records.append(record)
+        self.state = state
+
+    def act(self, action: Action, t: int | None = None) -> tuple[dict[str, Any], list[Event]]:
+        """Apply one action (raises RuleError, recording nothing, if it is illegal)."""
+        state, record, events = self.prepare(action, t)
+        self.accept(state, record)
+        return record, events
 
     @property
     def ended(self) -> bool:

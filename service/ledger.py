@@ -1,0 +1,164 @@
+"""The double-entry ledger (RULES.md D18–D20; PITFALLS.md "Money").
+
+Every change is a ledger transaction whose entries sum to zero; account balances
+move only through :func:`_post`, each change a single guarded ``UPDATE`` so no
+balance can go below zero whatever the isolation level.  Deposits come from the
+``external:deposits`` account, so at all times every account sums to zero and the
+players and the house hold exactly what was deposited.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import asyncpg
+
+from verifier.settle import Settlement
+
+HOUSE = "house:commission"
+EXTERNAL = "external:deposits"
+
+
+class LedgerError(Exception):
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def available(player_id: str) -> str:
+    return f"player:{player_id}:available"
+
+
+def held(player_id: str) -> str:
+    return f"player:{player_id}:held"
+
+
+async def open_accounts(conn: asyncpg.Connection, player_id: str) -> None:
+    await conn.execute(
+        "INSERT INTO accounts (id, kind, player_id) VALUES ($1, 'available', $3), ($2, 'held', $3) "
+        "ON CONFLICT (id) DO NOTHING",
+        available(player_id),
+        held(player_id),
+        player_id,
+    )
+
+
+async def _post(
+    conn: asyncpg.Connection, kind: str, entries: Mapping[str, int], *, hand_id: int | None = None, memo: str = ""
+) -> int:
+    """One balanced transaction; the caller holds a database transaction open."""
+    if sum(entries.values()) != 0:
+        raise LedgerError("unbalanced", f"ledger entries must sum to zero: {dict(entries)}")
+    tx_id: int = await conn.fetchval(
+        "INSERT INTO ledger_tx (kind, hand_id, memo) VALUES ($1, $2, $3) RETURNING id", kind, hand_id, memo
+    )
+    for account, amount in entries.items():
+        if amount == 0:
+            continue
+        done = await conn.fetchval(
+            "UPDATE accounts SET balance = balance + $2 "
+            "WHERE id = $1 AND (kind = 'external' OR balance + $2 >= 0) RETURNING id",
+            account,
+            amount,
+        )
+        if done is None:
+            raise LedgerError("insufficient_balance", f"{account} cannot go below zero (change {amount})")
+        await conn.execute(
+            "INSERT INTO ledger_entries (tx_id, account_id, amount) VALUES ($1, $2, $3)", tx_id, account, amount
+        )
+    return tx_id
+
+
+async def deposit(conn: asyncpg.Connection, player_id: str, amount: int) -> int:
+    if not isinstance(amount, int) or isinstance(amount, bool) or amount <= 0:
+        raise LedgerError("bad_amount", "a deposit is a positive integer of HT minor units (D18)")
+    async with conn.transaction():
+        return await _post(conn, "deposit", {EXTERNAL: -amount, available(player_id): amount}, memo="deposit")
+
+
+async def hold(conn: asyncpg.Connection, player_id: str, amount: int, hand_id: int) -> None:
+    """D20: move the most a hand can cost from available to held (caller's transaction)."""
+    await _post(conn, "hold", {available(player_id): -amount, held(player_id): amount}, hand_id=hand_id)
+
+
+async def release(conn: asyncpg.Connection, holds: Mapping[str, int], hand_id: int) -> None:
+    """Return holds untouched (a void hand)."""
+    entries: dict[str, int] = {}
+    for player_id, amount in holds.items():
+        entries[held(player_id)] = -amount
+        entries[available(player_id)] = amount
+    await _post(conn, "release", entries, hand_id=hand_id, memo="void")
+
+
+async def settle(
+    conn: asyncpg.Connection, hand_id: int, holds: Mapping[int, tuple[str, int]], settlement: Settlement
+) -> bool:
+    """D19–D20, in the caller's transaction, once per hand: release every hold and
+    pay the deltas and the commission.  False if the hand was already settled."""
+    done = await conn.fetchval("SELECT 1 FROM settlements WHERE hand_id = $1", hand_id)
+    if done:
+        return False
+    entries: dict[str, int] = {HOUSE: settlement.commission}
+    for seat, (player_id, amount) in holds.items():
+        entries[held(player_id)] = -amount
+        entries[available(player_id)] = amount + settlement.deltas.get(seat, 0)
+    tx_id = await _post(conn, "settle", entries, hand_id=hand_id, memo="hand settlement")
+    await conn.execute(
+        "INSERT INTO settlements (hand_id, tx_id, pot, commission) VALUES ($1, $2, $3, $4)",
+        hand_id,
+        tx_id,
+        settlement.pot,
+        settlement.commission,
+    )
+    return True
+
+
+@dataclass(frozen=True)
+class Balance:
+    available: int
+    held: int
+
+
+async def balance(conn: asyncpg.Connection, player_id: str) -> Balance:
+    rows = await conn.fetch("SELECT id, balance FROM accounts WHERE player_id = $1", player_id)
+    by = {r["id"]: int(r["balance"]) for r in rows}
+    return Balance(by.get(available(player_id), 0), by.get(held(player_id), 0))
+
+
+async def summary(conn: asyncpg.Connection) -> dict[str, int | bool]:
+    """The invariants, for the operator: accounts sum to zero, nothing negative
+    but the external account, every transaction balanced."""
+    total = int(await conn.fetchval("SELECT COALESCE(SUM(balance), 0) FROM accounts"))
+    negative = int(await conn.fetchval("SELECT COUNT(*) FROM accounts WHERE kind <> 'external' AND balance < 0"))
+    unbalanced = int(
+        await conn.fetchval(
+            "SELECT COUNT(*) FROM (SELECT tx_id FROM ledger_entries GROUP BY tx_id HAVING SUM(amount) <> 0) t"
+        )
+    )
+    drift = int(
+        await conn.fetchval(
+            "SELECT COUNT(*) FROM accounts a WHERE a.balance <> "
+            "(SELECT COALESCE(SUM(amount), 0) FROM ledger_entries e WHERE e.account_id = a.id)"
+        )
+    )
+    deposited = -int(await conn.fetchval("SELECT balance FROM accounts WHERE id = $1", EXTERNAL))
+    players_available = int(await conn.fetchval("SELECT COALESCE(SUM(balance),0) FROM accounts WHERE kind='available'"))
+    players_held = int(await conn.fetchval("SELECT COALESCE(SUM(balance),0) FROM accounts WHERE kind='held'"))
+    house = int(await conn.fetchval("SELECT balance FROM accounts WHERE id = $1", HOUSE))
+    return {
+        "deposited": deposited,
+        "players_available": players_available,
+        "players_held": players_held,
+        "house_commission": house,
+        "sum_of_accounts": total,
+        "negative_accounts": negative,
+        "unbalanced_transactions": unbalanced,
+        "balances_not_matching_entries": drift,
+        "ok": total == 0
+        and negative == 0
+        and unbalanced == 0
+        and drift == 0
+        and deposited == players_available + players_held + house,
+    }
