@@ -38,6 +38,7 @@ class Bot:
     _n: int = 0
     _seed: bytes = b""
     _acting_on: tuple[int, int, str] | None = None
+    _leaving: bool = False
 
     def _id(self) -> str:
         self._n += 1
@@ -60,6 +61,11 @@ class Bot:
                 if stop is not None and stop.is_set():
                     break
                 if self.max_hands is not None and len(self.hands_seen) >= self.max_hands:
+                    await self.send({"type": "leave", "table_id": self.table_id})
+                    self.max_hands = None
+                    self._leaving = True
+                    continue
+                if self._leaving and data.get("type") in ("reply", "error") and data.get("id") == f"m{self._n}":
                     break
 
     async def send(self, message: dict[str, Any]) -> None:

@@ -1,0 +1,91 @@
+"""Shared fixtures: one embedded PostgreSQL for the whole session, and a served app
+on 127.0.0.1 in front of it."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+import pytest_asyncio
+
+from service.cli import Running, start_server
+from service.db import EmbeddedPostgres
+from service.table import Settings
+
+OPERATOR = "test-operator-token"
+
+
+@pytest.fixture(scope="session")
+def pg_dsn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real PostgreSQL: DATABASE_URL if set, else the embedded server, started
+    once per test session."""
+    if os.environ.get("TEST_DATABASE_URL"):
+        yield os.environ["TEST_DATABASE_URL"]
+        return
+    pg = EmbeddedPostgres(tmp_path_factory.mktemp("pg"))
+    dsn = pg.start()
+    try:
+        yield dsn
+    finally:
+        pg.stop()
+
+
+@pytest_asyncio.fixture(scope="session")
+async def server(pg_dsn: str, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Running]:
+    running = await start_server(
+        host="127.0.0.1",
+        port=0,
+        data_dir=Path(tmp_path_factory.mktemp("data")),
+        database_url=pg_dsn,
+        operator_token=OPERATOR,
+        settings=Settings(commit_seconds=3, reveal_seconds=3, next_hand_delay=0.5, queue_size=64),
+    )
+    try:
+        yield running
+    finally:
+        await running.stop()
+
+
+class Api:
+    """A small REST client for the tests."""
+
+    def __init__(self, base: str, session: aiohttp.ClientSession) -> None:
+        self.base, self.session = base, session
+
+    async def call(
+        self, method: str, path: str, token: str | None = OPERATOR, body: Any = None, expect: int | None = None
+    ) -> Any:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        async with self.session.request(method, self.base + path, json=body, headers=headers) as r:
+            data = await r.json()
+            if expect is not None:
+                assert r.status == expect, (r.status, data)
+            return data
+
+    async def player(self, name: str = "p", deposit: int = 100_000) -> dict[str, Any]:
+        p: dict[str, Any] = await self.call("POST", "/api/players", body={"name": name, "deposit": deposit}, expect=201)
+        return p
+
+    async def table(self, **rules: int) -> str:
+        t = await self.call("POST", "/api/tables", body=rules, expect=201)
+        return str(t["id"])
+
+
+@pytest_asyncio.fixture
+async def api(server: Running) -> AsyncIterator[Api]:
+    async with aiohttp.ClientSession() as session:
+        yield Api(server.url, session)
+
+
+async def wait_for(predicate: Any, timeout: float = 30.0, interval: float = 0.05) -> None:
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while not predicate():
+        if loop.time() > end:
+            raise AssertionError("timed out waiting")
+        await asyncio.sleep(interval)

@@ -1,0 +1,431 @@
+"""The table server over real sockets and a real PostgreSQL (issue 4)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import asyncpg
+import pytest
+
+from service import ledger
+from service.bots import Bot
+from service.cli import Running
+from service.db import migrate
+from service.table import Connection
+from tests.conftest import Api, wait_for
+from tests.wsclient import Client
+from verifier.fairness import player_commit, reshuffler
+from verifier.hand import Event, HandState, action_from_json, apply, seat_view
+from verifier.signing import load_public_key
+from verifier.transcript import start_hand, verify_transcript
+
+
+def replay_states(t: dict[str, Any]) -> dict[int, HandState]:
+    """The state after each record of a transcript, from the verifier alone."""
+    log = t["log"]
+    key, _, state, _ = start_hand(log[0]["header"], log[2]["reveals"], bytes.fromhex(t["server_seed"]))
+    assert state is not None
+    states = {3: state}
+    for rec in log[4:]:
+        state, _ = apply(state, action_from_json(rec["action"]), reshuffler(key))
+        states[rec["i"]] = state
+    return states
+
+
+def check_frames(frames: list[dict[str, Any]], player_id: str, t: dict[str, Any]) -> int:
+    """Every frame this player received about the hand is exactly what its seat may
+    see: events filtered for its seat, the view computed for its seat, and never the
+    server seed before the result.  Returns how many update frames were checked."""
+    header = t["log"][0]["header"]
+    hand_no = header["hand_no"]
+    table_id = header["table_id"]
+    seat = next((s["seat"] for s in header["seats"] if s["player_id"] == player_id), None)
+    states = replay_states(t) if t["result"] else {}
+    checked = 0
+    for f in frames:
+        if f.get("table_id") == table_id and f.get("type") == "result" and f.get("hand_no") == hand_no:
+            break
+        assert t["server_seed"] not in json.dumps(f), "the server seed appeared before its reveal"
+        if f.get("type") == "update" and f.get("table_id") == table_id and f.get("hand_no") == hand_no:
+            rec = t["log"][f["i"]]
+            expected = [Event.from_json(e).for_seat(seat) for e in rec["events"]]
+            assert f["events"] == expected
+            assert f["view"] == json.loads(json.dumps(seat_view(states[f["i"]], seat)))
+            for s in f["view"]["seats"]:
+                if f["view"]["phase"] != "ended":
+                    assert "cards" not in s, "another seat's cards in a view during play"
+            checked += 1
+    return checked
+
+
+async def bot_hands(api: Api, server: Running, seats: int, players: int, hands: int) -> tuple[str, list[Bot]]:
+    table = await api.table(seats=seats, point_value=3, commission_bps=700, turn_seconds=20)
+    bots = []
+    for n in range(players):
+        p = await api.player(f"bot{n}", deposit=50_000)
+        b = Bot(server.url, p["token"], table, fast=True, keep_frames=True, max_hands=hands)
+        b.player_id = p["id"]  # type: ignore[attr-defined]
+        bots.append(b)
+    await asyncio.wait_for(asyncio.gather(*(b.run() for b in bots)), timeout=240)
+    return table, bots
+
+
+@pytest.mark.parametrize("seats,players", [(4, 4), (6, 6), (8, 8), (6, 3)])
+async def test_whole_hands_with_bots_verify_and_leak_nothing(
+    api: Api, server: Running, seats: int, players: int
+) -> None:
+    key = await api.call("GET", "/api/fairness/key")
+    pinned = load_public_key(key["public_key_hex"])
+    table, bots = await bot_hands(api, server, seats, players, hands=2)
+    results = bots[0].hands_seen[:2]
+    assert len(results) == 2
+    before = await api.call("GET", "/api/ledger", expect=200)
+    for r in results:
+        t = await api.call("GET", r["transcript"], expect=200)
+        report = verify_transcript(t, pinned)
+        assert report.ok, report.failure
+        assert t["log"][0]["header"]["table_id"] == table
+        total = 0
+        for b in bots:
+            total += check_frames(b.frames, b.player_id, t)  # type: ignore[attr-defined]
+        assert total > 0
+    # Consecutive hands at the table chain (rummy-pf/v1 §9).
+    t1 = await api.call("GET", results[0]["transcript"])
+    t2 = await api.call("GET", results[1]["transcript"])
+    assert t2["log"][0]["header"]["prev_head"] == t1["head"]
+    assert before["ok"] is True
+    # Each bot's balance is its deposit plus what the transcripts say it won or lost.
+    for b in bots:
+        me = await api.call("GET", "/api/me", token=b.token)
+        deltas = 0
+        for r in results:
+            header = (await api.call("GET", r["transcript"]))["log"][0]["header"]
+            seat = next((s["seat"] for s in header["seats"] if s["player_id"] == me["id"]), None)
+            if seat is not None:
+                deltas += r["result"]["settlement"]["deltas"].get(str(seat), 0)
+        assert me["held"] == 0 and me["available"] == 50_000 + deltas
+        assert not [e for e in b.errors if e["error"]["code"] not in ("not_seated",)], b.errors
+
+
+async def seat_two(api: Api, server: Running, **rules: int) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    table = await api.table(**{"seats": 4, "point_value": 2, "turn_seconds": 30, **rules})
+    a = await api.player("ann")
+    b = await api.player("bo")
+    return table, a, b
+
+
+async def through_seeds(table: str, *clients: Client) -> int:
+    """Join, sit, commit and reveal for every client; returns the hand number."""
+    for c in clients:
+        await c.request({"type": "join", "table_id": table})
+        r = await c.request({"type": "sit", "table_id": table})
+        assert r["type"] == "reply", r
+    hand = await clients[0].wait_frame(lambda f: f.get("type") == "hand" and f.get("phase") == "commit")
+    hand_no = hand["hand_no"]
+    seeds = {}
+    for c in clients:
+        frame = await c.wait_frame(lambda f: f.get("type") == "hand" and f.get("phase") == "commit")
+        me = next(f for f in c.frames if f.get("type") == "hello")["player_id"]
+        seat = next(s["seat"] for s in frame["record"]["header"]["seats"] if s["player_id"] == me)
+        seeds[c] = (seat, bytes([seat + 1]) * 32)
+        r = await c.request(
+            {"type": "commit", "table_id": table, "hand_no": hand_no, "commit": player_commit(seat, seeds[c][1]).hex()}
+        )
+        assert r["type"] == "reply", r
+    for c in clients:
+        await c.wait_frame(lambda f: f.get("type") == "hand" and f.get("phase") == "reveal")
+        r = await c.request({"type": "reveal", "table_id": table, "hand_no": hand_no, "seed": seeds[c][1].hex()})
+        assert r["type"] == "reply", r
+    for c in clients:
+        await c.wait_frame(lambda f: f.get("type") == "update" and f.get("i") == 3)
+    return int(hand_no)
+
+
+def latest_view(c: Client) -> dict[str, Any]:
+    return next(f["view"] for f in reversed(c.frames) if f.get("type") == "update")
+
+
+async def records(pool: asyncpg.Pool, table: str) -> int:
+    async with pool.acquire() as conn:
+        return int(
+            await conn.fetchval(
+                "SELECT COUNT(*) FROM hand_records r JOIN hands h ON h.id = r.hand_id WHERE h.table_id = $1", table
+            )
+        )
+
+
+async def test_bad_messages_get_typed_errors_and_change_nothing(api: Api, server: Running) -> None:
+    from service.app import POOL
+
+    pool = server.app[POOL]
+    table, a, b = await seat_two(api, server)
+    async with Client(server.url, a["token"]) as ca, Client(server.url, b["token"]) as cb:
+        await through_seeds(table, ca, cb)
+        view = latest_view(ca)
+        on_turn, off_turn = (ca, cb) if view["turn"] == view["me"]["seat"] else (cb, ca)
+        n0 = await records(pool, table)
+        before = latest_view(on_turn)
+
+        async def error_of(c: Client, message: dict[str, Any]) -> str:
+            r = await c.request(message)
+            assert r["type"] == "error", r
+            return str(r["error"]["code"])
+
+        act = {"type": "action", "table_id": table}
+        assert await error_of(off_turn, {**act, "action": {"kind": "draw_closed"}}) == "not_your_turn"
+        assert await error_of(on_turn, {**act, "action": {"kind": "discard", "card": 3}}) == "must_draw_first"
+        assert await error_of(on_turn, {**act, "action": {"kind": "discard", "card": "ZZ"}}) == "unknown_card"
+        assert await error_of(on_turn, {**act, "action": {"kind": "discard", "card": 9999}}) == "unknown_card"
+        assert await error_of(on_turn, {**act, "action": "draw"}) == "bad_message"
+        assert await error_of(on_turn, {**act, "action": {"kind": "fly"}}) == "bad_action"
+        assert await error_of(on_turn, {**act, "action": {"kind": "timeout"}}) == "bad_message"
+        assert await error_of(on_turn, {"type": "dance", "table_id": table}) == "bad_message"
+        assert await error_of(on_turn, {"type": "action", "table_id": "t_nope", "action": {}}) == "no_such_table"
+        # Malformed frames with no usable id: a typed error all the same.
+        for raw in ["this is not json", "[1, 2]", json.dumps({"type": "ping"}), "x" * 9000]:
+            n = len(on_turn.frames)
+            await on_turn.send_raw(raw)
+            f = await on_turn.wait_frame(lambda f: f.get("type") == "error", start=n)
+            assert f["error"]["code"] in ("bad_message", "message_too_large")
+        # Nothing above changed the hand, and the other seat heard of none of it.
+        assert await records(pool, table) == n0
+        assert latest_view(on_turn) == before
+        assert not [
+            f
+            for f in off_turn.frames
+            if f.get("type") == "error"
+            and f.get("id", "").startswith("c")
+            and f["id"] in {str(x.get("id")) for x in on_turn.frames}
+        ]
+        # A replayed message: the original reply, applied once.
+        first = await on_turn.request({**act, "action": {"kind": "draw_closed"}}, msg_id="draw-1")
+        assert first["type"] == "reply"
+        again = await on_turn.request({**act, "action": {"kind": "draw_closed"}}, msg_id="draw-1")
+        assert again["replayed"] is True and again["result"] == first["result"]
+        await wait_for(lambda: latest_view(on_turn)["phase"] == "discard")
+        assert await records(pool, table) == n0 + 1
+        # A card in another seat's hand is not yours to discard.
+        other_card = next(iter(set(range(106)) - set(latest_view(on_turn)["me"]["cards"])))
+        assert await error_of(on_turn, {**act, "action": {"kind": "discard", "card": other_card}}) in (
+            "card_not_in_hand",
+        )
+        for c in (ca, cb):
+            await c.request({"type": "leave", "table_id": table})
+
+
+async def test_clock_moves_then_drops(api: Api, server: Running) -> None:
+    table, a, b = await seat_two(api, server, turn_seconds=1, max_missed_turns=2)
+    async with Client(server.url, a["token"]) as ca, Client(server.url, b["token"]) as cb:
+        await through_seeds(table, ca, cb)
+        result = await ca.wait_frame(lambda f: f.get("type") == "result", timeout=30)
+    t = await api.call("GET", result["transcript"], expect=200)
+    assert verify_transcript(t).ok
+    kinds = [(e["kind"], e["data"]) for r in t["log"][4:] for e in r["events"]]
+    assert ("clock", {"missed": 1, "phase": "draw"}) in kinds
+    assert any(k == "draw" and d["by_clock"] for k, d in kinds)
+    drops = [d for k, d in kinds if k == "drop"]
+    assert drops and drops[0]["reason"] == "clock" and drops[0]["points"] == 40  # D16, D22
+    assert t["result"]["reason"] == "last_standing"
+    assert all(r["action"]["kind"] == "timeout" for r in t["log"][4:])
+    for token in (a["token"], b["token"]):
+        await api.call("POST", f"/api/tables/{table}/leave", token=token)
+
+
+async def test_seeds_no_commit_plays_with_empty_seed(api: Api, server: Running) -> None:
+    """A seat that sends no commitment takes part with an empty seed (D21)."""
+    table, a, b = await seat_two(api, server, turn_seconds=1, max_missed_turns=1)
+    async with Client(server.url, a["token"]) as ca, Client(server.url, b["token"]) as cb:
+        for c in (ca, cb):
+            await c.request({"type": "join", "table_id": table})
+            await c.request({"type": "sit", "table_id": table})
+        result = await ca.wait_frame(lambda f: f.get("type") == "result", timeout=40)
+    t = await api.call("GET", result["transcript"], expect=200)
+    assert verify_transcript(t).ok
+    assert [r["status"] for r in t["log"][2]["reveals"]] == ["no_commit", "no_commit"]
+    for token in (a["token"], b["token"]):
+        await api.call("POST", f"/api/tables/{table}/leave", token=token)
+
+
+async def test_without_enough_balance_nobody_sits(api: Api, server: Running) -> None:
+    table = await api.table(seats=4, point_value=10)
+    poor = await api.player("poor", deposit=1299)  # 130 × 10 = 1300 needed (D20)
+    r = await api.call("POST", f"/api/tables/{table}/sit", token=poor["token"], expect=402)
+    assert r["error"]["code"] == "insufficient_balance" and r["error"]["rule"] == "D20"
+    async with Client(server.url, poor["token"]) as c:
+        await c.request({"type": "join", "table_id": table})
+        e = await c.request({"type": "sit", "table_id": table})
+        assert e["type"] == "error" and e["error"]["code"] == "insufficient_balance"
+    tables = await api.call("GET", "/api/tables")
+    assert next(t for t in tables["tables"] if t["id"] == table)["seated"] == []
+    await api.call("POST", f"/api/players/{poor['id']}/deposit", body={"amount": 1}, expect=200)
+    ok = await api.call("POST", f"/api/tables/{table}/sit", token=poor["token"], expect=200)
+    assert ok["seat"] == 0
+    await api.call("POST", f"/api/tables/{table}/leave", token=poor["token"], expect=200)
+
+
+async def test_auth_and_operator_only_routes(api: Api, server: Running) -> None:
+    assert (await api.call("POST", "/api/tables", token="wrong", body={}, expect=401))["error"]["code"] == (
+        "unauthorized"
+    )
+    assert (await api.call("GET", "/api/me", token="nope", expect=401))["error"]["code"] == "unauthorized"
+    p = await api.player("x")
+    assert (await api.call("GET", "/api/ledger", token=p["token"], expect=401))["error"]["code"] == "unauthorized"
+    bad = await api.call("POST", "/api/tables", body={"seats": 5}, expect=400)
+    assert bad["error"]["code"] == "bad_table"
+    bad = await api.call("POST", "/api/tables", body={"seats": 4, "rake": 3}, expect=400)
+    assert bad["error"]["code"] == "bad_request"
+    neg = await api.call("POST", f"/api/players/{p['id']}/deposit", body={"amount": -5}, expect=400)
+    assert neg["error"]["code"] == "bad_amount"
+    fl = await api.call("POST", f"/api/players/{p['id']}/deposit", body={"amount": 2.5}, expect=400)
+    assert fl["error"]["code"] == "bad_amount"
+
+
+async def test_ledger_settles_once_and_balances(api: Api, server: Running) -> None:
+    from service.app import POOL
+
+    table, bots = await bot_hands(api, server, 4, 2, hands=1)
+    result = bots[0].hands_seen[0]
+    summary = await api.call("GET", "/api/ledger", expect=200)
+    assert summary["ok"] and summary["sum_of_accounts"] == 0 and summary["negative_accounts"] == 0
+    pool = server.app[POOL]
+    async with pool.acquire() as conn:
+        hand_id = result["hand_id"]
+        holds = {
+            r["seat"]: (r["player_id"], r["hold"])
+            for r in await conn.fetch("SELECT seat, player_id, hold FROM hand_players WHERE hand_id = $1", hand_id)
+        }
+        from verifier.settle import Settlement
+
+        s = Settlement.from_json(result["result"]["settlement"])
+        async with conn.transaction():
+            again = await ledger.settle(conn, hand_id, holds, s)
+        assert again is False  # keyed by the hand: a retry changes nothing
+    assert await api.call("GET", "/api/ledger") == summary
+
+
+async def test_transcript_only_after_the_hand(api: Api, server: Running) -> None:
+    from service.app import POOL
+
+    table, a, b = await seat_two(api, server)
+    async with Client(server.url, a["token"]) as ca, Client(server.url, b["token"]) as cb:
+        await through_seeds(table, ca, cb)
+        async with server.app[POOL].acquire() as conn:
+            hand_id = await conn.fetchval("SELECT id FROM hands WHERE table_id = $1", table)
+            sealed = await conn.fetchrow("SELECT seed_sealed, transcript FROM hands WHERE id = $1", hand_id)
+            log_text = " ".join(
+                r["record"]
+                for r in await conn.fetch("SELECT record::text AS record FROM hand_records WHERE hand_id = $1", hand_id)
+            )
+        assert sealed["transcript"] is None
+        r = await api.call("GET", f"/api/hands/{hand_id}/transcript", expect=409)
+        assert r["error"]["code"] == "hand_in_progress"
+        assert '"server_seed"' not in log_text
+        await ca.request({"type": "leave", "table_id": table})
+        result = await cb.wait_frame(lambda f: f.get("type") == "result")
+        await cb.request({"type": "leave", "table_id": table})
+    t = await api.call("GET", result["transcript"], expect=200)
+    assert verify_transcript(t).ok and t["result"]["reason"] == "last_standing"
+    assert t["server_seed"] not in log_text
+
+
+async def test_state_is_rebuilt_from_the_stored_log(api: Api, server: Running) -> None:
+    from service.app import CONFIG, POOL, TABLES
+
+    table, a, b = await seat_two(api, server)
+    async with Client(server.url, a["token"]) as ca, Client(server.url, b["token"]) as cb:
+        await through_seeds(table, ca, cb)
+        view = latest_view(ca)
+        on_turn = ca if view["turn"] == view["me"]["seat"] else cb
+        await on_turn.request({"type": "action", "table_id": table, "action": {"kind": "draw_open"}})
+        await wait_for(lambda: latest_view(on_turn)["phase"] == "discard")
+        card = latest_view(on_turn)["me"]["cards"][0]
+        await on_turn.request({"type": "action", "table_id": table, "action": {"kind": "discard", "card": card}})
+        actor = server.app[TABLES][table]
+        assert actor.hand is not None
+        async with server.app[POOL].acquire() as conn:
+            rows = await conn.fetch(
+                "SELECT record::text AS r FROM hand_records WHERE hand_id = $1 ORDER BY i", actor.hand.hand_id
+            )
+            sealed = await conn.fetchrow(
+                "SELECT seed_nonce, seed_sealed, hand_no FROM hands WHERE id = $1", actor.hand.hand_id
+            )
+        stored = [json.loads(r["r"]) for r in rows]
+        seed = server.app[CONFIG].keys.open_seed(sealed["seed_nonce"], sealed["seed_sealed"], table, sealed["hand_no"])
+        key, _, state, _ = start_hand(stored[0]["header"], stored[2]["reveals"], seed)
+        assert state is not None
+        for rec in stored[4:]:
+            state, _ = apply(state, action_from_json(rec["action"]), reshuffler(key))
+        assert state == actor.hand.recorder.state
+        assert [r["h"] for r in stored] == [r["h"] for r in actor.hand.recorder.records]
+        for c in (ca, cb):
+            await c.request({"type": "leave", "table_id": table})
+
+
+async def test_one_live_connection_per_seat_and_reconnect_restores_the_view(api: Api, server: Running) -> None:
+    table, a, b = await seat_two(api, server)
+    async with Client(server.url, a["token"]) as ca, Client(server.url, b["token"]) as cb:
+        await through_seeds(table, ca, cb)
+        mine = latest_view(ca)["me"]["cards"]
+        async with Client(server.url, a["token"]) as ca2:
+            snap = await ca2.request({"type": "join", "table_id": table})
+            assert snap["result"]["hand"]["view"]["me"]["cards"] == mine
+            assert "cards" not in json.dumps(snap["result"]["hand"]["view"]["seats"])
+            await ca.wait_frame(lambda f: f.get("type") == "replaced")
+            await ca2.request({"type": "leave", "table_id": table})
+        await cb.request({"type": "leave", "table_id": table})
+
+
+async def test_a_slow_client_is_dropped_not_waited_for() -> None:
+    dropped = []
+    conn = Connection("p", 3, on_overflow=lambda: dropped.append(True))
+    for n in range(3):
+        conn.push({"n": n})
+    assert not conn.closed
+    conn.push({"n": 3})
+    assert conn.closed and dropped == [True]
+    conn.push({"n": 4})  # ignored once closed
+    assert conn.outbox.qsize() <= 4
+
+
+async def test_migrations_applied_twice_change_nothing(pg_dsn: str) -> None:
+    conn = await asyncpg.connect(pg_dsn)
+    try:
+
+        async def schema() -> list[Any]:
+            cols = await conn.fetch(
+                "SELECT table_name, column_name, data_type, is_nullable, column_default FROM "
+                "information_schema.columns WHERE table_schema = 'public' ORDER BY 1, 2"
+            )
+            cons = await conn.fetch(
+                "SELECT conrelid::regclass::text, conname, pg_get_constraintdef(oid) FROM pg_constraint "
+                "WHERE connamespace = 'public'::regnamespace ORDER BY 1, 2"
+            )
+            migs = await conn.fetch("SELECT version, name, checksum, applied_at FROM schema_migrations ORDER BY 1")
+            seeded = await conn.fetch("SELECT id, kind FROM accounts WHERE player_id IS NULL ORDER BY 1")
+            return [list(map(tuple, cols)), list(map(tuple, cons)), list(map(tuple, migs)), list(map(tuple, seeded))]
+
+        await migrate(conn)
+        first = await schema()
+        assert await migrate(conn) == []
+        assert await migrate(conn) == []
+        assert await schema() == first
+        assert [m[0] for m in first[2]] == [1]
+    finally:
+        await conn.close()
+
+
+def test_keys_are_created_once_and_reused(tmp_path: Any) -> None:
+    from service.keys import ServerKeys
+
+    k1 = ServerKeys.load(tmp_path)
+    k2 = ServerKeys.load(tmp_path)
+    assert k1.signer.public_bytes == k2.signer.public_bytes and k1.seed_key == k2.seed_key
+    nonce, sealed = k1.seal_seed(b"s" * 32, "t", 1)
+    assert k2.open_seed(nonce, sealed, "t", 1) == b"s" * 32
+    assert (tmp_path / "signing-ed25519.key").stat().st_mode & 0o077 == 0
+    from cryptography.exceptions import InvalidTag
+
+    with pytest.raises(InvalidTag):
+        k2.open_seed(nonce, sealed, "t", 2)  # bound to its hand
