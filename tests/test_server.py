@@ -429,3 +429,22 @@ def test_keys_are_created_once_and_reused(tmp_path: Any) -> None:
 
     with pytest.raises(InvalidTag):
         k2.open_seed(nonce, sealed, "t", 2)  # bound to its hand
+
+
+async def test_a_client_that_never_reads_does_not_stall_the_table(api: Api, server: Running) -> None:
+    """A spectator joins and then stops reading; two bots play on regardless."""
+    import aiohttp
+
+    table = await api.table(seats=4, point_value=1, turn_seconds=20)
+    idle = await api.player("idle")
+    bots = []
+    for n in range(2):
+        p = await api.player(f"b{n}")
+        bots.append(Bot(server.url, p["token"], table, fast=True, max_hands=2))
+    async with aiohttp.ClientSession() as session:
+        ws = await session.ws_connect(server.url + "/ws", headers={"Authorization": f"Bearer {idle['token']}"})
+        await ws.send_json({"id": "j", "type": "join", "table_id": table})
+        # ...and never read again.
+        await asyncio.wait_for(asyncio.gather(*(b.run() for b in bots)), timeout=120)
+        assert all(len(b.hands_seen) >= 2 for b in bots)
+        await ws.close()
