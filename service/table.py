@@ -330,6 +330,10 @@ class TableActor:
         commit = _hex(payload.get("commit"), 32, "commit")
         if seat in hand.commits:
             raise ClientError("already_committed", "your commitment is already in")
+        async with connection(self.pool) as conn:
+            await conn.execute(
+                "INSERT INTO hand_seeds (hand_id, seat, commit) VALUES ($1, $2, $3)", hand.hand_id, seat, commit
+            )
         hand.commits[seat] = commit
         return {"committed": seat}
 
@@ -340,6 +344,15 @@ class TableActor:
             raise ClientError("not_committed", "you sent no commitment, so you play with the empty seed (D21)")
         if player_commit(seat, seed) != hand.commits[seat]:
             raise ClientError("seed_mismatch", "that seed does not match your commitment")
+        if seat in hand.seeds:
+            raise ClientError("already_revealed", "your seed is already in")
+        async with connection(self.pool) as conn:
+            await conn.execute(
+                "UPDATE hand_seeds SET seed = $3, revealed_at = now() WHERE hand_id = $1 AND seat = $2",
+                hand.hand_id,
+                seat,
+                seed,
+            )
         hand.seeds[seat] = seed
         return {"revealed": seat}
 
@@ -530,7 +543,16 @@ class TableActor:
                 json.dumps(transcript),
             )
             await conn.execute("UPDATE tables SET head = $2 WHERE id = $1", self.table_id, transcript["head"])
+            # D31: a seat the clock dropped is stood up, so an absent player stops paying.
+            absent = [hand.players[s] for s in _clock_dropped(rec.records)]
+            if absent:
+                await conn.execute(
+                    "DELETE FROM seats WHERE table_id = $1 AND player_id = ANY($2::text[])", self.table_id, absent
+                )
         self.head = str(transcript["head"])
+        if absent:
+            self.seats = {s: p for s, p in self.seats.items() if p not in absent}
+            self._broadcast_table()
         hand.phase = "over"
         self.hand = None
         self.hands_finished += 1
@@ -621,6 +643,15 @@ class TableActor:
 
 class _NotEnough(Exception):
     """Fewer players than min_players could cover their hold: no hand (rolled back)."""
+
+
+def _clock_dropped(records: list[dict[str, Any]]) -> list[int]:
+    return [
+        int(e["seat"])
+        for r in records
+        for e in r.get("events", [])
+        if e["kind"] == "drop" and e["data"].get("reason") == "clock"
+    ]
 
 
 async def _insert_record(conn: asyncpg.Connection, hand_id: int, record: dict[str, Any]) -> None:

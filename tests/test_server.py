@@ -12,7 +12,7 @@ import pytest
 from service import ledger
 from service.bots import Bot
 from service.cli import Running
-from service.db import migrate
+from service.db import load_migrations, migrate
 from service.table import Connection
 from tests.conftest import Api, wait_for
 from tests.wsclient import Client
@@ -192,13 +192,8 @@ async def test_bad_messages_get_typed_errors_and_change_nothing(api: Api, server
         # Nothing above changed the hand, and the other seat heard of none of it.
         assert await records(pool, table) == n0
         assert latest_view(on_turn) == before
-        assert not [
-            f
-            for f in off_turn.frames
-            if f.get("type") == "error"
-            and f.get("id", "").startswith("c")
-            and f["id"] in {str(x.get("id")) for x in on_turn.frames}
-        ]
+        # Errors went to the client that caused them: the other saw only its own one.
+        assert [f["error"]["code"] for f in off_turn.frames if f.get("type") == "error"] == ["not_your_turn"]
         # A replayed message: the original reply, applied once.
         first = await on_turn.request({**act, "action": {"kind": "draw_closed"}}, msg_id="draw-1")
         assert first["type"] == "reply"
@@ -229,6 +224,12 @@ async def test_clock_moves_then_drops(api: Api, server: Running) -> None:
     assert drops and drops[0]["reason"] == "clock" and drops[0]["points"] == 40  # D16, D22
     assert t["result"]["reason"] == "last_standing"
     assert all(r["action"]["kind"] == "timeout" for r in t["log"][4:])
+    # D31: the seat the clock dropped was stood up; the other is still seated.
+    dropped_seat = next(e["seat"] for r in t["log"][4:] for e in r["events"] if e["kind"] == "drop")
+    dropped_player = next(s["player_id"] for s in t["log"][0]["header"]["seats"] if s["seat"] == dropped_seat)
+    tables = await api.call("GET", "/api/tables")
+    seated = {s["player_id"] for s in next(x for x in tables["tables"] if x["id"] == table)["seated"]}
+    assert dropped_player not in seated and len(seated) == 1
     for token in (a["token"], b["token"]):
         await api.call("POST", f"/api/tables/{table}/leave", token=token)
 
@@ -411,7 +412,7 @@ async def test_migrations_applied_twice_change_nothing(pg_dsn: str) -> None:
         assert await migrate(conn) == []
         assert await migrate(conn) == []
         assert await schema() == first
-        assert [m[0] for m in first[2]] == [1]
+        assert [m[0] for m in first[2]] == [m.version for m in load_migrations()] == [1, 2]
     finally:
         await conn.close()
 
@@ -448,3 +449,49 @@ async def test_a_client_that_never_reads_does_not_stall_the_table(api: Api, serv
         await asyncio.wait_for(asyncio.gather(*(b.run() for b in bots)), timeout=120)
         assert all(len(b.hands_seen) >= 2 for b in bots)
         await ws.close()
+
+
+async def test_a_seat_that_withholds_its_reveal_sits_out_and_pays_a_first_drop(api: Api, server: Running) -> None:
+    table = await api.table(seats=4, point_value=2, turn_seconds=30)
+    players = [await api.player(n) for n in ("ann", "bo", "cy")]
+    async with (
+        Client(server.url, players[0]["token"]) as c0,
+        Client(server.url, players[1]["token"]) as c1,
+        Client(server.url, players[2]["token"]) as c2,
+    ):
+        clients = [c0, c1, c2]
+        for c in clients:
+            await c.request({"type": "join", "table_id": table})
+            await c.request({"type": "sit", "table_id": table})
+        frame = await c0.wait_frame(lambda f: f.get("type") == "hand" and f.get("phase") == "commit")
+        hand_no = frame["hand_no"]
+        seats = {s["player_id"]: s["seat"] for s in frame["record"]["header"]["seats"]}
+        seed = {c: bytes([n + 7]) * 32 for n, c in enumerate(clients)}
+        for c, p in zip(clients, players, strict=True):
+            r = await c.request(
+                {
+                    "type": "commit",
+                    "table_id": table,
+                    "hand_no": hand_no,
+                    "commit": player_commit(seats[p["id"]], seed[c]).hex(),
+                }
+            )
+            assert r["type"] == "reply"
+        await c0.wait_frame(lambda f: f.get("type") == "hand" and f.get("phase") == "reveal")
+        wrong = await c2.request({"type": "reveal", "table_id": table, "hand_no": hand_no, "seed": "00" * 32})
+        assert wrong["error"]["code"] == "seed_mismatch"
+        for c in (c0, c1):
+            r = await c.request({"type": "reveal", "table_id": table, "hand_no": hand_no, "seed": seed[c].hex()})
+            assert r["type"] == "reply"
+        deal = await c0.wait_frame(lambda f: f.get("type") == "update" and f.get("i") == 3, timeout=15)
+        assert [e["kind"] for e in deal["events"]].count("forfeit") == 1
+        await c1.request({"type": "leave", "table_id": table})
+        result = await c0.wait_frame(lambda f: f.get("type") == "result")
+        for c in (c0, c2):
+            await c.request({"type": "leave", "table_id": table})
+    t = await api.call("GET", result["transcript"], expect=200)
+    assert verify_transcript(t).ok
+    statuses = {r["seat"]: r["status"] for r in t["log"][2]["reveals"]}
+    cy = seats[players[2]["id"]]
+    assert statuses[cy] == "withheld" and sorted(statuses.values()).count("revealed") == 2
+    assert t["result"]["points"][str(cy)] == 20 and t["result"]["settlement"]["deltas"][str(cy)] == -40
