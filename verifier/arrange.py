@@ -76,7 +76,8 @@ class Arrangement:
 _NEG = -(10**6)
 
 
-_Entry = tuple[int, int, int, int]  # -value, wilds needed, 0 sequence / 1 set, used mask
+# -value, wilds needed, 0 sequence / 1 set, used mask, lower copies of the used faces
+_Entry = tuple[int, int, int, int, int]
 
 
 class _Search:
@@ -107,6 +108,17 @@ class _Search:
             if rank[b] == 0:
                 at[suit[b]][14].append(b)
         self.suit, self.rank, self.at = suit, rank, at
+        # Copies of one face (two or three decks) are interchangeable: a group takes
+        # the first free copy of each face, and a card left loose (or turned wild)
+        # takes its later copies with it.  lower[b] / later[b]: b's copies before / after it.
+        self.lower = [0] * n
+        self.later = [0] * n
+        for b in range(n):
+            for y in at[suit[b]][rank[b] + 1]:
+                if y < b:
+                    self.lower[b] |= 1 << y
+                elif y > b:
+                    self.later[b] |= 1 << y
         self.max_wilds = max_wilds = len(self.jokers) + self.nflex
         # groups[b]: every group card b can head, best value first (so a perfect
         # answer is met early), made when b first heads a state and filtered at run
@@ -161,9 +173,18 @@ class _Search:
             self._sets_from(b, suit[b], rank[b], at, out)
             for p0, step in ((1, 1), (14, -1)) if rank[b] == 0 else ((rank[b] + 1, 1),):
                 self._runs_from(b, p0, step, out)
-        out.sort()
-        self.groups[b] = out
-        return out
+        lower = self.lower
+        entries = []
+        for negval, need, is_set, used, _ in out:
+            low, m = 0, used
+            while m:
+                bit = m & -m
+                low |= lower[bit.bit_length() - 1]
+                m ^= bit
+            entries.append((negval, need, is_set, used, low))
+        entries.sort()
+        self.groups[b] = entries
+        return entries
 
     # -- candidate groups (D6–D10) ---------------------------------------------------
     # An entry is (-value, wilds needed, 0 for a sequence / 1 for a set, used mask):
@@ -196,7 +217,7 @@ class _Search:
                         if p != pos:
                             combos = [c | 1 << x for c in combos for x in row[p] if x != b]
                     for used in combos:
-                        out.append((-self._mask_value(used), 0, 0, used))
+                        out.append((-self._mask_value(used), 0, 0, used, 0))
 
     def _sets_from(self, b: int, s: int, r: int, at: list[list[list[int]]], out: list[_Entry]) -> None:
         """Sets (D8, D10) headed by b: one copy of its rank from each of some later suits."""
@@ -206,7 +227,7 @@ class _Search:
             partial += [(u | 1 << x, v + value[x], n + 1) for u, v, n in partial for x in at[s2][r + 1]]
         for used, val, n in partial:
             if n >= 2:  # one natural and two wilds is dominated by a run (D26)
-                out.append((-val, 3 - n if n < 3 else 0, 1, used))
+                out.append((-val, 3 - n if n < 3 else 0, 1, used, 0))
 
     def _runs_from(self, b: int, p0: int, step: int, out: list[_Entry]) -> None:
         """Runs (D6, D7, D9) headed by b at position p0, going up (down from an ace
@@ -223,7 +244,7 @@ class _Search:
             span = p - p0 + 1 if step > 0 else p0 - p + 1
             need = (3 if span < 3 else span) - n
             if need <= max_wilds:
-                out.append((-val, need, 0, used))
+                out.append((-val, need, 0, used, 0))
             q = p + step
             while lo_edge <= q <= hi_edge:
                 g = gaps + (q - p if step > 0 else p - q) - 1
@@ -241,16 +262,21 @@ class _Search:
         w = wilds + (mask & self.flex_mask).bit_count()
         if w >= 3 or (w == 2 and mask):
             return True
-        if w == 1 and any(not (p & ~mask) for p in self.pairs):
-            return True
-        return any(not (r & ~mask) for r in self.pure3)
+        if w == 1:
+            for p in self.pairs:
+                if not p & ~mask:
+                    return True
+        for r in self.pure3:
+            if not r & ~mask:
+                return True
+        return False
 
     def _feasible(self, mask: int, wilds: int, nseq: int, pure: int) -> bool:
         """A necessary condition for reaching ≥ 2 sequences with ≥ 1 pure from here."""
         if pure:
             return nseq >= 2 or self._has_sequence(mask, wilds)
         for r in self.pure3:
-            if not (r & ~mask) and (nseq >= 1 or self._has_sequence(mask & ~r, wilds)):
+            if not r & ~mask and (nseq >= 1 or self._has_sequence(mask & ~r, wilds)):
                 return True
         return False
 
@@ -268,6 +294,8 @@ class _Search:
         value = self.value
         nflex = self.nflex
         feasible = self._feasible
+        flex_mask = self.flex_mask
+        later = self.later
         make_groups = self._groups_of
 
         def best(mask: int, wilds: int, nseq: int, pure: int, alpha: int, ceiling: int) -> int:
@@ -279,7 +307,12 @@ class _Search:
             hit = memo.get(key)
             if hit is not None and (hit[1] is not None or hit[0] <= alpha):
                 return hit[0]
-            if (nseq < 2 or not pure) and not feasible(mask, wilds, nseq, pure):
+            if (
+                (nseq < 2 or not pure)
+                # the common case needs no call: a pure run is in and two wild cards remain
+                and not (pure and wilds + (mask & flex_mask).bit_count() >= 2)
+                and not feasible(mask, wilds, nseq, pure)
+            ):
                 memo[key] = (_NEG, None)
                 return _NEG
             if ceiling <= alpha:
@@ -291,8 +324,8 @@ class _Search:
             best_v = _NEG
             best_c: tuple[object, ...] | None = None
             nseq2 = nseq + 1 if nseq < 2 else 2
-            for negval, need, is_set, used in groups:
-                if used & ~mask or need > wilds:
+            for negval, need, is_set, used, lower in groups:
+                if used & ~mask or lower & mask or need > wilds:
                     continue
                 val = -negval
                 floor = (alpha if alpha > best_v else best_v) - val
@@ -308,16 +341,18 @@ class _Search:
                         break
             floor = alpha if alpha > best_v else best_v
             skipped = _NEG
-            if floor >= ceiling - value[b]:
-                skipped = ceiling - value[b]  # the loose/wild branch cannot help
+            copies = (1 << b) | (later[b] & mask)
+            k = copies.bit_count()
+            if floor >= ceiling - k * value[b]:
+                skipped = ceiling - k * value[b]  # the loose/wild branch cannot help
             else:
-                rest = mask & ~(1 << b)
+                rest = mask & ~copies
                 if b < nflex:
                     # A wild-rank card not in a pure run becomes a wild card (D5).
-                    v = best(rest, wilds + 1, nseq, pure, floor, ceiling)
+                    v = best(rest, wilds + k, nseq, pure, floor, ceiling)
                     kind = "wild"
                 else:
-                    v = best(rest, wilds, nseq, pure, floor, ceiling - value[b])
+                    v = best(rest, wilds, nseq, pure, floor, ceiling - k * value[b])
                     kind = "loose"
                 if v > best_v:
                     best_v = v
@@ -464,11 +499,13 @@ def _reconstruct(search: _Search, cards: list[Card]) -> list[tuple[int, ...]]:
         choice = search.memo[((mask * 16 + wilds) * 3 + nseq) * 2 + pure][1]
         assert choice is not None, "an exact memo entry holds its choice"
         b = (mask & -mask).bit_length() - 1
-        mask &= ~(1 << b)
-        if choice[0] == "wild":
-            pool.append(search.order[b])
-            wilds += 1
-        elif choice[0] != "loose":
+        if choice[0] in ("wild", "loose"):
+            copies = (1 << b) | (search.later[b] & mask)  # the card and its later copies
+            mask &= ~copies
+            if choice[0] == "wild":
+                pool.extend(search.order[x] for x in range(search.n) if copies >> x & 1)
+                wilds += copies.bit_count()
+        else:
             kind, used, need = choice
             assert isinstance(used, int) and isinstance(need, int)
             mask &= ~used
