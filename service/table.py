@@ -33,6 +33,7 @@ from verifier.settle import hold_amount
 from verifier.transcript import GENESIS, HandRecorder
 
 log = logging.getLogger("rummy.table")
+RETRY_SECONDS = 1.0
 
 
 class ClientError(Exception):
@@ -110,7 +111,7 @@ class HandRun:
     recorder: HandRecorder
     players: dict[int, str]  # seat -> player_id
     holds: dict[int, int]  # seat -> HT held
-    phase: str = "commit"  # commit -> reveal -> play -> over
+    phase: str = "commit"  # commit -> reveal -> play -> finishing -> over
     commits: dict[int, bytes] = field(default_factory=dict)
     seeds: dict[int, bytes] = field(default_factory=dict)
     deadline: float | None = None
@@ -180,7 +181,12 @@ class TableActor:
                 try:
                     await self._on_deadline()
                 except Exception:
-                    log.exception("table %s: deadline handling failed", self.table_id)
+                    # The database may be away: try again in a second, never in a tight loop.
+                    log.exception("table %s: deadline handling failed; retrying", self.table_id)
+                    if self.hand is not None:
+                        self.hand.deadline = time.time() + RETRY_SECONDS
+                    else:
+                        self.next_start = time.time() + RETRY_SECONDS
                 continue
             try:
                 result = await self._handle(cmd)
@@ -230,6 +236,8 @@ class TableActor:
             state = hand.recorder.state
             assert state is not None
             await self._apply(TimeOut(state.turn))  # D16: the clock moves for the seat
+        elif hand.phase == "finishing":
+            await self._finish(hand, void=hand.recorder.state is None)
         await self._advance()
 
     async def _advance(self) -> None:
@@ -457,7 +465,10 @@ class TableActor:
     async def _close_commits(self) -> None:
         hand = self.hand
         assert hand is not None
-        record = hand.recorder.commitments({s: hand.commits.get(s) for s in hand.players})
+        rec = hand.recorder
+        if len(rec.records) < 2:  # a retry after a failed store reuses the record
+            rec.commitments({s: hand.commits.get(s) for s in hand.players})
+        record = rec.records[1]
         await self._store(hand, record)
         hand.phase = "reveal"
         hand.deadline = time.time() + self.settings.reveal_seconds
@@ -476,16 +487,24 @@ class TableActor:
         hand = self.hand
         assert hand is not None
         rec = hand.recorder
-        reveals = rec.reveal(hand.seeds, {s: hand.commits.get(s) for s in hand.players})
-        await self._store(hand, reveals)
-        deal_record, events = rec.deal()
+        if len(rec.records) < 3:  # a retry after a failed store reuses the record
+            rec.reveal(hand.seeds, {s: hand.commits.get(s) for s in hand.players})
+        await self._store(hand, rec.records[2])
+        events: list[Event] = []
+        if len(rec.records) < 4:
+            _, events = rec.deal()
+        deal_record = rec.records[3]
         if rec.state is None:  # D29: void
             await self._store(hand, deal_record)
+            hand.phase = "finishing"
             await self._finish(hand, void=True)
             return
+        deadline = time.time() + rec.state.rules.turn_seconds
+        await self._store(hand, deal_record, deadline=deadline, status="playing")
         hand.phase = "play"
-        hand.deadline = time.time() + rec.state.rules.turn_seconds
-        await self._store(hand, deal_record, deadline=hand.deadline, status="playing")
+        hand.deadline = deadline
+        if not events:
+            events = [Event.from_json(e) for e in deal_record["events"]]
         self._push_update(hand, deal_record, events)
         for seat in sorted(hand.left):
             state = rec.state
@@ -510,7 +529,14 @@ class TableActor:
         hand.deadline = deadline
         self._push_update(hand, record, events)
         if state.phase is Phase.ENDED:
-            await self._finish(hand)
+            hand.phase = "finishing"
+            try:
+                await self._finish(hand)
+            except Exception:
+                # The last record is stored; settling is retried until it succeeds
+                # (once only: settlements are keyed by the hand).
+                log.exception("table %s: settling hand %d failed; retrying", self.table_id, hand.hand_no)
+                hand.deadline = time.time() + RETRY_SECONDS
         return record
 
     async def _store(
@@ -655,6 +681,13 @@ def _clock_dropped(records: list[dict[str, Any]]) -> list[int]:
 
 
 async def _insert_record(conn: asyncpg.Connection, hand_id: int, record: dict[str, Any]) -> None:
+    """Store a record; storing the very same record again (a retry) changes nothing,
+    a different record under the same number is an error."""
+    stored = await conn.fetchval("SELECT h FROM hand_records WHERE hand_id = $1 AND i = $2", hand_id, record["i"])
+    if stored is not None:
+        if stored != record["h"]:
+            raise RuntimeError(f"hand {hand_id} already has a different record {record['i']}")
+        return
     await conn.execute(
         "INSERT INTO hand_records (hand_id, i, record, h) VALUES ($1, $2, $3::jsonb, $4)",
         hand_id,

@@ -495,3 +495,46 @@ async def test_a_seat_that_withholds_its_reveal_sits_out_and_pays_a_first_drop(a
     cy = seats[players[2]["id"]]
     assert statuses[cy] == "withheld" and sorted(statuses.values()).count("revealed") == 2
     assert t["result"]["points"][str(cy)] == 20 and t["result"]["settlement"]["deltas"][str(cy)] == -40
+
+
+async def test_settlement_retries_after_a_database_failure(api: Api, server: Running) -> None:
+    """The first attempt to settle fails inside PostgreSQL (a trigger raises once);
+    the table retries, the hand settles exactly once, the ledger balances."""
+    from service.app import POOL
+
+    pool = server.app[POOL]
+    async with pool.acquire() as conn:
+        await conn.execute(
+            """
+            CREATE SEQUENCE test_fail_once;  -- sequences do not roll back: the failure happens once
+            CREATE OR REPLACE FUNCTION test_fail_once() RETURNS trigger AS $$
+            BEGIN
+                IF nextval('test_fail_once') = 1 THEN
+                    RAISE EXCEPTION 'injected failure';
+                END IF;
+                RETURN NEW;
+            END $$ LANGUAGE plpgsql;
+            CREATE TRIGGER test_fail_once BEFORE INSERT ON settlements
+                FOR EACH ROW EXECUTE FUNCTION test_fail_once();
+            """
+        )
+    try:
+        table, a, b = await seat_two(api, server)
+        async with Client(server.url, a["token"]) as ca, Client(server.url, b["token"]) as cb:
+            await through_seeds(table, ca, cb)
+            await ca.request({"type": "leave", "table_id": table})
+            result = await cb.wait_frame(lambda f: f.get("type") == "result", timeout=20)
+            await cb.request({"type": "leave", "table_id": table})
+        async with pool.acquire() as conn:
+            assert await conn.fetchval("SELECT last_value FROM test_fail_once") == 2  # failed once, then settled
+            n = await conn.fetchval("SELECT COUNT(*) FROM settlements WHERE hand_id = $1", result["hand_id"])
+            assert n == 1
+        assert (await api.call("GET", "/api/ledger"))["ok"] is True
+        t = await api.call("GET", result["transcript"], expect=200)
+        assert verify_transcript(t).ok
+    finally:
+        async with pool.acquire() as conn:
+            await conn.execute(
+                "DROP TRIGGER IF EXISTS test_fail_once ON settlements; DROP FUNCTION IF EXISTS test_fail_once(); "
+                "DROP SEQUENCE IF EXISTS test_fail_once;"
+            )
