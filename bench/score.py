@@ -84,6 +84,15 @@ def measure(hands: list[tuple[list[Card], int | None]], repeat: int) -> dict[str
     }
 
 
+def calibration_us() -> float:
+    """How fast the machine is right now: µs for ``sum(range(1000))``, best of 5
+    (this VM's speed drifts by up to 1.6x over minutes; the figure lets runs be
+    compared)."""
+    import timeit
+
+    return min(timeit.repeat("sum(range(1000))", number=2000, repeat=5)) / 2000 * 1e6
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--hands", type=int, default=10_000)
@@ -96,6 +105,7 @@ def main() -> None:
         f"{platform.processor() or 'cpu'}; {args.hands} hands per set, seed {args.seed}, "
         f"best of {args.repeat} runs per hand"
     )
+    print(f"calibration: sum(range(1000)) takes {calibration_us():.1f} µs now")
     for name, make in (("random", random_hand), ("near-complete", near_complete_hand)):
         hands = [make(rng) for _ in range(args.hands)]
         valid = sum(best_arrangement(c, w).valid_declare for c, w in hands)
@@ -104,6 +114,8 @@ def main() -> None:
             f"{name:14s} median {r['median_ms']:.3f} ms  p99 {r['p99_ms']:.3f} ms  "
             f"max {r['max_ms']:.3f} ms  (valid declares: {valid})"
         )
+
+    print(f"calibration: sum(range(1000)) takes {calibration_us():.1f} µs now")
 
 
 if __name__ == "__main__":

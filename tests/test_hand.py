@@ -325,7 +325,7 @@ def test_action_json_round_trip_and_malformed_actions() -> None:
         assert e.value.code == "bad_action"
 
 
-@pytest.mark.parametrize("seats,players", [(4, 2), (4, 4), (6, 3), (6, 6), (8, 5), (8, 8)])
+@pytest.mark.parametrize("seats,players", [(4, 2), (4, 4), (6, 3), (6, 5), (6, 6), (8, 5), (8, 7), (8, 8)])
 @pytest.mark.parametrize("seed", range(6))
 def test_random_playouts_keep_every_invariant(seats: int, players: int, seed: int) -> None:
     rules = TableRules(seats=seats, point_value=7, commission_bps=333)

@@ -88,17 +88,18 @@ class _Search:
     they, and flex cards turned wild, are a count of interchangeable wild cards.
     """
 
-    def __init__(self, hand: Sequence[Card], wild_rank: int | None) -> None:
-        flex = [i for i, c in enumerate(hand) if not c.is_joker and c.rank == wild_rank]
+    def __init__(self, hand: Sequence[Card], wild_rank: int | None, values: Sequence[int]) -> None:
+        # A printed joker has rank -1, never a wild rank (0…12 or None).
+        flex = [i for i, c in enumerate(hand) if c.rank == wild_rank]
         nat = sorted(
-            (i for i, c in enumerate(hand) if not c.is_joker and c.rank != wild_rank),
+            (i for i, c in enumerate(hand) if c.rank >= 0 and c.rank != wild_rank),
             key=lambda i: (hand[i].suit, hand[i].rank),
         )
-        self.jokers = [i for i, c in enumerate(hand) if c.is_joker]
+        self.jokers = [i for i, c in enumerate(hand) if c.rank < 0]
         self.order = flex + nat
         self.n = n = len(self.order)
         self.nflex = len(flex)
-        self.value = [card_value(hand[i], wild_rank) for i in self.order]
+        self.value = [values[i] for i in self.order]
         suit = [hand[i].suit for i in self.order]
         rank = [hand[i].rank for i in self.order]
         # at[suit][position 1..14] -> bits holding that face (its copies).
@@ -173,22 +174,22 @@ class _Search:
             self._sets_from(b, suit[b], rank[b], at, out)
             for p0, step in ((1, 1), (14, -1)) if rank[b] == 0 else ((rank[b] + 1, 1),):
                 self._runs_from(b, p0, step, out)
-        lower = self.lower
-        entries = []
-        for negval, need, is_set, used, _ in out:
-            low, m = 0, used
-            while m:
-                bit = m & -m
-                low |= lower[bit.bit_length() - 1]
-                m ^= bit
-            entries.append((negval, need, is_set, used, low))
-        entries.sort()
-        self.groups[b] = entries
-        return entries
+        out.sort()
+        self.groups[b] = out
+        return out
 
     # -- candidate groups (D6–D10) ---------------------------------------------------
     # An entry is (-value, wilds needed, 0 for a sequence / 1 for a set, used mask):
     # plain sorting puts the most valuable first, sequences before sets.
+    def _lower_of(self, used: int) -> int:
+        """The earlier copies of the faces in ``used``: a group must not skip them."""
+        low = 0
+        while used:
+            bit = used & -used
+            low |= self.lower[bit.bit_length() - 1]
+            used ^= bit
+        return low
+
     def _mask_value(self, used: int) -> int:
         val = 0
         while used:
@@ -217,17 +218,19 @@ class _Search:
                         if p != pos:
                             combos = [c | 1 << x for c in combos for x in row[p] if x != b]
                     for used in combos:
-                        out.append((-self._mask_value(used), 0, 0, used, 0))
+                        out.append((-self._mask_value(used), 0, 0, used, self._lower_of(used)))
 
     def _sets_from(self, b: int, s: int, r: int, at: list[list[list[int]]], out: list[_Entry]) -> None:
         """Sets (D8, D10) headed by b: one copy of its rank from each of some later suits."""
-        value = self.value
-        partial = [(1 << b, value[b], 1)]
+        value, lower = self.value, self.lower
+        partial = [(1 << b, value[b], 1, 0)]
         for s2 in range(s + 1, 4):
-            partial += [(u | 1 << x, v + value[x], n + 1) for u, v, n in partial for x in at[s2][r + 1]]
-        for used, val, n in partial:
+            partial += [
+                (u | 1 << x, v + value[x], n + 1, lo | lower[x]) for u, v, n, lo in partial for x in at[s2][r + 1]
+            ]
+        for used, val, n, low in partial:
             if n >= 2:  # one natural and two wilds is dominated by a run (D26)
-                out.append((-val, 3 - n if n < 3 else 0, 1, used, 0))
+                out.append((-val, 3 - n if n < 3 else 0, 1, used, low))
 
     def _runs_from(self, b: int, p0: int, step: int, out: list[_Entry]) -> None:
         """Runs (D6, D7, D9) headed by b at position p0, going up (down from an ace
@@ -237,14 +240,15 @@ class _Search:
         nflex, value, max_wilds = self.nflex, self.value, self.max_wilds
         lo_edge = 2 if p0 == 14 else 1  # never both aces in one run (D9)
         hi_edge = 13 if p0 == 1 else 14
-        # stack of (used mask, value, cards, last position, gaps so far)
-        stack = [(1 << b, value[b], 1, p0, 0)]
+        lower = self.lower
+        # stack of (used mask, value, cards, last position, gaps so far, earlier copies)
+        stack = [(1 << b, value[b], 1, p0, 0, 0)]
         while stack:
-            used, val, n, p, gaps = stack.pop()
+            used, val, n, p, gaps, low = stack.pop()
             span = p - p0 + 1 if step > 0 else p0 - p + 1
             need = (3 if span < 3 else span) - n
             if need <= max_wilds:
-                out.append((-val, need, 0, used, 0))
+                out.append((-val, need, 0, used, low))
             q = p + step
             while lo_edge <= q <= hi_edge:
                 g = gaps + (q - p if step > 0 else p - q) - 1
@@ -252,7 +256,7 @@ class _Search:
                     break
                 for x in row[q]:
                     if x >= nflex:
-                        stack.append((used | 1 << x, val + value[x], n + 1, q, g))
+                        stack.append((used | 1 << x, val + value[x], n + 1, q, g, low | lower[x]))
                 q += step
 
     # -- the recursion -------------------------------------------------------------
@@ -416,7 +420,7 @@ def best_arrangement(hand: Sequence[Card], wild_rank: int | None) -> Arrangement
             best_points, best_case, best_groups = pts, Case.PURE_ONLY, [pure_run]
         # (a) ≥ 2 sequences, ≥ 1 pure: a search, when a second sequence can exist.
         if _second_sequence_possible(cards, wild_rank):
-            search = _Search(cards, wild_rank)
+            search = _Search(cards, wild_rank, values)
             grouped = search.run()
             if grouped > _NEG:
                 a_points = total - grouped
