@@ -131,13 +131,6 @@ async def require_player(request: web.Request) -> store.Player:
     raise ApiError(401, "unauthorized", "this needs a player's bearer token")
 
 
-def positive_int(data: dict[str, Any], name: str, default: int | None = None) -> int:
-    value = data.get(name, default)
-    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        raise ApiError(400, "bad_request", f"{name} must be a positive integer")
-    return value
-
-
 def actor(request: web.Request, table_id: str) -> TableActor:
     a = request.app[TABLES].get(table_id)
     if a is None:

@@ -12,6 +12,7 @@ import asyncpg
 
 from service import ledger
 from verifier.hand import TableRules
+from verifier.settle import hold_amount
 
 TOKEN_BYTES = 32
 
@@ -148,18 +149,12 @@ async def list_tables(conn: asyncpg.Connection) -> list[dict[str, Any]]:
         {
             "id": r["id"],
             **{k: int(r[k]) for k in RULE_FIELDS},
-            "hold": ledger_hold(int(r["point_value"])),
+            "hold": hold_amount(int(r["point_value"])),
             "seated": by_table.get(r["id"], []),
             "next_hand_no": r["next_hand_no"],
         }
         for r in rows
     ]
-
-
-def ledger_hold(point_value: int) -> int:
-    from verifier.settle import hold_amount
-
-    return hold_amount(point_value)
 
 
 async def hand_history(conn: asyncpg.Connection, player_id: str, limit: int = 50) -> list[dict[str, Any]]:

@@ -30,6 +30,10 @@ the *first remaining* card, trying every group that can contain it:
 * when no natural is left, the wild cards left over form one all-wild impure
   sequence if there are three or more (D7), or stay loose.
 
+Copies of one face (two or three decks) are interchangeable, so a group always takes
+the first free copy of each face and a card left loose (or turned wild) takes its
+later copies with it; every arrangement has a relabelling of that form.
+
 Every group that can contain the first remaining card is tried, so every
 arrangement is reached; the memo key (remaining cards, free wilds, sequences so far
 capped at 2, pure-so-far) captures all the recursion depends on.  Wild cards never

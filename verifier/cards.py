@@ -100,15 +100,6 @@ def card_id(face: Card, deck: int, decks: int) -> int:
     return deck * 52 + face.index
 
 
-def ordered_deck(decks: int) -> list[int]:
-    """Every card id of the pack in id order, the input to the deal shuffle."""
-    return list(range(deck_size(decks)))
-
-
-def face_text(card_id_: int, decks: int) -> str:
-    return str(card_of_id(card_id_, decks))
-
-
 def card_value(card: Card, wild_rank: int | None) -> int:
     """Points a card costs when it counts (rules table): A K Q J 10 → 10, 2–9 → pip,
     printed jokers and the hand's wild rank → 0."""
@@ -128,7 +119,3 @@ def is_wild(card: Card, wild_rank: int | None) -> bool:
 def wild_rank_of(indicator: Card) -> int | None:
     """D5: the rank made wild by the indicator, or None when the indicator is a joker."""
     return None if indicator.is_joker else indicator.rank
-
-
-def parse_cards(texts: list[str] | tuple[str, ...]) -> list[Card]:
-    return [Card.parse(t) for t in texts]
