@@ -380,6 +380,9 @@ async def _on_text(
         reply = {"type": "error", "id": msg_id, "error": {"code": e.code, "message": e.message}}
     except TimeoutError:
         reply = {"type": "error", "id": msg_id, "error": {"code": "busy", "message": "the table did not answer"}}
+    except Exception:  # a bug: the client still gets an answer, and a replay of the id gets the same one
+        log.exception("message %r from %s failed", data.get("type"), player.id)
+        reply = {"type": "error", "id": msg_id, "error": {"code": "server_error", "message": "the server failed"}}
     fut.set_result(reply)
     conn.push(reply)
 

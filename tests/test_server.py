@@ -60,8 +60,11 @@ def check_frames(frames: list[dict[str, Any]], player_id: str, t: dict[str, Any]
     return checked
 
 
-async def bot_hands(api: Api, server: Running, seats: int, players: int, hands: int) -> tuple[str, list[Bot]]:
-    table = await api.table(seats=seats, point_value=3, commission_bps=700, turn_seconds=20)
+async def bot_hands(
+    api: Api, server: Running, seats: int, players: int, hands: int, table: str | None = None
+) -> tuple[str, list[Bot]]:
+    if table is None:
+        table = await api.table(seats=seats, point_value=3, commission_bps=700, turn_seconds=20)
     bots = []
     for n in range(players):
         p = await api.player(f"bot{n}", deposit=50_000)
@@ -78,7 +81,31 @@ async def test_whole_hands_with_bots_verify_and_leak_nothing(
 ) -> None:
     key = await api.call("GET", "/api/fairness/key")
     pinned = load_public_key(key["public_key_hex"])
-    table, bots = await bot_hands(api, server, seats, players, hands=2)
+    ledger_after_each: list[bool] = []
+    bots_done = asyncio.Event()
+
+    async def watch(table_id: str) -> None:
+        """A spectator: after every hand's result, the ledger must balance."""
+        spectator = await api.player("watcher")
+        async with Client(server.url, spectator["token"]) as w:
+            await w.request({"type": "join", "table_id": table_id})
+            seen = 0
+            while not bots_done.is_set() or seen < 2:
+                results = [f for f in w.frames if f.get("type") == "result"]
+                for _ in results[seen:]:
+                    ledger_after_each.append((await api.call("GET", "/api/ledger"))["ok"])
+                seen = len(results)
+                if seen >= 2:
+                    break
+                await asyncio.sleep(0.02)
+
+    table = await api.table(seats=seats, point_value=3, commission_bps=700, turn_seconds=20)
+    watcher = asyncio.create_task(watch(table))
+    await asyncio.sleep(0.2)  # the spectator joins before the first hand starts
+    table, bots = await bot_hands(api, server, seats, players, hands=2, table=table)
+    bots_done.set()
+    await asyncio.wait_for(watcher, 30)
+    assert ledger_after_each == [True, True]
     results = bots[0].hands_seen[:2]
     assert len(results) == 2
     before = await api.call("GET", "/api/ledger", expect=200)
