@@ -84,6 +84,10 @@ async def start_server(
 
 def cmd_serve(args: argparse.Namespace) -> int:
     async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)  # from the start: a signal during start-up stops cleanly
         data_dir = Path(args.data_dir).expanduser()
         running = await start_server(
             host=args.host,
@@ -102,10 +106,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(f"fairness key fingerprint: {signer.fingerprint}", flush=True)
         if running.new_operator_token:
             print(f"operator token (shown once, keep it): {running.new_operator_token}", flush=True)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
         await stop.wait()
         print("shutting down", flush=True)
         await running.stop()
