@@ -72,21 +72,15 @@ async def errors(
         return await handler(request)
     except ApiError as e:
         return error_response(e.status, e.code, e.message)
-    except ClientError as e:
-        status = (
-            402
-            if e.code == "insufficient_balance"
-            else 409
-            if e.code in ("seat_taken", "already_seated", "table_full")
-            else 400
-        )
-        return error_response(status, e.code, e.message, e.rule)
     except store.StoreError as e:
         return error_response(e.status, e.code, e.message)
     except ledger.LedgerError as e:
         return error_response(400, e.code, e.message)
-    except RuleError as e:
-        return error_response(400, e.code, e.message, e.rule)
+    except RuleError as e:  # the kernel's errors and the server's ClientError
+        status = {"insufficient_balance": 402, "seat_taken": 409, "already_seated": 409, "table_full": 409}.get(
+            e.code, 400
+        )
+        return error_response(status, e.code, e.message, e.rule)
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -374,7 +368,7 @@ async def _on_text(
     try:
         result = await _dispatch(request, conn, player, data, joined)
         reply = {"type": "reply", "id": msg_id, "ok": True, "result": result}
-    except (ClientError, RuleError) as e:
+    except RuleError as e:
         reply = {"type": "error", "id": msg_id, "error": e.to_json()}
     except ApiError as e:
         reply = {"type": "error", "id": msg_id, "error": {"code": e.code, "message": e.message}}

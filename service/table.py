@@ -36,20 +36,12 @@ log = logging.getLogger("rummy.table")
 RETRY_SECONDS = 1.0
 
 
-class ClientError(Exception):
-    """A typed error for one client; nothing changed."""
+class ClientError(RuleError):
+    """A typed error for one client, from the server rather than the rules kernel
+    (a seat taken, a message malformed…); nothing changed."""
 
     def __init__(self, code: str, message: str, rule: str | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.rule = rule
-
-    def to_json(self) -> dict[str, Any]:
-        out = {"code": self.code, "message": self.message}
-        if self.rule:
-            out["rule"] = self.rule
-        return out
+        super().__init__(code, message, rule=rule)
 
 
 @dataclass
@@ -192,12 +184,9 @@ class TableActor:
                 result = await self._handle(cmd)
                 if not cmd.reply.done():
                     cmd.reply.set_result(result)
-            except ClientError as e:
+            except RuleError as e:  # the kernel's, or the server's own ClientError
                 if not cmd.reply.done():
                     cmd.reply.set_exception(e)
-            except RuleError as e:
-                if not cmd.reply.done():
-                    cmd.reply.set_exception(ClientError(e.code, e.message, e.rule))
             except ledger.LedgerError as e:
                 if not cmd.reply.done():
                     cmd.reply.set_exception(ClientError(e.code, e.message, "D20"))
