@@ -43,7 +43,7 @@ async def server(pg_dsn: str, tmp_path_factory: pytest.TempPathFactory) -> Async
         data_dir=Path(tmp_path_factory.mktemp("data")),
         database_url=pg_dsn,
         operator_token=OPERATOR,
-        settings=Settings(commit_seconds=3, reveal_seconds=3, next_hand_delay=0.5, queue_size=64),
+        settings=Settings(commit_seconds=3, reveal_seconds=3, next_hand_delay=1.0, queue_size=64),
     )
     try:
         yield running

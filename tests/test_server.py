@@ -82,29 +82,27 @@ async def test_whole_hands_with_bots_verify_and_leak_nothing(
     key = await api.call("GET", "/api/fairness/key")
     pinned = load_public_key(key["public_key_hex"])
     ledger_after_each: list[bool] = []
-    bots_done = asyncio.Event()
+    joined = asyncio.Event()
 
     async def watch(table_id: str) -> None:
         """A spectator: after every hand's result, the ledger must balance."""
         spectator = await api.player("watcher")
         async with Client(server.url, spectator["token"]) as w:
             await w.request({"type": "join", "table_id": table_id})
+            joined.set()
             seen = 0
-            while not bots_done.is_set() or seen < 2:
+            while seen < 2:
                 results = [f for f in w.frames if f.get("type") == "result"]
                 for _ in results[seen:]:
                     ledger_after_each.append((await api.call("GET", "/api/ledger"))["ok"])
                 seen = len(results)
-                if seen >= 2:
-                    break
                 await asyncio.sleep(0.02)
 
     table = await api.table(seats=seats, point_value=3, commission_bps=700, turn_seconds=20)
     watcher = asyncio.create_task(watch(table))
-    await asyncio.sleep(0.2)  # the spectator joins before the first hand starts
+    await asyncio.wait_for(joined.wait(), 30)  # the spectator is in before anyone sits
     table, bots = await bot_hands(api, server, seats, players, hands=2, table=table)
-    bots_done.set()
-    await asyncio.wait_for(watcher, 30)
+    await asyncio.wait_for(watcher, 60)
     assert ledger_after_each == [True, True]
     results = bots[0].hands_seen[:2]
     assert len(results) == 2
