@@ -167,6 +167,8 @@ async def create_table(request: web.Request) -> web.Response:
     if unknown:
         raise ApiError(400, "bad_request", f"unknown table settings: {sorted(unknown)}")
     rules = TableRules(**data)  # validated: a bad setting is an error, never repaired
+    if rules.point_value * 130 > ledger.MAX_AMOUNT or rules.turn_seconds > 3600:
+        raise ApiError(400, "bad_table", "point_value or turn_seconds is beyond what this server accepts")
     async with connection(request.app[POOL]) as conn:
         table_id = await store.create_table(conn, rules)
     a = TableActor(table_id, request.app[POOL], request.app[CONFIG].keys, request.app[CONFIG].settings)

@@ -71,9 +71,12 @@ async def _post(
     return tx_id
 
 
+MAX_AMOUNT = 10**15  # HT minor units: far above any real deposit, far below bigint's limit
+
+
 async def deposit(conn: asyncpg.Connection, player_id: str, amount: int) -> int:
-    if not isinstance(amount, int) or isinstance(amount, bool) or amount <= 0:
-        raise LedgerError("bad_amount", "a deposit is a positive integer of HT minor units (D18)")
+    if not isinstance(amount, int) or isinstance(amount, bool) or not 0 < amount <= MAX_AMOUNT:
+        raise LedgerError("bad_amount", f"a deposit is an integer of HT minor units, 1 to {MAX_AMOUNT} (D18)")
     async with conn.transaction():
         return await _post(conn, "deposit", {EXTERNAL: -amount, available(player_id): amount}, memo="deposit")
 

@@ -306,6 +306,11 @@ async def test_auth_and_operator_only_routes(api: Api, server: Running) -> None:
     assert neg["error"]["code"] == "bad_amount"
     fl = await api.call("POST", f"/api/players/{p['id']}/deposit", body={"amount": 2.5}, expect=400)
     assert fl["error"]["code"] == "bad_amount"
+    huge = await api.call("POST", f"/api/players/{p['id']}/deposit", body={"amount": 10**19}, expect=400)
+    assert huge["error"]["code"] == "bad_amount"
+    big_table = await api.call("POST", "/api/tables", body={"seats": 4, "point_value": 10**14}, expect=400)
+    assert big_table["error"]["code"] == "bad_table"
+    assert (await api.call("GET", "/api/me", token=p["token"]))["available"] == 100_000  # nothing changed
 
 
 async def test_ledger_settles_once_and_balances(api: Api, server: Running) -> None:
