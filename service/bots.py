@@ -30,6 +30,7 @@ class Bot:
     table_id: str
     fast: bool = True
     seat: int | None = None
+    player_id: str | None = None  # from the server's hello
     hands_seen: list[dict[str, Any]] = field(default_factory=list)
     frames: list[dict[str, Any]] = field(default_factory=list)  # every frame received (tests inspect them)
     keep_frames: bool = False
@@ -73,7 +74,9 @@ class Bot:
 
     async def on_message(self, m: dict[str, Any]) -> None:
         t = m.get("type")
-        if t == "reply" and isinstance(m.get("result"), dict) and "seat" in m["result"] and "table_id" in m["result"]:
+        if t == "hello":
+            self.player_id = m.get("player_id")
+        elif t == "reply" and isinstance(m.get("result"), dict) and "seat" in m["result"] and "table_id" in m["result"]:
             self.seat = m["result"]["seat"]
         elif t == "error":
             self.errors.append(m)

@@ -68,9 +68,7 @@ async def bot_hands(
     bots = []
     for n in range(players):
         p = await api.player(f"bot{n}", deposit=50_000)
-        b = Bot(server.url, p["token"], table, fast=True, keep_frames=True, max_hands=hands)
-        b.player_id = p["id"]  # type: ignore[attr-defined]
-        bots.append(b)
+        bots.append(Bot(server.url, p["token"], table, fast=True, keep_frames=True, max_hands=hands))
     await asyncio.wait_for(asyncio.gather(*(b.run() for b in bots)), timeout=240)
     return table, bots
 
@@ -114,7 +112,8 @@ async def test_whole_hands_with_bots_verify_and_leak_nothing(
         assert t["log"][0]["header"]["table_id"] == table
         total = 0
         for b in bots:
-            total += check_frames(b.frames, b.player_id, t)  # type: ignore[attr-defined]
+            assert b.player_id is not None
+            total += check_frames(b.frames, b.player_id, t)
         assert total > 0
     # Consecutive hands at the table chain (rummy-pf/v1 §9).
     t1 = await api.call("GET", results[0]["transcript"])
