@@ -567,3 +567,13 @@ async def test_settlement_retries_after_a_database_failure(api: Api, server: Run
                 "DROP TRIGGER IF EXISTS test_fail_once ON settlements; DROP FUNCTION IF EXISTS test_fail_once(); "
                 "DROP SEQUENCE IF EXISTS test_fail_once;"
             )
+
+
+async def test_websocket_with_a_wrong_token_is_refused(server: Running) -> None:
+    import aiohttp
+
+    async with aiohttp.ClientSession() as session:
+        for headers in ({"Authorization": "Bearer not-a-token"}, {}):
+            with pytest.raises(aiohttp.WSServerHandshakeError) as e:
+                await session.ws_connect(server.url + "/ws", headers=headers)
+            assert e.value.status == 401
