@@ -300,28 +300,26 @@ class _Fail(Exception):
         self.failure = failure
 
 
-# Fields judged by a later check than "replay": masked while replaying.
-_LATER: Final = {
-    "drop": ("penalties", ("points",)),
-    "leave": ("penalties", ("points",)),
-    "forfeit": ("penalties", ("points",)),
-    "end": ("points", ("counted",)),
-}
+def _later_fields(ev: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(check, field) for each field of an event that a later check than "replay"
+    judges: replay masks them, and that check compares them."""
+    kind = ev.get("kind")
+    data = ev.get("data")
+    if kind in ("drop", "leave", "forfeit"):
+        return [("penalties", "points")]
+    if kind == "declare" and isinstance(data, dict) and data.get("valid") is False:
+        return [("penalties", "points")]
+    if kind == "end":
+        return [("points", "counted"), ("settlement", "settlement")]
+    return []
 
 
 def _mask(ev: Mapping[str, Any]) -> dict[str, Any]:
     e = copy.deepcopy(dict(ev))
     data = e.get("data")
-    if not isinstance(data, dict):
-        return e
-    kind = e.get("kind")
-    if kind in _LATER:
-        for f in _LATER[kind][1]:
+    if isinstance(data, dict):
+        for _, f in _later_fields(ev):
             data.pop(f, None)
-    if kind == "declare" and data.get("valid") is False:
-        data.pop("points", None)
-    if kind == "end":
-        data.pop("settlement", None)
     return e
 
 
@@ -613,15 +611,10 @@ def _compare_events(check: str, record: int, expected: list[dict[str, Any]], fou
 
 
 def _check_later(check: str, record: int, exp: Mapping[str, Any], got: Mapping[str, Any]) -> None:
-    kind = exp.get("kind")
-    fields: tuple[str, ...] = ()
-    if kind in _LATER and _LATER[kind][0] == check:
-        fields = _LATER[kind][1]
-    if kind == "declare" and exp.get("data", {}).get("valid") is False and check == "penalties":
-        fields = ("points",)
-    for f in fields:
-        e, g = exp.get("data", {}).get(f), got.get("data", {}).get(f)
-        _need(canonical(e) == canonical(g), check, f"{kind} event's {f}", record, e, g)
+    for c, f in _later_fields(exp):
+        if c == check:
+            e, g = exp.get("data", {}).get(f), got.get("data", {}).get(f)
+            _need(canonical(e) == canonical(g), check, f"{exp.get('kind')} event's {f}", record, e, g)
 
 
 def _check_chain(
