@@ -16,9 +16,9 @@ from typing import Any
 
 import aiohttp
 
+from verifier import strategy
 from verifier.fairness import player_commit
-from verifier.hand import HandState, Phase, Seat, Status, TableRules
-from verifier.strategy import HOPELESS, best_discard, points_of
+from verifier.hand import HandState, Phase, Seat, Status, TableRules, action_to_json
 
 log = logging.getLogger("rummy.bots")
 
@@ -132,7 +132,9 @@ def state_from_view(view: dict[str, Any]) -> HandState:
     rules = TableRules.from_json(view["rules"])
     me = view["me"]
     seats = tuple(
-        Seat(s["seat"], s["player_id"], Status(s["status"]), tuple(me["cards"]) if s["seat"] == me["seat"] else ())
+        Seat(s["seat"], s["player_id"], Status(s["status"]), tuple(me["cards"]), drawn_any=me["drawn_any"])
+        if s["seat"] == me["seat"]
+        else Seat(s["seat"], s["player_id"], Status(s["status"]))
         for s in view["seats"]
     )
     return HandState(
@@ -149,45 +151,57 @@ def state_from_view(view: dict[str, Any]) -> HandState:
 
 
 def choose_from_view(view: dict[str, Any]) -> dict[str, Any]:
-    """The strategy's move, as an action message."""
-    state = state_from_view(view)
-    me = view["me"]
-    cards = list(me["cards"])
-    if state.phase is Phase.DRAW:
-        now = points_of(cards, state)
-        if not me["drawn_any"] and now >= HOPELESS:
-            return {"kind": "drop"}  # a first drop (20) beats a hopeless count
-        if state.open:
-            with_open = best_discard([*cards, state.open[-1]], state)
-            if with_open.valid or with_open.points < now:
-                return {"kind": "draw_open"}
-        return {"kind": "draw_closed"}
-    pick = best_discard(cards, state)
-    return {"kind": "declare" if pick.valid else "discard", "card": pick.card}
+    """The strategy's move (verifier.strategy.choose), as an action message."""
+    action = action_to_json(strategy.choose(state_from_view(view), view["me"]["seat"]))
+    del action["seat"]  # the server knows whose seat it is
+    return action
+
+
+async def create_bots(
+    session: aiohttp.ClientSession,
+    server: str,
+    operator_token: str,
+    table_id: str,
+    count: int,
+    *,
+    deposit: int,
+    fast: bool,
+    hands: int | None,
+) -> list[Bot]:
+    """``count`` new bot players, each with a deposit, ready to join ``table_id``."""
+    bots = []
+    for n in range(count):
+        async with session.post(
+            f"{server.rstrip('/')}/api/players",
+            json={"name": f"bot-{n + 1}", "deposit": deposit, "bot": True},
+            headers={"Authorization": f"Bearer {operator_token}"},
+        ) as r:
+            body = await r.json()
+            if r.status != 201:
+                raise RuntimeError(f"could not create a bot player: {body}")
+        bots.append(Bot(server, body["token"], table_id, fast=fast, max_hands=hands))
+    return bots
+
+
+async def play(bots: list[Bot], timeout: float | None = None) -> None:
+    """Run the bots until each has played its hands (or forever), then stop them."""
+    tasks = [asyncio.create_task(b.run()) for b in bots]
+    try:
+        await asyncio.wait_for(asyncio.gather(*tasks), timeout)
+    finally:
+        for t in tasks:
+            t.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t
 
 
 async def run_bots(
     server: str, operator_token: str, table_id: str, count: int, *, fast: bool, deposit: int, hands: int | None = None
 ) -> list[Bot]:
     """Create ``count`` bot players (with a deposit each), seat them and play."""
-    bots = []
     async with aiohttp.ClientSession() as session:
-        for n in range(count):
-            async with session.post(
-                f"{server.rstrip('/')}/api/players",
-                json={"name": f"bot-{n + 1}", "deposit": deposit, "bot": True},
-                headers={"Authorization": f"Bearer {operator_token}"},
-            ) as r:
-                body = await r.json()
-                if r.status != 201:
-                    raise RuntimeError(f"could not create a bot player: {body}")
-            bots.append(Bot(server, body["token"], table_id, fast=fast, max_hands=hands))
-    tasks = [asyncio.create_task(b.run()) for b in bots]
-    try:
-        await asyncio.gather(*tasks)
-    finally:
-        for t in tasks:
-            t.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await t
+        bots = await create_bots(
+            session, server, operator_token, table_id, count, deposit=deposit, fast=fast, hands=hands
+        )
+    await play(bots)
     return bots

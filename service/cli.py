@@ -140,7 +140,7 @@ async def _api(session: aiohttp.ClientSession, method: str, url: str, token: str
 async def run_demo(seats: int, hands: int, out: Any = sys.stdout) -> int:
     """An embedded stack in a temporary directory, a table full of bots, ``hands``
     hands played to the end, each transcript verified, the ledger checked."""
-    from service.bots import Bot
+    from service.bots import create_bots, play
     from verifier.signing import load_public_key
     from verifier.transcript import verify_transcript
 
@@ -172,22 +172,10 @@ async def run_demo(seats: int, hands: int, out: Any = sys.stdout) -> int:
                     file=out,
                     flush=True,
                 )
-                bots = []
-                for n in range(seats):
-                    p = await _api(
-                        session,
-                        "POST",
-                        f"{base}/api/players",
-                        token,
-                        {"name": f"bot-{n + 1}", "deposit": 10_000, "bot": True},
-                    )
-                    bots.append(Bot(base, p["token"], table["id"], fast=True, max_hands=hands))
-                tasks = [asyncio.create_task(b.run()) for b in bots]
-                try:
-                    await asyncio.wait_for(asyncio.gather(*tasks), timeout=600)
-                finally:
-                    for t in tasks:
-                        t.cancel()
+                bots = await create_bots(
+                    session, base, token, table["id"], seats, deposit=10_000, fast=True, hands=hands
+                )
+                await play(bots, timeout=600)
                 results = bots[0].hands_seen[:hands]
                 for r in results:
                     transcript = await _api(session, "GET", f"{base}{r['transcript']}", token)
