@@ -157,9 +157,15 @@ def test_every_transcript_vector_verifies_with_the_pinned_key(name: str) -> None
     assert report.checks_passed[-1] == "chain"
 
 
+def test_the_frozen_v1_vectors_are_unchanged() -> None:
+    """rummy-pf/v1 transcripts are frozen: old evidence must keep its exact bytes."""
+    for name, digest in vectors.V1_FROZEN.items():
+        assert hashlib.sha256((DIR / name).read_bytes()).hexdigest() == digest, name
+
+
 def test_regenerating_the_vectors_gives_the_same_bytes() -> None:
     fresh = vectors.all_files()
-    on_disk = {p.name: p.read_text(encoding="utf-8") for p in DIR.glob("*.json")}
+    on_disk = {p.name: p.read_text(encoding="utf-8") for p in DIR.glob("*.json") if p.name not in vectors.V1_FROZEN}
     assert set(fresh) == set(on_disk)
     for name, text in fresh.items():
         assert text == on_disk[name], f"{name} differs from what verifier/vectors.py generates"

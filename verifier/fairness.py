@@ -14,7 +14,10 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-PROTOCOL: Final = "rummy-pf/v1"
+PROTOCOL_V1: Final = "rummy-pf/v1"
+PROTOCOL_V2: Final = "rummy-pf/v2"
+PROTOCOL: Final = PROTOCOL_V1  # the derivation's labels (pcommit, deal) keep "v1" in every version
+PROTOCOLS: Final = (PROTOCOL_V1, PROTOCOL_V2)
 RULESET: Final = "rummy13/v1"
 SEED_BYTES: Final = 32
 U32: Final = 1 << 32

@@ -362,12 +362,16 @@ def deal(
     dealer: int,
     deck: Sequence[int],
     forfeits: Iterable[tuple[int, str]] = (),
+    *,
+    single_wins: bool = False,
 ) -> tuple[HandState, list[Event]]:
     """Start a hand (D2–D5).
 
     ``players`` are (seat, player_id) of the seats dealt in; ``forfeits`` are seats
     that committed a seed but did not reveal it (FAIRNESS.md): dealt nothing and
-    charged a first drop.  ``deck`` is the shuffled pack, top card first.
+    charged a first drop.  ``deck`` is the shuffled pack, top card first.  With
+    ``single_wins`` (rummy-pf/v2, D29), one seat dealt in beside forfeits wins at once
+    (D14); otherwise a hand needs two seats dealt in.
     """
     players = sorted(players)
     forfeit_list = sorted(forfeits)
@@ -377,7 +381,7 @@ def deal(
     for s in seat_numbers:
         if not 0 <= s < rules.seats:
             raise RuleError("bad_deal", f"no seat {s} at a {rules.seats}-seat table", rule="D2")
-    if len(players) < 2:
+    if len(players) < 2 and not (single_wins and len(players) == 1 and forfeit_list):
         raise RuleError("not_enough_players", "a hand needs at least two players dealt in", rule="D2")
     if sorted(deck) != list(range(deck_size(rules.decks))):
         raise RuleError(
@@ -427,6 +431,8 @@ def deal(
     ]
     events += [Event("hand", s, {"count": HAND_SIZE}, {"cards": hands[s]}) for s in rotation]
     events += [Event("forfeit", s, {"points": FIRST_DROP}) for s, _ in forfeit_list]
+    if len(players) == 1:
+        return _end(state, first, "last_standing", events), events  # D29, D14
     events.append(Event("turn", first, {"turn_no": 1, "phase": Phase.DRAW.value}))
     return state, events
 

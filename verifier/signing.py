@@ -1,8 +1,10 @@
-"""Ed25519 signatures over canonical JSON, with domain separation (rummy-pf/v1).
+"""Ed25519 signatures over canonical JSON, with domain separation (docs/fairness.md §9).
 
-``sign(key, purpose, obj)`` signs ``LP("rummy-pf/v1/" + purpose) ‖ canonical(obj)``;
-the purposes are ``header``, ``commitments`` and ``transcript``.  Key storage is the
-server's business: this module only takes and returns bytes.
+``sign(purpose, obj, protocol)`` signs ``LP(protocol + "/" + purpose) ‖ canonical(obj)``.
+The server's purposes are ``header``, ``commitments``, ``transcript`` and, from
+rummy-pf/v2 on, ``receipt`` and ``head``; a player signs its moves with purpose
+``move``.  Key storage is the caller's business: this module only takes and returns
+bytes.
 """
 
 from __future__ import annotations
@@ -16,11 +18,11 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from verifier.fairness import PROTOCOL, canonical, lp, sha256
+from verifier.fairness import PROTOCOL_V1, canonical, lp, sha256
 
 
-def signed_message(purpose: str, obj: Any) -> bytes:
-    return lp(f"{PROTOCOL}/{purpose}") + canonical(obj)
+def signed_message(purpose: str, obj: Any, protocol: str = PROTOCOL_V1) -> bytes:
+    return lp(f"{protocol}/{purpose}") + canonical(obj)
 
 
 class Signer:
@@ -44,8 +46,8 @@ class Signer:
             serialization.Encoding.Raw, serialization.PrivateFormat.Raw, serialization.NoEncryption()
         )
 
-    def sign(self, purpose: str, obj: Any) -> str:
-        return self._key.sign(signed_message(purpose, obj)).hex()
+    def sign(self, purpose: str, obj: Any, protocol: str = PROTOCOL_V1) -> str:
+        return self._key.sign(signed_message(purpose, obj, protocol)).hex()
 
     @property
     def fingerprint(self) -> str:
@@ -61,11 +63,11 @@ def fingerprint(public_bytes: bytes) -> str:
     return sha256(public_bytes).hex()
 
 
-def verify(public_bytes: bytes, purpose: str, obj: Any, signature_hex: str) -> bool:
+def verify(public_bytes: bytes, purpose: str, obj: Any, signature_hex: str, protocol: str = PROTOCOL_V1) -> bool:
     try:
         sig = bytes.fromhex(signature_hex)
-        Ed25519PublicKey.from_public_bytes(public_bytes).verify(sig, signed_message(purpose, obj))
-    except (InvalidSignature, ValueError):
+        Ed25519PublicKey.from_public_bytes(public_bytes).verify(sig, signed_message(purpose, obj, protocol))
+    except (InvalidSignature, ValueError, TypeError):
         return False
     return True
 

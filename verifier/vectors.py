@@ -20,7 +20,9 @@ from typing import Any
 
 from verifier import strategy
 from verifier.cards import card_of_id, deck_size
+from verifier.chain import GENESIS, commit_move, move_body, reveal_move
 from verifier.fairness import (
+    PROTOCOL_V2,
     Stream,
     deal_deck,
     derive_key,
@@ -30,13 +32,35 @@ from verifier.fairness import (
     sha256,
     transcript_input,
 )
-from verifier.hand import Action, Declare, DrawOpen, Drop, HandState, Leave, Phase, TableRules, TimeOut
+from verifier.hand import (
+    Action,
+    Declare,
+    DrawOpen,
+    Drop,
+    HandState,
+    Leave,
+    Phase,
+    TableRules,
+    TimeOut,
+    action_to_json,
+)
+from verifier.record import HandRecorder
 from verifier.signing import Signer
-from verifier.transcript import GENESIS, HandRecorder
 
 DIR = Path(__file__).resolve().parent / "vectors"
 GENERATOR = "python -m verifier.vectors --write (verifier/vectors.py)"
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z in ms: fixed record times for the vectors
+
+
+#: The rummy-pf/v1 transcript vectors, frozen when v2 replaced v1 (their generator
+#: was verifier/vectors.py at commit aecc560).  They still verify under the v1 rules;
+#: the test suite checks their bytes against these SHA-256 sums.
+V1_FROZEN: dict[str, str] = {
+    "transcript-4seat-two-players.json": "f39ae4753bf21205e41f2a8c795ea3293f4482c94aa3e6c3e0a34d93f4085f9a",
+    "transcript-6seat-everything.json": "6e81315588827bc3adda71e05649b48b2ddcc4f8f4ad603fbf80b42bcabd4e5a",
+    "transcript-8seat-seeds-and-leave.json": "ecf4413dc35f7d5193434aaa8ddec6f73633acc4d42204e81f7f06cac3f0e143",
+    "transcript-void.json": "c3a6b00fa5073f45d99e8d761b2109fe6544bb4f78907387a1cc51753ec46cc9",
+}
 
 
 def label(text: str) -> bytes:
@@ -175,8 +199,105 @@ def derivation() -> dict[str, Any]:
     }
 
 
-# --------------------------------------------------------------------------- transcripts
+# --------------------------------------------------------------------------- transcripts (v2)
 Policy = Callable[[HandState, int], Action]
+SEED_WINDOW_MS = 10_000
+
+
+def player_signer(name: str, seat: int) -> Signer:
+    """The vectors' player keys: test keys, like the server's, never for real play."""
+    return Signer.from_seed(label(f"vector/{name}/player-key/{seat}"))
+
+
+class VectorHand:
+    """A v2 hand played through :class:`HandRecorder` as a server would: every player
+    move signed by the player's key, receipts and heads collected per seat, record
+    times from a simulated clock that respects every window and turn clock."""
+
+    def __init__(
+        self,
+        name: str,
+        attempt: int,
+        rules: TableRules,
+        seats: list[int],
+        dealer: int,
+        *,
+        prev_head: str | None = None,
+    ) -> None:
+        self.keys = {s: player_signer(name, s) for s in seats}
+        self.rec = HandRecorder(
+            signer=TEST_SIGNER,
+            table_id=f"table-{name}",
+            hand_no=attempt + 1,
+            rules=rules,
+            seats=[(s, f"player-{name}-{s}", self.keys[s].public_bytes) for s in seats],
+            dealer=dealer,
+            server_seed=label(f"vector/{name}/server/{attempt}"),
+            prev_head=prev_head or GENESIS,
+            commit_ms=SEED_WINDOW_MS,
+            reveal_ms=SEED_WINDOW_MS,
+        )
+        self.seeds = {s: label(f"vector/{name}/player/{s}") for s in seats}
+        self.now = T0
+        self.turn_began = T0
+        self.evidence: dict[int, list[dict[str, Any]]] = {s: [] for s in seats}
+
+    def _heads(self, record: dict[str, Any]) -> None:
+        ev = self.rec.head_evidence(record["i"])
+        for items in self.evidence.values():
+            items.append(ev)
+
+    def sign(self, seat: int, prev: str, move: dict[str, Any]) -> str:
+        return self.keys[seat].sign("move", move_body(self.rec.table_id, self.rec.hand_no, prev, move), PROTOCOL_V2)
+
+    def seed_phases(self, *, no_commit: tuple[int, ...] = (), withhold: tuple[int, ...] = ()) -> None:
+        rec = self.rec
+        self._heads(rec.open(self.now))
+        commits: dict[int, tuple[bytes, str]] = {}
+        for s in rec.seat_numbers:
+            if s in no_commit:
+                continue
+            c = player_commit(s, self.seeds[s])
+            sig = self.sign(s, rec.head, commit_move(s, c))
+            self.evidence[s].append(rec.check_commit(s, c, sig))
+            commits[s] = (c, sig)
+        self.now += SEED_WINDOW_MS if no_commit else 1_500
+        self._heads(rec.commitments(commits, self.now))
+        seeds: dict[int, tuple[bytes, str]] = {}
+        for s in commits:
+            if s in withhold:
+                continue
+            sig = self.sign(s, rec.head, reveal_move(s, self.seeds[s]))
+            self.evidence[s].append(rec.check_reveal(s, self.seeds[s], sig))
+            seeds[s] = (self.seeds[s], sig)
+        self.now += SEED_WINDOW_MS if withhold else 1_200
+        self._heads(rec.reveal(seeds, self.now))
+        self.now += 5
+        record, _ = rec.deal(self.now)
+        self._heads(record)
+        self.turn_began = self.now
+
+    def act(self, action: Action, prev: str | None = None) -> None:
+        rec = self.rec
+        assert rec.state is not None
+        if isinstance(action, TimeOut):
+            self.now = max(self.now, self.turn_began + 1000 * rec.rules.turn_seconds) + 1
+            psig = None
+        else:
+            self.now += 700
+            at = prev or rec.head
+            psig = {"prev": at, "sig": self.sign(action.seat, at, action_to_json(action))}
+        record, events = rec.act(action, psig, self.now)
+        self._heads(record)
+        if any(e.kind == "turn" for e in events):
+            self.turn_began = self.now
+
+    def play(self, policy: Policy, max_actions: int = 600) -> None:
+        n = 0
+        while not self.rec.ended and n < max_actions:
+            assert self.rec.state is not None
+            self.act(policy(self.rec.state, self.rec.state.turn))
+            n += 1
 
 
 def play_hand(
@@ -189,31 +310,16 @@ def play_hand(
     *,
     no_commit: tuple[int, ...] = (),
     withhold: tuple[int, ...] = (),
+    leave_in_seed_phase: tuple[int, ...] = (),
     prev_head: str | None = None,
-    max_actions: int = 600,
-) -> HandRecorder:
-    rec = HandRecorder(
-        signer=TEST_SIGNER,
-        table_id=f"table-{name}",
-        hand_no=attempt + 1,
-        rules=rules,
-        seats=[(s, f"player-{name}-{s}") for s in seats],
-        dealer=dealer,
-        server_seed=label(f"vector/{name}/server/{attempt}"),
-        prev_head=prev_head or GENESIS,
-    )
-    rec.commit()
-    seeds = {s: label(f"vector/{name}/player/{s}") for s in seats}
-    commits = {s: (None if s in no_commit else player_commit(s, seeds[s])) for s in seats}
-    rec.commitments(commits)
-    rec.reveal({s: (None if s in withhold else seeds[s]) for s in seats}, commits)
-    rec.deal()
-    n = 0
-    while not rec.ended and n < max_actions:
-        assert rec.state is not None
-        rec.act(policy(rec.state, rec.state.turn), t=T0 + 1000 * len(rec.records))
-        n += 1
-    return rec
+) -> VectorHand:
+    hand = VectorHand(name, attempt, rules, seats, dealer, prev_head=prev_head)
+    hand.seed_phases(no_commit=no_commit, withhold=withhold)
+    for s in leave_in_seed_phase:  # signed over the header, recorded after the deal (§9)
+        if not hand.rec.ended:
+            hand.act(Leave(s), prev=str(hand.rec.records[0]["h"]))
+    hand.play(policy)
+    return hand
 
 
 def greedy(state: HandState, seat: int) -> Action:
@@ -275,29 +381,45 @@ def kinds_of(rec: HandRecorder) -> set[str]:
     return out
 
 
-def first_attempt(make: Callable[[int], HandRecorder], need: set[str], tries: int = 200) -> tuple[int, HandRecorder]:
+def first_attempt(make: Callable[[int], VectorHand], need: set[str], tries: int = 200) -> tuple[int, VectorHand]:
     """The first attempt number whose hand shows every feature in ``need``."""
     for attempt in range(tries):
-        rec = make(attempt)
-        if rec.ended and need <= kinds_of(rec):
-            return attempt, rec
+        hand = make(attempt)
+        if hand.rec.ended and need <= kinds_of(hand.rec):
+            return attempt, hand
     raise RuntimeError(f"no attempt in {tries} showed {sorted(need)}")
+
+
+V2_CHECKED = [
+    "tests/test_vectors.py and tests/test_tamper.py (rummy-verify: every check, and tampered variants)",
+    "tests/test_web_verifier.py (the browser verifier, an independent JavaScript implementation)",
+]
+
+
+def about_v2(what: str) -> dict[str, Any]:
+    return {"what": what, "produced_by": GENERATOR, "checked_by": V2_CHECKED}
 
 
 def transcripts() -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
-    checked = ["tests/test_vectors.py and tests/test_tamper.py (verify_transcript: every check, and tampered variants)"]
 
-    a, rec = first_attempt(
+    a, hand = first_attempt(
         lambda n: play_hand("two", n, TableRules(seats=4, point_value=10, commission_bps=500), [1, 3], 3, greedy),
         {"declare_valid"},
     )
-    out["transcript-4seat-two-players.json"] = {
-        "_about": about(f"a 4-seat table, two players playing the strategy to a valid declare (attempt {a})", checked),
-        "transcript": rec.transcript(),
+    out["v2-transcript-4seat-two-players.json"] = {
+        "_about": about_v2(f"v2: a 4-seat table, two players playing the strategy to a valid declare (attempt {a})"),
+        "transcript": hand.rec.transcript(),
+    }
+    out["v2-evidence-4seat-two-players-seat1.json"] = {
+        "_about": about_v2(
+            "v2: the evidence seat 1 kept in that hand (§15): its commit and reveal receipts and the signed head "
+            "of every record it was sent"
+        ),
+        "evidence": hand.evidence[1],
     }
 
-    a, rec = first_attempt(
+    a, hand = first_attempt(
         lambda n: play_hand(
             "rich",
             n,
@@ -308,46 +430,76 @@ def transcripts() -> dict[str, dict[str, Any]]:
         ),
         {"draw_open", "declare_wrong", "drop_20", "drop_40", "clock", "reshuffle", "declare_valid"},
     )
-    out["transcript-6seat-everything.json"] = {
-        "_about": about(
-            f"a 6-seat hand with an open-pile draw, a wrong declare, a first drop, a middle drop, a clock expiry, "
-            f"a reshuffle and a valid declare (attempt {a})",
-            checked,
+    out["v2-transcript-6seat-everything.json"] = {
+        "_about": about_v2(
+            f"v2: a 6-seat hand with an open-pile draw, a wrong declare, a first drop, a middle drop, a clock "
+            f"expiry, a reshuffle and a valid declare (attempt {a})"
         ),
-        "transcript": rec.transcript(),
+        "transcript": hand.rec.transcript(),
     }
 
-    a, rec = first_attempt(
+    a, hand = first_attempt(
         lambda n: play_hand(
             "eight",
             n,
             TableRules(seats=8, point_value=2, commission_bps=333),
-            [0, 2, 3, 5, 6],
+            [0, 2, 3, 5, 6, 7],
             6,
             leave_policy(),
             no_commit=(2,),
             withhold=(5,),
+            leave_in_seed_phase=(7,),
         ),
         {"leave", "forfeit"},
     )
-    out["transcript-8seat-seeds-and-leave.json"] = {
-        "_about": about(
-            f"an 8-seat table (three decks): one seat sent no commitment (empty seed), one withheld its reveal "
-            f"(sits out, first drop), one leaves mid-hand (attempt {a})",
-            checked,
+    out["v2-transcript-8seat-seeds-and-leaves.json"] = {
+        "_about": about_v2(
+            f"v2: an 8-seat table (three decks): one seat sent no commitment (empty seed), one withheld its reveal "
+            f"(sits out, first drop), one left during the seed phase (signed over the header, recorded after the "
+            f"deal), one leaves mid-hand (attempt {a})"
         ),
-        "transcript": rec.transcript(),
+        "transcript": hand.rec.transcript(),
     }
 
-    rec = play_hand("void", 0, TableRules(seats=4), [0, 1], 0, greedy, withhold=(1,))
-    out["transcript-void.json"] = {
-        "_about": about("a void hand (D29): one of two seats withheld its reveal, so nothing was dealt", checked),
-        "transcript": rec.transcript(),
+    hand = play_hand("headsup", 0, TableRules(seats=4, point_value=5), [0, 1], 1, greedy, withhold=(1,))
+    out["v2-transcript-headsup-withheld.json"] = {
+        "_about": about_v2(
+            "v2: heads-up, seat 1 withheld its reveal: seat 0 is dealt in alone and wins at once, seat 1 pays a "
+            "first drop (D29)"
+        ),
+        "transcript": hand.rec.transcript(),
+    }
+
+    hand = play_hand("allwithheld", 0, TableRules(seats=4), [0, 1], 0, greedy, withhold=(0, 1))
+    out["v2-transcript-void-all-withheld.json"] = {
+        "_about": about_v2("v2: both seats withheld their reveals: no seat is dealt in, the hand is void (D29)"),
+        "transcript": hand.rec.transcript(),
+    }
+
+    hand = VectorHand("voidplay", 0, TableRules(seats=6, point_value=4, commission_bps=200), [0, 2, 4], 0)
+    hand.seed_phases()
+    for _ in range(7):
+        assert hand.rec.state is not None
+        hand.act(greedy(hand.rec.state, hand.rec.state.turn))
+    hand.now += 60_000
+    hand.rec.void("voided by the operator: the table's database was restored from an older backup (D33)", hand.now)
+    out["v2-transcript-void-mid-hand.json"] = {
+        "_about": about_v2("v2: a hand voided by the operator after seven actions (D33); the seed is revealed"),
+        "transcript": hand.rec.transcript(),
+    }
+
+    hand = VectorHand("voidlost", 0, TableRules(seats=4), [0, 1, 2], 2)
+    hand.rec.open(hand.now)
+    hand.rec.void("the key that seals the server seed is gone: the hand cannot resume (D33)", hand.now + 90_000)
+    out["v2-transcript-void-seed-lost.json"] = {
+        "_about": about_v2("v2: a hand voided in the commit phase whose sealed server seed could not be opened (D33)"),
+        "transcript": hand.rec.transcript(seed_revealed=False),
     }
     return out
 
 
 def all_files() -> dict[str, str]:
+    """Every generated vector file (the rummy-pf/v1 transcripts are frozen: see V1_FROZEN)."""
     files = {"rfc4231.json": rfc4231(), "derivation.json": derivation(), **transcripts()}
     return {name: json.dumps(body, indent=1, sort_keys=True, ensure_ascii=False) + "\n" for name, body in files.items()}
 

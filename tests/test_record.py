@@ -1,0 +1,144 @@
+"""The v2 recorder (verifier/record.py): player signatures are checked before a move
+becomes a record, and a stored log is rebuilt record by record through the same
+methods that wrote it (D32), failing at the first record that does not reproduce
+(D33)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from verifier import vectors
+from verifier.chain import commit_move, move_body
+from verifier.errors import RuleError
+from verifier.fairness import PROTOCOL_V2, player_commit
+from verifier.hand import DrawClosed, Leave, TableRules, TimeOut, action_to_json
+from verifier.record import HandRecorder, RestoreError
+
+V2 = sorted(p.name for p in Path(vectors.DIR).glob("v2-transcript-*.json"))
+
+
+def load(name: str) -> dict[str, Any]:
+    t: dict[str, Any] = json.loads((Path(vectors.DIR) / name).read_text(encoding="utf-8"))["transcript"]
+    return t
+
+
+@pytest.mark.parametrize("name", V2)
+def test_a_stored_log_rebuilds_to_the_same_transcript(name: str) -> None:
+    t = load(name)
+    revealed = bool(t["server_seed"])
+    rec = HandRecorder.from_header(
+        vectors.TEST_SIGNER, t["log"][0]["header"], bytes.fromhex(t["server_seed"]) if revealed else b""
+    )
+    if revealed:
+        for r in t["log"]:
+            rec.restore(r)
+    else:  # the seed is lost: records are adopted as far as their chain holds, then voided
+        rec.adopt(t["log"])
+        assert len(rec.records) == len(t["log"]) - 1
+        rec.void(t["log"][-1]["reason"], t["log"][-1]["t"])
+    assert rec.transcript(seed_revealed=revealed) == t
+
+
+@pytest.mark.parametrize(
+    "where,change",
+    [
+        (0, lambda r: r["header"].__setitem__("dealer", 1)),
+        (1, lambda r: r["commitments"]["commits"][0].__setitem__("commit", "00" * 32)),
+        (2, lambda r: r["reveals"][0].__setitem__("status", "withheld")),
+        (3, lambda r: r["events"][1]["private"]["cards"].reverse()),
+        (5, lambda r: r.__setitem__("t", r["t"] + 1)),
+        (6, lambda r: r["psig"].__setitem__("sig", "00" * 64)),
+    ],
+)
+def test_restore_stops_at_the_first_record_that_does_not_reproduce(where: int, change: Any) -> None:
+    t = load("v2-transcript-4seat-two-players.json")
+    log = copy.deepcopy(t["log"])
+    change(log[where])
+    rec = HandRecorder.from_header(vectors.TEST_SIGNER, log[0]["header"], bytes.fromhex(t["server_seed"]))
+    with pytest.raises(RestoreError) as e:
+        for r in log:
+            rec.restore(r)
+    assert e.value.i == where
+    assert len(rec.records) == where  # the verified prefix, nothing more
+
+
+def fresh_hand() -> tuple[HandRecorder, dict[int, Any]]:
+    keys = {s: vectors.player_signer("unit", s) for s in (0, 1)}
+    rec = HandRecorder(
+        signer=vectors.TEST_SIGNER,
+        table_id="t-unit",
+        hand_no=1,
+        rules=TableRules(seats=4),
+        seats=[(s, f"p{s}", keys[s].public_bytes) for s in keys],
+        dealer=0,
+        server_seed=b"\x07" * 32,
+    )
+    rec.open(1000)
+    return rec, keys
+
+
+def sign(keys: dict[int, Any], rec: HandRecorder, seat: int, prev: str, move: dict[str, Any]) -> str:
+    sig: str = keys[seat].sign("move", move_body(rec.table_id, rec.hand_no, prev, move), PROTOCOL_V2)
+    return sig
+
+
+def test_moves_need_the_seats_own_signature_over_the_current_head() -> None:
+    rec, keys = fresh_hand()
+    c0, c1 = player_commit(0, b"a" * 32), player_commit(1, b"b" * 32)
+    h0 = rec.head
+    with pytest.raises(RuleError) as e:  # seat 1's key signing seat 0's commitment
+        rec.check_commit(0, c0, sign(keys, rec, 1, h0, commit_move(0, c0)))
+    assert e.value.code == "bad_signature"
+    receipt = rec.check_commit(0, c0, sign(keys, rec, 0, h0, commit_move(0, c0)))
+    assert receipt["body"] == {
+        "table_id": "t-unit",
+        "hand_no": 1,
+        "seat": 0,
+        "kind": "commit",
+        "value": c0.hex(),
+        "prev": h0,
+    }
+    rec.commitments(
+        {0: (c0, sign(keys, rec, 0, h0, commit_move(0, c0))), 1: (c1, sign(keys, rec, 1, h0, commit_move(1, c1)))},
+        2000,
+    )
+    with pytest.raises(RuleError) as e:
+        rec.check_reveal(0, b"x" * 32, "00" * 64)
+    assert e.value.code == "seed_mismatch"
+    from verifier.chain import reveal_move
+
+    h1 = rec.head
+    rec.reveal(
+        {
+            0: (b"a" * 32, sign(keys, rec, 0, h1, reveal_move(0, b"a" * 32))),
+            1: (b"b" * 32, sign(keys, rec, 1, h1, reveal_move(1, b"b" * 32))),
+        },
+        3000,
+    )
+    rec.deal(3005)
+    assert rec.state is not None
+    seat = rec.state.turn
+    head = rec.head
+    draw = DrawClosed(seat)
+    with pytest.raises(RuleError) as e:  # signed over an older head
+        rec.prepare(draw, {"prev": h1, "sig": sign(keys, rec, seat, h1, action_to_json(draw))}, 4000)
+    assert e.value.code == "stale_head"
+    with pytest.raises(RuleError) as e:  # no signature at all
+        rec.prepare(draw, None, 4000)
+    assert e.value.code == "bad_signature"
+    with pytest.raises(RuleError) as e:  # the clock's move is never signed
+        rec.prepare(TimeOut(seat), {"prev": head, "sig": "00" * 64}, 4000)
+    assert e.value.code == "bad_signature"
+    assert len(rec.records) == 4  # nothing above was recorded
+    rec.act(draw, {"prev": head, "sig": sign(keys, rec, seat, head, action_to_json(draw))}, 4000)
+    # A leave may be signed over any earlier record of the hand (sent during the seed phases).
+    other = 1 - seat
+    leave = Leave(other)
+    rec.act(leave, {"prev": h0, "sig": sign(keys, rec, other, h0, action_to_json(leave))}, 4500)
+    assert rec.ended and rec.state is not None and rec.state.result is not None
+    assert rec.state.result.winner == seat

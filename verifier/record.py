@@ -1,0 +1,429 @@
+"""Writing a hand's log as it is played (rummy-pf/v2, docs/fairness.md §9–§12, §15).
+
+:class:`HandRecorder` is the one writer of records: the server uses it for live hands
+and to rebuild a hand from its stored records (:meth:`HandRecorder.restore` feeds
+each stored record through the very method that made it, and fails if the record it
+makes is not the stored one), and the vector generator uses it to write the test
+vectors.  It checks every player's signature before a move becomes a record, and it
+signs the receipts and heads the server hands to players.
+
+The records, in order: the signed header (record 0), the signed commitment list, the
+reveals, the deal, then one record per action; a ``void`` record may end the log at
+any point (D33).  Every record carries ``"t"`` (ms) and its chain link ``"h"``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from verifier.cards import card_of_id
+from verifier.chain import (
+    GENESIS,
+    NO_COMMIT,
+    REVEALED,
+    WITHHELD,
+    chain_link,
+    commit_move,
+    head_body,
+    move_body,
+    receipt_body,
+    reveal_move,
+    start_hand,
+)
+from verifier.errors import RuleError
+from verifier.fairness import PROTOCOL_V2, canonical, player_commit, reshuffler, rules_id, server_commit
+from verifier.hand import Action, Event, HandState, Leave, Phase, TableRules, TimeOut, action_from_json, action_to_json
+from verifier.hand import apply as apply_action
+from verifier.signing import Signer, signed_message
+
+PROTOCOL: Final = PROTOCOL_V2
+
+
+class RestoreError(Exception):
+    """A stored record is not what replaying the log makes of it (D33)."""
+
+    def __init__(self, i: int, message: str) -> None:
+        super().__init__(f"record {i}: {message}")
+        self.i = i
+        self.message = message
+
+
+def _same(made: Mapping[str, Any], stored: Mapping[str, Any]) -> bool:
+    try:
+        return canonical(made) == canonical(stored)
+    except ValueError:
+        return False
+
+
+def player_signature_ok(key: Ed25519PublicKey, body: Mapping[str, Any], sig_hex: Any) -> bool:
+    if not isinstance(sig_hex, str) or len(sig_hex) != 128:
+        return False
+    try:
+        key.verify(bytes.fromhex(sig_hex), signed_message("move", body, PROTOCOL))
+    except (InvalidSignature, ValueError):
+        return False
+    return True
+
+
+@dataclass
+class HandRecorder:
+    """Builds a hand's records and transcript.  ``seats`` are (seat, player_id,
+    player_key) of the seats in the hand; ``commit_ms``/``reveal_ms`` the seed
+    windows announced in the header."""
+
+    signer: Signer
+    table_id: str
+    hand_no: int
+    rules: TableRules
+    seats: Sequence[tuple[int, str, bytes]]
+    dealer: int
+    server_seed: bytes
+    prev_head: str = GENESIS
+    commit_ms: int = 10_000
+    reveal_ms: int = 10_000
+    records: list[dict[str, Any]] = field(default_factory=list)
+    header: dict[str, Any] = field(default_factory=dict)
+    reveals: list[dict[str, Any]] = field(default_factory=list)
+    key: bytes = b""
+    deck: list[int] = field(default_factory=list)
+    state: HandState | None = None
+    _player_keys: dict[int, Ed25519PublicKey] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        self.seats = sorted(self.seats)
+        self._player_keys = {s: Ed25519PublicKey.from_public_bytes(k) for s, _, k in self.seats}
+
+    @classmethod
+    def from_header(cls, signer: Signer, header: Mapping[str, Any], server_seed: bytes) -> HandRecorder:
+        """A recorder for the hand a stored header opened, ready to :meth:`restore`
+        its records (record 0 included)."""
+        try:
+            return cls(
+                signer=signer,
+                table_id=str(header["table_id"]),
+                hand_no=int(header["hand_no"]),
+                rules=TableRules.from_json(header["rules"]),
+                seats=[(int(s["seat"]), str(s["player_id"]), bytes.fromhex(s["player_key"])) for s in header["seats"]],
+                dealer=int(header["dealer"]),
+                server_seed=server_seed,
+                prev_head=str(header["prev_head"]),
+                commit_ms=int(header["commit_ms"]),
+                reveal_ms=int(header["reveal_ms"]),
+            )
+        except (KeyError, TypeError, ValueError, RuleError) as e:
+            raise RestoreError(0, f"the stored header is malformed: {e!r}") from None
+
+    # -- the chain -----------------------------------------------------------------
+    @property
+    def head(self) -> str:
+        return str(self.records[-1]["h"]) if self.records else self.prev_head
+
+    @property
+    def voided(self) -> bool:
+        return bool(self.records) and self.records[-1]["type"] == "void"
+
+    @property
+    def ended(self) -> bool:
+        """Nothing more will be recorded: the hand ended, or it is void."""
+        return self.voided or (self.state is not None and self.state.phase is Phase.ENDED)
+
+    @property
+    def seat_numbers(self) -> list[int]:
+        return [s for s, _, _ in self.seats]
+
+    def _link(self, record: dict[str, Any]) -> dict[str, Any]:
+        """The record numbered and chained after the current head (not yet added)."""
+        record = dict(record)
+        record["i"] = len(self.records)
+        record["h"] = chain_link(self.head, record)
+        return record
+
+    def _append(self, record: dict[str, Any]) -> dict[str, Any]:
+        record = self._link(record)
+        self.records.append(record)
+        return record
+
+    def _need(self, n: int, what: str) -> None:
+        if len(self.records) != n or self.voided:
+            raise RuleError("wrong_phase", f"{what} comes as record {n}; the log holds {len(self.records)} records")
+
+    def _seat_key(self, seat: int) -> Ed25519PublicKey:
+        key = self._player_keys.get(seat)
+        if key is None:
+            raise RuleError("not_in_hand", f"seat {seat} takes no part in this hand", rule="D2")
+        return key
+
+    def _check_signature(self, seat: int, prev: str, move: Mapping[str, Any], sig: Any) -> None:
+        body = move_body(self.table_id, self.hand_no, prev, move)
+        if not player_signature_ok(self._seat_key(seat), body, sig):
+            raise RuleError("bad_signature", f"the {move['kind']} is not signed by seat {seat}'s player key")
+
+    # -- record 0: the header --------------------------------------------------------
+    def open(self, t: int) -> dict[str, Any]:
+        """Record 0: the signed header with ``commit_S`` (§10 step 1)."""
+        self._need(0, "the header")
+        rules = self.rules.to_json()
+        self.header = {
+            "protocol": PROTOCOL,
+            "table_id": self.table_id,
+            "hand_no": self.hand_no,
+            "rules": rules,
+            "rules_id": rules_id(rules),
+            "seats": [{"seat": s, "player_id": p, "player_key": k.hex()} for s, p, k in self.seats],
+            "dealer": self.dealer,
+            "commit_s": server_commit(self.server_seed).hex(),
+            "prev_head": self.prev_head,
+            "public_key": self.signer.public_bytes.hex(),
+            "commit_ms": self.commit_ms,
+            "reveal_ms": self.reveal_ms,
+        }
+        sig = self.signer.sign("header", self.header, PROTOCOL)
+        return self._append({"type": "header", "header": self.header, "sig": sig, "t": t})
+
+    # -- record 1: commitments -------------------------------------------------------
+    def check_commit(self, seat: int, commit: bytes, psig: str) -> dict[str, Any]:
+        """A player's signed commitment, checked; returns the server's signed receipt."""
+        self._need(1, "a commitment")
+        prev = str(self.records[0]["h"])
+        self._check_signature(seat, prev, commit_move(seat, commit), psig)
+        return self.receipt(seat, "commit", commit, prev)
+
+    def commitments(self, commits: Mapping[int, tuple[bytes, str]], t: int) -> dict[str, Any]:
+        """Record 1: every seat's (commitment, player signature), or null for a seat
+        that sent none in time; signed by the server."""
+        self._need(1, "the commitment list")
+        prev = str(self.records[0]["h"])
+        entries = []
+        for s in self.seat_numbers:
+            if s in commits:
+                c, psig = commits[s]
+                self._check_signature(s, prev, commit_move(s, c), psig)
+                entries.append({"seat": s, "commit": c.hex(), "psig": psig})
+            else:
+                entries.append({"seat": s, "commit": None, "psig": None})
+        body = {"table_id": self.table_id, "hand_no": self.hand_no, "commits": entries}
+        sig = self.signer.sign("commitments", body, PROTOCOL)
+        return self._append({"type": "commitments", "commitments": body, "sig": sig, "t": t})
+
+    def commit_of(self, seat: int) -> bytes | None:
+        if len(self.records) < 2:
+            return None
+        for c in self.records[1]["commitments"]["commits"]:
+            if c["seat"] == seat and c["commit"] is not None:
+                return bytes.fromhex(c["commit"])
+        return None
+
+    # -- record 2: reveals -----------------------------------------------------------
+    def check_reveal(self, seat: int, seed: bytes, psig: str) -> dict[str, Any]:
+        """A player's signed seed, checked against its commitment; returns the receipt."""
+        self._need(2, "a reveal")
+        commit = self.commit_of(seat)
+        if commit is None:
+            raise RuleError("not_committed", "you sent no commitment, so you play with the empty seed", rule="D21")
+        if player_commit(seat, seed) != commit:
+            raise RuleError("seed_mismatch", "that seed does not match your commitment")
+        prev = str(self.records[1]["h"])
+        self._check_signature(seat, prev, reveal_move(seat, seed), psig)
+        return self.receipt(seat, "reveal", seed, prev)
+
+    def reveal(self, seeds: Mapping[int, tuple[bytes, str]], t: int) -> dict[str, Any]:
+        """Record 2: a seat with no commitment takes part with the empty seed; a seat
+        that committed but revealed nothing matching withholds and sits out (D29)."""
+        self._need(2, "the reveals")
+        prev = str(self.records[1]["h"])
+        reveals: list[dict[str, Any]] = []
+        for s in self.seat_numbers:
+            c = self.commit_of(s)
+            got = seeds.get(s)
+            if c is None:
+                reveals.append({"seat": s, "seed": "", "status": NO_COMMIT, "psig": None})
+            elif got is not None and player_commit(s, got[0]) == c:
+                self._check_signature(s, prev, reveal_move(s, got[0]), got[1])
+                reveals.append({"seat": s, "seed": got[0].hex(), "status": REVEALED, "psig": got[1]})
+            else:
+                reveals.append({"seat": s, "seed": "", "status": WITHHELD, "psig": None})
+        self.reveals = reveals
+        return self._append({"type": "reveals", "reveals": reveals, "t": t})
+
+    # -- record 3: the deal ----------------------------------------------------------
+    def deal(self, t: int) -> tuple[dict[str, Any], list[Event]]:
+        """Record 3: the deal from the derived deck, or a void when no seat is dealt
+        in (D29)."""
+        self._need(3, "the deal")
+        self.key, self.deck, self.state, events = start_hand(self.header, self.reveals, self.server_seed)
+        if self.state is None:
+            return self.void("no seat was dealt in: every seat withheld its reveal (D29)", t), []
+        return self._append({"type": "deal", "events": [e.to_json() for e in events], "t": t}), events
+
+    # -- records 4…: actions ---------------------------------------------------------
+    def check_move(self, action: Action, psig: Mapping[str, Any] | None) -> None:
+        """The player's signature on an action (§9); the clock's moves carry none."""
+        if isinstance(action, TimeOut):
+            if psig is not None:
+                raise RuleError("bad_signature", "a clock move carries no player signature")
+            return
+        if not isinstance(psig, Mapping) or set(psig) != {"prev", "sig"}:
+            raise RuleError("bad_signature", "a move carries the player's signature: {prev, sig}")
+        prev = psig["prev"]
+        if isinstance(action, Leave):
+            if prev not in {r["h"] for r in self.records}:
+                raise RuleError("stale_head", "a leave is signed over a record of this hand")
+        elif prev != self.head:
+            raise RuleError("stale_head", f"the move must be signed over the current head {self.head}")
+        self._check_signature(action.seat, str(prev), action_to_json(action), psig["sig"])
+
+    def prepare(
+        self, action: Action, psig: Mapping[str, Any] | None, t: int
+    ) -> tuple[HandState, dict[str, Any], list[Event]]:
+        """The state, chained record and events one action would give, changing
+        nothing (raises RuleError if the move is illegal or badly signed).  The server
+        stores the record, then calls :meth:`accept`."""
+        if self.state is None or self.voided or len(self.records) < 4:
+            raise RuleError("wrong_phase", "actions come after the deal")
+        state, events = apply_action(self.state, action, reshuffler(self.key))
+        self.check_move(action, psig)
+        record: dict[str, Any] = {
+            "type": "action",
+            "action": action_to_json(action),
+            "psig": None if psig is None else {"prev": psig["prev"], "sig": psig["sig"]},
+            "events": [e.to_json() for e in events],
+            "t": t,
+        }
+        return state, self._link(record), events
+
+    def accept(self, state: HandState, record: dict[str, Any]) -> None:
+        if record["i"] != len(self.records) or chain_link(self.head, record) != record["h"]:
+            raise RuntimeError("the record does not follow the current head")
+        self.records.append(record)
+        self.state = state
+
+    def act(self, action: Action, psig: Mapping[str, Any] | None, t: int) -> tuple[dict[str, Any], list[Event]]:
+        state, record, events = self.prepare(action, psig, t)
+        self.accept(state, record)
+        return record, events
+
+    # -- the end -----------------------------------------------------------------------
+    def void(self, reason: str, t: int) -> dict[str, Any]:
+        """A void record ends the log (D33): nobody is charged."""
+        if self.voided:
+            raise RuleError("wrong_phase", "the hand is already void")
+        if self.state is not None and self.state.phase is Phase.ENDED:
+            raise RuleError("hand_over", "the hand has ended; it cannot be voided")
+        if not self.records:
+            raise RuleError("wrong_phase", "a hand is voided after its header")
+        return self._append({"type": "void", "reason": reason, "t": t})
+
+    def transcript(self, *, seed_revealed: bool = True) -> dict[str, Any]:
+        """The signed transcript (§12); reveals the server seed unless it could not be
+        opened (a void hand, D33)."""
+        if not self.ended:
+            raise RuntimeError("the transcript is published when the hand has ended")
+        result = None
+        if not self.voided and self.state is not None and self.state.result is not None:
+            r = self.state.result
+            result = {
+                "winner": r.winner,
+                "reason": r.reason,
+                "points": {str(s): p for s, p in sorted(r.settlement.points.items())},
+                "settlement": r.settlement.to_json(),
+            }
+        deck: list[int] = []
+        if seed_revealed and len(self.records) > 2 and self.records[2]["type"] == "reveals":
+            if not self.deck:  # voided after the reveals, before the deal
+                self.key, self.deck, _, _ = start_hand(self.header, self.reveals, self.server_seed)
+            deck = list(self.deck)
+        decks = self.rules.decks
+        body: dict[str, Any] = {
+            "protocol": PROTOCOL,
+            "table_id": self.table_id,
+            "hand_no": self.hand_no,
+            "log": self.records,
+            "head": self.head,
+            "server_seed": self.server_seed.hex() if seed_revealed else "",
+            "deck": deck,
+            "deck_faces": [str(card_of_id(c, decks)) for c in deck],
+            "result": result,
+        }
+        body["signature"] = self.signer.sign("transcript", body, PROTOCOL)
+        return body
+
+    # -- evidence for players (§15) --------------------------------------------------
+    def receipt(self, seat: int, kind: str, value: bytes, prev: str) -> dict[str, Any]:
+        body = receipt_body(self.table_id, self.hand_no, seat, kind, value, prev)
+        return {"purpose": "receipt", "body": body, "sig": self.signer.sign("receipt", body, PROTOCOL)}
+
+    def head_evidence(self, i: int) -> dict[str, Any]:
+        body = head_body(self.table_id, self.hand_no, i, str(self.records[i]["h"]))
+        return {"purpose": "head", "body": body, "sig": self.signer.sign("head", body, PROTOCOL)}
+
+    # -- rebuilding from a stored log (D32) ------------------------------------------
+    def adopt(self, stored: Sequence[Mapping[str, Any]]) -> None:
+        """Take stored records as they are, as far as their chain links hold, when the
+        server seed cannot be opened and nothing can be replayed: the hand can only be
+        voided (D33), and its transcript will not reveal the seed."""
+        if self.records:
+            raise RuntimeError("adopt starts from an empty log")
+        for n, r in enumerate(stored):
+            if r.get("i") != n or r.get("h") != chain_link(self.head, r) or (n == 0) != (r.get("type") == "header"):
+                break
+            if r.get("type") == "void":
+                break
+            self.records.append(dict(r))
+        if self.records:
+            self.header = dict(self.records[0]["header"])
+
+    def restore(self, stored: Mapping[str, Any]) -> list[Event]:
+        """Feed one stored record through the method that made it; raise
+        :class:`RestoreError` unless the record it makes is exactly the stored one.
+        Returns the record's events (for a deal or an action)."""
+        i = len(self.records)
+        kind = stored.get("type")
+        events: list[Event] = []
+        t = stored.get("t")
+        if not isinstance(t, int) or isinstance(t, bool):
+            raise RestoreError(i, "the stored record has no time")
+        try:
+            if kind == "void":
+                made = self.void(str(stored.get("reason")), t)
+            elif i == 0 and kind == "header":
+                made = self.open(t)
+            elif i == 1 and kind == "commitments":
+                made = self.commitments(
+                    {
+                        int(c["seat"]): (bytes.fromhex(c["commit"]), str(c["psig"]))
+                        for c in stored["commitments"]["commits"]
+                        if c["commit"] is not None
+                    },
+                    t,
+                )
+            elif i == 2 and kind == "reveals":
+                made = self.reveal(
+                    {
+                        int(r["seat"]): (bytes.fromhex(r["seed"]), str(r["psig"]))
+                        for r in stored["reveals"]
+                        if r["status"] == REVEALED
+                    },
+                    t,
+                )
+            elif i == 3 and kind == "deal":
+                made, events = self.deal(t)
+            elif i >= 4 and kind == "action":
+                state, made, events = self.prepare(action_from_json(stored["action"]), stored.get("psig"), t)
+                if _same(made, stored):
+                    self.accept(state, made)
+            else:
+                raise RestoreError(i, f"a {kind!r} record cannot come here")
+        except RuleError as e:
+            raise RestoreError(i, f"it does not replay: {e}") from None
+        except (KeyError, TypeError, ValueError) as e:
+            raise RestoreError(i, f"it is malformed: {e!r}") from None
+        if not _same(made, stored) or len(self.records) != i + 1:
+            if len(self.records) == i + 1:
+                self.records.pop()  # keep the log at the verified prefix
+            raise RestoreError(i, "the stored record differs from the one its log makes")
+        return events
