@@ -1,8 +1,12 @@
 """Bots that play over the real WebSocket with the strategy of verifier.strategy.
 
-A bot is a normal player: it authenticates with its bearer token, joins a table,
-sits, sends its seed commitment and reveal, and answers its turns.  Its view of the
-hand is only what the server sends it.
+A bot is a normal player and a careful client: it registers its own Ed25519 key and
+signs every commit, reveal and move with it (rummy-pf/v2); it checks that each hand's
+header lists its key before committing; it keeps every receipt and signed head the
+server sends (its evidence, docs/fairness.md §15); it learns its seat and the hand's
+state from the server's snapshot whenever it (re)connects, so it commits and reveals
+in every hand it is dealt into; it reconnects with backoff when the server goes away;
+and when it stops — its hands played, Ctrl-C, an error — it leaves its seat (D34).
 """
 
 from __future__ import annotations
@@ -17,10 +21,19 @@ from typing import Any
 import aiohttp
 
 from verifier import strategy
+from verifier.chain import commit_move, move_body, reveal_move
 from verifier.fairness import player_commit
 from verifier.hand import HandState, Phase, Seat, Status, TableRules, action_to_json
+from verifier.record import PROTOCOL
+from verifier.signing import Signer
 
 log = logging.getLogger("rummy.bots")
+BACKOFF_FIRST = 0.2
+BACKOFF_MAX = 5.0
+
+
+class BotStop(Exception):
+    """The bot cannot go on (its table is gone, it was refused a seat…)."""
 
 
 @dataclass
@@ -29,6 +42,7 @@ class Bot:
     token: str
     table_id: str
     fast: bool = True
+    key: Signer = field(default_factory=Signer.generate)
     seat: int | None = None
     player_id: str | None = None  # from the server's hello
     hands_seen: list[dict[str, Any]] = field(default_factory=list)
@@ -36,22 +50,56 @@ class Bot:
     keep_frames: bool = False
     max_hands: int | None = None
     errors: list[dict[str, Any]] = field(default_factory=list)
+    evidence: list[dict[str, Any]] = field(default_factory=list)  # receipts and signed heads (§15)
+    connections: int = 0
+    left: bool = False
     _n: int = 0
-    _seed: bytes = b""
-    _acting_on: tuple[int, int, str] | None = None
-    _leaving: bool = False
+    _seeds: dict[int, bytes] = field(default_factory=dict)  # hand_no -> our seed
+    _hand_no: int | None = None
+    _records: dict[int, str] = field(default_factory=dict)  # record i -> h, of the current hand
+    _acted_on: str | None = None
+    _leaving: str | None = None  # the id of our leave message
+    _ws: aiohttp.ClientWebSocketResponse | None = None
 
-    def _id(self) -> str:
-        self._n += 1
-        return f"m{self._n}"
-
+    # -- life --------------------------------------------------------------------------
     async def run(self, stop: asyncio.Event | None = None) -> None:
+        """Play until ``max_hands`` hands are seen (then leave), ``stop`` is set, or the
+        task is cancelled (then leave too); reconnect whenever the server goes away."""
+        backoff = BACKOFF_FIRST
+        try:
+            async with aiohttp.ClientSession() as session:
+                await self._register_key(session)
+                while not self.left and not (stop is not None and stop.is_set()):
+                    try:
+                        await self._session(session, stop)
+                        backoff = BACKOFF_FIRST
+                    except (aiohttp.ClientError, ConnectionError, TimeoutError) as e:
+                        log.info("bot %s: connection lost (%s); reconnecting", self.player_id, type(e).__name__)
+                    if self.left or (stop is not None and stop.is_set()):
+                        break
+                    await asyncio.sleep(backoff + secrets.randbelow(100) / 1000)
+                    backoff = min(BACKOFF_MAX, backoff * 2)
+        finally:
+            if not self.left:
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(asyncio.wait_for(self._leave_by_rest(), 3))
+
+    async def _register_key(self, session: aiohttp.ClientSession) -> None:
+        url = f"{self.server.rstrip('/')}/api/me/key"
+        async with session.put(url, json={"public_key": self.key.public_bytes.hex()}, headers=self._auth()) as r:
+            if r.status != 200:
+                raise BotStop(f"could not register the bot's key: {r.status} {await r.text()}")
+
+    def _auth(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+    async def _session(self, session: aiohttp.ClientSession, stop: asyncio.Event | None) -> None:
         url = self.server.rstrip("/") + "/ws"
-        headers = {"Authorization": f"Bearer {self.token}"}
-        async with aiohttp.ClientSession() as session, session.ws_connect(url, headers=headers, heartbeat=20) as ws:
-            self.ws = ws
+        async with session.ws_connect(url, headers=self._auth(), heartbeat=20) as ws:
+            self._ws = ws
+            self.connections += 1
+            self._acted_on = None
             await self.send({"type": "join", "table_id": self.table_id})
-            await self.send({"type": "sit", "table_id": self.table_id})
             async for msg in ws:
                 if msg.type != aiohttp.WSMsgType.TEXT:
                     break
@@ -59,71 +107,185 @@ class Bot:
                 if self.keep_frames:
                     self.frames.append(data)
                 await self.on_message(data)
-                if stop is not None and stop.is_set():
-                    break
-                if self.max_hands is not None and len(self.hands_seen) >= self.max_hands:
-                    await self.send({"type": "leave", "table_id": self.table_id})
-                    self.max_hands = None
-                    self._leaving = True
-                    continue
-                if self._leaving and data.get("type") in ("reply", "error") and data.get("id") == f"m{self._n}":
-                    break
+                if self.left or (stop is not None and stop.is_set()):
+                    return
+                if self.max_hands is not None and len(self.hands_seen) >= self.max_hands and self._leaving is None:
+                    await self._leave()
+            self._ws = None
 
-    async def send(self, message: dict[str, Any]) -> None:
-        await self.ws.send_json({"id": self._id(), **message})
+    async def send(self, message: dict[str, Any]) -> str:
+        assert self._ws is not None
+        self._n += 1
+        msg_id = f"m{self._n}"
+        await self._ws.send_json({"id": msg_id, **message})
+        return msg_id
 
+    # -- messages ----------------------------------------------------------------------
     async def on_message(self, m: dict[str, Any]) -> None:
         t = m.get("type")
         if t == "hello":
             self.player_id = m.get("player_id")
-        elif t == "reply" and isinstance(m.get("result"), dict) and "seat" in m["result"] and "table_id" in m["result"]:
-            self.seat = m["result"]["seat"]
+        elif t == "reply":
+            result = m.get("result")
+            if isinstance(result, dict):
+                await self._on_result(m, result)
         elif t == "error":
             self.errors.append(m)
-            log.info("bot got an error: %s", m.get("error"))
-        elif t == "hand" and m.get("phase") == "commit":
-            header = m["record"]["header"]
-            seat = next((s["seat"] for s in header["seats"] if self._mine(s)), None)
-            if seat is not None:
-                self.seat = seat
-                self._seed = secrets.token_bytes(32)
-                await self.send(
-                    {
-                        "type": "commit",
-                        "table_id": self.table_id,
-                        "hand_no": m["hand_no"],
-                        "commit": player_commit(seat, self._seed).hex(),
-                    }
-                )
-        elif t == "hand" and m.get("phase") == "reveal":
-            commits = {c["seat"]: c["commit"] for c in m["record"]["commitments"]["commits"]}
-            if self.seat is not None and commits.get(self.seat):
-                await self.send(
-                    {"type": "reveal", "table_id": self.table_id, "hand_no": m["hand_no"], "seed": self._seed.hex()}
-                )
+            code = m.get("error", {}).get("code")
+            log.info("bot %s got an error: %s", self.player_id, m.get("error"))
+            if m.get("id") == self._leaving:
+                if code == "not_seated":
+                    self.left = True
+                else:  # signature_required, stale_head…: sign again over what we see next
+                    self._leaving = None
+        elif t == "resumed" and isinstance(m.get("snapshot"), dict):
+            await self._from_snapshot(m["snapshot"])
+        elif t == "table":
+            self._seat_from(m.get("seats", {}))
+        elif t == "hand":
+            self._note(m)
+            await self._on_hand(m)
         elif t == "update":
-            await self.maybe_act(m)
+            self._note(m)
+            await self._maybe_act(m.get("view"), m.get("hand_no"))
         elif t == "result":
             self.hands_seen.append(m)
+            self._records = {}
 
-    def _mine(self, seat_entry: dict[str, Any]) -> bool:
-        return self.seat is not None and seat_entry["seat"] == self.seat
+    async def _on_result(self, m: dict[str, Any], result: dict[str, Any]) -> None:
+        if "rules" in result and "seats" in result:  # the snapshot answering our join
+            await self._from_snapshot(result)
+        elif "seat" in result and "table_id" in result:
+            self.seat = result["seat"]
+        elif "receipt" in result:
+            self.evidence.append(result["receipt"])
+        elif isinstance(result.get("head"), dict):
+            self.evidence.append(result["head"])
+        elif "left" in result and m.get("id") == self._leaving:
+            self.left = True
 
-    async def maybe_act(self, m: dict[str, Any]) -> None:
-        view = m.get("view")
-        if not view or view.get("phase") == "ended" or "me" not in view:
+    def _note(self, m: dict[str, Any]) -> None:
+        """Keep the signed head of every record we are sent."""
+        head = m.get("head")
+        if isinstance(head, dict) and head.get("purpose") == "head":
+            self.evidence.append(head)
+            body = head["body"]
+            if body.get("hand_no") != self._hand_no:
+                self._hand_no, self._records = body.get("hand_no"), {}
+            self._records[int(body["i"])] = str(body["h"])
+
+    def _seat_from(self, seats: dict[str, str]) -> None:
+        mine = [int(s) for s, p in seats.items() if p == self.player_id]
+        self.seat = mine[0] if mine else None
+
+    async def _from_snapshot(self, snap: dict[str, Any]) -> None:
+        """Where we stand, after a (re)connect or a table's reload: our seat, and what
+        the hand in progress still needs from us."""
+        self._seat_from(snap.get("seats", {}))
+        if self.seat is None and self._leaving is None and not self.left:
+            await self.send({"type": "sit", "table_id": self.table_id})
+        hand = snap.get("hand")
+        if not isinstance(hand, dict):
+            return
+        self._hand_no = hand["hand_no"]
+        self._records = {0: hand["header"]["h"]}
+        if hand.get("commitments"):
+            self._records[1] = hand["commitments"]["h"]
+        self._records[int(hand["i"])] = str(hand["h"])
+        if hand["phase"] == "commit" and hand.get("committed") is False:
+            await self._commit(hand["hand_no"], hand["header"])
+        elif hand["phase"] == "reveal" and hand.get("committed") and hand.get("revealed") is False:
+            await self._reveal(hand["hand_no"], hand["commitments"])
+        elif hand["phase"] == "play":
+            await self._maybe_act(hand.get("view"), hand["hand_no"])
+
+    async def _on_hand(self, m: dict[str, Any]) -> None:
+        if m.get("phase") == "commit":
+            await self._commit(m["hand_no"], m["record"])
+        elif m.get("phase") == "reveal":
+            await self._reveal(m["hand_no"], m["record"])
+
+    async def _commit(self, hand_no: int, header_record: dict[str, Any]) -> None:
+        header = header_record["header"]
+        entry = next((s for s in header["seats"] if s["player_id"] == self.player_id), None)
+        if entry is None:
+            return  # we sit this hand out
+        if entry.get("player_key") != self.key.public_bytes.hex():
+            log.error("bot %s: hand %d lists another key for us; not committing", self.player_id, hand_no)
+            self.evidence.append({"purpose": "header", "record": header_record})
+            return
+        self.seat = entry["seat"]
+        seed = self._seeds.setdefault(hand_no, secrets.token_bytes(32))
+        commit = player_commit(entry["seat"], seed)
+        sig = self._sign(hand_no, header_record["h"], commit_move(entry["seat"], commit))
+        await self.send(
+            {"type": "commit", "table_id": self.table_id, "hand_no": hand_no, "commit": commit.hex(), "sig": sig}
+        )
+
+    async def _reveal(self, hand_no: int, commitments_record: dict[str, Any]) -> None:
+        commits = {c["seat"]: c["commit"] for c in commitments_record["commitments"]["commits"]}
+        seed = self._seeds.get(hand_no)
+        if self.seat is None or not commits.get(self.seat) or seed is None:
+            return
+        if commits[self.seat] != player_commit(self.seat, seed).hex():
+            return
+        sig = self._sign(hand_no, commitments_record["h"], reveal_move(self.seat, seed))
+        await self.send(
+            {"type": "reveal", "table_id": self.table_id, "hand_no": hand_no, "seed": seed.hex(), "sig": sig}
+        )
+
+    def _sign(self, hand_no: int, prev: str, move: dict[str, Any]) -> str:
+        return self.key.sign("move", move_body(self.table_id, hand_no, prev, move), PROTOCOL)
+
+    @property
+    def _head(self) -> str | None:
+        return self._records[max(self._records)] if self._records else None
+
+    async def _maybe_act(self, view: dict[str, Any] | None, hand_no: int | None) -> None:
+        if not view or view.get("phase") == "ended" or "me" not in view or hand_no is None:
             return
         me = view["me"]
-        if view["turn"] != me["seat"] or me["status"] != "playing":
+        head = self._head
+        if view["turn"] != me["seat"] or me["status"] != "playing" or head is None or self._acted_on == head:
             return
-        key = (m["hand_no"], view["turn_no"], view["phase"])
-        if self._acting_on == key:
-            return
-        self._acting_on = key
+        self._acted_on = head
         if not self.fast:
             await asyncio.sleep(0.3 + secrets.randbelow(1200) / 1000)  # think time
         action = choose_from_view(view)
-        await self.send({"type": "action", "table_id": self.table_id, "action": action})
+        await self.send(
+            {
+                "type": "action",
+                "table_id": self.table_id,
+                "hand_no": hand_no,
+                "action": action,
+                "prev": head,
+                "sig": self._sign(hand_no, head, {**action, "seat": me["seat"]}),
+            }
+        )
+
+    # -- leaving -----------------------------------------------------------------------
+    def _leave_fields(self) -> dict[str, Any]:
+        """A leave during a hand is a move, signed over the newest record we know."""
+        head = self._head
+        if self._hand_no is None or head is None or self.seat is None:
+            return {}
+        move = {"kind": "leave", "seat": self.seat}
+        return {"hand_no": self._hand_no, "prev": head, "sig": self._sign(self._hand_no, head, move)}
+
+    async def _leave(self) -> None:
+        self._leaving = await self.send({"type": "leave", "table_id": self.table_id, **self._leave_fields()})
+
+    async def _leave_by_rest(self) -> None:
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(
+                f"{self.server.rstrip('/')}/api/tables/{self.table_id}/leave",
+                json=self._leave_fields(),
+                headers=self._auth(),
+            ) as r,
+        ):
+            if r.status in (200, 400):  # 400 not_seated: nothing to leave
+                self.left = True
 
 
 def state_from_view(view: dict[str, Any]) -> HandState:

@@ -24,7 +24,7 @@ import aiohttp
 from aiohttp import web
 
 from service.app import NEW_OPERATOR_TOKEN, Config, make_app
-from service.db import EmbeddedPostgres, database_url_from_env
+from service.db import DataDirLock, EmbeddedPostgres, database_url_from_env
 from service.keys import ServerKeys
 from service.table import Settings
 
@@ -42,11 +42,18 @@ class Running:
     embedded: EmbeddedPostgres | None
     new_operator_token: str | None
     app: web.Application
+    dir_lock: DataDirLock | None = None
 
     async def stop(self) -> None:
-        await self.runner.cleanup()
-        if self.embedded is not None:
-            await asyncio.to_thread(self.embedded.stop)
+        """Stop accepting, stop every clock, tell clients, close sockets, stop the
+        database (issue 7: within 2 s whatever the number of clients)."""
+        try:
+            await self.runner.cleanup()
+        finally:
+            if self.embedded is not None:
+                await asyncio.to_thread(self.embedded.stop)
+            if self.dir_lock is not None:
+                self.dir_lock.release()
 
 
 async def start_server(
@@ -61,25 +68,31 @@ async def start_server(
     """Start the database (embedded unless a URL is given), the keys, the app."""
     embedded = None
     dsn = database_url
-    if dsn is None:
-        embedded = EmbeddedPostgres(data_dir)
-        dsn = await asyncio.to_thread(embedded.start)
-    keys = ServerKeys.load(data_dir)
-    app = make_app(Config(dsn=dsn, keys=keys, settings=settings or Settings(), operator_token=operator_token))
-    runner = web.AppRunner(app, handle_signals=False, access_log=None)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    dir_lock = DataDirLock(data_dir)
+    dir_lock.acquire()
+    runner: web.AppRunner | None = None
     try:
+        if dsn is None:
+            embedded = EmbeddedPostgres(data_dir)
+            dsn = await asyncio.to_thread(embedded.start)
+        keys = ServerKeys.load(data_dir)
+        app = make_app(Config(dsn=dsn, keys=keys, settings=settings or Settings(), operator_token=operator_token))
+        runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=1.0)
         await runner.setup()
         site = web.TCPSite(runner, host, port)
         await site.start()
     except BaseException:
-        await runner.cleanup()
+        if runner is not None:
+            await runner.cleanup()
         if embedded is not None:
             await asyncio.to_thread(embedded.stop)
+        dir_lock.release()
         raise
     bound = runner.addresses[0]
     url = f"http://{host}:{bound[1]}"
     token = app[NEW_OPERATOR_TOKEN][0] if app[NEW_OPERATOR_TOKEN] else None
-    return Running(url, runner, embedded, token, app)
+    return Running(url, runner, embedded, token, app, dir_lock)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import logging
@@ -112,6 +113,97 @@ class EmbeddedPostgres:
             with contextlib.suppress(Exception):
                 self._server.cleanup()
             self._server = None
+
+
+SERVER_LOCK = 7_133_002  # pg_advisory_lock key: one table server per database
+
+
+class ServerLocked(Exception):
+    """Another server already serves this database or data directory."""
+
+
+class ServerLock:
+    """One server per database: a session advisory lock held on a connection of its
+    own for the server's life, so it holds across machines sharing a database.  If
+    that connection dies (PostgreSQL restarted), :meth:`keep` takes the lock again, and
+    reports False if another server took it meanwhile."""
+
+    def __init__(self, dsn: str, conn: asyncpg.Connection) -> None:
+        self.dsn = dsn
+        self.conn: asyncpg.Connection | None = conn
+
+    @classmethod
+    async def acquire(cls, dsn: str) -> ServerLock:
+        conn = await asyncpg.connect(dsn, timeout=ACQUIRE_TIMEOUT)
+        if not await conn.fetchval("SELECT pg_try_advisory_lock($1)", SERVER_LOCK):
+            pid = await conn.fetchval(
+                "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND granted LIMIT 1",
+                SERVER_LOCK,
+            )
+            await conn.close()
+            raise ServerLocked(
+                "another rummy-table server is already serving this database"
+                + (f" (its PostgreSQL backend pid is {pid})" if pid else "")
+                + "; stop it first, or give this one another database"
+            )
+        return cls(dsn, conn)
+
+    async def keep(self) -> bool:
+        """True while this server holds the lock (re-taking it after a lost connection)."""
+        try:
+            if self.conn is not None and not self.conn.is_closed():
+                await self.conn.fetchval("SELECT 1", timeout=ACQUIRE_TIMEOUT)
+                return True
+        except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError):
+            pass
+        with contextlib.suppress(Exception):
+            if self.conn is not None:
+                self.conn.terminate()
+        self.conn = None
+        conn = await asyncpg.connect(self.dsn, timeout=ACQUIRE_TIMEOUT)
+        if await conn.fetchval("SELECT pg_try_advisory_lock($1)", SERVER_LOCK):
+            self.conn = conn
+            return True
+        await conn.close()
+        return False
+
+    async def release(self) -> None:
+        if self.conn is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.conn.close(), 2)
+            self.conn = None
+
+
+class DataDirLock:
+    """One server per data directory: an exclusive ``flock`` on ``DIR/serve.lock``,
+    taken before the embedded PostgreSQL starts."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.path = data_dir / "serve.lock"
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        import fcntl
+
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            other = os.read(fd, 32).decode(errors="replace").strip()
+            os.close(fd)
+            raise ServerLocked(
+                f"another rummy-table serve is already using the data directory {self.path.parent}"
+                + (f" (pid {other})" if other else "")
+                + "; stop it first, or give this one another --data-dir"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 async def create_pool(dsn: str, *, min_size: int = 1, max_size: int = 10) -> asyncpg.Pool:

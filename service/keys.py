@@ -1,6 +1,6 @@
 """The server's two secrets, kept in the data directory and never in the database:
-the Ed25519 signing key, and the AES-256-GCM key that seals server seeds at rest
-until their reveal (FAIRNESS.md)."""
+the Ed25519 signing key, and the AES-256-GCM key that seals server seeds, and the
+records of a live hand, at rest until their reveal (FAIRNESS.md; docs/fairness.md §16)."""
 
 from __future__ import annotations
 
@@ -49,6 +49,18 @@ class ServerKeys:
     def open_seed(self, nonce: bytes, sealed: bytes, table_id: str, hand_no: int) -> bytes:
         return AESGCM(self.seed_key).decrypt(nonce, sealed, _aad(table_id, hand_no))
 
+    def seal_record(self, data: bytes, table_id: str, hand_no: int, i: int) -> bytes:
+        """nonce ‖ ciphertext of a live hand's record, bound to its place in the log."""
+        nonce = secrets.token_bytes(12)
+        return nonce + AESGCM(self.seed_key).encrypt(nonce, data, _record_aad(table_id, hand_no, i))
+
+    def open_record(self, sealed: bytes, table_id: str, hand_no: int, i: int) -> bytes:
+        return AESGCM(self.seed_key).decrypt(sealed[:12], sealed[12:], _record_aad(table_id, hand_no, i))
+
 
 def _aad(table_id: str, hand_no: int) -> bytes:
     return f"rummy-pf/v1/seed|{table_id}|{hand_no}".encode()
+
+
+def _record_aad(table_id: str, hand_no: int, i: int) -> bytes:
+    return f"rummy/record|{table_id}|{hand_no}|{i}".encode()

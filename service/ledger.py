@@ -71,7 +71,7 @@ async def _post(
     return tx_id
 
 
-MAX_AMOUNT = 10**15  # HT minor units: far above any real deposit, far below bigint's limit
+MAX_AMOUNT = 10**15  # HT minor units: far above any real deposit, far below bigint's limit (service.wire)
 
 
 async def deposit(conn: asyncpg.Connection, player_id: str, amount: int) -> int:
@@ -150,6 +150,22 @@ async def summary(conn: asyncpg.Connection) -> dict[str, int | bool]:
     players_available = int(await conn.fetchval("SELECT COALESCE(SUM(balance),0) FROM accounts WHERE kind='available'"))
     players_held = int(await conn.fetchval("SELECT COALESCE(SUM(balance),0) FROM accounts WHERE kind='held'"))
     house = int(await conn.fetchval("SELECT balance FROM accounts WHERE id = $1", HOUSE))
+    # A held balance is exactly the holds of the hands still in progress: a hold whose
+    # hand has ended (or that no hand explains) is a fault, never a silent pass.
+    stale = int(
+        await conn.fetchval(
+            "SELECT COUNT(*) FROM accounts a LEFT JOIN ("
+            " SELECT hp.player_id, SUM(hp.hold) AS held FROM hand_players hp JOIN hands h ON h.id = hp.hand_id"
+            " WHERE h.status IN ('seeding', 'playing') GROUP BY hp.player_id) live ON live.player_id = a.player_id"
+            " WHERE a.kind = 'held' AND a.balance <> COALESCE(live.held, 0)"
+        )
+    )
+    unsettled = int(
+        await conn.fetchval(
+            "SELECT COUNT(*) FROM hands h WHERE h.status = 'ended' "
+            "AND NOT EXISTS (SELECT 1 FROM settlements s WHERE s.hand_id = h.id)"
+        )
+    )
     return {
         "deposited": deposited,
         "players_available": players_available,
@@ -159,9 +175,13 @@ async def summary(conn: asyncpg.Connection) -> dict[str, int | bool]:
         "negative_accounts": negative,
         "unbalanced_transactions": unbalanced,
         "balances_not_matching_entries": drift,
+        "holds_without_a_live_hand": stale,
+        "ended_hands_not_settled": unsettled,
         "ok": total == 0
         and negative == 0
         and unbalanced == 0
         and drift == 0
+        and stale == 0
+        and unsettled == 0
         and deposited == players_available + players_held + house,
     }

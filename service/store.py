@@ -44,22 +44,37 @@ class Player:
     is_bot: bool
 
 
-async def create_player(conn: asyncpg.Connection, name: str, *, is_bot: bool = False) -> tuple[Player, str]:
-    """A new player and their bearer token (returned once; only its hash is kept)."""
-    if not isinstance(name, str) or not 1 <= len(name) <= 64:
-        raise StoreError("bad_request", "a player's name is 1 to 64 characters")
+async def create_player(
+    conn: asyncpg.Connection,
+    name: str,
+    *,
+    is_bot: bool = False,
+    deposit: int = 0,
+    public_key: bytes | None = None,
+) -> tuple[Player, str]:
+    """A new player, their accounts and their first deposit in one transaction, and
+    their bearer token (returned once; only its hash is kept)."""
     token = new_token()
     player_id = "p_" + secrets.token_hex(8)
     async with conn.transaction():
         await conn.execute(
-            "INSERT INTO players (id, name, token_hash, is_bot) VALUES ($1, $2, $3, $4)",
+            "INSERT INTO players (id, name, token_hash, is_bot, public_key) VALUES ($1, $2, $3, $4, $5)",
             player_id,
             name,
             token_hash(token),
             is_bot,
+            public_key,
         )
         await ledger.open_accounts(conn, player_id)
+        if deposit:
+            await ledger.deposit(conn, player_id, deposit)
     return Player(player_id, name, is_bot), token
+
+
+async def set_public_key(conn: asyncpg.Connection, player_id: str, public_key: bytes) -> None:
+    """The Ed25519 key the player signs moves with (rummy-pf/v2); each hand's header
+    lists the key in force when it was dealt."""
+    await conn.execute("UPDATE players SET public_key = $2 WHERE id = $1", player_id, public_key)
 
 
 async def player_by_token(conn: asyncpg.Connection, token: str) -> Player | None:
@@ -109,11 +124,11 @@ def rules_of(row: asyncpg.Record | dict[str, Any]) -> TableRules:
     return TableRules(**{k: int(row[k]) for k in RULE_FIELDS})
 
 
-async def create_table(conn: asyncpg.Connection, rules: TableRules) -> str:
+async def create_table(conn: asyncpg.Connection, rules: TableRules, *, max_away_hands: int = 3) -> str:
     table_id = "t_" + secrets.token_hex(6)
     await conn.execute(
-        "INSERT INTO tables (id, seats, point_value, commission_bps, turn_seconds, max_missed_turns, min_players) "
-        "VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        "INSERT INTO tables (id, seats, point_value, commission_bps, turn_seconds, max_missed_turns, min_players, "
+        "max_away_hands) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
         table_id,
         rules.seats,
         rules.point_value,
@@ -121,6 +136,7 @@ async def create_table(conn: asyncpg.Connection, rules: TableRules) -> str:
         rules.turn_seconds,
         rules.max_missed_turns,
         rules.min_players,
+        max_away_hands,
     )
     return table_id
 
@@ -149,6 +165,7 @@ async def list_tables(conn: asyncpg.Connection) -> list[dict[str, Any]]:
         {
             "id": r["id"],
             **{k: int(r[k]) for k in RULE_FIELDS},
+            "max_away_hands": int(r["max_away_hands"]),
             "hold": hold_amount(int(r["point_value"])),
             "seated": by_table.get(r["id"], []),
             "next_hand_no": r["next_hand_no"],

@@ -1,10 +1,14 @@
-"""One task per table: it alone changes the table, serialising every command
-through the verifier's state machine.
+"""One task per table: it alone changes the table, serialising every command and every
+clock expiry through the verifier's recorder.
 
-Every accepted action is committed to PostgreSQL (the hand's chained record) before
-anything about it is sent to anyone.  Sending never blocks the table: each
-connection has a bounded queue drained by its own writer task, and a connection
-whose queue overflows is dropped.
+Every accepted move is committed to PostgreSQL before anything about it is sent to
+anyone.  The table trusts its memory only as long as its writes succeed: when one
+fails, or the database disagrees with it, the table pauses — no clock runs — and
+reloads itself from the database by the path a restart takes (:meth:`_load`, D32),
+answering the move that was in flight by what the database holds: stored and
+announced, or refused with ``unavailable``.  A hand that cannot be rebuilt is voided
+by rule (D33).  The hand itself lives in :class:`service.handrun.HandRun`; telling
+players in :mod:`service.telling`; the rows in :mod:`service.handstore`.
 """
 
 from __future__ import annotations
@@ -22,18 +26,20 @@ from typing import Any
 
 import asyncpg
 
-from service import ledger, store
+from service import handstore, ledger, store
 from service.db import connection
+from service.handrun import HandRun, restore
 from service.keys import ServerKeys
-from verifier.cards import Card, card_of_id, deck_size
+from service.telling import Watchers
 from verifier.errors import RuleError
-from verifier.fairness import SEED_BYTES, player_commit
-from verifier.hand import Action, Event, HandState, Leave, Phase, TableRules, TimeOut, action_from_json, seat_view
+from verifier.fairness import SEED_BYTES
+from verifier.hand import Action, Event, Leave, Phase, TableRules, TimeOut, action_from_json, seat_view
+from verifier.record import HandRecorder, RestoreError
 from verifier.settle import hold_amount
-from verifier.transcript import GENESIS, HandRecorder
 
 log = logging.getLogger("rummy.table")
-RETRY_SECONDS = 1.0
+RETRY_FIRST = 0.2  # seconds before the first reload attempt; doubles up to RETRY_MAX
+RETRY_MAX = 5.0
 
 
 class ClientError(RuleError):
@@ -44,38 +50,19 @@ class ClientError(RuleError):
         super().__init__(code, message, rule=rule)
 
 
+def unavailable() -> ClientError:
+    return ClientError(
+        "unavailable", "the table cannot reach its database right now; nothing was changed, try again", "D32"
+    )
+
+
 @dataclass
 class Settings:
     commit_seconds: float = 10.0
     reveal_seconds: float = 10.0
     next_hand_delay: float = 2.0
     queue_size: int = 256
-
-
-class Connection:
-    """One WebSocket: a bounded outbox drained by the connection's writer task."""
-
-    def __init__(self, player_id: str, queue_size: int, on_overflow: Callable[[], None]) -> None:
-        self.player_id = player_id
-        self.outbox: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue(maxsize=queue_size)
-        self.closed = False
-        self._on_overflow = on_overflow
-
-    def push(self, message: dict[str, Any]) -> None:
-        if self.closed:
-            return
-        try:
-            self.outbox.put_nowait(message)
-        except asyncio.QueueFull:
-            log.warning("dropping a slow client (player %s): its queue is full", self.player_id)
-            self.close()
-            self._on_overflow()
-
-    def close(self) -> None:
-        if not self.closed:
-            self.closed = True
-            with contextlib.suppress(asyncio.QueueFull):
-                self.outbox.put_nowait(None)
+    resume_grace: float = 10.0  # D32
 
 
 @dataclass
@@ -84,33 +71,16 @@ class Command:
     player_id: str
     payload: dict[str, Any]
     reply: asyncio.Future[dict[str, Any]]
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
+    #: after an unknown outcome: the reply if the command's effect is stored, else None
+    settled: Callable[[], dict[str, Any] | None] | None = field(default=None)
 
 
 def iso(ts: float | None) -> str | None:
     return None if ts is None else datetime.fromtimestamp(ts, UTC).isoformat()
 
 
-@dataclass
-class HandRun:
-    """The hand in progress at a table."""
-
-    hand_id: int
-    hand_no: int
-    recorder: HandRecorder
-    players: dict[int, str]  # seat -> player_id
-    holds: dict[int, int]  # seat -> HT held
-    phase: str = "commit"  # commit -> reveal -> play -> finishing -> over
-    commits: dict[int, bytes] = field(default_factory=dict)
-    seeds: dict[int, bytes] = field(default_factory=dict)
-    deadline: float | None = None
-    left: set[int] = field(default_factory=set)  # left the table before the deal
-
-    def seat_of(self, player_id: str) -> int | None:
-        return next((s for s, p in self.players.items() if p == player_id), None)
+class _NotEnough(Exception):
+    """Fewer than min_players are connected and can cover their hold: no hand."""
 
 
 class TableActor:
@@ -119,88 +89,187 @@ class TableActor:
         self.pool = pool
         self.keys = keys
         self.settings = settings
-        self.commands: asyncio.Queue[Command] = asyncio.Queue()
-        self.watchers: dict[str, Connection] = {}
+        self.commands: asyncio.Queue[Command | None] = asyncio.Queue()
+        self.watchers = Watchers(table_id)
         self.rules: TableRules | None = None
+        self.max_away = 3
         self.seats: dict[int, str] = {}
         self.hand: HandRun | None = None
-        self.head = GENESIS
+        self.head = ""
         self.dealer: int | None = None
         self.next_hand_no = 1
         self.next_start: float | None = None
+        self.paused = True  # until loaded
         self.task: asyncio.Task[None] | None = None
         self.hands_finished = 0
         self.finished = asyncio.Event()
+        self.loaded = asyncio.Event()
+        self._stopping = False
 
     # -- life --------------------------------------------------------------------------
-    async def load(self) -> None:
-        async with connection(self.pool) as conn:
-            row = await store.table_row(conn, self.table_id)
-            if row is None:
-                raise ClientError("no_such_table", f"no table {self.table_id}")
-            self.rules = store.rules_of(row)
-            self.head = row["head"]
-            self.dealer = row["dealer"]
-            self.next_hand_no = row["next_hand_no"]
-            self.seats = await store.seats_of(conn, self.table_id)
-
     def start(self) -> None:
         self.task = asyncio.create_task(self.run(), name=f"table-{self.table_id}")
 
-    async def stop(self) -> None:
+    async def stop(self, timeout: float = 1.0) -> None:
+        """Stop the clock and the task; the command in hand is finished first if it
+        finishes within ``timeout`` (a write is never cut in half on purpose)."""
+        self._stopping = True
+        self.commands.put_nowait(None)
         if self.task is not None:
-            self.task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self.task
-        for c in list(self.watchers.values()):
-            c.close()
+            done, _ = await asyncio.wait({self.task}, timeout=timeout)
+            if not done:
+                self.task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self.task
+        while not self.commands.empty():
+            cmd = self.commands.get_nowait()
+            if cmd is not None and not cmd.reply.done():
+                cmd.reply.set_exception(ClientError("shutting_down", "the server is shutting down"))
+
+    def enqueue(self, kind: str, player_id: str, payload: dict[str, Any]) -> asyncio.Future[dict[str, Any]]:
+        """The future answer to a command; the table task answers in order."""
+        fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        if self._stopping:
+            fut.set_exception(ClientError("shutting_down", "the server is shutting down"))
+        else:
+            self.commands.put_nowait(Command(kind, player_id, payload, fut))
+        return fut
 
     async def submit(self, kind: str, player_id: str, payload: dict[str, Any], timeout: float = 30) -> dict[str, Any]:
-        fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        await self.commands.put(Command(kind, player_id, payload, fut))
-        return await asyncio.wait_for(asyncio.shield(fut), timeout)
+        return await asyncio.wait_for(asyncio.shield(self.enqueue(kind, player_id, payload)), timeout)
 
     async def run(self) -> None:
-        self._schedule_start()
-        while True:
-            wait = None
-            deadline = self._deadline()
-            if deadline is not None:
-                wait = max(0.0, deadline - time.time())
+        await self._reload(None)
+        while not self._stopping:
+            wait = self._wait()
             try:
                 cmd = await asyncio.wait_for(self.commands.get(), wait)
             except TimeoutError:
-                try:
-                    await self._on_deadline()
-                except Exception:
-                    # The database may be away: try again in a second, never in a tight loop.
-                    log.exception("table %s: deadline handling failed; retrying", self.table_id)
-                    if self.hand is not None:
-                        self.hand.deadline = time.time() + RETRY_SECONDS
-                    else:
-                        self.next_start = time.time() + RETRY_SECONDS
-                continue
+                cmd = None
+            if self._stopping:
+                break
             try:
-                result = await self._handle(cmd)
-                if not cmd.reply.done():
-                    cmd.reply.set_result(result)
-            except RuleError as e:  # the kernel's, or the server's own ClientError
-                if not cmd.reply.done():
-                    cmd.reply.set_exception(e)
-            except ledger.LedgerError as e:
-                if not cmd.reply.done():
-                    cmd.reply.set_exception(ClientError(e.code, e.message, "D20"))
-            except Exception as e:  # a bug or the database: the client hears of it, the table goes on
-                log.exception("table %s: %s failed", self.table_id, cmd.kind)
-                if not cmd.reply.done():
-                    cmd.reply.set_exception(ClientError("server_error", f"the server could not do that: {e}"))
-            await self._advance()
+                if cmd is None:
+                    if wait is not None:  # a clock ran out (a None command is only a wake-up)
+                        await self._on_deadline()
+                else:
+                    await self._run_command(cmd)
+                await self._advance()
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # the database failed or disagrees: memory is no longer trusted
+                log.warning("table %s: %s; reloading from the database", self.table_id, _describe(e))
+                await self._reload(cmd)
 
-    def _deadline(self) -> float | None:
-        if self.hand is not None:
-            return self.hand.deadline
-        return self.next_start
+    def _wait(self) -> float | None:
+        due = self.hand.deadline if self.hand is not None else self.next_start
+        return None if due is None else max(0.0, due - time.time())
 
+    async def _run_command(self, cmd: Command) -> None:
+        try:
+            result = await self._handle(cmd)
+        except RuleError as e:  # the kernel's, or the server's own ClientError: nothing changed
+            _answer(cmd, error=e)
+        except ledger.LedgerError as e:
+            _answer(cmd, error=ClientError(e.code, e.message, "D20"))
+        else:
+            _answer(cmd, result=result)
+
+    # -- reloading (restart, outage, conflict) ----------------------------------------
+    async def _reload(self, pending: Command | None) -> None:
+        """Pause, reload the table from the database until that works, then answer the
+        command that was in flight by what is stored, and tell everyone (D32)."""
+        first = not self.loaded.is_set()
+        old = self.hand
+        self.paused = True
+        if not first:
+            self.watchers.broadcast(
+                {
+                    "type": "paused",
+                    "table_id": self.table_id,
+                    "message": "the table cannot store right now; no clock runs until it is back",
+                }
+            )
+        delay = RETRY_FIRST
+        while not self._stopping:
+            try:
+                await self._load()
+                break
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                log.warning("table %s: cannot load (%s); retrying in %.1f s", self.table_id, _describe(e), delay)
+                self._refuse_queued()
+                await asyncio.sleep(delay)
+                delay = min(RETRY_MAX, delay * 2)
+        if self._stopping:
+            return
+        self.paused = False
+        self.loaded.set()
+        if pending is not None and not pending.reply.done():
+            result = pending.settled() if pending.settled is not None else None
+            _answer(pending, result=result) if result is not None else _answer(pending, error=unavailable())
+        if old is not None and (self.hand is None or self.hand.hand_id != old.hand_id):
+            await self._tell_ended(old)
+        if not first:
+            for player_id, c in list(self.watchers.by_player.items()):
+                c.push({"type": "resumed", "table_id": self.table_id, "snapshot": self.snapshot_for(player_id)})
+        self._schedule_start()
+
+    def _refuse_queued(self) -> None:
+        while not self.commands.empty():
+            cmd = self.commands.get_nowait()
+            if cmd is not None:
+                _answer(cmd, error=unavailable())
+
+    async def _load(self) -> None:
+        """The table as the database has it; an unfinished hand is rebuilt through the
+        recorder, whatever its phase (D32), or voided by rule (D33)."""
+        async with connection(self.pool) as conn:
+            row = await store.table_row(conn, self.table_id)
+            if row is None:
+                raise RuntimeError(f"table {self.table_id} is not in the database")
+            seats = await store.seats_of(conn, self.table_id)
+            stored = await handstore.load_hand(conn, self.table_id)
+        self.rules = store.rules_of(row)
+        self.max_away = int(row["max_away_hands"])
+        self.head = str(row["head"])
+        self.dealer = row["dealer"]
+        self.next_hand_no = int(row["next_hand_no"])
+        self.seats = seats
+        self.hand = None
+        self.next_start = None
+        if stored is None:
+            return
+        try:
+            restored = restore(stored, self.keys, self.table_id, grace=self.settings.resume_grace)
+        except RestoreError as e:
+            await self._void_unreadable(stored, f"the stored hand cannot be read: {e}")
+            return
+        self.hand = run = restored.run
+        if restored.void_reason is not None and not run.recorder.voided:
+            log.warning("table %s: hand %d is voided: %s", self.table_id, run.hand_no, restored.void_reason)
+            if restored.keep < len(stored.records):
+                async with connection(self.pool) as conn:
+                    moved = await handstore.quarantine_after(conn, run.hand_id, restored.keep)
+                log.warning("table %s: hand %d: %d stored records set aside", self.table_id, run.hand_no, moved)
+            await self._void(run, restored.void_reason)
+        elif run.phase == "finishing":
+            await self._finish(run)
+        else:
+            log.info("table %s: hand %d resumed in the %s phase", self.table_id, run.hand_no, run.phase)
+
+    async def _tell_ended(self, old: HandRun) -> None:
+        """A hand that ended while the table could not tell anyone (its end was stored,
+        the reply was lost): tell its result now."""
+        async with connection(self.pool) as conn:
+            row = await handstore.ended_hand(conn, old.hand_id)
+        if row is None or row["transcript"] is None:
+            return
+        t = json.loads(row["transcript"])
+        self._tell_result(old, t)
+
+    # -- clocks ----------------------------------------------------------------------
     def _schedule_start(self) -> None:
         if self.hand is None and self.rules is not None and len(self.seats) >= self.rules.min_players:
             if self.next_start is None:
@@ -215,30 +284,32 @@ class TableActor:
             try:
                 await self._start_hand()
             except _NotEnough:
-                # Too few seated players can cover the hold (D20): try again later.
                 self.next_start = time.time() + max(1.0, self.settings.next_hand_delay)
-        elif hand.phase == "commit":
-            await self._close_commits()
-        elif hand.phase == "reveal":
-            await self._close_reveals()
-        elif hand.phase == "play":
+            return
+        phase = hand.phase
+        if phase == "commit":
+            await self._close_commits(hand)
+        elif phase == "reveal":
+            await self._close_reveals(hand)
+        elif phase == "deal":
+            await self._deal(hand)
+        elif phase == "play":
             state = hand.recorder.state
             assert state is not None
-            await self._apply(TimeOut(state.turn))  # D16: the clock moves for the seat
-        elif hand.phase == "finishing":
-            await self._finish(hand, void=hand.recorder.state is None)
-        await self._advance()
+            await self._apply(hand, TimeOut(state.turn), None)  # D16: the clock moves for the seat
+        else:
+            await self._finish(hand)
 
     async def _advance(self) -> None:
         """Move the hand on when nobody needs to be waited for."""
         hand = self.hand
         if hand is not None and hand.phase == "commit" and set(hand.commits) == set(hand.players):
-            await self._close_commits()
+            await self._close_commits(hand)
         hand = self.hand
         if hand is not None and hand.phase == "reveal":
-            committed = {s for s in hand.players if s in hand.commits}
-            if committed <= set(hand.seeds):
-                await self._close_reveals()
+            rec = hand.recorder
+            if all(rec.commit_of(s) is None or s in hand.seeds for s in hand.players):
+                await self._close_reveals(hand)
         self._schedule_start()
 
     # -- commands ----------------------------------------------------------------------
@@ -250,27 +321,35 @@ class TableActor:
             "reveal": self._reveal,
             "action": self._action,
             "snapshot": self._snapshot,
+            "void": self._operator_void,
         }.get(cmd.kind)
         if handler is None:
             raise ClientError("bad_message", f"unknown command {cmd.kind!r}")
-        return await handler(cmd.player_id, cmd.payload)
+        return await handler(cmd)
 
-    async def _sit(self, player_id: str, payload: dict[str, Any]) -> dict[str, Any]:
+    async def _sit(self, cmd: Command) -> dict[str, Any]:
         assert self.rules is not None
+        player_id = cmd.player_id
         if player_id in self.seats.values():
             raise ClientError("already_seated", "you already have a seat at this table")
-        seat = payload.get("seat")
+        seat = cmd.payload.get("seat")
         free = [s for s in range(self.rules.seats) if s not in self.seats]
         if seat is None:
             if not free:
                 raise ClientError("table_full", "every seat is taken")
             seat = free[0]
-        if not isinstance(seat, int) or isinstance(seat, bool) or not 0 <= seat < self.rules.seats:
+        if not isinstance(seat, int) or not 0 <= seat < self.rules.seats:
             raise ClientError("bad_message", f"seat must be an integer 0…{self.rules.seats - 1}")
         if seat in self.seats:
             raise ClientError("seat_taken", f"seat {seat} is taken")
         need = hold_amount(self.rules.point_value)
+        result = {"seat": seat, "table_id": self.table_id}
+        cmd.settled = lambda: result if self.seats.get(seat) == player_id else None
         async with connection(self.pool) as conn:
+            if await conn.fetchval("SELECT public_key FROM players WHERE id = $1", player_id) is None:
+                raise ClientError(
+                    "no_player_key", "register your public key (PUT /api/me/key) before you sit: you sign your moves"
+                )
             bal = await ledger.balance(conn, player_id)
             if bal.available < need:
                 raise ClientError(
@@ -286,104 +365,107 @@ class TableActor:
                 raise ClientError("seat_taken", f"seat {seat} is taken") from None
         self.seats[seat] = player_id
         self._broadcast_table()
-        return {"seat": seat, "table_id": self.table_id}
+        return result
 
-    async def _leave(self, player_id: str, payload: dict[str, Any]) -> dict[str, Any]:
+    async def _leave(self, cmd: Command) -> dict[str, Any]:
+        player_id = cmd.player_id
         seat = next((s for s, p in self.seats.items() if p == player_id), None)
         if seat is None:
             raise ClientError("not_seated", "you have no seat at this table")
         charged = False
         hand = self.hand
-        if hand is not None and hand.phase in ("commit", "reveal") and hand.seat_of(player_id) is not None:
-            hand.left.add(seat)  # charged as a departure as soon as the cards are dealt (D15)
-            charged = True
-        elif hand is not None and hand.phase == "play" and hand.seat_of(player_id) is not None:
-            state = hand.recorder.state
-            assert state is not None
-            if state.seat(seat).status.value == "playing":
-                await self._apply(Leave(seat))  # D15: 40 points
+        if hand is not None and hand.seat_of(player_id) is not None and not hand.recorder.ended:
+            in_play = hand.recorder.state is not None
+            still_in = not in_play or hand.recorder.state.seat(seat).status.value == "playing"  # type: ignore[union-attr]
+            if still_in and seat not in hand.leaves:
+                psig = _signed(cmd.payload, hand)
+                if in_play:
+                    await self._apply(hand, Leave(seat), psig)  # D15: 40 points
+                else:
+                    hand.recorder.check_move(Leave(seat), psig)
+                    hand.leaves[seat] = psig  # charged as a departure once the cards are dealt (D15)
                 charged = True
+        result = {"left": seat, "charged": charged}
+        cmd.settled = lambda: result if seat not in self.seats else None
         async with connection(self.pool) as conn:
             await conn.execute("DELETE FROM seats WHERE table_id = $1 AND player_id = $2", self.table_id, player_id)
-        del self.seats[seat]
+        self.seats.pop(seat, None)
         self._broadcast_table()
-        return {"left": seat, "charged": charged}
+        return result
 
-    def _hand_for(self, player_id: str, payload: dict[str, Any], phase: str) -> tuple[HandRun, int]:
+    def _hand_for(self, cmd: Command, phase: str) -> tuple[HandRun, int]:
         hand = self.hand
         if hand is None:
             raise ClientError("no_hand", "no hand is being dealt at this table")
-        if payload.get("hand_no") != hand.hand_no:
+        if cmd.payload.get("hand_no") != hand.hand_no:
             raise ClientError("wrong_hand", f"the hand being dealt is number {hand.hand_no}")
-        seat = hand.seat_of(player_id)
+        seat = hand.seat_of(cmd.player_id)
         if seat is None:
             raise ClientError("not_in_hand", "you take no part in this hand")
         if hand.phase != phase:
             raise ClientError("wrong_phase", f"this needs the {phase} phase; the hand is in the {hand.phase} phase")
         return hand, seat
 
-    async def _commit(self, player_id: str, payload: dict[str, Any]) -> dict[str, Any]:
-        hand, seat = self._hand_for(player_id, payload, "commit")
-        commit = _hex(payload.get("commit"), 32, "commit")
-        if seat in hand.commits:
+    async def _commit(self, cmd: Command) -> dict[str, Any]:
+        hand, seat = self._hand_for(cmd, "commit")
+        commit, psig = bytes.fromhex(cmd.payload["commit"]), str(cmd.payload["sig"])
+        earlier = hand.commits.get(seat)
+        if earlier is not None and earlier[0] != commit:
             raise ClientError("already_committed", "your commitment is already in")
+        receipt = hand.recorder.check_commit(seat, commit, psig)
+        result = {"committed": seat, "receipt": receipt}
+        if earlier is not None:
+            return result  # the same commitment again: the same receipt
+        cmd.settled = lambda: result if self.hand is not None and seat in self.hand.commits else None
         async with connection(self.pool) as conn:
-            await conn.execute(
-                "INSERT INTO hand_seeds (hand_id, seat, commit) VALUES ($1, $2, $3)", hand.hand_id, seat, commit
-            )
-        hand.commits[seat] = commit
-        return {"committed": seat}
+            await handstore.store_commit(conn, hand.hand_id, seat, commit, psig)
+        hand.commits[seat] = (commit, psig)
+        return result
 
-    async def _reveal(self, player_id: str, payload: dict[str, Any]) -> dict[str, Any]:
-        hand, seat = self._hand_for(player_id, payload, "reveal")
-        seed = _hex(payload.get("seed"), SEED_BYTES, "seed")
-        if seat not in hand.commits:
-            raise ClientError("not_committed", "you sent no commitment, so you play with the empty seed (D21)")
-        if player_commit(seat, seed) != hand.commits[seat]:
-            raise ClientError("seed_mismatch", "that seed does not match your commitment")
-        if seat in hand.seeds:
+    async def _reveal(self, cmd: Command) -> dict[str, Any]:
+        hand, seat = self._hand_for(cmd, "reveal")
+        seed, psig = bytes.fromhex(cmd.payload["seed"]), str(cmd.payload["sig"])
+        earlier = hand.seeds.get(seat)
+        if earlier is not None and earlier[0] != seed:
             raise ClientError("already_revealed", "your seed is already in")
+        receipt = hand.recorder.check_reveal(seat, seed, psig)
+        result = {"revealed": seat, "receipt": receipt}
+        if earlier is not None:
+            return result
+        cmd.settled = lambda: result if self.hand is not None and seat in self.hand.seeds else None
         async with connection(self.pool) as conn:
-            await conn.execute(
-                "UPDATE hand_seeds SET seed = $3, revealed_at = now() WHERE hand_id = $1 AND seat = $2",
-                hand.hand_id,
-                seat,
-                seed,
-            )
-        hand.seeds[seat] = seed
-        return {"revealed": seat}
+            await handstore.store_reveal(conn, hand.hand_id, seat, seed, psig)
+        hand.seeds[seat] = (seed, psig)
+        return result
 
-    async def _action(self, player_id: str, payload: dict[str, Any]) -> dict[str, Any]:
+    async def _action(self, cmd: Command) -> dict[str, Any]:
+        hand, seat = self._hand_for(cmd, "play")
+        action = action_from_json({**cmd.payload["action"], "seat": seat})
+        psig = {"prev": cmd.payload["prev"], "sig": cmd.payload["sig"]}
+        return await self._apply(hand, action, psig, cmd)
+
+    async def _snapshot(self, cmd: Command) -> dict[str, Any]:
+        return self.snapshot_for(cmd.player_id)
+
+    async def _operator_void(self, cmd: Command) -> dict[str, Any]:
         hand = self.hand
-        if hand is None or hand.phase != "play":
-            raise ClientError("no_hand", "no hand is in play at this table")
-        seat = hand.seat_of(player_id)
-        if seat is None:
-            raise ClientError("not_in_hand", "you take no part in this hand")
-        state = hand.recorder.state
-        assert state is not None and self.rules is not None
-        raw = payload.get("action")
-        if not isinstance(raw, dict):
-            raise ClientError("bad_message", "an action message holds an 'action' object")
-        if raw.get("kind") in ("timeout", "leave"):
-            raise ClientError("bad_message", "the clock's moves are the server's; leave with a 'leave' message")
-        action_json = dict(raw)
-        action_json["seat"] = seat
-        if "card" in action_json:
-            action_json["card"] = _card_id(action_json["card"], state, seat, self.rules)
-        action = action_from_json(action_json)
-        record = await self._apply(action)
-        return {"i": record["i"]}
-
-    async def _snapshot(self, player_id: str, payload: dict[str, Any]) -> dict[str, Any]:
-        return self.snapshot_for(player_id)
+        if hand is None or hand.hand_id != cmd.payload.get("hand_id"):
+            raise ClientError("no_such_hand", "that hand is not in progress at this table")
+        if hand.phase == "finishing":
+            raise ClientError("hand_over", "the hand has ended; it is being settled")
+        reason = f"voided by the operator: {cmd.payload['reason']} (D33)"
+        await self._void(hand, reason)
+        return {"voided": hand.hand_id, "reason": reason}
 
     # -- the hand ----------------------------------------------------------------------
     async def _start_hand(self) -> None:
         assert self.rules is not None
         rules = self.rules
-        if len(self.seats) < rules.min_players:
-            return
+        connected = self.watchers.live()
+        candidates = [(s, p) for s, p in sorted(self.seats.items()) if p in connected]
+        absent = [p for p in self.seats.values() if p not in connected]
+        if len(candidates) < rules.min_players:
+            raise _NotEnough()
         seed = secrets.token_bytes(SEED_BYTES)
         hand_no = self.next_hand_no
         nonce, sealed = self.keys.seal_seed(seed, self.table_id, hand_no)
@@ -397,8 +479,17 @@ class TableActor:
                 nonce,
                 sealed,
             )
+            keys = {
+                r["id"]: bytes(r["public_key"])
+                for r in await conn.fetch(
+                    "SELECT id, public_key FROM players WHERE id = ANY($1::text[]) AND public_key IS NOT NULL",
+                    [p for _, p in candidates],
+                )
+            }
             players: dict[int, str] = {}
-            for seat, player_id in sorted(self.seats.items()):
+            for seat, player_id in candidates:
+                if player_id not in keys:
+                    continue
                 try:
                     async with conn.transaction():  # a savepoint per hold (D20)
                         await ledger.hold(conn, player_id, need, hand_id)
@@ -411,9 +502,7 @@ class TableActor:
                         )
                     players[seat] = player_id
                 except ledger.LedgerError:
-                    log.info(
-                        "table %s: player %s cannot cover the hold and sits this hand out", self.table_id, player_id
-                    )
+                    log.info("table %s: %s cannot cover the hold and sits this hand out", self.table_id, player_id)
             if len(players) < rules.min_players:
                 raise _NotEnough()
             order = sorted(players)
@@ -423,241 +512,288 @@ class TableActor:
                 table_id=self.table_id,
                 hand_no=hand_no,
                 rules=rules,
-                seats=[(s, players[s]) for s in order],
+                seats=[(s, players[s], keys[players[s]]) for s in order],
                 dealer=dealer,
                 server_seed=seed,
                 prev_head=self.head,
+                commit_ms=int(self.settings.commit_seconds * 1000),
+                reveal_ms=int(self.settings.reveal_seconds * 1000),
             )
-            record = recorder.commit()
-            await conn.execute("UPDATE hands SET commit_s = $2 WHERE id = $1", hand_id, recorder.header["commit_s"])
-            await _insert_record(conn, hand_id, record)
+            hand = HandRun(hand_id, hand_no, recorder, players, {s: need for s in players})
+            record = recorder.open(hand.next_t())
+            hand.arm()
+            await handstore.insert_records(conn, hand_id, [handstore.seal(self.keys, self.table_id, hand_no, record)])
+            await conn.execute(
+                "UPDATE hands SET commit_s = $2, deadline = $3 WHERE id = $1",
+                hand_id,
+                recorder.header["commit_s"],
+                handstore.ts(hand.deadline),
+            )
             await conn.execute(
                 "UPDATE tables SET next_hand_no = $2, dealer = $3 WHERE id = $1", self.table_id, hand_no + 1, dealer
             )
+            # D34: who was dealt in starts the count again; who was away counts one more.
+            await conn.execute(
+                "UPDATE seats SET away_hands = CASE WHEN player_id = ANY($2::text[]) THEN 0 ELSE away_hands + 1 END "
+                "WHERE table_id = $1 AND (player_id = ANY($2::text[]) OR player_id = ANY($3::text[]))",
+                self.table_id,
+                list(players.values()),
+                absent,
+            )
+            stood = [
+                r["player_id"]
+                for r in await conn.fetch(
+                    "DELETE FROM seats WHERE table_id = $1 AND away_hands >= $2 RETURNING player_id",
+                    self.table_id,
+                    self.max_away,
+                )
+            ]
         self.next_hand_no = hand_no + 1
         self.dealer = dealer
-        self.hand = HandRun(hand_id, hand_no, recorder, players, {s: need for s in players})
-        self.hand.deadline = time.time() + self.settings.commit_seconds
+        self.hand = hand
+        if stood:
+            log.info("table %s: stood up after %d hands away: %s", self.table_id, self.max_away, stood)
+            self.seats = {s: p for s, p in self.seats.items() if p not in stood}
+            self._broadcast_table()
         log.info("table %s: hand %d (id %d) with seats %s", self.table_id, hand_no, hand_id, order)
-        self._broadcast(
-            {
-                "type": "hand",
-                "phase": "commit",
-                "table_id": self.table_id,
-                "hand_no": hand_no,
-                "hand_id": hand_id,
-                "record": record,
-                "deadline": iso(self.hand.deadline),
-            }
-        )
+        self._tell_phase(hand)
 
-    async def _close_commits(self) -> None:
-        hand = self.hand
-        assert hand is not None
-        rec = hand.recorder
-        if len(rec.records) < 2:  # a retry after a failed store reuses the record
-            rec.commitments({s: hand.commits.get(s) for s in hand.players})
-        record = rec.records[1]
-        await self._store(hand, record)
-        hand.phase = "reveal"
-        hand.deadline = time.time() + self.settings.reveal_seconds
-        self._broadcast(
-            {
-                "type": "hand",
-                "phase": "reveal",
-                "table_id": self.table_id,
-                "hand_no": hand.hand_no,
-                "record": record,
-                "deadline": iso(hand.deadline),
-            }
-        )
+    async def _store(self, hand: HandRun, records: list[dict[str, Any]], status: str | None = None) -> None:
+        sealed = [handstore.seal(self.keys, self.table_id, hand.hand_no, r) for r in records]
+        async with connection(self.pool) as conn:
+            await handstore.store_records(conn, hand.hand_id, sealed, deadline=hand.deadline, status=status)
 
-    async def _close_reveals(self) -> None:
-        hand = self.hand
-        assert hand is not None
+    async def _close_commits(self, hand: HandRun) -> None:
+        everyone = set(hand.commits) == set(hand.players)
+        hand.recorder.commitments(hand.commits, hand.next_t(0 if everyone else hand.window_end()))
+        hand.arm()
+        await self._store(hand, hand.recorder.records[1:2])
+        self._tell_phase(hand)
+
+    async def _close_reveals(self, hand: HandRun) -> None:
         rec = hand.recorder
-        if len(rec.records) < 3:  # a retry after a failed store reuses the record
-            rec.reveal(hand.seeds, {s: hand.commits.get(s) for s in hand.players})
-        await self._store(hand, rec.records[2])
-        events: list[Event] = []
-        if len(rec.records) < 4:
-            _, events = rec.deal()
-        deal_record = rec.records[3]
-        if rec.state is None:  # D29: void
-            await self._store(hand, deal_record)
-            hand.phase = "finishing"
-            await self._finish(hand, void=True)
+        everyone = all(rec.commit_of(s) is None or s in hand.seeds for s in hand.players)
+        rec.reveal(hand.seeds, hand.next_t(0 if everyone else hand.window_end()))
+        await self._deal(hand)
+
+    async def _deal(self, hand: HandRun) -> None:
+        """Record 3: the deal (stored with the reveals in one transaction), then the
+        departures signed during the seed phases."""
+        rec = hand.recorder
+        record, events = rec.deal(hand.next_t())
+        if rec.voided:  # no seat was dealt in (D29)
+            await self._store(hand, rec.records[2:4])
+            await self._finish(hand)
             return
-        deadline = time.time() + rec.state.rules.turn_seconds
-        await self._store(hand, deal_record, deadline=deadline, status="playing")
-        hand.phase = "play"
-        hand.deadline = deadline
-        if not events:
-            events = [Event.from_json(e) for e in deal_record["events"]]
-        self._push_update(hand, deal_record, events)
-        for seat in sorted(hand.left):
+        hand.note_turns(record)
+        hand.arm()
+        await self._store(hand, rec.records[2:4], status="playing")
+        self._tell_update(hand, record, events)
+        if rec.ended:  # one seat dealt in wins at once (D29, D14)
+            await self._finish(hand)
+            return
+        for seat, psig in sorted(hand.leaves.items()):
             state = rec.state
             if self.hand is hand and state is not None and state.phase is not Phase.ENDED:
                 if state.seat(seat).status.value == "playing":
-                    await self._apply(Leave(seat))
+                    await self._apply(hand, Leave(seat), psig)
 
-    async def _apply(self, action: Action) -> dict[str, Any]:
-        """Validate, store, then tell: the one path every move takes."""
-        hand = self.hand
-        assert hand is not None and hand.recorder.state is not None
-        before = hand.recorder.state
-        state, record, events = hand.recorder.prepare(action, t=now_ms())
-        new_turn = state.turn_no != before.turn_no or state.turn != before.turn
-        deadline = hand.deadline
-        if state.phase is Phase.ENDED:
-            deadline = None
-        elif new_turn:
-            deadline = time.time() + state.rules.turn_seconds
-        await self._store(hand, record, deadline=deadline)
-        hand.recorder.accept(state, record)
-        hand.deadline = deadline
-        self._push_update(hand, record, events)
-        if state.phase is Phase.ENDED:
-            hand.phase = "finishing"
-            try:
-                await self._finish(hand)
-            except Exception:
-                # The last record is stored; settling is retried until it succeeds
-                # (once only: settlements are keyed by the hand).
-                log.exception("table %s: settling hand %d failed; retrying", self.table_id, hand.hand_no)
-                hand.deadline = time.time() + RETRY_SECONDS
-        return record
-
-    async def _store(
-        self, hand: HandRun, record: dict[str, Any], *, deadline: float | None = None, status: str | None = None
-    ) -> None:
-        async with connection(self.pool) as conn, conn.transaction():
-            await _insert_record(conn, hand.hand_id, record)
-            await conn.execute(
-                "UPDATE hands SET deadline = $2, status = COALESCE($3, status) WHERE id = $1",
-                hand.hand_id,
-                None if deadline is None else datetime.fromtimestamp(deadline, UTC),
-                status,
-            )
-
-    async def _finish(self, hand: HandRun, *, void: bool = False) -> None:
-        """Settle once (D19), publish the transcript, free the table for the next hand."""
+    async def _apply(
+        self, hand: HandRun, action: Action, psig: dict[str, Any] | None, cmd: Command | None = None
+    ) -> dict[str, Any]:
+        """Check, store, then tell: the one path every move takes."""
         rec = hand.recorder
-        transcript = rec.transcript()
-        holds = {s: (hand.players[s], hand.holds[s]) for s in hand.players}
+        at_least = hand.turn_end() if isinstance(action, TimeOut) else 0
+        state, record, events = rec.prepare(action, psig, hand.next_t(at_least))
+        result = {"i": record["i"], "h": record["h"], "head": None}
+        if cmd is not None:
+
+            def settled() -> dict[str, Any] | None:
+                now = self.hand
+                if now is None or now.hand_id != hand.hand_id:
+                    return None  # the hand ended meanwhile; its update says what happened
+                ok = len(now.recorder.records) > record["i"] and now.recorder.records[record["i"]]["h"] == record["h"]
+                return {**result, "head": now.recorder.head_evidence(record["i"])} if ok else None
+
+            cmd.settled = settled
+        # Memory moves first; if the store fails the table reloads from the database
+        # and this HandRun is dropped.
+        rec.accept(state, record)
+        hand.note_turns(record)
+        hand.arm()
+        await self._store(hand, [record])
+        result["head"] = rec.head_evidence(record["i"])
+        self._tell_update(hand, record, events)
+        if rec.ended:
+            await self._finish(hand)
+        return result
+
+    async def _void(self, hand: HandRun, reason: str) -> None:
+        """D33: append a void record after what replays, settle nothing."""
+        hand.recorder.void(reason[:500], hand.next_t())
+        hand.deadline = None
+        await self._store(hand, hand.recorder.records[-1:])
+        await self._finish(hand)
+
+    async def _void_unreadable(self, stored: handstore.StoredHand, reason: str) -> None:
+        """A hand whose header cannot be read (no transcript can be made): its holds are
+        released and the reason kept (D33); the chain continues from the last head."""
+        log.error("table %s: hand %d voided without a transcript: %s", self.table_id, stored.hand_no, reason)
         async with connection(self.pool) as conn, conn.transaction():
-            if void:
-                await ledger.release(conn, {p: a for p, a in holds.values()}, hand.hand_id)
-            else:
-                assert rec.state is not None and rec.state.result is not None
-                await ledger.settle(conn, hand.hand_id, holds, rec.state.result.settlement)
-            await conn.execute(
-                "UPDATE hands SET status = $2, transcript = $3::jsonb, ended_at = now(), deadline = NULL WHERE id = $1",
-                hand.hand_id,
-                "void" if void else "ended",
-                json.dumps(transcript),
+            done = await conn.fetchval(
+                "UPDATE hands SET status = 'void', void_reason = $2, ended_at = now(), deadline = NULL "
+                "WHERE id = $1 AND status IN ('seeding', 'playing') RETURNING id",
+                stored.hand_id,
+                reason[:500],
             )
-            await conn.execute("UPDATE tables SET head = $2 WHERE id = $1", self.table_id, transcript["head"])
-            # D31: a seat the clock dropped is stood up, so an absent player stops paying.
-            absent = [hand.players[s] for s in _clock_dropped(rec.records)]
-            if absent:
-                await conn.execute(
-                    "DELETE FROM seats WHERE table_id = $1 AND player_id = ANY($2::text[])", self.table_id, absent
-                )
+            if done is not None and stored.players:
+                await ledger.release(conn, {p: h for p, h in stored.players.values()}, stored.hand_id)
+
+    async def _finish(self, hand: HandRun) -> None:
+        """Settle once (D19) or release (a void, D33), publish the transcript, free the
+        table for the next hand."""
+        rec = hand.recorder
+        transcript = rec.transcript(seed_revealed=hand.seed_revealed)
+        settlement = None
+        if not rec.voided:
+            assert rec.state is not None and rec.state.result is not None
+            settlement = rec.state.result.settlement
+        absent = [hand.players[s] for s in _clock_dropped(rec.records)]  # D31
+        async with connection(self.pool) as conn:
+            await handstore.finish(
+                conn,
+                table_id=self.table_id,
+                hand_id=hand.hand_id,
+                transcript=transcript,
+                holds={s: (hand.players[s], hand.holds[s]) for s in hand.players},
+                settlement=settlement,
+                void_reason=str(rec.records[-1]["reason"]) if rec.voided else None,
+                stand_up=absent,
+            )
         self.head = str(transcript["head"])
         if absent:
             self.seats = {s: p for s, p in self.seats.items() if p not in absent}
             self._broadcast_table()
-        hand.phase = "over"
         self.hand = None
         self.hands_finished += 1
         self.next_start = None
-        self._broadcast(
+        self._tell_result(hand, transcript)
+
+    # -- telling -----------------------------------------------------------------------
+    def _broadcast_table(self) -> None:
+        self.watchers.broadcast(
+            {"type": "table", "table_id": self.table_id, "seats": {str(s): p for s, p in sorted(self.seats.items())}}
+        )
+
+    def _tell_phase(self, hand: HandRun) -> None:
+        """A seed phase begins: record 0 (the signed header) or record 1 (the signed
+        commitments), with the server's signed head (docs/fairness.md §15)."""
+        rec = hand.recorder
+        i = len(rec.records) - 1
+        self.watchers.broadcast(
+            {
+                "type": "hand",
+                "phase": hand.phase,
+                "table_id": self.table_id,
+                "hand_no": hand.hand_no,
+                "hand_id": hand.hand_id,
+                "record": rec.records[i],
+                "head": rec.head_evidence(i),
+                "deadline": iso(hand.deadline),
+            }
+        )
+
+    def _tell_update(self, hand: HandRun, record: dict[str, Any], events: list[Event]) -> None:
+        rec = hand.recorder
+        state = rec.state
+        head = rec.head_evidence(record["i"])
+        deadline = iso(hand.deadline)
+
+        def build(seat: int | None) -> dict[str, Any]:
+            return {
+                "type": "update",
+                "table_id": self.table_id,
+                "hand_no": hand.hand_no,
+                "i": record["i"],
+                "h": record["h"],
+                "head": head,
+                "events": [e.for_seat(seat) for e in events],
+                "view": None if state is None else seat_view(state, seat),
+                "deadline": deadline,
+            }
+
+        self.watchers.per_seat(hand.seat_of, build)
+
+    def _tell_result(self, hand: HandRun, transcript: dict[str, Any]) -> None:
+        last = transcript["log"][-1]
+        self.watchers.broadcast(
             {
                 "type": "result",
                 "table_id": self.table_id,
                 "hand_no": hand.hand_no,
                 "hand_id": hand.hand_id,
-                "void": void,
+                "void": last["type"] == "void",
+                "void_reason": last.get("reason"),
                 "result": transcript["result"],
                 "server_seed": transcript["server_seed"],
+                "head": transcript["head"],
                 "transcript": f"/api/hands/{hand.hand_id}/transcript",
             }
         )
         self.finished.set()
         self.finished = asyncio.Event()
 
-    # -- telling -----------------------------------------------------------------------
-    def attach(self, conn: Connection) -> None:
-        """One live connection per player at a table: a new one replaces the old."""
-        old = self.watchers.get(conn.player_id)
-        if old is not None and old is not conn:
-            old.push(
-                {"type": "replaced", "table_id": self.table_id, "message": "another connection took over this seat"}
-            )
-            old.close()
-        self.watchers[conn.player_id] = conn
-
-    def detach(self, conn: Connection) -> None:
-        if self.watchers.get(conn.player_id) is conn:
-            del self.watchers[conn.player_id]
-
-    def _broadcast(self, message: dict[str, Any]) -> None:
-        for c in list(self.watchers.values()):
-            c.push(message)
-
-    def _broadcast_table(self) -> None:
-        self._broadcast(
-            {"type": "table", "table_id": self.table_id, "seats": {str(s): p for s, p in sorted(self.seats.items())}}
-        )
-
-    def _push_update(self, hand: HandRun, record: dict[str, Any], events: list[Event]) -> None:
-        state = hand.recorder.state
-        for player_id, c in list(self.watchers.items()):
-            seat = hand.seat_of(player_id)
-            c.push(
-                {
-                    "type": "update",
-                    "table_id": self.table_id,
-                    "hand_no": hand.hand_no,
-                    "i": record["i"],
-                    "events": [e.for_seat(seat) for e in events],
-                    "view": None if state is None else seat_view(state, seat),
-                    "deadline": iso(hand.deadline),
-                }
-            )
-
     def snapshot_for(self, player_id: str) -> dict[str, Any]:
-        """Everything a (re)connecting player may see now: the table, and the hand
-        in progress from their seat's point of view."""
+        """Everything a (re)connecting player may see now: the table, and the hand in
+        progress from their seat's point of view."""
         assert self.rules is not None
         out: dict[str, Any] = {
             "table_id": self.table_id,
             "rules": self.rules.to_json(),
             "seats": {str(s): p for s, p in sorted(self.seats.items())},
+            "paused": self.paused,
             "hand": None,
         }
         hand = self.hand
-        if hand is not None:
+        if hand is not None and hand.recorder.records:
+            rec = hand.recorder
             seat = hand.seat_of(player_id)
-            records = hand.recorder.records
+            i = len(rec.records) - 1
             out["hand"] = {
                 "hand_no": hand.hand_no,
                 "hand_id": hand.hand_id,
                 "phase": hand.phase,
                 "seat": seat,
                 "deadline": iso(hand.deadline),
-                "header": records[0] if records else None,
-                "commitments": records[1] if len(records) > 1 else None,
+                "header": rec.records[0],
+                "commitments": rec.records[1] if len(rec.records) > 1 else None,
                 "committed": seat in hand.commits if seat is not None else None,
                 "revealed": seat in hand.seeds if seat is not None else None,
-                "view": None if hand.recorder.state is None else seat_view(hand.recorder.state, seat),
+                "i": i,
+                "h": rec.head,
+                "head": rec.head_evidence(i),
+                "view": None if rec.state is None else seat_view(rec.state, seat),
             }
         return out
 
 
-class _NotEnough(Exception):
-    """Fewer players than min_players could cover their hold: no hand (rolled back)."""
+def _answer(cmd: Command, *, result: dict[str, Any] | None = None, error: Exception | None = None) -> None:
+    if cmd.reply.done():
+        return
+    if error is not None:
+        cmd.reply.set_exception(error)
+    else:
+        cmd.reply.set_result(result or {})
+
+
+def _signed(payload: dict[str, Any], hand: HandRun) -> dict[str, Any]:
+    """A leave during a hand is a move: it carries the player's signature (§9)."""
+    if payload.get("hand_no") != hand.hand_no or "prev" not in payload or "sig" not in payload:
+        raise ClientError(
+            "signature_required",
+            f"you are in hand {hand.hand_no}: leaving is a move, signed over a record of the hand (hand_no, prev, sig)",
+        )
+    return {"prev": payload["prev"], "sig": payload["sig"]}
 
 
 def _clock_dropped(records: list[dict[str, Any]]) -> list[int]:
@@ -669,47 +805,5 @@ def _clock_dropped(records: list[dict[str, Any]]) -> list[int]:
     ]
 
 
-async def _insert_record(conn: asyncpg.Connection, hand_id: int, record: dict[str, Any]) -> None:
-    """Store a record; storing the very same record again (a retry) changes nothing,
-    a different record under the same number is an error."""
-    stored = await conn.fetchval("SELECT h FROM hand_records WHERE hand_id = $1 AND i = $2", hand_id, record["i"])
-    if stored is not None:
-        if stored != record["h"]:
-            raise RuntimeError(f"hand {hand_id} already has a different record {record['i']}")
-        return
-    await conn.execute(
-        "INSERT INTO hand_records (hand_id, i, record, h) VALUES ($1, $2, $3::jsonb, $4)",
-        hand_id,
-        record["i"],
-        json.dumps(record),
-        record["h"],
-    )
-
-
-def _hex(value: Any, size: int, name: str) -> bytes:
-    if not isinstance(value, str) or len(value) != 2 * size:
-        raise ClientError("bad_message", f"{name} must be {size} bytes in hex")
-    try:
-        return bytes.fromhex(value)
-    except ValueError:
-        raise ClientError("bad_message", f"{name} must be hex") from None
-
-
-def _card_id(value: Any, state: HandState, seat: int, rules: TableRules) -> int:
-    """A card named by id or by face (``7H``, ``10S``, ``JK``): by face, the first copy
-    in the seat's hand."""
-    pack = deck_size(rules.decks)
-    if isinstance(value, int) and not isinstance(value, bool):
-        if not 0 <= value < pack:
-            raise ClientError("unknown_card", f"there is no card {value} in a {pack}-card pack", "D1")
-        return value
-    if isinstance(value, str):
-        try:
-            face = Card.parse(value)
-        except RuleError:
-            raise ClientError("unknown_card", f"not a card: {value!r}", "D1") from None
-        for c in state.seat(seat).cards:
-            if card_of_id(c, rules.decks) == face:
-                return c
-        raise ClientError("card_not_in_hand", f"you hold no {face}", "D11")
-    raise ClientError("unknown_card", "a card is an id or a face such as 7H", "D1")
+def _describe(e: BaseException) -> str:
+    return f"{type(e).__name__}: {e}"[:300]

@@ -16,6 +16,7 @@ import pytest_asyncio
 from service.cli import Running, start_server
 from service.db import EmbeddedPostgres
 from service.table import Settings
+from verifier.signing import Signer
 
 OPERATOR = "test-operator-token"
 
@@ -68,7 +69,12 @@ class Api:
             return data
 
     async def player(self, name: str = "p", deposit: int = 100_000) -> dict[str, Any]:
-        p: dict[str, Any] = await self.call("POST", "/api/players", body={"name": name, "deposit": deposit}, expect=201)
+        """A new player with a deposit and a registered key; ``p["signer"]`` holds the
+        private key its client signs with."""
+        signer = Signer.generate()
+        body = {"name": name, "deposit": deposit, "public_key": signer.public_bytes.hex()}
+        p: dict[str, Any] = await self.call("POST", "/api/players", body=body, expect=201)
+        p["signer"] = signer
         return p
 
     async def table(self, **rules: int) -> str:

@@ -9,17 +9,19 @@ from typing import Any
 import asyncpg
 import pytest
 
-from service import ledger
+from service import handstore, ledger
 from service.bots import Bot
 from service.cli import Running
 from service.db import load_migrations, migrate
-from service.table import Connection
+from service.handrun import restore
+from service.telling import Connection
 from tests.conftest import Api, wait_for
 from tests.wsclient import Client
+from verifier.chain import start_hand
 from verifier.fairness import player_commit, reshuffler
 from verifier.hand import Event, HandState, action_from_json, apply, seat_view
 from verifier.signing import load_public_key
-from verifier.transcript import start_hand, verify_transcript
+from verifier.transcript import verify_transcript
 
 
 def replay_states(log: list[dict[str, Any]], server_seed: bytes) -> dict[int, HandState]:
@@ -67,7 +69,7 @@ async def bot_hands(
     bots = []
     for n in range(players):
         p = await api.player(f"bot{n}", deposit=50_000)
-        bots.append(Bot(server.url, p["token"], table, fast=True, keep_frames=True, max_hands=hands))
+        bots.append(Bot(server.url, p["token"], table, fast=True, keep_frames=True, max_hands=hands, key=p["signer"]))
     await asyncio.wait_for(asyncio.gather(*(b.run() for b in bots)), timeout=240)
     return table, bots
 
@@ -84,7 +86,7 @@ async def test_whole_hands_with_bots_verify_and_leak_nothing(
     async def watch(table_id: str) -> None:
         """A spectator: after every hand's result, the ledger must balance."""
         spectator = await api.player("watcher")
-        async with Client(server.url, spectator["token"]) as w:
+        async with Client(server.url, spectator["token"], spectator["signer"]) as w:
             await w.request({"type": "join", "table_id": table_id})
             joined.set()
             seen = 0
@@ -140,7 +142,7 @@ async def seat_two(api: Api, server: Running, **rules: int) -> tuple[str, dict[s
 
 
 async def through_seeds(table: str, *clients: Client) -> int:
-    """Join, sit, commit and reveal for every client; returns the hand number."""
+    """Join, sit, commit and reveal (signed) for every client; returns the hand number."""
     for c in clients:
         await c.request({"type": "join", "table_id": table})
         r = await c.request({"type": "sit", "table_id": table})
@@ -150,20 +152,26 @@ async def through_seeds(table: str, *clients: Client) -> int:
     seeds = {}
     for c in clients:
         frame = await c.wait_frame(lambda f: f.get("type") == "hand" and f.get("phase") == "commit")
-        me = next(f for f in c.frames if f.get("type") == "hello")["player_id"]
-        seat = next(s["seat"] for s in frame["record"]["header"]["seats"] if s["player_id"] == me)
+        seat = c.seat_in(frame["record"])
         seeds[c] = (seat, bytes([seat + 1]) * 32)
-        r = await c.request(
-            {"type": "commit", "table_id": table, "hand_no": hand_no, "commit": player_commit(seat, seeds[c][1]).hex()}
-        )
+        r = await c.commit(frame["record"], player_commit(seat, seeds[c][1]))
         assert r["type"] == "reply", r
+        assert r["result"]["receipt"]["body"]["kind"] == "commit"
     for c in clients:
-        await c.wait_frame(lambda f: f.get("type") == "hand" and f.get("phase") == "reveal")
-        r = await c.request({"type": "reveal", "table_id": table, "hand_no": hand_no, "seed": seeds[c][1].hex()})
+        frame = await c.wait_frame(lambda f: f.get("type") == "hand" and f.get("phase") == "reveal")
+        r = await c.reveal(frame["record"], *seeds[c])
         assert r["type"] == "reply", r
     for c in clients:
         await c.wait_frame(lambda f: f.get("type") == "update" and f.get("i") == 3)
     return int(hand_no)
+
+
+def seat_of(c: Client) -> int:
+    return int(latest_view(c)["me"]["seat"])
+
+
+def result_seat(t: dict[str, Any], player: dict[str, Any]) -> int:
+    return int(next(s["seat"] for s in t["log"][0]["header"]["seats"] if s["player_id"] == player["id"]))
 
 
 def latest_view(c: Client) -> dict[str, Any]:
@@ -184,30 +192,57 @@ async def test_bad_messages_get_typed_errors_and_change_nothing(api: Api, server
 
     pool = server.app[POOL]
     table, a, b = await seat_two(api, server)
-    async with Client(server.url, a["token"]) as ca, Client(server.url, b["token"]) as cb:
-        await through_seeds(table, ca, cb)
+    async with (
+        Client(server.url, a["token"], a["signer"]) as ca,
+        Client(server.url, b["token"], b["signer"]) as cb,
+    ):
+        hand_no = await through_seeds(table, ca, cb)
         view = latest_view(ca)
         on_turn, off_turn = (ca, cb) if view["turn"] == view["me"]["seat"] else (cb, ca)
         n0 = await records(pool, table)
         before = latest_view(on_turn)
+        header_h = next(f for f in on_turn.frames if f.get("type") == "hand")["record"]["h"]
 
-        async def error_of(c: Client, message: dict[str, Any]) -> str:
-            r = await c.request(message)
+        async def error_of(c: Client, message: dict[str, Any] | None = None, **action: Any) -> str:
+            if message is None:
+                r = await c.act(table, hand_no, seat_of(c), action.pop("action"), **action)
+            else:
+                r = await c.request(message)
             assert r["type"] == "error", r
             return str(r["error"]["code"])
 
-        act = {"type": "action", "table_id": table}
-        assert await error_of(off_turn, {**act, "action": {"kind": "draw_closed"}}) == "not_your_turn"
-        assert await error_of(on_turn, {**act, "action": {"kind": "discard", "card": 3}}) == "must_draw_first"
-        assert await error_of(on_turn, {**act, "action": {"kind": "discard", "card": "ZZ"}}) == "unknown_card"
-        assert await error_of(on_turn, {**act, "action": {"kind": "discard", "card": 9999}}) == "unknown_card"
-        assert await error_of(on_turn, {**act, "action": "draw"}) == "bad_message"
-        assert await error_of(on_turn, {**act, "action": {"kind": "fly"}}) == "bad_action"
-        assert await error_of(on_turn, {**act, "action": {"kind": "timeout"}}) == "bad_message"
-        assert await error_of(on_turn, {"type": "dance", "table_id": table}) == "bad_message"
-        assert await error_of(on_turn, {"type": "action", "table_id": "t_nope", "action": {}}) == "no_such_table"
+        def frame(**fields: Any) -> dict[str, Any]:
+            base = {"type": "action", "table_id": table, "hand_no": hand_no, "prev": on_turn.head(), "sig": "00" * 64}
+            return {**base, **fields}
+
+        # Rule errors, from well-formed signed moves.
+        assert await error_of(off_turn, action={"kind": "draw_closed"}) == "not_your_turn"
+        assert await error_of(on_turn, action={"kind": "discard", "card": 3}) == "must_draw_first"
+        assert await error_of(on_turn, action={"kind": "draw_closed"}, prev=header_h) == "stale_head"
+        assert await error_of(on_turn, frame(action={"kind": "draw_closed"})) == "bad_signature"
+        wrong_key = Client(server.url, a["token"], b["signer"] if on_turn is ca else a["signer"])
+        wrong_key.frames = on_turn.frames
+        forged = wrong_key.sign(table, hand_no, on_turn.head(), {"kind": "draw_closed", "seat": seat_of(on_turn)})
+        assert await error_of(on_turn, frame(action={"kind": "draw_closed"}, sig=forged)) == "bad_signature"
+        assert await error_of(on_turn, frame(action={"kind": "draw_closed"}, hand_no=hand_no + 1)) == "wrong_hand"
+        # Malformed fields: refused at the edge.
+        for bad in (
+            frame(action={"kind": "discard", "card": "ZZ"}),
+            frame(action={"kind": "discard", "card": 9999}),
+            frame(action={"kind": "discard", "card": True}),
+            frame(action={"kind": "discard", "card": 3.0}),
+            frame(action="draw"),
+            frame(action={"kind": "fly"}),
+            frame(action={"kind": "timeout"}),
+            frame(action={"kind": "draw_closed", "card": 3}),
+            frame(action={"kind": "draw_closed"}, sig="zz"),
+            frame(action={"kind": "draw_closed"}, extra=1),
+            {"type": "dance", "table_id": table},
+        ):
+            assert await error_of(on_turn, bad) == "bad_message", bad
+        assert await error_of(on_turn, frame(table_id="t_nope", action={"kind": "draw_closed"})) == "no_such_table"
         # Malformed frames with no usable id: a typed error all the same.
-        for raw in ["this is not json", "[1, 2]", json.dumps({"type": "ping"}), "x" * 9000]:
+        for raw in ["this is not json", "[1, 2]", json.dumps({"type": "ping"}), "x" * 9000, "[" * 2000, "1" * 5000]:
             n = len(on_turn.frames)
             await on_turn.send_raw(raw)
             f = await on_turn.wait_frame(lambda f: f.get("type") == "error", start=n)
@@ -218,24 +253,25 @@ async def test_bad_messages_get_typed_errors_and_change_nothing(api: Api, server
         # Errors went to the client that caused them: the other saw only its own one.
         assert [f["error"]["code"] for f in off_turn.frames if f.get("type") == "error"] == ["not_your_turn"]
         # A replayed message: the original reply, applied once.
-        first = await on_turn.request({**act, "action": {"kind": "draw_closed"}}, msg_id="draw-1")
-        assert first["type"] == "reply"
-        again = await on_turn.request({**act, "action": {"kind": "draw_closed"}}, msg_id="draw-1")
+        prev = on_turn.head()
+        sig = on_turn.sign(table, hand_no, prev, {"kind": "draw_closed", "seat": seat_of(on_turn)})
+        draw = frame(action={"kind": "draw_closed"}, prev=prev, sig=sig)
+        first = await on_turn.request(draw, msg_id="draw-1")
+        assert first["type"] == "reply" and first["result"]["head"]["body"]["i"] == first["result"]["i"]
+        again = await on_turn.request(draw, msg_id="draw-1")
         assert again["replayed"] is True and again["result"] == first["result"]
         await wait_for(lambda: latest_view(on_turn)["phase"] == "discard")
         assert await records(pool, table) == n0 + 1
         # A card in another seat's hand is not yours to discard.
         other_card = next(iter(set(range(106)) - set(latest_view(on_turn)["me"]["cards"])))
-        assert await error_of(on_turn, {**act, "action": {"kind": "discard", "card": other_card}}) in (
-            "card_not_in_hand",
-        )
+        assert await error_of(on_turn, action={"kind": "discard", "card": other_card}) == "card_not_in_hand"
         for c in (ca, cb):
-            await c.request({"type": "leave", "table_id": table})
+            await c.leave(table, hand_no, seat_of(c))
 
 
 async def test_clock_moves_then_drops(api: Api, server: Running) -> None:
     table, a, b = await seat_two(api, server, turn_seconds=1, max_missed_turns=2)
-    async with Client(server.url, a["token"]) as ca, Client(server.url, b["token"]) as cb:
+    async with Client(server.url, a["token"], a["signer"]) as ca, Client(server.url, b["token"], b["signer"]) as cb:
         await through_seeds(table, ca, cb)
         result = await ca.wait_frame(lambda f: f.get("type") == "result", timeout=30)
     t = await api.call("GET", result["transcript"], expect=200)
@@ -260,7 +296,7 @@ async def test_clock_moves_then_drops(api: Api, server: Running) -> None:
 async def test_seeds_no_commit_plays_with_empty_seed(api: Api, server: Running) -> None:
     """A seat that sends no commitment takes part with an empty seed (D21)."""
     table, a, b = await seat_two(api, server, turn_seconds=1, max_missed_turns=1)
-    async with Client(server.url, a["token"]) as ca, Client(server.url, b["token"]) as cb:
+    async with Client(server.url, a["token"], a["signer"]) as ca, Client(server.url, b["token"], b["signer"]) as cb:
         for c in (ca, cb):
             await c.request({"type": "join", "table_id": table})
             await c.request({"type": "sit", "table_id": table})
@@ -277,7 +313,7 @@ async def test_without_enough_balance_nobody_sits(api: Api, server: Running) -> 
     poor = await api.player("poor", deposit=1299)  # 130 × 10 = 1300 needed (D20)
     r = await api.call("POST", f"/api/tables/{table}/sit", token=poor["token"], expect=402)
     assert r["error"]["code"] == "insufficient_balance" and r["error"]["rule"] == "D20"
-    async with Client(server.url, poor["token"]) as c:
+    async with Client(server.url, poor["token"], poor["signer"]) as c:
         await c.request({"type": "join", "table_id": table})
         e = await c.request({"type": "sit", "table_id": table})
         assert e["type"] == "error" and e["error"]["code"] == "insufficient_balance"
@@ -299,7 +335,7 @@ async def test_auth_and_operator_only_routes(api: Api, server: Running) -> None:
     bad = await api.call("POST", "/api/tables", body={"seats": 5}, expect=400)
     assert bad["error"]["code"] == "bad_table"
     bad = await api.call("POST", "/api/tables", body={"seats": 4, "rake": 3}, expect=400)
-    assert bad["error"]["code"] == "bad_request"
+    assert bad["error"]["code"] == "bad_table"
     neg = await api.call("POST", f"/api/players/{p['id']}/deposit", body={"amount": -5}, expect=400)
     assert neg["error"]["code"] == "bad_amount"
     fl = await api.call("POST", f"/api/players/{p['id']}/deposit", body={"amount": 2.5}, expect=400)
@@ -338,8 +374,9 @@ async def test_transcript_only_after_the_hand(api: Api, server: Running) -> None
     from service.app import POOL
 
     table, a, b = await seat_two(api, server)
-    async with Client(server.url, a["token"]) as ca, Client(server.url, b["token"]) as cb:
-        await through_seeds(table, ca, cb)
+    async with Client(server.url, a["token"], a["signer"]) as ca, Client(server.url, b["token"], b["signer"]) as cb:
+        hand_no = await through_seeds(table, ca, cb)
+        mine = latest_view(ca)["me"]["cards"]
         async with server.app[POOL].acquire() as conn:
             hand_id = await conn.fetchval("SELECT id FROM hands WHERE table_id = $1", table)
             sealed = await conn.fetchrow("SELECT seed_sealed, transcript FROM hands WHERE id = $1", hand_id)
@@ -351,56 +388,68 @@ async def test_transcript_only_after_the_hand(api: Api, server: Running) -> None
         r = await api.call("GET", f"/api/hands/{hand_id}/transcript", expect=409)
         assert r["error"]["code"] == "hand_in_progress"
         assert '"server_seed"' not in log_text
-        await ca.request({"type": "leave", "table_id": table})
+        # Hidden cards at rest: the stored records show what a spectator sees, no more.
+        async with server.app[POOL].acquire() as conn:
+            rows = [
+                json.loads(r["record"])
+                for r in await conn.fetch("SELECT record::text AS record FROM hand_records WHERE hand_id = $1", hand_id)
+            ]
+        dealt = [e for r in rows for e in r.get("events", []) if e["kind"] == "hand"]
+        assert dealt and all(e["private"] == {} for e in dealt)
+        assert all(e["private"] == {} for r in rows for e in r.get("events", []))
+        await ca.leave(table, hand_no, seat_of(ca))
         result = await cb.wait_frame(lambda f: f.get("type") == "result")
-        await cb.request({"type": "leave", "table_id": table})
+        await cb.leave(table)
     t = await api.call("GET", result["transcript"], expect=200)
     assert verify_transcript(t).ok and t["result"]["reason"] == "last_standing"
     assert t["server_seed"] not in log_text
+    published = next(e for e in t["log"][3]["events"] if e["kind"] == "hand" and e["seat"] == result_seat(t, a))
+    assert published["private"]["cards"] == mine  # published in full once the hand is over
 
 
 async def test_state_is_rebuilt_from_the_stored_log(api: Api, server: Running) -> None:
     from service.app import CONFIG, POOL, TABLES
 
     table, a, b = await seat_two(api, server)
-    async with Client(server.url, a["token"]) as ca, Client(server.url, b["token"]) as cb:
-        await through_seeds(table, ca, cb)
+    async with Client(server.url, a["token"], a["signer"]) as ca, Client(server.url, b["token"], b["signer"]) as cb:
+        hand_no = await through_seeds(table, ca, cb)
         view = latest_view(ca)
         on_turn = ca if view["turn"] == view["me"]["seat"] else cb
-        await on_turn.request({"type": "action", "table_id": table, "action": {"kind": "draw_open"}})
+        r = await on_turn.act(table, hand_no, seat_of(on_turn), {"kind": "draw_open"})
+        assert r["type"] == "reply", r
         await wait_for(lambda: latest_view(on_turn)["phase"] == "discard")
         card = latest_view(on_turn)["me"]["cards"][0]
-        await on_turn.request({"type": "action", "table_id": table, "action": {"kind": "discard", "card": card}})
+        r = await on_turn.act(table, hand_no, seat_of(on_turn), {"kind": "discard", "card": card})
+        assert r["type"] == "reply", r
         actor = server.app[TABLES][table]
         assert actor.hand is not None
         async with server.app[POOL].acquire() as conn:
-            rows = await conn.fetch(
-                "SELECT record::text AS r FROM hand_records WHERE hand_id = $1 ORDER BY i", actor.hand.hand_id
-            )
-            sealed = await conn.fetchrow(
-                "SELECT seed_nonce, seed_sealed, hand_no FROM hands WHERE id = $1", actor.hand.hand_id
-            )
-        stored = [json.loads(r["r"]) for r in rows]
-        seed = server.app[CONFIG].keys.open_seed(sealed["seed_nonce"], sealed["seed_sealed"], table, sealed["hand_no"])
-        states = replay_states(stored, seed)
-        assert states[max(states)] == actor.hand.recorder.state
-        assert [r["h"] for r in stored] == [r["h"] for r in actor.hand.recorder.records]
+            stored = await handstore.load_hand(conn, table)
+        assert stored is not None
+        # The path a restart takes: every sealed record opened and fed through the recorder.
+        restored = restore(stored, server.app[CONFIG].keys, table, grace=0)
+        assert restored.void_reason is None
+        assert restored.run.recorder.state == actor.hand.recorder.state
+        assert restored.run.recorder.records == actor.hand.recorder.records
+        assert restored.run.phase == "play" and restored.run.turn_began == actor.hand.turn_began
         for c in (ca, cb):
-            await c.request({"type": "leave", "table_id": table})
+            await c.leave(table, hand_no, seat_of(c))
 
 
 async def test_one_live_connection_per_seat_and_reconnect_restores_the_view(api: Api, server: Running) -> None:
     table, a, b = await seat_two(api, server)
-    async with Client(server.url, a["token"]) as ca, Client(server.url, b["token"]) as cb:
+    async with Client(server.url, a["token"], a["signer"]) as ca, Client(server.url, b["token"], b["signer"]) as cb:
         await through_seeds(table, ca, cb)
         mine = latest_view(ca)["me"]["cards"]
-        async with Client(server.url, a["token"]) as ca2:
+        async with Client(server.url, a["token"], a["signer"]) as ca2:
             snap = await ca2.request({"type": "join", "table_id": table})
             assert snap["result"]["hand"]["view"]["me"]["cards"] == mine
             assert "cards" not in json.dumps(snap["result"]["hand"]["view"]["seats"])
             await ca.wait_frame(lambda f: f.get("type") == "replaced")
-            await ca2.request({"type": "leave", "table_id": table})
-        await cb.request({"type": "leave", "table_id": table})
+            hand = snap["result"]["hand"]
+            r = await ca2.leave(table, hand["hand_no"], hand["seat"])
+            assert r["type"] == "reply" and r["result"]["charged"] is True
+        await cb.leave(table)
 
 
 async def test_a_slow_client_is_dropped_not_waited_for() -> None:
@@ -437,7 +486,7 @@ async def test_migrations_applied_twice_change_nothing(pg_dsn: str) -> None:
         assert await migrate(conn) == []
         assert await migrate(conn) == []
         assert await schema() == first
-        assert [m[0] for m in first[2]] == [m.version for m in load_migrations()] == [1, 2]
+        assert [m[0] for m in first[2]] == [m.version for m in load_migrations()] == [1, 2, 3]
     finally:
         await conn.close()
 
@@ -480,9 +529,9 @@ async def test_a_seat_that_withholds_its_reveal_sits_out_and_pays_a_first_drop(a
     table = await api.table(seats=4, point_value=2, turn_seconds=30)
     players = [await api.player(n) for n in ("ann", "bo", "cy")]
     async with (
-        Client(server.url, players[0]["token"]) as c0,
-        Client(server.url, players[1]["token"]) as c1,
-        Client(server.url, players[2]["token"]) as c2,
+        Client(server.url, players[0]["token"], players[0]["signer"]) as c0,
+        Client(server.url, players[1]["token"], players[1]["signer"]) as c1,
+        Client(server.url, players[2]["token"], players[2]["signer"]) as c2,
     ):
         clients = [c0, c1, c2]
         for c in clients:
@@ -493,27 +542,20 @@ async def test_a_seat_that_withholds_its_reveal_sits_out_and_pays_a_first_drop(a
         seats = {s["player_id"]: s["seat"] for s in frame["record"]["header"]["seats"]}
         seed = {c: bytes([n + 7]) * 32 for n, c in enumerate(clients)}
         for c, p in zip(clients, players, strict=True):
-            r = await c.request(
-                {
-                    "type": "commit",
-                    "table_id": table,
-                    "hand_no": hand_no,
-                    "commit": player_commit(seats[p["id"]], seed[c]).hex(),
-                }
-            )
+            r = await c.commit(frame["record"], player_commit(seats[p["id"]], seed[c]))
             assert r["type"] == "reply"
-        await c0.wait_frame(lambda f: f.get("type") == "hand" and f.get("phase") == "reveal")
-        wrong = await c2.request({"type": "reveal", "table_id": table, "hand_no": hand_no, "seed": "00" * 32})
+        reveal = await c0.wait_frame(lambda f: f.get("type") == "hand" and f.get("phase") == "reveal")
+        wrong = await c2.reveal(reveal["record"], seats[players[2]["id"]], b"\0" * 32)
         assert wrong["error"]["code"] == "seed_mismatch"
-        for c in (c0, c1):
-            r = await c.request({"type": "reveal", "table_id": table, "hand_no": hand_no, "seed": seed[c].hex()})
-            assert r["type"] == "reply"
+        for c, p in zip((c0, c1), players, strict=False):
+            r = await c.reveal(reveal["record"], seats[p["id"]], seed[c])
+            assert r["type"] == "reply" and r["result"]["receipt"]["body"]["value"] == seed[c].hex()
         deal = await c0.wait_frame(lambda f: f.get("type") == "update" and f.get("i") == 3, timeout=15)
         assert [e["kind"] for e in deal["events"]].count("forfeit") == 1
-        await c1.request({"type": "leave", "table_id": table})
+        await c1.leave(table, hand_no, seats[players[1]["id"]])
         result = await c0.wait_frame(lambda f: f.get("type") == "result")
         for c in (c0, c2):
-            await c.request({"type": "leave", "table_id": table})
+            await c.leave(table)
     t = await api.call("GET", result["transcript"], expect=200)
     assert verify_transcript(t).ok
     statuses = {r["seat"]: r["status"] for r in t["log"][2]["reveals"]}
@@ -545,11 +587,11 @@ async def test_settlement_retries_after_a_database_failure(api: Api, server: Run
         )
     try:
         table, a, b = await seat_two(api, server)
-        async with Client(server.url, a["token"]) as ca, Client(server.url, b["token"]) as cb:
-            await through_seeds(table, ca, cb)
-            await ca.request({"type": "leave", "table_id": table})
+        async with Client(server.url, a["token"], a["signer"]) as ca, Client(server.url, b["token"], b["signer"]) as cb:
+            hand_no = await through_seeds(table, ca, cb)
+            await ca.leave(table, hand_no, seat_of(ca))
             result = await cb.wait_frame(lambda f: f.get("type") == "result", timeout=20)
-            await cb.request({"type": "leave", "table_id": table})
+            await cb.leave(table)
         async with pool.acquire() as conn:
             assert await conn.fetchval("SELECT last_value FROM test_fail_once") == 2  # failed once, then settled
             n = await conn.fetchval("SELECT COUNT(*) FROM settlements WHERE hand_id = $1", result["hand_id"])

@@ -1,5 +1,5 @@
-"""A WebSocket test client: sends messages with ids, waits for their replies,
-and keeps every frame it receives."""
+"""A WebSocket test client: sends messages with ids, waits for their replies, keeps
+every frame it receives, and signs its moves with its player key (rummy-pf/v2)."""
 
 from __future__ import annotations
 
@@ -11,12 +11,16 @@ from typing import Any
 
 import aiohttp
 
+from verifier.chain import commit_move, move_body, reveal_move
+from verifier.fairness import PROTOCOL_V2
+from verifier.signing import Signer
+
 
 class Client:
     _ids = itertools.count(1)
 
-    def __init__(self, base: str, token: str) -> None:
-        self.base, self.token = base, token
+    def __init__(self, base: str, token: str, signer: Signer | None = None) -> None:
+        self.base, self.token, self.signer = base, token, signer
         self.frames: list[dict[str, Any]] = []
         self._replies: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._new = asyncio.Event()
@@ -70,3 +74,58 @@ class Client:
                 raise AssertionError(f"no such frame; last frames: {self.frames[-3:]}")
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._new.wait(), left)
+
+    # -- signed moves (docs/fairness.md §9) ------------------------------------------
+    @property
+    def player_id(self) -> str:
+        return str(next(f for f in self.frames if f.get("type") == "hello")["player_id"])
+
+    def head(self) -> str:
+        """The newest record link this client was sent."""
+        for f in reversed(self.frames):
+            if f.get("type") in ("update", "hand") and isinstance(f.get("head"), dict):
+                return str(f["head"]["body"]["h"])
+            if f.get("type") == "reply" and isinstance(f.get("result"), dict) and "hand" in f["result"]:
+                hand = f["result"]["hand"]
+                if hand:
+                    return str(hand["h"])
+        raise AssertionError("no record seen yet")
+
+    def sign(self, table_id: str, hand_no: int, prev: str, move: dict[str, Any]) -> str:
+        assert self.signer is not None, "this client has no player key"
+        return self.signer.sign("move", move_body(table_id, hand_no, prev, move), PROTOCOL_V2)
+
+    def seat_in(self, header_record: dict[str, Any]) -> int:
+        return int(next(s["seat"] for s in header_record["header"]["seats"] if s["player_id"] == self.player_id))
+
+    async def commit(self, header_record: dict[str, Any], commit: bytes) -> dict[str, Any]:
+        h = header_record["header"]
+        seat = self.seat_in(header_record)
+        sig = self.sign(h["table_id"], h["hand_no"], header_record["h"], commit_move(seat, commit))
+        return await self.request(
+            {"type": "commit", "table_id": h["table_id"], "hand_no": h["hand_no"], "commit": commit.hex(), "sig": sig}
+        )
+
+    async def reveal(self, commitments_record: dict[str, Any], seat: int, seed: bytes) -> dict[str, Any]:
+        c = commitments_record["commitments"]
+        sig = self.sign(c["table_id"], c["hand_no"], commitments_record["h"], reveal_move(seat, seed))
+        return await self.request(
+            {"type": "reveal", "table_id": c["table_id"], "hand_no": c["hand_no"], "seed": seed.hex(), "sig": sig}
+        )
+
+    async def act(
+        self, table_id: str, hand_no: int, seat: int, action: dict[str, Any], prev: str | None = None
+    ) -> dict[str, Any]:
+        prev = prev or self.head()
+        sig = self.sign(table_id, hand_no, prev, {**action, "seat": seat})
+        return await self.request(
+            {"type": "action", "table_id": table_id, "hand_no": hand_no, "action": action, "prev": prev, "sig": sig}
+        )
+
+    async def leave(self, table_id: str, hand_no: int | None = None, seat: int | None = None) -> dict[str, Any]:
+        msg: dict[str, Any] = {"type": "leave", "table_id": table_id}
+        if hand_no is not None and seat is not None:
+            prev = self.head()
+            sig = self.sign(table_id, hand_no, prev, {"kind": "leave", "seat": seat})
+            msg.update(hand_no=hand_no, prev=prev, sig=sig)
+        return await self.request(msg)

@@ -371,9 +371,9 @@ class HandRecorder:
         for n, r in enumerate(stored):
             if r.get("i") != n or r.get("h") != chain_link(self.head, r) or (n == 0) != (r.get("type") == "header"):
                 break
+            self.records.append(dict(r))
             if r.get("type") == "void":
                 break
-            self.records.append(dict(r))
         if self.records:
             self.header = dict(self.records[0]["header"])
 

@@ -1,0 +1,163 @@
+"""The hand in progress at a table: its recorder, its phase, its clock.
+
+A :class:`HandRun` is built in one of two ways, and only these: a new hand
+(:meth:`TableActor._start_hand` makes the header) or :func:`restore` from the stored
+rows, which feeds every stored record through the recorder — the same code path the
+live hand took — and re-arms the clock with the grace of D32.  Its phase is derived
+from the recorder's log, never kept beside it: one record is the commit phase, two the
+reveal phase, three (reveals stored, deal not yet) the deal, more is play, and an
+ended or void log is finishing.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from cryptography.exceptions import InvalidTag
+
+from service.handstore import StoredHand
+from service.keys import ServerKeys
+from verifier.errors import RuleError
+from verifier.fairness import PROTOCOL_V2
+from verifier.record import HandRecorder, RestoreError
+
+log = logging.getLogger("rummy.hand")
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass
+class HandRun:
+    hand_id: int
+    hand_no: int
+    recorder: HandRecorder
+    players: dict[int, str]  # seat -> player id
+    holds: dict[int, int]  # seat -> HT held (D20)
+    deadline: float | None = None
+    commits: dict[int, tuple[bytes, str]] = field(default_factory=dict)  # accepted (commit, player signature)
+    seeds: dict[int, tuple[bytes, str]] = field(default_factory=dict)  # accepted (seed, player signature)
+    leaves: dict[int, dict[str, str]] = field(default_factory=dict)  # signed leaves from the seed phases
+    seed_revealed: bool = True  # False when the sealed server seed could not be opened (D33)
+    turn_began: int = 0  # t (ms) of the record that began the current turn
+    receipts: dict[tuple[int, str], dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def phase(self) -> str:
+        rec = self.recorder
+        if rec.ended:
+            return "finishing"
+        return {1: "commit", 2: "reveal", 3: "deal"}.get(len(rec.records), "play")
+
+    def seat_of(self, player_id: str) -> int | None:
+        return next((s for s, p in self.players.items() if p == player_id), None)
+
+    def next_t(self, at_least: int = 0) -> int:
+        """A record time: now, never before the previous record, never before
+        ``at_least`` (a window or a turn clock that has run out: docs/fairness.md
+        check ``time``)."""
+        last = int(self.recorder.records[-1]["t"]) if self.recorder.records else 0
+        return max(now_ms(), last, at_least)
+
+    def window_end(self) -> int:
+        """When the current seed window closes (ms)."""
+        rec = self.recorder
+        if len(rec.records) == 1:
+            return int(rec.records[0]["t"]) + rec.commit_ms
+        return int(rec.records[1]["t"]) + rec.reveal_ms
+
+    def turn_end(self) -> int:
+        assert self.recorder.state is not None
+        return self.turn_began + 1000 * self.recorder.state.rules.turn_seconds
+
+    def note_turns(self, record: dict[str, Any]) -> None:
+        if any(e["kind"] == "turn" for e in record.get("events", [])):
+            self.turn_began = int(record["t"])
+
+    def arm(self, *, grace: float = 0.0) -> None:
+        """Set the clock from the log: the seed window's end, or the turn's end; none
+        when finishing.  ``grace`` (D32) is added to a resumed hand's clock, counted
+        from now when the stored deadline has passed."""
+        phase = self.phase
+        if phase in ("commit", "reveal"):
+            due = self.window_end() / 1000
+        elif phase == "play":
+            due = self.turn_end() / 1000
+        else:
+            due = time.time()
+        self.deadline = max(due, time.time()) + grace if grace else due
+
+
+@dataclass
+class Restored:
+    """The outcome of loading a stored hand."""
+
+    run: HandRun
+    void_reason: str | None = None  # set: the hand cannot resume and must be voided (D33)
+    keep: int = 0  # records that replayed (those after them are set aside)
+
+
+def restore(stored: StoredHand, keys: ServerKeys, table_id: str, *, grace: float) -> Restored:
+    """Rebuild a stored hand through the recorder (D32), or say why it must be voided
+    (D33).  Pure: no I/O."""
+    players = {s: p for s, (p, _) in stored.players.items()}
+    holds = {s: h for s, (_, h) in stored.players.items()}
+
+    def opened(i: int, sealed: bytes | None, public: str) -> dict[str, Any]:
+        if sealed is None:
+            raise RestoreError(i, "the record was stored without its sealed copy")
+        try:
+            return dict(json.loads(keys.open_record(sealed, table_id, stored.hand_no, i)))
+        except (InvalidTag, ValueError) as e:
+            raise RestoreError(i, f"its sealed copy cannot be opened ({type(e).__name__})") from None
+
+    try:
+        seed = keys.open_seed(stored.seed_nonce, stored.seed_sealed, table_id, stored.hand_no)
+    except (InvalidTag, ValueError):
+        seed = None
+    records: list[dict[str, Any]] = []
+    failure: RestoreError | None = None
+    for i, public, sealed, _ in stored.records:
+        try:
+            records.append(opened(i, sealed, public))
+        except RestoreError as e:
+            failure = e
+            break
+    header = records[0].get("header") if records and records[0].get("type") == "header" else None
+    if not isinstance(header, dict) or header.get("protocol") != PROTOCOL_V2:
+        raise RestoreError(0, "the hand has no rummy-pf/v2 header")
+    rec = HandRecorder.from_header(keys.signer, header, seed or b"")
+    run = HandRun(stored.hand_id, stored.hand_no, rec, players, holds)
+    if seed is None:
+        rec.adopt(records)
+        run.seed_revealed = False
+        reason = "the key that seals the server seed cannot open it: the hand cannot resume"
+        return Restored(run, reason, len(rec.records))
+    try:
+        for r in records:
+            rec.restore(r)
+            run.note_turns(r)
+    except RestoreError as e:
+        failure = e
+    if failure is not None:
+        return Restored(run, f"stored record {failure.i} does not replay: {failure.message}", len(rec.records))
+    if len(rec.records) == 0:
+        return Restored(run, "the hand has no stored header", 0)
+    # Commitments and reveals accepted before the stop are kept (their signatures are
+    # checked again when they become records).
+    if len(rec.records) == 1:
+        run.commits = {s: c for s, c in stored.commits.items() if s in players}
+    if len(rec.records) == 2:
+        for s, (seed_i, psig) in stored.seeds.items():
+            try:
+                rec.check_reveal(s, seed_i, psig)
+                run.seeds[s] = (seed_i, psig)
+            except RuleError:
+                log.warning("hand %d: a stored reveal of seat %d does not check; it is left out", stored.hand_id, s)
+    run.arm(grace=grace)
+    return Restored(run, None, len(rec.records))

@@ -1,0 +1,107 @@
+"""Telling players: one bounded outbox per connection, messages serialised once.
+
+Sending never blocks a table: each connection has a bounded queue of ready-made JSON
+text drained by its own writer task, and a connection whose queue overflows is
+dropped.  A message for many connections is serialised once (spectators share one
+text; each seat gets its own view); a connection's replies to its own message ids are
+remembered per connection and forgotten when it closes (docs/api.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+log = logging.getLogger("rummy.telling")
+
+REPLY_MEMORY = 256  # message ids remembered per connection
+
+
+def dumps(message: dict[str, Any]) -> str:
+    return json.dumps(message, separators=(",", ":"))
+
+
+class Connection:
+    """One WebSocket: a bounded outbox drained by the connection's writer task, and
+    the replies to this connection's own message ids."""
+
+    def __init__(self, player_id: str, queue_size: int, on_overflow: Callable[[], None]) -> None:
+        self.player_id = player_id
+        self.outbox: asyncio.Queue[str | None] = asyncio.Queue(maxsize=queue_size)
+        self.closed = False
+        self.replies: collections.OrderedDict[str, asyncio.Future[dict[str, Any]]] = collections.OrderedDict()
+        self._on_overflow = on_overflow
+
+    def push(self, message: dict[str, Any]) -> None:
+        self.push_text(dumps(message))
+
+    def push_text(self, text: str) -> None:
+        if self.closed:
+            return
+        try:
+            self.outbox.put_nowait(text)
+        except asyncio.QueueFull:
+            log.warning("dropping a slow client (player %s): its queue is full", self.player_id)
+            self.close()
+            self._on_overflow()
+
+    def remember(self, msg_id: str, reply: asyncio.Future[dict[str, Any]]) -> None:
+        self.replies[msg_id] = reply
+        while len(self.replies) > REPLY_MEMORY:
+            self.replies.popitem(last=False)
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.replies.clear()
+            with contextlib.suppress(asyncio.QueueFull):
+                self.outbox.put_nowait(None)
+
+
+class Watchers:
+    """The live connections at one table, at most one per player."""
+
+    def __init__(self, table_id: str) -> None:
+        self.table_id = table_id
+        self.by_player: dict[str, Connection] = {}
+
+    def attach(self, conn: Connection) -> None:
+        """One live connection per player at a table: a new one replaces the old."""
+        old = self.by_player.get(conn.player_id)
+        if old is not None and old is not conn:
+            old.push(
+                {"type": "replaced", "table_id": self.table_id, "message": "another connection took over this seat"}
+            )
+            old.close()
+        self.by_player[conn.player_id] = conn
+
+    def detach(self, conn: Connection) -> None:
+        if self.by_player.get(conn.player_id) is conn:
+            del self.by_player[conn.player_id]
+
+    def live(self) -> set[str]:
+        return {p for p, c in self.by_player.items() if not c.closed}
+
+    def broadcast(self, message: dict[str, Any]) -> None:
+        text = dumps(message)
+        for c in list(self.by_player.values()):
+            c.push_text(text)
+
+    def per_seat(self, seat_of: Callable[[str], int | None], build: Callable[[int | None], dict[str, Any]]) -> None:
+        """One message per distinct seat (None: spectators), each serialised once."""
+        texts: dict[int | None, str] = {}
+        for player_id, c in list(self.by_player.items()):
+            seat = seat_of(player_id)
+            if seat not in texts:
+                texts[seat] = dumps(build(seat))
+            c.push_text(texts[seat])
+
+    def close_all(self) -> None:
+        for c in list(self.by_player.values()):
+            c.close()
+        self.by_player.clear()
