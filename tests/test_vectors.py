@@ -1,6 +1,7 @@
-"""The rummy-pf/v1 vectors: RFC 4231 first, then the derivation (checked by the
-verifier and by an independent re-implementation written here), the transcripts,
-and the regeneration of every file byte for byte."""
+"""The rummy-pf vectors: RFC 4231 first, then the derivation (checked by the
+verifier and by an independent re-implementation written here), the transcripts
+(v2, and the frozen v1 ones under the v1 rules), the evidence, and the regeneration
+of every file byte for byte."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typing import Any
 import pytest
 
 from verifier import fairness, vectors
-from verifier.transcript import verify_transcript
+from verifier.transcript import CHECKS_FOR, verify_transcript
 
 DIR = Path(vectors.DIR)
 
@@ -130,23 +131,26 @@ def test_derivation_vectors(impl: str) -> None:
         assert re1 == c["reshuffle"]["closed"] and re2 == c["reshuffle_2"]["closed"]
 
 
-TRANSCRIPTS = sorted(p.name for p in DIR.glob("transcript-*.json"))
+TRANSCRIPTS = sorted(p.name for p in DIR.glob("*transcript-*.json"))
+V1 = sorted(p.name for p in DIR.glob("transcript-*.json"))
+V2 = sorted(p.name for p in DIR.glob("v2-transcript-*.json"))
 
 
 def test_there_are_enough_transcripts() -> None:
-    assert len(TRANSCRIPTS) >= 3
-    rich = load("transcript-6seat-everything.json")["transcript"]
-    kinds = set()
-    for rec in rich["log"]:
-        for e in rec.get("events", []):
-            kinds.add(e["kind"])
-            if e["kind"] == "draw":
-                kinds.add("draw_" + e["data"]["source"])
-            if e["kind"] == "declare":
-                kinds.add("declare_" + ("valid" if e["data"]["valid"] else "wrong"))
-            if e["kind"] == "drop":
-                kinds.add(f"drop_{e['data']['points']}")
-    assert {"draw_open", "declare_wrong", "drop_20", "drop_40", "clock", "reshuffle", "declare_valid"} <= kinds
+    assert len(V1) == 4 and len(V2) >= 7
+    for name in ("transcript-6seat-everything.json", "v2-transcript-6seat-everything.json"):
+        rich = load(name)["transcript"]
+        kinds = set()
+        for rec in rich["log"]:
+            for e in rec.get("events", []):
+                kinds.add(e["kind"])
+                if e["kind"] == "draw":
+                    kinds.add("draw_" + e["data"]["source"])
+                if e["kind"] == "declare":
+                    kinds.add("declare_" + ("valid" if e["data"]["valid"] else "wrong"))
+                if e["kind"] == "drop":
+                    kinds.add(f"drop_{e['data']['points']}")
+        assert {"draw_open", "declare_wrong", "drop_20", "drop_40", "clock", "reshuffle", "declare_valid"} <= kinds
 
 
 @pytest.mark.parametrize("name", TRANSCRIPTS)
@@ -154,7 +158,68 @@ def test_every_transcript_vector_verifies_with_the_pinned_key(name: str) -> None
     t = load(name)["transcript"]
     report = verify_transcript(t, vectors.TEST_SIGNER.public_bytes)
     assert report.ok, report.failure
-    assert report.checks_passed[-1] == "chain"
+    assert report.checks_passed[0] == "format" and "chain" in report.checks_passed
+    order = CHECKS_FOR[t["protocol"]]
+    every = report.checks_passed + report.checks_skipped
+    assert sorted(every, key=order.index) == list(order) and len(set(every)) == len(every)
+    assert report.checks_passed == sorted(report.checks_passed, key=order.index)
+    assert set(report.skip_reasons) == set(report.checks_skipped)
+
+
+# What each vector cannot check (§14: "reported as skipped, never as passed") and
+# the warnings it carries.
+EXPECTED_SKIPS = {
+    "transcript-void.json": ({"replay", "points", "penalties", "settlement"}, {"withheld", "void"}),
+    "transcript-8seat-seeds-and-leave.json": (set(), {"withheld"}),
+    "v2-transcript-headsup-withheld.json": ({"evidence"}, {"withheld"}),
+    "v2-transcript-8seat-seeds-and-leaves.json": ({"evidence"}, {"withheld"}),
+    "v2-transcript-void-all-withheld.json": (
+        {"replay", "points", "penalties", "settlement", "evidence"},
+        {"withheld", "void"},
+    ),
+    "v2-transcript-void-mid-hand.json": ({"points", "settlement", "evidence"}, {"void"}),
+    "v2-transcript-void-seed-lost.json": (
+        {"server_commit", "player_seeds", "deck", "deal", "replay", "points", "penalties", "settlement", "evidence"},
+        {"void", "seed_not_revealed"},
+    ),
+}
+
+
+@pytest.mark.parametrize("name", TRANSCRIPTS)
+def test_skipped_checks_and_warnings(name: str) -> None:
+    report = verify_transcript(load(name)["transcript"])
+    default = ({"evidence"} if name.startswith("v2-") else set(), set())
+    skipped, warned = EXPECTED_SKIPS.get(name, default)
+    assert set(report.checks_skipped) == skipped
+    assert {w["code"] for w in report.warnings} == warned
+    assert report.to_json()["warnings"] == report.warnings and report.to_json()["checks_skipped"] == list(
+        report.checks_skipped
+    )
+
+
+def test_the_evidence_vector_agrees_with_its_transcript() -> None:
+    t = load("v2-transcript-4seat-two-players.json")["transcript"]
+    evidence = load("v2-evidence-4seat-two-players-seat1.json")["evidence"]
+    assert {e["purpose"] for e in evidence} == {"receipt", "head"}
+    report = verify_transcript(t, vectors.TEST_SIGNER.public_bytes, evidence)
+    assert report.ok, report.failure
+    assert report.checks_passed[-1] == "evidence"
+    assert report.summary["evidence"] == {
+        "items": len(evidence),
+        "checked": len(evidence),
+        "other_hands": 0,
+        "after_void": 0,
+    }
+    # The same evidence beside another hand's transcript is counted and ignored.
+    other = verify_transcript(load("v2-transcript-6seat-everything.json")["transcript"], None, evidence)
+    assert other.ok and other.summary["evidence"]["other_hands"] == len(evidence)
+
+
+def test_v1_transcripts_have_no_evidence_checks() -> None:
+    t = load("transcript-4seat-two-players.json")["transcript"]
+    report = verify_transcript(t, None, [])
+    assert report.ok and "evidence" in report.checks_skipped and "rummy-pf/v1" in report.skip_reasons["evidence"]
+    assert "player_signatures" not in report.checks_passed + report.checks_skipped
 
 
 def test_the_frozen_v1_vectors_are_unchanged() -> None:

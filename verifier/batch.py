@@ -1,0 +1,204 @@
+"""Verifying many transcripts: ``rummy-verify DIR`` (docs/fairness.md §11, §14).
+
+Every ``*.json`` file under the folder is read and verified on its own — in this
+process, or in ``jobs`` worker processes — and a file that cannot be read is a
+failure named ``read`` that does not stop the others.  Then the table-level checks
+run over the hands that verified, per table:
+
+- ``chain`` — a table's history is one chain: hand n+1's ``prev_head`` is hand n's
+  ``head`` (§11);
+- ``gap`` — every hand number between a table's lowest and highest hand present is
+  present;
+- ``fork`` — no two different signed transcripts of one table and hand.
+
+Only small results travel back from a worker, never a transcript.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from verifier.strictjson import MAX_BYTES, InputError, parse, read_stream, unwrap_transcript
+from verifier.transcript import INTERNAL, verify_transcript
+
+
+def read_file(path: Path, name: str | None = None) -> bytes:
+    """A file's bytes, refused unread if it is larger than the limit (§2)."""
+    name = name or str(path)
+    try:
+        with path.open("rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size > MAX_BYTES:
+                raise InputError(f"{name} is larger than {MAX_BYTES} bytes (16 MiB): {size} bytes; it was not read")
+            return read_stream(f, name)
+    except IsADirectoryError:
+        raise InputError(f"{name} is a directory") from None
+    except OSError as e:
+        raise InputError(f"cannot read {name}: {e.strerror or e}") from None
+
+
+def read_transcript_file(path: Path) -> dict[str, Any]:
+    return unwrap_transcript(parse(read_file(path), str(path)), str(path))
+
+
+@dataclass
+class FileResult:
+    """What one file's verification leaves for the summary and the table checks."""
+
+    path: str
+    ok: bool
+    failure: dict[str, Any] | None
+    report: dict[str, Any] | None = None  # the whole report, kept only for --json
+    table_id: str | None = None
+    hand_no: int | None = None
+    prev_head: str | None = None
+    head: str | None = None
+    signature: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    internal: bool = False
+
+
+@dataclass(frozen=True)
+class Job:
+    path: str
+    pinned: bytes | None
+    evidence: Any
+    keep_report: bool
+    debug: bool = False
+
+
+def verify_file(job: Job) -> FileResult:
+    """Read and verify one file; never raises for bad input (only with ``debug`` for a
+    verifier fault)."""
+    try:
+        t = read_transcript_file(Path(job.path))
+    except InputError as e:
+        failure = {"check": "read", "message": str(e), "record": None, "expected": None, "found": None}
+        kept = {"ok": False, "failure": failure} if job.keep_report else None
+        return FileResult(job.path, False, failure, kept)
+    report = verify_transcript(t, job.pinned, job.evidence, debug=job.debug)
+    out = FileResult(
+        job.path,
+        report.ok,
+        None if report.failure is None else report.failure.to_json(),
+        report.to_json() if job.keep_report else None,
+        warnings=[w["code"] for w in report.warnings],
+        internal=report.failure is not None and report.failure.message.startswith(INTERNAL),
+    )
+    if "format" in report.checks_passed:
+        header = t["log"][0]["header"]
+        out.table_id, out.hand_no = str(t["table_id"]), int(t["hand_no"])
+        out.prev_head, out.head, out.signature = str(header["prev_head"]), str(t["head"]), str(t["signature"])
+    return out
+
+
+def run_jobs(jobs: list[Job], processes: int) -> Iterator[FileResult]:
+    """Results in the order of ``jobs``; ``processes`` > 1 uses worker processes."""
+    if processes <= 1 or len(jobs) < 2:
+        for job in jobs:
+            yield verify_file(job)
+        return
+    chunk = max(1, min(32, len(jobs) // (processes * 8)))
+    with ProcessPoolExecutor(max_workers=processes) as pool:
+        yield from pool.map(verify_file, jobs, chunksize=chunk)
+
+
+@dataclass
+class Finding:
+    """A table-level failure (chain, gap or fork) and the files it marks failed."""
+
+    check: str
+    message: str
+    files: list[str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"check": self.check, "message": self.message, "files": self.files}
+
+
+def table_findings(results: Iterable[FileResult]) -> list[Finding]:
+    """The table-level checks over the files whose ``format`` passed: ``fork`` and
+    ``chain`` among the hands that verified, ``gap`` among all hand numbers present."""
+    present: dict[str, dict[int, list[FileResult]]] = {}
+    for r in results:
+        if r.table_id is not None and r.hand_no is not None:
+            present.setdefault(r.table_id, {}).setdefault(r.hand_no, []).append(r)
+    out: list[Finding] = []
+    for table in sorted(present):
+        hands = present[table]
+        numbers = sorted(hands)
+        for n in numbers:
+            good = [r for r in hands[n] if r.ok]
+            if len({r.signature for r in good}) > 1:
+                files = sorted(r.path for r in good)
+                out.append(
+                    Finding(
+                        "fork",
+                        f"table {table} hand {n} has {len({r.signature for r in good})} different signed transcripts: "
+                        + ", ".join(files),
+                        files,
+                    )
+                )
+        for before, after in itertools.pairwise(numbers):
+            if after != before + 1:
+                missing = f"hand {before + 1}" if after == before + 2 else f"hands {before + 1} to {after - 1}"
+                files = sorted(r.path for r in hands[after])
+                out.append(
+                    Finding("gap", f"table {table}: {missing} missing between hand {before} and hand {after}", files)
+                )
+                continue
+            prev = [r for r in hands[before] if r.ok]
+            for r in hands[after]:
+                if r.ok and len(prev) == 1 and prev[0].head != r.prev_head:
+                    out.append(
+                        Finding(
+                            "chain",
+                            f"hand {after} of table {table} does not start from hand {before}'s head ({prev[0].path})",
+                            [r.path],
+                        )
+                    )
+    return out
+
+
+@dataclass
+class BatchOutcome:
+    results: list[FileResult]
+    findings: list[Finding]
+
+    @property
+    def failed_files(self) -> set[str]:
+        bad = {r.path for r in self.results if not r.ok}
+        for f in self.findings:
+            bad.update(f.files)
+        return bad
+
+    @property
+    def passed(self) -> int:
+        return len(self.results) - len(self.failed_files)
+
+
+def verify_folder(
+    folder: Path,
+    pinned: bytes | None,
+    evidence: Any = None,
+    *,
+    processes: int = 1,
+    keep_reports: bool = False,
+    debug: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+) -> BatchOutcome:
+    files = sorted(str(p) for p in folder.rglob("*.json") if p.is_file())
+    if not files:
+        raise InputError(f"no .json files in {folder}")
+    jobs = [Job(p, pinned, evidence, keep_reports, debug) for p in files]
+    results = []
+    for n, r in enumerate(run_jobs(jobs, processes), 1):
+        results.append(r)
+        if progress is not None:
+            progress(n, len(files))
+    return BatchOutcome(results, table_findings(results))

@@ -1,0 +1,551 @@
+"""The exact schema of a transcript and of an evidence file (docs/fairness.md §13,
+§15, Appendix C), checked first by ``format``.
+
+The schema is data: small validators (:func:`integer`, :func:`hexstr`, :func:`obj`,
+:func:`list_of`, …) composed into one description per record type and protocol.
+Every validator raises :class:`SchemaError` with the path of the offending value;
+nothing later reads a field the schema has not typed.  The few rules that relate
+fields to each other (a seat listed in the header, the record order, the deck and
+its faces) are written out after the validators, in :func:`check_transcript`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from verifier.cards import card_of_id, deck_size, decks_for_seats
+from verifier.chain import NO_COMMIT, REVEALED, WITHHELD
+from verifier.fairness import PROTOCOL_V1, PROTOCOL_V2, rules_id
+from verifier.strictjson import MAX_SAFE
+
+Path = tuple[str | int, ...]
+Validator = Callable[[Any, Path], None]
+
+HAND_NO_MAX: Final = (1 << 31) - 1
+POINT_VALUE_MAX: Final = 7_692_307_692_307
+WINDOW_MS_MAX: Final = 3_600_000
+ACTION_KINDS: Final = ("draw_closed", "draw_open", "discard", "declare", "drop", "leave", "timeout")
+
+
+class SchemaError(Exception):
+    def __init__(self, path: Path, message: str, expected: Any = None, found: Any = None) -> None:
+        super().__init__(f"{render_path(path)}: {message}")
+        self.path = path
+        self.message = message
+        self.expected = expected
+        self.found = found
+
+    @property
+    def record(self) -> int | None:
+        if len(self.path) >= 2 and self.path[0] == "log" and isinstance(self.path[1], int):
+            return self.path[1]
+        return None
+
+
+def render_path(path: Path) -> str:
+    out = ""
+    for p in path:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else p)
+    return out or "the transcript"
+
+
+def describe(value: Any) -> str:
+    """A short, safe description of a JSON value's type (for messages)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return f"a {type(value).__name__}"
+
+
+def _bad(path: Path, expected: str, value: Any, message: str | None = None) -> SchemaError:
+    return SchemaError(path, message or f"expected {expected}, found {describe(value)}", expected, value)
+
+
+# --------------------------------------------------------------------------- validators
+def integer(lo: int = -MAX_SAFE, hi: int = MAX_SAFE) -> Validator:
+    """``int[lo, hi]``: a JSON integer (never true/false, never a string)."""
+    what = f"an integer in [{lo}, {hi}]"
+
+    def v(x: Any, path: Path) -> None:
+        if type(x) is not int:
+            raise _bad(path, what, x)
+        if not lo <= x <= hi:
+            raise _bad(path, what, x, f"expected {what}, found {x if abs(x) <= MAX_SAFE else 'a larger one'}")
+
+    return v
+
+
+def boolean(x: Any, path: Path) -> None:
+    if type(x) is not bool:
+        raise _bad(path, "true or false", x)
+
+
+def const(value: Any) -> Validator:
+    def v(x: Any, path: Path) -> None:
+        if type(x) is not type(value) or x != value:
+            raise _bad(path, repr(value), x, f"expected {value!r}, found {_short_value(x)}")
+
+    return v
+
+
+def one_of(*values: str) -> Validator:
+    def v(x: Any, path: Path) -> None:
+        if type(x) is not str or x not in values:
+            raise _bad(path, " | ".join(values), x, f"expected one of {', '.join(values)}, found {_short_value(x)}")
+
+    return v
+
+
+def pattern(regex: str, what: str) -> Validator:
+    compiled = re.compile(regex)
+
+    def v(x: Any, path: Path) -> None:
+        if type(x) is not str or not compiled.fullmatch(x):
+            raise _bad(path, what, x, f"expected {what}, found {_short_value(x)}")
+
+    return v
+
+
+def hexstr(nbytes: int) -> Validator:
+    """``hex(n)``: exactly 2n lowercase hex digits."""
+    return pattern(f"[0-9a-f]{{{2 * nbytes}}}", f"{2 * nbytes} lowercase hex digits")
+
+
+HEX32: Final = hexstr(32)
+HEX64: Final = hexstr(64)
+ANY_HEX: Final = pattern(r"(?:[0-9a-f]{2})*", "lowercase hex digits (whole bytes)")
+IDENT: Final = pattern(r"[A-Za-z0-9_.:-]{1,64}", "an id: 1 to 64 of A-Z a-z 0-9 _ . : -")
+TEXT: Final = pattern(r"(?s).{1,500}", "a text of 1 to 500 characters")
+STRING: Final = pattern(r"(?s).*", "a string")
+TIME: Final = integer(0, MAX_SAFE)
+ANY_INT: Final = integer()
+
+
+def nullable(inner: Validator) -> Validator:
+    def v(x: Any, path: Path) -> None:
+        if x is not None:
+            inner(x, path)
+
+    return v
+
+
+def either(*options: Validator, what: str) -> Validator:
+    def v(x: Any, path: Path) -> None:
+        for o in options:
+            try:
+                o(x, path)
+                return
+            except SchemaError:
+                continue
+        raise _bad(path, what, x, f"expected {what}, found {_short_value(x)}")
+
+    return v
+
+
+def list_of(item: Validator | None, lo: int = 0, hi: int | None = None) -> Validator:
+    def v(x: Any, path: Path) -> None:
+        if type(x) is not list:
+            raise _bad(path, "an array", x)
+        if len(x) < lo or (hi is not None and len(x) > hi):
+            size = f"{lo} to {hi}" if hi is not None else f"at least {lo}"
+            raise SchemaError(path, f"expected an array of {size} entries, found {len(x)}", size, len(x))
+        if item is not None:
+            for n, e in enumerate(x):
+                item(e, (*path, n))
+
+    return v
+
+
+def any_object(x: Any, path: Path) -> None:
+    if type(x) is not dict:
+        raise _bad(path, "an object", x)
+
+
+def obj(fields: Mapping[str, Validator], optional: Mapping[str, Validator] | None = None) -> Validator:
+    """An object with exactly ``fields`` (each required) and perhaps ``optional``."""
+    opt = dict(optional or {})
+    allowed = set(fields) | set(opt)
+
+    def v(x: Any, path: Path) -> None:
+        if type(x) is not dict:
+            raise _bad(path, "an object", x)
+        missing = [k for k in fields if k not in x]
+        if missing:
+            raise SchemaError(path, f"the field {missing[0]!r} is missing", sorted(fields), sorted(x))
+        extra = sorted(k for k in x if k not in allowed)
+        if extra:
+            raise SchemaError(path, f"unexpected field {extra[0][:64]!r}", sorted(allowed), sorted(x))
+        for k, f in fields.items():
+            f(x[k], (*path, k))
+        for k, f in opt.items():
+            if k in x:
+                f(x[k], (*path, k))
+
+    return v
+
+
+def _short_value(x: Any) -> str:
+    if isinstance(x, str):
+        return repr(x[:40] + ("…" if len(x) > 40 else ""))
+    if type(x) is int and abs(x) <= MAX_SAFE:
+        return str(x)
+    return describe(x)
+
+
+def member(values: Sequence[int], what: str) -> Validator:
+    allowed = set(values)
+
+    def v(x: Any, path: Path) -> None:
+        if type(x) is not int or x not in allowed:
+            raise _bad(
+                path, what, x, f"expected {what} ({', '.join(map(str, sorted(allowed)))}), found {_short_value(x)}"
+            )
+
+    return v
+
+
+# --------------------------------------------------------------------------- the schema (§13, Appendix C)
+def _rules(x: Any, path: Path) -> None:
+    obj(
+        {
+            "seats": integer(4, 8),
+            "point_value": integer(1, POINT_VALUE_MAX),
+            "commission_bps": integer(0, 10_000),
+            "turn_seconds": integer(1, 3600),
+            "max_missed_turns": integer(1, 100),
+            "min_players": integer(2, 8),
+        }
+    )(x, path)
+    if x["seats"] not in (4, 6, 8):
+        raise SchemaError((*path, "seats"), f"a table has 4, 6 or 8 seats, not {x['seats']}", [4, 6, 8], x["seats"])
+    if x["min_players"] > x["seats"]:
+        raise SchemaError(
+            (*path, "min_players"), "min_players is more than the table's seats", f"2 to {x['seats']}", x["min_players"]
+        )
+
+
+def _header(v2: bool) -> Validator:
+    seat: dict[str, Validator] = {"seat": integer(0, 7), "player_id": IDENT}
+    fields: dict[str, Validator] = {
+        "protocol": const(PROTOCOL_V2 if v2 else PROTOCOL_V1),
+        "table_id": IDENT,
+        "hand_no": integer(1, HAND_NO_MAX),
+        "rules": _rules,
+        "rules_id": HEX32,
+        "seats": list_of(obj({**seat, "player_key": HEX32} if v2 else seat), 2, 8),
+        "dealer": integer(0, 7),
+        "commit_s": HEX32,
+        "prev_head": HEX32,
+        "public_key": HEX32,
+    }
+    if v2:
+        fields["commit_ms"] = integer(1, WINDOW_MS_MAX)
+        fields["reveal_ms"] = integer(1, WINDOW_MS_MAX)
+    return obj(fields)
+
+
+EVENT: Final = obj({"kind": STRING, "seat": nullable(ANY_INT), "data": any_object, "private": any_object})
+EVENTS: Final = list_of(EVENT)
+HINT: Final = list_of(list_of(ANY_INT))
+PSIG: Final = nullable(obj({"prev": HEX32, "sig": HEX64}))
+
+
+def _record(v2: bool, kind: str, body: Mapping[str, Validator]) -> Validator:
+    """A record of ``kind``: its body fields plus ``i``, ``h`` and (v2, or a v1
+    action's optional) ``t``."""
+    fields = {"type": const(kind), **body, "i": ANY_INT, "h": HEX32}
+    if v2:
+        return obj({**fields, "t": TIME})
+    return obj(fields, {"t": TIME} if kind == "action" else None)
+
+
+def _records(v2: bool) -> dict[str, Validator]:
+    return {
+        "header": _record(v2, "header", {"header": any_object, "sig": HEX64}),
+        "commitments": _record(v2, "commitments", {"commitments": any_object, "sig": HEX64}),
+        "reveals": _record(v2, "reveals", {"reveals": list_of(any_object)}),
+        "deal": _record(v2, "deal", {"events": EVENTS}),
+        "action": _record(v2, "action", {"action": any_object, "events": EVENTS, **({"psig": PSIG} if v2 else {})}),
+        "void": _record(v2, "void", {"reason": TEXT}),
+    }
+
+
+RECORDS: Final = {True: _records(True), False: _records(False)}
+HEADERS: Final = {True: _header(True), False: _header(False)}
+ORDER: Final = ("header", "commitments", "reveals", "deal")
+
+
+def _top(v2: bool) -> Validator:
+    return obj(
+        {
+            "protocol": const(PROTOCOL_V2 if v2 else PROTOCOL_V1),
+            "table_id": IDENT,
+            "hand_no": integer(1, HAND_NO_MAX),
+            "log": list_of(None, 1),
+            "head": HEX32,
+            "server_seed": either(HEX32, const(""), what='64 lowercase hex digits or ""') if v2 else HEX32,
+            "deck": list_of(ANY_INT),
+            "deck_faces": list_of(STRING),
+            "result": nullable(any_object),
+            "signature": HEX64,
+        }
+    )
+
+
+TOPS: Final = {True: _top(True), False: _top(False)}
+
+
+@dataclass
+class Shape:
+    """What ``format`` established about a transcript, for the checks after it."""
+
+    v2: bool
+    header: dict[str, Any]
+    seats: list[int]  # the header's seats, ascending
+    player_ids: dict[int, str]
+    decks: int
+    log: list[dict[str, Any]]
+    commitments: dict[str, Any] | None = None  # record 1's body
+    reveals: list[dict[str, Any]] | None = None  # record 2's entries
+    deal: int | None = None  # the deal record's index (3), if any
+    void: str | None = None  # the void record's reason, if the log ends in one
+    actions: list[int] = field(default_factory=list)  # indices of action records
+
+
+def check_transcript(t: Mapping[str, Any], v2: bool) -> Shape:
+    """Raise :class:`SchemaError` unless ``t`` has exactly the schema of §13 (or of
+    Appendix C for v1).  ``t`` is already known to be JSON data (§2)."""
+    TOPS[v2](t, ())
+    log: list[Any] = t["log"]
+    records = RECORDS[v2]
+    for n, rec in enumerate(log):
+        path: Path = ("log", n)
+        if type(rec) is not dict:
+            raise _bad(path, "a record (an object)", rec)
+        kind = rec.get("type")
+        if type(kind) is not str or kind not in records:
+            raise _bad((*path, "type"), "a record type", kind, f"unknown record type {_short_value(kind)}")
+        expected = ORDER[n] if n < len(ORDER) else "action"
+        allowed = (expected,) if n == 0 else (expected, "void")
+        if not v2 and n != 3 and n < len(ORDER):
+            allowed = (expected,)
+        if kind not in allowed or (kind == "action" and (len(log) < 4 or log[3].get("type") != "deal")):
+            where = "only as the last record" if kind == "void" else f"not as record {n}"
+            raise SchemaError((*path, "type"), f"a {kind} record comes {where} (§11 order)", " or ".join(allowed), kind)
+        if kind == "void" and n != len(log) - 1:
+            raise SchemaError((*path, "type"), "a void record ends the log", "the last record", n)
+        records[kind](rec, path)
+        if rec["i"] != n:
+            raise SchemaError((*path, "i"), f"record {n} is numbered {_short_value(rec['i'])}", n, rec["i"])
+    if log[-1]["type"] != "void" and len(log) < 4:
+        raise SchemaError(
+            ("log",), "a log that does not end in a void reaches the deal", "at least 4 records", len(log)
+        )
+    if not v2 and len(log) < 4:
+        raise SchemaError(("log",), "a rummy-pf/v1 log reaches record 3 (the deal or a void)", 4, len(log))
+
+    # -- the header ---------------------------------------------------------------------
+    header = log[0]["header"]
+    hp: Path = ("log", 0, "header")
+    HEADERS[v2](header, hp)
+    for name in ("table_id", "hand_no"):
+        if header[name] != t[name]:
+            raise SchemaError((*hp, name), f"the header names another hand ({name})", t[name], header[name])
+    rules = header["rules"]
+    expected_id = rules_id(rules)
+    if header["rules_id"] != expected_id:
+        raise SchemaError(
+            (*hp, "rules_id"), "rules_id is not the hash of the rules (§4)", expected_id, header["rules_id"]
+        )
+    seat_list = header["seats"]
+    seats = [s["seat"] for s in seat_list]
+    if len(seats) > rules["seats"]:
+        raise SchemaError((*hp, "seats"), "more seats than the table has", rules["seats"], len(seats))
+    for n, s in enumerate(seats):
+        if s >= rules["seats"]:
+            raise SchemaError((*hp, "seats", n, "seat"), "no such seat at this table", f"0 to {rules['seats'] - 1}", s)
+        if n and s <= seats[n - 1]:
+            raise SchemaError(
+                (*hp, "seats", n, "seat"), "seats are listed in strictly ascending order", f"> {seats[n - 1]}", s
+            )
+    ids = [s["player_id"] for s in seat_list]
+    if len(set(ids)) != len(ids):
+        dup = next(p for p in ids if ids.count(p) > 1)
+        raise SchemaError((*hp, "seats"), f"the player {dup!r} is listed twice", "distinct player ids", dup)
+    member(seats, "a seat of the header")(header["dealer"], (*hp, "dealer"))
+    shape = Shape(
+        v2=v2,
+        header=header,
+        seats=seats,
+        player_ids=dict(zip(seats, ids, strict=True)),
+        decks=decks_for_seats(rules["seats"]),
+        log=log,
+    )
+    seat_v = member(seats, "a seat of the header")
+
+    # -- commitments and reveals ---------------------------------------------------------------
+    if len(log) > 1 and log[1]["type"] == "commitments":
+        cp: Path = ("log", 1, "commitments")
+        entry = {"seat": ANY_INT, "commit": nullable(HEX32)}
+        obj(
+            {
+                "table_id": const(t["table_id"]),
+                "hand_no": const(t["hand_no"]),
+                "commits": list_of(obj({**entry, "psig": nullable(HEX64)} if v2 else entry)),
+            }
+        )(log[1]["commitments"], cp)
+        commits = log[1]["commitments"]["commits"]
+        _one_per_seat(commits, seats, (*cp, "commits"))
+        if v2:
+            for n, c in enumerate(commits):
+                if (c["commit"] is None) != (c["psig"] is None):
+                    raise SchemaError(
+                        (*cp, "commits", n, "psig"),
+                        "psig is null exactly when commit is null",
+                        c["commit"] is None,
+                        c["psig"],
+                    )
+        shape.commitments = log[1]["commitments"]
+    if len(log) > 2 and log[2]["type"] == "reveals":
+        rp: Path = ("log", 2, "reveals")
+        reveals = log[2]["reveals"]
+        entry = {"seat": ANY_INT, "seed": STRING, "status": one_of(REVEALED, NO_COMMIT, WITHHELD)}
+        for n, r in enumerate(reveals):
+            obj({**entry, "psig": nullable(HEX64)} if v2 else entry)(r, (*rp, n))
+            if r["status"] == REVEALED:
+                (HEX32 if v2 else ANY_HEX)(r["seed"], (*rp, n, "seed"))
+                if v2:
+                    HEX64(r["psig"], (*rp, n, "psig"))
+            else:
+                const("")(r["seed"], (*rp, n, "seed"))
+                if v2:
+                    const(None)(r["psig"], (*rp, n, "psig"))
+        _one_per_seat(reveals, seats, rp)
+        shape.reveals = reveals
+
+    # -- deal, actions, void -----------------------------------------------------------------------
+    for n, rec in enumerate(log):
+        kind = rec["type"]
+        if kind in ("deal", "action"):
+            for m, ev in enumerate(rec["events"]):
+                if ev["seat"] is not None:
+                    seat_v(ev["seat"], ("log", n, "events", m, "seat"))
+        if kind == "deal":
+            shape.deal = n
+        elif kind == "action":
+            _action(rec["action"], seat_v, ("log", n, "action"))
+            shape.actions.append(n)
+        elif kind == "void":
+            shape.void = rec["reason"]
+
+    # -- the transcript's own fields ---------------------------------------------------------------
+    void = shape.void is not None
+    if t["server_seed"] == "" and not void:
+        raise SchemaError(("server_seed",), 'the server seed is "" only in a void transcript', "64 hex digits", "")
+    if t["result"] is None and not void:
+        raise SchemaError(("result",), "the result is null only when the hand is void", "an object", None)
+    if t["result"] is not None and void:
+        raise SchemaError(("result",), "a void hand has no result", None, "an object")
+    if t["result"] is not None:
+        points = obj({str(s): integer(0, 130) for s in seats})
+        deltas = obj({str(s): integer(-MAX_SAFE, MAX_SAFE) for s in seats})
+        obj(
+            {
+                "winner": seat_v,
+                "reason": one_of("declare", "last_standing"),
+                "points": points,
+                "settlement": obj(
+                    {
+                        "winner": seat_v,
+                        "point_value": integer(1, POINT_VALUE_MAX),
+                        "commission_bps": integer(0, 10_000),
+                        "points": points,
+                        "pot": integer(0, MAX_SAFE),
+                        "commission": integer(0, MAX_SAFE),
+                        "deltas": deltas,
+                    }
+                ),
+            }
+        )(t["result"], ("result",))
+    deck, faces = t["deck"], t["deck_faces"]
+    published = shape.reveals is not None and t["server_seed"] != ""
+    pack = deck_size(shape.decks)
+    if published and sorted(deck) != list(range(pack)):
+        raise SchemaError(
+            ("deck",), f"the deck is a permutation of the {pack}-card pack (§3, §12)", f"{pack} distinct ids", len(deck)
+        )
+    if not published and deck:
+        raise SchemaError(
+            ("deck",), "the deck is [] when no reveals are recorded or the seed is not revealed", [], len(deck)
+        )
+    if len(faces) != len(deck):
+        raise SchemaError(("deck_faces",), "one face per card of the deck", len(deck), len(faces))
+    for n, (c, f) in enumerate(zip(deck, faces, strict=True)):
+        face = str(card_of_id(c, shape.decks))
+        if f != face:
+            raise SchemaError(("deck_faces", n), f"the face of card {c} is {face}", face, f)
+    return shape
+
+
+def _one_per_seat(entries: Sequence[Mapping[str, Any]], seats: Sequence[int], path: Path) -> None:
+    found = [e["seat"] for e in entries]
+    if found != list(seats):
+        raise SchemaError(path, "one entry per header seat, in the header's order", list(seats), found)
+
+
+def _action(a: Any, seat_v: Validator, path: Path) -> None:
+    if type(a) is not dict:
+        raise _bad(path, "an action (an object)", a)
+    one_of(*ACTION_KINDS)(a.get("kind"), (*path, "kind"))
+    kind = a["kind"]
+    fields: dict[str, Validator] = {"kind": STRING, "seat": seat_v}
+    optional: dict[str, Validator] = {}
+    if kind in ("discard", "declare"):
+        fields["card"] = ANY_INT
+    if kind == "declare":
+        optional["hint"] = HINT
+    obj(fields, optional)(a, path)
+
+
+# --------------------------------------------------------------------------- evidence (§15)
+RECEIPT_BODY: Final = obj(
+    {
+        "table_id": IDENT,
+        "hand_no": integer(1, HAND_NO_MAX),
+        "seat": integer(0, 7),
+        "kind": one_of("commit", "reveal"),
+        "value": HEX32,
+        "prev": HEX32,
+    }
+)
+HEAD_BODY: Final = obj({"table_id": IDENT, "hand_no": integer(1, HAND_NO_MAX), "i": TIME, "h": HEX32})
+EVIDENCE_ITEM: Final = obj({"purpose": one_of("receipt", "head"), "body": any_object, "sig": HEX64})
+
+
+def check_evidence_item(item: Any, path: Path) -> None:
+    EVIDENCE_ITEM(item, path)
+    (RECEIPT_BODY if item["purpose"] == "receipt" else HEAD_BODY)(item["body"], (*path, "body"))
+
+
+def evidence_items(value: Any) -> list[Any]:
+    """The items of an evidence file: a JSON array (§15), or a test-vector file
+    ``{"_about": …, "evidence": [...]}``.  Raises :class:`SchemaError`."""
+    if type(value) is dict and "_about" in value and type(value.get("evidence")) is list:
+        value = value["evidence"]
+    if type(value) is not list:
+        raise _bad(("evidence",), "an array of receipts and heads", value)
+    for n, item in enumerate(value):
+        check_evidence_item(item, ("evidence", n))
+    return value

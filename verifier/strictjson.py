@@ -1,0 +1,197 @@
+"""Reading JSON strictly (docs/fairness.md §2).
+
+Everything a verifier reads — a transcript, an evidence file — goes through
+:func:`parse`: UTF-8 JSON text of at most 16 MiB, nesting at most 64 deep, no object
+with the same key twice, every number an integer of at most 2⁵³ − 1 in absolute
+value (no fraction, no exponent, no ``-0``).  Anything else raises
+:class:`InputError` (``rummy-verify`` exit 2, failure name ``read``) before any check
+runs.  :func:`read_stream` reads in pieces, so input larger than the limit is
+refused without being read whole.
+
+:func:`json_data_problem` is the same rule for a value already in memory (the
+verifier's API accepts any Python value and judges it by this rule first).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import IO, Any, Final, NoReturn
+
+MAX_BYTES: Final = 16 * 1024 * 1024
+MAX_DEPTH: Final = 64
+MAX_SAFE: Final = (1 << 53) - 1
+CHUNK: Final = 1 << 20
+READ_CHECK: Final = "read"
+
+_INT_TEXT = re.compile(r"-?(?:0|[1-9][0-9]*)")
+# A JSON string (used only to skip strings while counting brackets).
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NOT_BRACKET = re.compile(rb"[^\[\]{}]+")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+class InputError(Exception):
+    """Input that cannot be read (§2): ``rummy-verify`` exits 2, the failure is named ``read``."""
+
+    check = READ_CHECK
+
+
+def _fail(message: str) -> NoReturn:
+    raise InputError(message)
+
+
+# --------------------------------------------------------------------------- bytes in
+def read_stream(stream: IO[bytes], name: str, limit: int = MAX_BYTES) -> bytes:
+    """At most ``limit`` bytes from ``stream``, read in pieces; more is refused
+    (having read at most ``limit`` + one piece)."""
+    parts: list[bytes] = []
+    total = 0
+    while True:
+        piece = stream.read(min(CHUNK, limit + 1 - total))
+        if not piece:
+            break
+        parts.append(piece)
+        total += len(piece)
+        if total > limit:
+            _fail(f"{name} is larger than {limit} bytes ({limit // (1024 * 1024)} MiB); it was not read further")
+    return b"".join(parts)
+
+
+# --------------------------------------------------------------------------- parsing
+def max_depth(data: bytes, limit: int = MAX_DEPTH) -> int:
+    """The nesting depth of JSON text, counted cheaply (strings skipped) before
+    ``json.loads`` could recurse; returns ``limit + 1`` as soon as it is exceeded."""
+    brackets = _NOT_BRACKET.sub(b"", _STRING.sub(b"", data))
+    depth = 0
+    deepest = 0
+    for b in brackets:
+        if b in b"[{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > limit:
+                    return deepest
+        else:
+            depth -= 1
+    return deepest
+
+
+def _int(text: str) -> int:
+    # The JSON grammar already gives -?(0|[1-9][0-9]*); refuse -0 and anything
+    # longer than 2^53 - 1 before converting (a 5,000-digit integer is never built).
+    if text == "-0":
+        _fail("the number -0 is not allowed (§2)")
+    digits = len(text) - (text[0] == "-")
+    if digits > 16 or not _INT_TEXT.fullmatch(text):
+        _fail(f"the integer {text[:24]}{'…' if len(text) > 24 else ''} is beyond ±(2^53 - 1) (§2)")
+    value = int(text)
+    if abs(value) > MAX_SAFE:
+        _fail(f"the integer {text} is beyond ±(2^53 - 1) (§2)")
+    return value
+
+
+def _no_float(text: str) -> NoReturn:
+    _fail(f"the number {text[:24]} is not an integer: fractions and exponents are not allowed (§2)")
+
+
+def _no_constant(text: str) -> NoReturn:
+    _fail(f"{text} is not JSON (§2)")
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            _fail(f"an object has the key {json.dumps(k)[:80]} twice (§2)")
+        out[k] = v
+    return out
+
+
+_DECODER = json.JSONDecoder(
+    object_pairs_hook=_pairs, parse_int=_int, parse_float=_no_float, parse_constant=_no_constant
+)
+
+
+def parse(data: bytes | str, name: str = "the input", *, top: Callable[[Any], bool] | None = None) -> Any:
+    """Strictly parse JSON text (§2); the top level must be an object unless
+    ``top`` accepts it."""
+    if isinstance(data, str):
+        data = data.encode("utf-8", "surrogatepass")
+    if len(data) > MAX_BYTES:
+        _fail(f"{name} is larger than {MAX_BYTES} bytes (16 MiB)")
+    if data.startswith(b"\xef\xbb\xbf"):
+        _fail(f"{name} starts with a byte order mark; JSON text is UTF-8 without one (§2)")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        _fail(f"{name} is not UTF-8 text (byte {e.start}) (§2)")
+    if max_depth(data) > MAX_DEPTH:
+        _fail(f"{name} nests arrays and objects more than {MAX_DEPTH} deep (§2)")
+    try:
+        value = _DECODER.decode(text)
+    except json.JSONDecodeError as e:
+        _fail(f"{name} is not JSON: {e.msg} at line {e.lineno} column {e.colno}")
+    except RecursionError:  # pragma: no cover - the depth scan comes first
+        _fail(f"{name} nests arrays and objects too deep (§2)")
+    if _SURROGATE_ESCAPE.search(text):
+        problem = json_data_problem(value)
+        if problem:
+            _fail(f"{name}: {problem} (§2)")
+    if top is None:
+        if not isinstance(value, dict):
+            _fail(f"{name} is not a JSON object at the top level (§2)")
+    elif not top(value):
+        _fail(f"{name} does not have the expected shape at the top level")
+    return value
+
+
+def unwrap_transcript(value: Any, name: str = "the input") -> dict[str, Any]:
+    """A transcript, or a test-vector file ``{"_about": …, "transcript": {…}}``
+    read as its transcript (§2)."""
+    if isinstance(value, dict) and "_about" in value and isinstance(value.get("transcript"), dict):
+        value = value["transcript"]
+    if not isinstance(value, dict) or "protocol" not in value:
+        _fail(f'{name} is not a rummy-pf transcript (a JSON object with a "protocol")')
+    return value
+
+
+# --------------------------------------------------------------------------- values in memory
+def json_data_problem(value: Any, depth: int = 0) -> str | None:
+    """Why ``value`` is not JSON data in the sense of §2 (None when it is): only
+    objects with string keys, arrays, strings (valid Unicode), integers within
+    ±(2⁵³ − 1), true, false and null, nested at most 64 deep.  Never recurses past
+    that depth, never converts a huge integer to text."""
+    tv = type(value)
+    if tv is str:
+        if value.isascii():
+            return None
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return "a string holds a lone surrogate (not Unicode text)"
+        return None
+    if tv is int:
+        return None if -MAX_SAFE <= value <= MAX_SAFE else "an integer is beyond ±(2^53 - 1)"
+    if tv is bool or value is None:
+        return None
+    if tv is dict or tv is list:
+        if depth >= MAX_DEPTH:
+            return f"arrays and objects nest more than {MAX_DEPTH} deep"
+        if tv is dict:
+            for k, v in value.items():
+                if type(k) is not str:
+                    return "an object key is not a string"
+                p = json_data_problem(k, depth + 1) or json_data_problem(v, depth + 1)
+                if p:
+                    return p
+        else:
+            for v in value:
+                p = json_data_problem(v, depth + 1)
+                if p:
+                    return p
+        return None
+    if tv is float:
+        return "a number is not an integer (a float)"
+    return f"a {tv.__name__} is not a JSON value"
