@@ -592,13 +592,18 @@
         throw new CheckFailure(check, where + ": wrong event", i, show({ kind: e.kind, seat: e.seat }), show({ kind: f.kind, seat: f.seat }));
       }
       for (const part of ["data", "private"]) {
-        const ek = Object.keys(e[part]).sort();
-        const fk = Object.keys(f[part]).sort();
+        // a field a later check judges is left to it entirely, its presence included
+        const judged = (key) => part === "data" && maskedField(e, key);
+        const ek = Object.keys(e[part])
+          .filter((k) => !judged(k))
+          .sort();
+        const fk = Object.keys(f[part])
+          .filter((k) => !judged(k))
+          .sort();
         if (!jsonEqual(ek, fk)) {
           throw new CheckFailure(check, where + " (" + e.kind + "): the fields of " + part, i, show(ek), show(fk));
         }
         for (const key of ek) {
-          if (part === "data" && maskedField(e, key)) continue;
           if (!jsonEqual(e[part][key], f[part][key])) {
             throw new CheckFailure(check, where + " (" + e.kind + "): " + part + "." + key, i, show(e[part][key]), show(f[part][key]));
           }
@@ -648,8 +653,15 @@
     });
   }
 
+  /** A card for people: rank and suit symbol ("10♥"), or "joker". */
+  function pretty(id, decks) {
+    const fc = cards.face(id, decks);
+    if (fc === "JK") return "joker";
+    return (fc[0] === "T" ? "10" : fc[0]) + cards.SUIT_SYMBOLS[fc[1]];
+  }
+
   function describeEvent(e, decks) {
-    const f = (c) => cards.face(c, decks);
+    const f = (c) => pretty(c, decks);
     const d = e.data;
     const p = e.private;
     switch (e.kind) {
@@ -686,7 +698,15 @@
   function recordSteps(ctx, hand, i, t, action) {
     hand.onEvent = (e, snap) => {
       if (e.kind === "hand") return; // the deal step shows the hands
-      ctx.steps.push({ record: i, t: t === undefined ? null : t, action: action || null, event: e, text: describeEvent(e, ctx.decks), state: snap });
+      const last = ctx.steps[ctx.steps.length - 1];
+      if (e.kind === "turn" && last && last.record === i) {
+        // the turn passing is shown with the step that passed it
+        last.state = snap;
+        last.text += " · turn " + e.data.turn_no + ": seat " + e.seat + " to draw";
+        last.events.push(e);
+        return;
+      }
+      ctx.steps.push({ record: i, t: t === undefined ? null : t, action: action || null, event: e, events: [e], text: describeEvent(e, ctx.decks), state: snap });
     };
   }
 
@@ -1141,6 +1161,7 @@
     CHECKS_V1,
     CHECKS_V2,
     describeEvent,
+    pretty,
     settle,
   };
   RummyPF.verifyTranscript = verifyTranscript;

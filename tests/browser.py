@@ -1,0 +1,76 @@
+"""A real headless Chromium for browser tests, with Playwright's async API.
+
+The Debian package's Chromium (``/usr/bin/chromium``) is used; no browser is ever
+downloaded. ``serve_directory`` serves static files from 127.0.0.1 on a free port
+with a tiny aiohttp app, so pages run from an http origin (WebCrypto's Ed25519 and
+``fetch`` behave there as they do on the real server).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pathlib
+from collections.abc import AsyncIterator
+
+import pytest
+from aiohttp import web
+from playwright.async_api import Browser, Page, async_playwright
+
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+def require_chromium() -> None:
+    """Skip the calling test when there is no Chromium on this machine."""
+    if not pathlib.Path(CHROMIUM).exists():
+        pytest.skip(f"no Chromium at {CHROMIUM}")
+
+
+@contextlib.asynccontextmanager
+async def launch() -> AsyncIterator[Browser]:
+    """Headless Chromium; closed on exit."""
+    require_chromium()
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield browser
+        finally:
+            await browser.close()
+
+
+@contextlib.asynccontextmanager
+async def serve_directory(root: pathlib.Path) -> AsyncIterator[str]:
+    """Serve ``root`` over http on 127.0.0.1 (a free port); yields the base URL."""
+    app = web.Application()
+    app.router.add_static("/", root, show_index=False)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        host, port = runner.addresses[0][:2]
+        yield f"http://{host}:{port}"
+    finally:
+        await runner.cleanup()
+
+
+@contextlib.asynccontextmanager
+async def new_page(browser: Browser) -> AsyncIterator[Page]:
+    """A page in a fresh context; JavaScript errors on the page fail the test."""
+    context = await browser.new_context()
+    page = await context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    try:
+        yield page
+    finally:
+        await context.close()
+    assert not errors, f"JavaScript errors on the page: {errors}"
