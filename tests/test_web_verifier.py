@@ -537,6 +537,25 @@ def build_cases() -> list[Case]:
         lambda t: t["log"][2]["reveals"][0].update(seed="00" * 32),
         "player_seeds",
     )
+    add(
+        "player_seeds (v1): a 16-byte seed",
+        V1E,
+        lambda t: t["log"][2]["reveals"][0].update(seed="00" * 16),
+        "player_seeds",
+    )
+    add(
+        "player_seeds (v1): an empty revealed seed",
+        V1E,
+        lambda t: t["log"][2]["reveals"][0].update(seed=""),
+        "player_seeds",
+    )
+    add(
+        "format (v1): a revealed seed of odd length",
+        V1E,
+        lambda t: t["log"][2]["reveals"][0].update(seed="abc"),
+        "format",
+    )
+    add("format: a 16-byte seed in v2", V2E, lambda t: t["log"][2]["reveals"][0].update(seed="00" * 16), "format")
 
     # §6-8: the deck
     def swap_deck(t: dict[str, Any]) -> None:
@@ -1112,6 +1131,86 @@ async def test_score_api(page: Page) -> None:
     }
     # wild 8s: A-2-3H, 5-6-7S pure; 8C JK 4D and 8C KH KD; 2C loose (or 4D): the minimum is 2
     assert got[3]["points"] == 2
+
+
+REFERENCE_COUNT = """(args) => {
+  const {hands, seed} = args;
+  const C = RummyPF.cards, G = RummyPF.groups;
+  let x = seed >>> 0;
+  const rnd = (n) => { x ^= x << 13; x >>>= 0; x ^= x >>> 17; x ^= x << 5; x >>>= 0; return x % n; };
+  // a reference written differently from arrange.js: every collection of disjoint valid groups
+  function reference(cards, wr) {
+    const n = cards.length, full = (1 << n) - 1, groups = [];
+    let total = 0, bestPure = -1;
+    for (const c of cards) total += C.value(c, wr);
+    for (let m = 1; m <= full; m++) {
+      const sub = cards.filter((_, i) => m & (1 << i));
+      if (sub.length < 3) continue;
+      const kind = G.classify(sub, wr);
+      if (!kind) continue;
+      const value = sub.reduce((a, c) => a + C.value(c, wr), 0);
+      groups.push({m, kind, value});
+      if (kind === "pure") bestPure = Math.max(bestPure, value);
+    }
+    if (groups.length > 250) return null;
+    let bestA = -1, declare = false;
+    (function rec(k0, used, seqs, pure, val) {
+      if (seqs >= 2 && pure) { bestA = Math.max(bestA, val); if (used === full) declare = true; }
+      for (let k = k0; k < groups.length; k++) {
+        const g = groups[k];
+        if (g.m & used) continue;
+        rec(k + 1, used | g.m, seqs + (g.kind === "set" ? 0 : 1), pure || g.kind === "pure", val + g.value);
+      }
+    })(0, 0, 0, false, 0);
+    let points = total;
+    if (bestPure >= 0) points = Math.min(points, total - bestPure);
+    if (bestA >= 0) points = Math.min(points, total - bestA);
+    return {points, declare, groups: groups.length};
+  }
+  const out = {checked: 0, skipped: 0, bad: [], maxGroups: 0, declares: 0};
+  for (let h = 0; h < hands; h++) {
+    const decks = rnd(3) === 0 ? 3 : 2, pack = decks * 53;
+    const ids = new Set();
+    const runs = rnd(3), sets = rnd(3);
+    for (let r = 0; r < runs; r++) {
+      const suit = rnd(4), start = rnd(13), len = 3 + rnd(4), deck = rnd(decks);
+      for (let k = 0; k < len; k++) ids.add(deck * 52 + suit * 13 + ((start + k) % 13));
+    }
+    for (let r = 0; r < sets; r++) {
+      const rank = rnd(13);
+      for (let k = 0; k < 3 + rnd(2); k++) ids.add(rnd(decks) * 52 + rnd(4) * 13 + rank);
+    }
+    for (let k = 0; k < rnd(4); k++) ids.add(decks * 52 + rnd(decks));
+    while (ids.size < 13) ids.add(rnd(pack));
+    const hand = [...ids].slice(0, 13).map((id) => C.describe(id, decks));
+    const wr = C.wildRankOf(C.describe(rnd(pack), decks));
+    const ref = reference(hand, wr);
+    if (!ref) { out.skipped++; continue; }
+    out.maxGroups = Math.max(out.maxGroups, ref.groups);
+    const got = RummyPF.arrange.count(hand, wr);
+    // the arrangement shown must show the count (B.3)
+    const kinds = got.groups.map((g) => G.classify(g.map((i) => hand[i]), wr));
+    const seqs = kinds.filter((k) => k === "pure" || k === "impure").length;
+    const shape = kinds.length === 0 || (kinds.length === 1 && kinds[0] === "pure") ||
+      (seqs >= 2 && kinds.includes("pure"));
+    const covered = [].concat(...got.groups, got.loose).sort((a, b) => a - b).join();
+    const looseSum = got.loose.reduce((a, i) => a + C.value(hand[i], wr), 0);
+    const fine = got.points === ref.points && got.valid_declare === ref.declare && !kinds.includes(null) && shape &&
+      covered === [...hand.keys()].join() && looseSum === got.points;
+    if (ref.declare) out.declares++;
+    if (!fine) out.bad.push({hand: hand.map((c) => c.joker ? "JK" : C.RANKS[c.rank] + C.SUITS[c.suit]), wr, ref, got});
+    out.checked++;
+  }
+  return out;
+}"""
+
+
+async def test_count_matches_a_reference_search(page: Page) -> None:
+    """arrange.js (a dynamic programme over card subsets) against a plain enumeration of
+    every collection of disjoint groups, on random hands built from runs, sets and jokers."""
+    got = await page.evaluate(REFERENCE_COUNT, {"hands": 400, "seed": 20240601})
+    assert not got["bad"], got["bad"][:3]
+    assert got["checked"] >= 300 and got["declares"] >= 1, got
 
 
 # ------------------------------------------------------------------ the vectors and tampered variants

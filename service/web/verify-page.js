@@ -361,7 +361,7 @@
         const d = s.settlement.deltas[seat];
         t.append(el("tr", null, el("td", null, seat), el("td", null, String(s.settlement.points[seat])), el("td", { class: d >= 0 ? "plus" : "minus" }, (d > 0 ? "+" : "") + d)));
       }
-      box.append(t, el("p", { class: "small" }, "pot " + s.settlement.pot + " HT, house commission " + s.settlement.commission + " HT"));
+      box.append(t, el("p", { class: "small" }, "as the transcript states it: pot " + s.settlement.pot + " HT, house commission " + s.settlement.commission + " HT"));
     }
   }
 
@@ -405,6 +405,9 @@
       el("span", { class: "rec" }, "record " + step.record + (step.t !== null ? " · " + new Date(step.t).toISOString().replace("T", " ").replace("Z", " UTC") : "")),
       el("span", { class: "ev ev-" + step.event.kind, id: "step-description", "data-kind": step.event.kind }, step.text),
     );
+    if (k === steps.length - 1 && res.failure && res.failure.check === "replay") {
+      $("step-text").append(el("span", { class: "stopped" }, "The replay stops here: record " + res.failure.record + " does not replay — " + res.failure.message));
+    }
     const hl = highlightOf(step.event);
     const players = new Map((s.seats || []).map((x) => [x.seat, x.player_id]));
 

@@ -581,7 +581,10 @@
     return false;
   }
 
-  function compareEvents(check, i, expected, found) {
+  const CARD_FIELDS = ["card", "finish", "wild_indicator", "open"];
+
+  function compareEvents(check, i, expected, found, decks) {
+    const isCard = (x) => isInt(x, 0, cards.packSize(decks) - 1);
     for (let k = 0; k < Math.max(expected.length, found.length); k++) {
       const e = expected[k];
       const f = found[k];
@@ -605,7 +608,14 @@
         }
         for (const key of ek) {
           if (!jsonEqual(e[part][key], f[part][key])) {
-            throw new CheckFailure(check, where + " (" + e.kind + "): " + part + "." + key, i, show(e[part][key]), show(f[part][key]));
+            let msg = where + " (" + e.kind + (e.seat === null ? "" : " of seat " + e.seat) + "): " + part + "." + key;
+            const a = e[part][key];
+            const b = f[part][key];
+            if (CARD_FIELDS.includes(key) && isCard(a)) {
+              msg += ": the replay gives " + pretty(a, decks) + " (id " + a + ")";
+              msg += isCard(b) ? ", the log shows " + pretty(b, decks) + " (id " + b + ")" : "";
+            }
+            throw new CheckFailure(check, msg, i, show(a), show(b));
           }
         }
       }
@@ -740,7 +750,7 @@
     const hand = newHand(ctx);
     recordSteps(ctx, hand, 3, r3.t, null);
     const events = hand.deal(ctx.deck, dealt, forfeits);
-    compareEvents("deal", 3, events, r3.events);
+    compareEvents("deal", 3, events, r3.events, ctx.decks);
     ctx.hand = hand;
     ctx.expected = { 3: events };
     if (hand.phase === "ended") ctx.endRecord = 3;
@@ -765,7 +775,7 @@
         if (e instanceof Illegal) throw new CheckFailure("replay", "an illegal action: " + e.message, i, "a legal action", show(r.action));
         throw e;
       }
-      compareEvents("replay", i, events, r.events);
+      compareEvents("replay", i, events, r.events, ctx.decks);
       ctx.expected[i] = events;
       // the valid declare's groups, by Appendix B.3
       events.forEach((e, k) => {
