@@ -120,6 +120,20 @@ def restore(stored: StoredHand, keys: ServerKeys, table_id: str, *, grace: float
         seed = keys.open_seed(stored.seed_nonce, stored.seed_sealed, table_id, stored.hand_no)
     except (InvalidTag, ValueError):
         seed = None
+    publics = [dict(json.loads(public)) for _, public, _, _ in stored.records]
+    header = publics[0].get("header") if publics and publics[0].get("type") == "header" else None
+    if not isinstance(header, dict) or header.get("protocol") != PROTOCOL_V2:
+        raise RestoreError(0, "the hand has no rummy-pf/v2 header")
+    rec = HandRecorder.from_header(keys.signer, header, seed or b"")
+    run = HandRun(stored.hand_id, stored.hand_no, rec, players, holds)
+    if seed is None:
+        # The sealing key is gone: only what was stored in clear can be published — the
+        # records with no hidden part, as far as their chain holds (header, commitments,
+        # reveals).  The hand is voided without revealing its seed (D33).
+        rec.adopt(publics)
+        run.seed_revealed = False
+        reason = "the key that seals the server seed cannot open it: the hand cannot resume"
+        return Restored(run, reason, len(rec.records))
     records: list[dict[str, Any]] = []
     failure: RestoreError | None = None
     for i, public, sealed, _ in stored.records:
@@ -128,16 +142,6 @@ def restore(stored: StoredHand, keys: ServerKeys, table_id: str, *, grace: float
         except RestoreError as e:
             failure = e
             break
-    header = records[0].get("header") if records and records[0].get("type") == "header" else None
-    if not isinstance(header, dict) or header.get("protocol") != PROTOCOL_V2:
-        raise RestoreError(0, "the hand has no rummy-pf/v2 header")
-    rec = HandRecorder.from_header(keys.signer, header, seed or b"")
-    run = HandRun(stored.hand_id, stored.hand_no, rec, players, holds)
-    if seed is None:
-        rec.adopt(records)
-        run.seed_revealed = False
-        reason = "the key that seals the server seed cannot open it: the hand cannot resume"
-        return Restored(run, reason, len(rec.records))
     try:
         for r in records:
             rec.restore(r)

@@ -114,12 +114,19 @@ class Client:
         )
 
     async def act(
-        self, table_id: str, hand_no: int, seat: int, action: dict[str, Any], prev: str | None = None
+        self,
+        table_id: str,
+        hand_no: int,
+        seat: int,
+        action: dict[str, Any],
+        prev: str | None = None,
+        timeout: float = 15,
     ) -> dict[str, Any]:
         prev = prev or self.head()
         sig = self.sign(table_id, hand_no, prev, {**action, "seat": seat})
         return await self.request(
-            {"type": "action", "table_id": table_id, "hand_no": hand_no, "action": action, "prev": prev, "sig": sig}
+            {"type": "action", "table_id": table_id, "hand_no": hand_no, "action": action, "prev": prev, "sig": sig},
+            timeout=timeout,
         )
 
     async def leave(self, table_id: str, hand_no: int | None = None, seat: int | None = None) -> dict[str, Any]:

@@ -1,0 +1,162 @@
+"""A TCP proxy between the server and PostgreSQL that can misbehave on purpose.
+
+It reads the PostgreSQL frontend protocol just enough to know which SQL each
+connection runs (simple ``Query`` messages, and ``Parse``/``Bind`` for prepared
+statements, which asyncpg uses), so a test can ask it to:
+
+* ``drop_commit_reply(pattern)`` — let the next ``COMMIT`` of a transaction that ran
+  SQL matching ``pattern`` reach PostgreSQL, wait until PostgreSQL answers, then drop
+  that answer and cut the connection: the commit happened, the client cannot know;
+* ``cut()`` — close every connection at once (PostgreSQL went away);
+* ``refuse = True`` — close new connections at once (PostgreSQL is still away).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+
+@dataclass(eq=False)
+class _Conn:
+    client: asyncio.StreamWriter
+    server: asyncio.StreamWriter
+    statements: dict[str, str] = field(default_factory=dict)  # prepared statement name -> SQL
+    in_tx: list[str] = field(default_factory=list)  # SQL run since the last BEGIN
+    doomed: bool = False  # the COMMIT went through: drop the answer and cut
+
+
+class PgProxy:
+    """Listens on a Unix socket in a directory of its own and forwards to the real
+    server's socket (the embedded PostgreSQL listens on a Unix socket: a DSN
+    ``…?host=DIR`` means ``DIR/.s.PGSQL.5432``)."""
+
+    SOCKET = ".s.PGSQL.5432"
+
+    def __init__(self, target_dsn: str, listen_dir: str) -> None:
+        m = re.search(r"host=([^&]+)", target_dsn)
+        assert m, "the proxy forwards to a Unix-socket DSN (…?host=DIR)"
+        self.target_dsn = target_dsn
+        self.target = f"{m.group(1)}/{self.SOCKET}"
+        self.listen_dir = listen_dir
+        self.conns: set[_Conn] = set()
+        self.refuse = False
+        self.commit_traps: list[tuple[re.Pattern[str], Callable[[], bool]]] = []
+        self.dropped: list[str] = []  # the transactions whose COMMIT answer was dropped
+        self._server: asyncio.Server | None = None
+
+    async def start(self) -> PgProxy:
+        self._server = await asyncio.start_unix_server(self._accept, f"{self.listen_dir}/{self.SOCKET}")
+        return self
+
+    async def stop(self) -> None:
+        self.cut()
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+
+    def dsn(self, database: str | None = None) -> str:
+        """The target DSN pointed at the proxy (and at ``database`` if given)."""
+        out = re.sub(r"host=[^&]+", f"host={self.listen_dir}", self.target_dsn)
+        if database:
+            out = re.sub(r"/[^/?]*\?", f"/{database}?", out, count=1)
+        return out
+
+    def drop_commit_reply(self, pattern: str, when: Callable[[], bool] = lambda: True) -> None:
+        """Arm a trap: the next COMMIT of a transaction that ran SQL matching
+        ``pattern``, at a moment when ``when()`` holds, loses its answer."""
+        self.commit_traps.append((re.compile(pattern, re.IGNORECASE), when))
+
+    def cut(self) -> None:
+        for c in list(self.conns):
+            for w in (c.client, c.server):
+                with contextlib.suppress(Exception):
+                    w.transport.abort()
+        self.conns.clear()
+
+    async def _accept(self, cr: asyncio.StreamReader, cw: asyncio.StreamWriter) -> None:
+        if self.refuse:
+            cw.transport.abort()
+            return
+        try:
+            sr, sw = await asyncio.open_unix_connection(self.target)
+        except OSError:
+            cw.transport.abort()
+            return
+        conn = _Conn(cw, sw)
+        self.conns.add(conn)
+        pumps = [
+            asyncio.create_task(self._client_to_server(conn, cr)),
+            asyncio.create_task(self._server_to_client(conn, sr)),
+        ]
+        await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)  # one side closed: close both
+        for p in pumps:
+            p.cancel()
+        await asyncio.gather(*pumps, return_exceptions=True)
+        self.conns.discard(conn)
+        for w in (cw, sw):
+            with contextlib.suppress(Exception):
+                w.transport.abort()
+
+    async def _client_to_server(self, conn: _Conn, reader: asyncio.StreamReader) -> None:
+        # Untyped start-up messages first (SSLRequest, then StartupMessage).
+        while True:
+            head = await reader.readexactly(4)
+            (length,) = struct.unpack(">I", head)
+            body = await reader.readexactly(length - 4)
+            conn.server.write(head + body)
+            code = struct.unpack(">I", body[:4])[0] if len(body) >= 4 else 0
+            if code != 80877103:  # not an SSLRequest: that was the StartupMessage
+                break
+        while True:
+            kind = await reader.readexactly(1)
+            head = await reader.readexactly(4)
+            (length,) = struct.unpack(">I", head)
+            body = await reader.readexactly(length - 4)
+            self._note(conn, kind, body)
+            conn.server.write(kind + head + body)
+            await conn.server.drain()
+
+    def _note(self, conn: _Conn, kind: bytes, body: bytes) -> None:
+        sql: str | None = None
+        if kind == b"Q":
+            sql = body.rstrip(b"\0").decode(errors="replace")
+        elif kind == b"P":
+            name, rest = body.split(b"\0", 1)
+            query = rest.split(b"\0", 1)[0].decode(errors="replace")
+            conn.statements[name.decode()] = query
+        elif kind == b"B":
+            parts = body.split(b"\0", 2)
+            sql = conn.statements.get(parts[1].decode(errors="replace"))
+        if sql is None:
+            return
+        text = sql.strip().rstrip(";").upper()
+        if text.startswith("BEGIN") or text.startswith("START TRANSACTION"):
+            conn.in_tx = []
+        elif text.startswith("COMMIT"):
+            ran = "\n".join(conn.in_tx)
+            for trap in self.commit_traps:
+                if trap[0].search(ran) and trap[1]():
+                    self.commit_traps.remove(trap)
+                    self.dropped.append(ran)
+                    conn.doomed = True
+                    break
+            conn.in_tx = []
+        else:
+            conn.in_tx.append(sql)
+
+    async def _server_to_client(self, conn: _Conn, reader: asyncio.StreamReader) -> None:
+        while True:
+            data = await reader.read(65536)
+            if not data:
+                return
+            if conn.doomed:  # PostgreSQL answered the COMMIT: it is done; the client never hears
+                conn.client.transport.abort()
+                conn.server.transport.abort()
+                return
+            conn.client.write(data)
+            await conn.client.drain()

@@ -1,0 +1,337 @@
+"""Nothing lost (issue 7): a hand resumes or is voided by rule after a restart, a lost
+database or an ambiguous commit; no ghost seats; message ids per connection; one
+server per data directory and per database; the ledger check tells the truth."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import asyncpg
+import pytest
+import pytest_asyncio
+
+from service import ledger
+from service.app import CONFIG, POOL, TABLES
+from service.bots import Bot
+from service.cli import Running, start_server
+from service.db import ServerLocked
+from service.keys import ServerKeys
+from service.table import Settings, TableActor
+from tests.conftest import OPERATOR, Api, wait_for
+from tests.pgproxy import PgProxy
+from tests.test_server import latest_view, seat_of, seat_two, through_seeds
+from tests.wsclient import Client
+from verifier.signing import load_public_key
+from verifier.transcript import verify_transcript
+
+
+async def key_of(api: Api) -> bytes:
+    return load_public_key((await api.call("GET", "/api/fairness/key"))["public_key_hex"])
+
+
+async def restart_table(server: Running, table: str, keys: ServerKeys | None = None) -> TableActor:
+    """Stop a table's task and start a new one on the same rows: the path a server
+    restart takes for that table."""
+    old: TableActor = server.app[TABLES][table]
+    await old.stop()
+    new = TableActor(table, server.app[POOL], keys or server.app[CONFIG].keys, server.app[CONFIG].settings)
+    new.start()
+    server.app[TABLES][table] = new
+    await asyncio.wait_for(new.loaded.wait(), 30)
+    return new
+
+
+async def hand_row(server: Running, table: str) -> asyncpg.Record:
+    async with server.app[POOL].acquire() as conn:
+        row = await conn.fetchrow(
+            "SELECT id, hand_no, status, void_reason FROM hands WHERE table_id = $1 ORDER BY hand_no DESC LIMIT 1",
+            table,
+        )
+    assert row is not None
+    return row
+
+
+async def play_two_moves(table: str, hand_no: int, ca: Client, cb: Client) -> None:
+    view = latest_view(ca)
+    c = ca if view["turn"] == view["me"]["seat"] else cb
+    assert (await c.act(table, hand_no, seat_of(c), {"kind": "draw_closed"}))["type"] == "reply"
+    await wait_for(lambda: latest_view(c)["phase"] == "discard")
+    card = latest_view(c)["me"]["cards"][0]
+    assert (await c.act(table, hand_no, seat_of(c), {"kind": "discard", "card": card}))["type"] == "reply"
+
+
+# ----------------------------------------------------------------------------- void by rule (D33)
+async def test_a_record_that_does_not_replay_voids_the_hand_and_the_chain_goes_on(api: Api, server: Running) -> None:
+    table, a, b = await seat_two(api, server)
+    async with Client(server.url, a["token"], a["signer"]) as ca, Client(server.url, b["token"], b["signer"]) as cb:
+        hand_no = await through_seeds(table, ca, cb)
+        await play_two_moves(table, hand_no, ca, cb)
+        row = await hand_row(server, table)
+        await server.app[TABLES][table].stop()
+        async with server.app[POOL].acquire() as conn:  # record 5's sealed copy replaced by record 4's
+            await conn.execute(
+                "UPDATE hand_records SET sealed = (SELECT sealed FROM hand_records WHERE hand_id = $1 AND i = 4) "
+                "WHERE hand_id = $1 AND i = 5",
+                row["id"],
+            )
+        await restart_table(server, table)
+    row = await hand_row(server, table)
+    assert row["hand_no"] == hand_no and row["status"] == "void" and "record 5" in row["void_reason"]
+    t = await api.call("GET", f"/api/hands/{row['id']}/transcript", expect=200)
+    report = verify_transcript(t, await key_of(api))
+    assert report.ok, report.failure
+    assert {w["code"] for w in report.to_json()["warnings"]} >= {"void"}
+    assert [r["type"] for r in t["log"]] == ["header", "commitments", "reveals", "deal", "action", "void"]
+    assert t["result"] is None and t["server_seed"]  # the seed is revealed
+    async with server.app[POOL].acquire() as conn:
+        assert await conn.fetchval("SELECT COUNT(*) FROM hand_records_quarantine WHERE hand_id = $1", row["id"]) == 1
+    for p in (a, b):
+        me = await api.call("GET", "/api/me", token=p["token"])
+        assert me["held"] == 0 and me["available"] == 100_000  # nobody was charged
+    assert (await api.call("GET", "/api/ledger"))["ok"] is True
+    # The next hand continues the chain from the void hand's head: no hand is skipped.
+    async with Client(server.url, a["token"], a["signer"]) as ca, Client(server.url, b["token"], b["signer"]) as cb:
+        for c in (ca, cb):
+            await c.request({"type": "join", "table_id": table})
+        nxt = await ca.wait_frame(lambda f: f.get("type") == "hand" and f.get("phase") == "commit", timeout=30)
+        assert nxt["hand_no"] == hand_no + 1 and nxt["record"]["header"]["prev_head"] == t["head"]
+        for c in (ca, cb):
+            await c.leave(table)
+
+
+async def test_a_hand_whose_seed_cannot_be_opened_is_voided_without_its_seed(api: Api, server: Running) -> None:
+    table, a, b = await seat_two(api, server)
+    async with Client(server.url, a["token"], a["signer"]) as ca, Client(server.url, b["token"], b["signer"]) as cb:
+        hand_no = await through_seeds(table, ca, cb)
+        keys = server.app[CONFIG].keys
+        other = ServerKeys(keys.signer, secrets.token_bytes(32))  # the sealing key is gone
+        await restart_table(server, table, other)
+        row = await hand_row(server, table)
+        assert row["hand_no"] == hand_no and row["status"] == "void" and "seed" in row["void_reason"]
+        for c in (ca, cb):
+            await c.request({"type": "leave", "table_id": table})
+    await restart_table(server, table)  # back to the real keys for the next tests
+    t = await api.call("GET", f"/api/hands/{row['id']}/transcript", expect=200)
+    report = verify_transcript(t, await key_of(api))
+    assert report.ok, report.failure
+    assert t["server_seed"] == "" and t["deck"] == []
+    # Only what was stored in clear is published: the records without hidden cards.
+    assert [r["type"] for r in t["log"]] == ["header", "commitments", "reveals", "void"]
+    assert "seed_not_revealed" in {w["code"] for w in report.to_json()["warnings"]}
+    assert (await api.call("GET", "/api/ledger"))["ok"] is True
+
+
+async def test_the_operator_voids_a_stuck_hand_by_the_same_rule(api: Api, server: Running) -> None:
+    table, a, b = await seat_two(api, server)
+    async with Client(server.url, a["token"], a["signer"]) as ca, Client(server.url, b["token"], b["signer"]) as cb:
+        await through_seeds(table, ca, cb)
+        row = await hand_row(server, table)
+        assert (await api.call("POST", f"/api/hands/{row['id']}/void", token=a["token"], body={"reason": "x"}))[
+            "error"
+        ]["code"] == "unauthorized"
+        r = await api.call("POST", f"/api/hands/{row['id']}/void", body={"reason": "dealer fault"}, expect=200)
+        assert "dealer fault" in r["reason"]
+        result = await ca.wait_frame(lambda f: f.get("type") == "result")
+        assert result["void"] is True and "dealer fault" in result["void_reason"]
+        again = await api.call("POST", f"/api/hands/{row['id']}/void", body={"reason": "twice"}, expect=409)
+        assert again["error"]["code"] == "hand_over"
+        for c in (ca, cb):
+            await c.request({"type": "leave", "table_id": table})
+    t = await api.call("GET", result["transcript"], expect=200)
+    assert verify_transcript(t, await key_of(api)).ok
+    assert (await api.call("GET", "/api/ledger"))["ok"] is True
+
+
+# ----------------------------------------------------------------------------- ghost seats (D34)
+async def test_a_seat_with_no_connection_sits_out_and_is_stood_up(api: Api, server: Running) -> None:
+    table = await api.table(seats=4, point_value=2, max_away_hands=1)
+    a, b, ghost = [await api.player(n) for n in ("ann", "bo", "ghost")]
+    await api.call("POST", f"/api/tables/{table}/sit", token=ghost["token"], body={"seat": 0}, expect=200)
+    async with Client(server.url, a["token"], a["signer"]) as ca, Client(server.url, b["token"], b["signer"]) as cb:
+        hand_no = await through_seeds(table, ca, cb)
+        header = next(f for f in ca.frames if f.get("type") == "hand")["record"]["header"]
+        assert ghost["id"] not in {s["player_id"] for s in header["seats"]}  # not dealt in
+        me = await api.call("GET", "/api/me", token=ghost["token"])
+        assert me["held"] == 0 and me["seats"] == []  # nothing held; after 1 hand away, stood up
+        tables = (await api.call("GET", "/api/tables"))["tables"]
+        assert ghost["id"] not in {s["player_id"] for s in next(x for x in tables if x["id"] == table)["seated"]}
+        for c in (ca, cb):
+            await c.leave(table, hand_no, seat_of(c))
+
+
+async def test_a_bot_that_is_stopped_leaves_its_seat(api: Api, server: Running) -> None:
+    table = await api.table(seats=4)
+    p = await api.player("quitter")
+    bot = Bot(server.url, p["token"], table, key=p["signer"])
+    task = asyncio.create_task(bot.run())
+    await wait_for(lambda: bot.seat is not None)
+    task.cancel()  # Ctrl-C
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    assert (await api.call("GET", "/api/me", token=p["token"]))["seats"] == []
+
+
+# ----------------------------------------------------------------------------- message ids (item 5)
+async def test_message_ids_belong_to_one_connection(api: Api, server: Running) -> None:
+    table = await api.table(seats=4)
+    p = await api.player("ids")
+    async with Client(server.url, p["token"], p["signer"]) as c:
+        assert (await c.request({"type": "ping"}, msg_id="same"))["result"] == {"pong": True}
+        first = await c.request({"type": "join", "table_id": table}, msg_id="j")
+        second = await c.request({"type": "join", "table_id": table}, msg_id="j")
+        assert "replayed" not in first and "replayed" not in second  # a join is never replayed
+    async with Client(server.url, p["token"], p["signer"]) as c2:
+        joined = await c2.request({"type": "join", "table_id": table}, msg_id="same")
+        assert joined["type"] == "reply" and "replayed" not in joined and joined["result"]["table_id"] == table
+        other = await api.player("other")
+        await api.call("POST", f"/api/tables/{table}/sit", token=other["token"], expect=200)
+        await c2.wait_frame(lambda f: f.get("type") == "table")  # attached: pushes arrive
+        await api.call("POST", f"/api/tables/{table}/leave", token=other["token"], expect=200)
+
+
+# ----------------------------------------------------------------------------- one server (item 6)
+async def test_a_second_server_on_the_same_data_dir_or_database_is_refused(
+    server: Running, pg_dsn: str, tmp_path: Path
+) -> None:
+    with pytest.raises(ServerLocked, match="already serving this database"):
+        await start_server(
+            host="127.0.0.1", port=0, data_dir=tmp_path / "a", database_url=pg_dsn, operator_token=OPERATOR
+        )
+    from service.db import DataDirLock
+
+    held = DataDirLock(tmp_path / "b")
+    (tmp_path / "b").mkdir()
+    held.acquire()
+    try:
+        with pytest.raises(ServerLocked, match="already using the data directory"):
+            await start_server(
+                host="127.0.0.1", port=0, data_dir=tmp_path / "b", database_url=pg_dsn, operator_token="x"
+            )
+    finally:
+        held.release()
+
+
+# ----------------------------------------------------------------------------- the ledger check (item 7)
+async def test_the_ledger_check_reports_a_hold_without_a_live_hand(api: Api, server: Running) -> None:
+    p = await api.player("held")
+    assert (await api.call("GET", "/api/ledger"))["ok"] is True
+    async with server.app[POOL].acquire() as conn, conn.transaction():
+        await ledger.hold(conn, p["id"], 500, None)  # type: ignore[arg-type]
+    summary = await api.call("GET", "/api/ledger")
+    assert summary["ok"] is False and summary["holds_without_a_live_hand"] == 1
+    async with server.app[POOL].acquire() as conn, conn.transaction():
+        await ledger.release(conn, {p["id"]: 500}, None)  # type: ignore[arg-type]
+    assert (await api.call("GET", "/api/ledger"))["ok"] is True
+
+
+# ----------------------------------------------------------------------------- a database that goes away
+@pytest_asyncio.fixture
+async def proxied(pg_dsn: str, tmp_path: Path) -> AsyncIterator[tuple[Running, PgProxy]]:
+    """A server of its own, on a database of its own, through a proxy that can cut it
+    off from PostgreSQL or lose a COMMIT's answer."""
+    name = "t_" + secrets.token_hex(5)
+    admin = await asyncpg.connect(pg_dsn)
+    await admin.execute(f'CREATE DATABASE "{name}"')
+    await admin.close()
+    sock_dir = tempfile.mkdtemp(prefix="pgp-", dir="/tmp")  # a short path: Unix sockets have a length limit
+    proxy = await PgProxy(pg_dsn, sock_dir).start()
+    running = await start_server(
+        host="127.0.0.1",
+        port=0,
+        data_dir=tmp_path / "data",
+        database_url=proxy.dsn(name),
+        operator_token=OPERATOR,
+        settings=Settings(commit_seconds=2, reveal_seconds=2, next_hand_delay=0.5, resume_grace=1.0),
+    )
+    try:
+        yield running, proxy
+    finally:
+        proxy.refuse = False
+        await running.stop()
+        await proxy.stop()
+        admin = await asyncpg.connect(pg_dsn)
+        await admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+        await admin.close()
+
+
+async def test_a_lost_database_pauses_the_table_and_nothing_is_half_applied(
+    proxied: tuple[Running, PgProxy],
+) -> None:
+    import aiohttp
+
+    server, proxy = proxied
+    async with aiohttp.ClientSession() as session:
+        api = Api(server.url, session)
+        table, a, b = await seat_two(api, server, turn_seconds=2, max_missed_turns=3)
+        async with (
+            Client(server.url, a["token"], a["signer"]) as ca,
+            Client(server.url, b["token"], b["signer"]) as cb,
+        ):
+            hand_no = await through_seeds(table, ca, cb)
+            view = latest_view(ca)
+            c = ca if view["turn"] == view["me"]["seat"] else cb
+            proxy.refuse = True
+            proxy.cut()  # PostgreSQL is gone
+            gone = time.time()
+            move = asyncio.create_task(c.act(table, hand_no, seat_of(c), {"kind": "draw_closed"}, timeout=40))
+            await c.wait_frame(lambda f: f.get("type") == "paused", timeout=20)
+            await asyncio.sleep(4)  # two turn clocks' worth: no clock may run meanwhile
+            proxy.refuse = False
+            back = time.time()
+            answer = await move
+            # The move was in flight when the database went: refused, typed, never half applied.
+            assert answer["type"] == "error" and answer["error"]["code"] == "unavailable", answer
+            await c.wait_frame(lambda f: f.get("type") == "resumed", timeout=20)
+            assert await api.call("GET", "/healthz") == {"ok": True, "tables": 1, "paused": 0}
+            again = await c.act(table, hand_no, seat_of(c), {"kind": "draw_closed"})
+            assert again["type"] == "reply", again
+            other = cb if c is ca else ca
+            await other.leave(table, hand_no, seat_of(other))
+            result = await c.wait_frame(lambda f: f.get("type") == "result", timeout=30)
+            await c.leave(table)
+        t = await api.call("GET", result["transcript"], expect=200)
+        report = verify_transcript(t, await key_of(api))
+        assert report.ok, report.failure
+        # The turn clock (2 s) would have run out twice during the outage; it did not run.
+        assert back - gone >= 4
+        during = [r for r in t["log"][4:] if r["action"]["kind"] == "timeout" and gone * 1000 <= r["t"] <= back * 1000]
+        assert during == [], "a clock ran while the table could not store"
+        assert (await api.call("GET", "/api/ledger"))["ok"] is True
+
+
+async def test_an_ambiguous_commit_never_wedges_a_table(proxied: tuple[Running, PgProxy]) -> None:
+    """The answer to a COMMIT is lost at a hand's start, in the middle of play and at
+    settlement: each time the commit happened, the table cannot know, reloads, adopts
+    what is stored, and the hands finish, verify and balance (issue 8, item 1)."""
+    import aiohttp
+
+    server, proxy = proxied
+    async with aiohttp.ClientSession() as session:
+        api = Api(server.url, session)
+        table = await api.table(seats=4, point_value=3, commission_bps=500, turn_seconds=20)
+        bots = []
+        for n in range(2):
+            p = await api.player(f"amb{n}", deposit=50_000)
+            bots.append(Bot(server.url, p["token"], table, fast=True, keep_frames=True, max_hands=2, key=p["signer"]))
+
+        def in_play() -> bool:
+            return any(f.get("type") == "update" and f.get("i", 0) >= 4 for b in bots for f in b.frames)
+
+        proxy.drop_commit_reply(r"INSERT INTO hands ")
+        proxy.drop_commit_reply(r"INSERT INTO hand_records", when=in_play)  # an action's record
+        proxy.drop_commit_reply(r"INSERT INTO settlements")
+        await asyncio.wait_for(asyncio.gather(*(b.run() for b in bots)), timeout=120)
+        assert len(proxy.dropped) == 3, "every trap fired"
+        results = bots[0].hands_seen[:2]
+        assert [r["hand_no"] for r in results] == [1, 2] and not any(r["void"] for r in results)
+        key = await key_of(api)
+        for r in results:
+            report = verify_transcript(await api.call("GET", r["transcript"], expect=200), key, bots[0].evidence)
+            assert report.ok, report.failure
+        assert (await api.call("GET", "/api/ledger"))["ok"] is True
