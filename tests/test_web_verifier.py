@@ -900,6 +900,81 @@ def build_cases() -> list[Case]:
 
     add("deal: a deal although no seat is dealt in", "v2-transcript-void-all-withheld.json", deal_with_nobody, "deal")
 
+    # the clock in the discard phase (D22), and a departure out of turn (D25), built from a played hand
+    def clock_in_discard_phase(phase: str) -> Callable[[dict[str, Any]], None]:
+        def fn(t: dict[str, Any]) -> None:
+            log = t["log"]
+            timed = {r["action"]["seat"] for r in actions(t, "timeout")}
+            k = next(
+                k
+                for k, r in enumerate(log)
+                if r["type"] == "action"
+                and r["action"]["kind"] == "discard"
+                and r["action"]["seat"] not in timed
+                and log[k - 1]["action"]["kind"] == "draw_closed"
+                and log[k - 1]["events"][0]["private"]["card"] == r["action"]["card"]
+            )
+            r = log[k]
+            seat, card = r["action"]["seat"], r["action"]["card"]
+            start = max(i for i in range(k) if any(e["kind"] == "turn" for e in log[i].get("events", [])))
+            delta = max(0, log[start]["t"] + 1000 * log[0]["header"]["rules"]["turn_seconds"] - r["t"])
+            for later in log[k:]:
+                later["t"] += delta
+            r["action"] = {"kind": "timeout", "seat": seat}
+            r["psig"] = None
+            r["events"] = [
+                {"kind": "clock", "seat": seat, "data": {"missed": 1, "phase": phase}, "private": {}},
+                {"kind": "discard", "seat": seat, "data": {"card": card, "by_clock": True}, "private": {}},
+                r["events"][1],
+            ]
+
+        return fn
+
+    add("replay: the clock discards the card drawn (D22)", V2E, clock_in_discard_phase("discard"), None)
+    add("replay: the clock's phase", V2E, clock_in_discard_phase("draw"), "replay")
+
+    def settle(points: dict[str, int], winner: int, rules: dict[str, int]) -> dict[str, Any]:
+        pays = {s: p * rules["point_value"] for s, p in points.items() if s != str(winner)}
+        pot = sum(pays.values())
+        commission = pot * rules["commission_bps"] // 10000
+        deltas = {s: -v for s, v in pays.items()} | {str(winner): pot - commission}
+        return {
+            "winner": winner,
+            "point_value": rules["point_value"],
+            "commission_bps": rules["commission_bps"],
+            "points": dict(points),
+            "pot": pot,
+            "commission": commission,
+            "deltas": deltas,
+        }
+
+    def leave_out_of_turn(t: dict[str, Any]) -> None:
+        log = t["log"]
+        last = log[-1]
+        end = last["events"][-1]["data"]
+        seat = int(sorted(end["counted"])[0])
+        leave = {
+            "i": last["i"],
+            "t": log[-2]["t"] + 1,
+            "h": "",
+            "type": "action",
+            "action": {"kind": "leave", "seat": seat},
+            "psig": {"prev": log[0]["h"], "sig": ""},
+            "events": [
+                {"kind": "leave", "seat": seat, "data": {"points": 40}, "private": {"cards": end["hands"][str(seat)]}}
+            ],
+        }
+        last["i"] += 1
+        last["psig"]["prev"] = ""
+        log.insert(len(log) - 1, leave)
+        del end["counted"][str(seat)], end["hands"][str(seat)]
+        t["result"]["points"][str(seat)] = 40
+        st = settle(t["result"]["points"], t["result"]["winner"], log[0]["header"]["rules"])
+        t["result"]["settlement"] = st
+        end["settlement"] = copy.deepcopy(st)
+
+    add("replay: a seat leaves while another is on turn (D25)", V2E, leave_out_of_turn, None)
+
     # void hands
     add("void: seed lost mid-hand", V2VM, lambda t: t.update(server_seed="", deck=[], deck_faces=[]), None)
     add(

@@ -474,6 +474,7 @@
       const st = step.state.seats[seat];
       let how = STATUS_TEXT[st.status] || st.status;
       if (seat === d.winner) how = "won (" + (d.reason === "declare" ? "valid declare" : "last one standing") + ")";
+      else if (counted[seat]) how = "counted";
       const cell = el("td", { class: "groups" });
       if (declared && declared.seat === seat) {
         for (const g of declared.data.groups) cell.append(el("span", { class: "group" }, cardsRow(g, decks, wildRank, null, false)));

@@ -700,7 +700,7 @@
           ? "Seat " + e.seat + " declares with " + f(p.finish) + " face down: a valid declare"
           : "Seat " + e.seat + " declares with " + f(p.finish) + ": a wrong declare, " + d.points + " points";
       case "end":
-        return "The hand ends: seat " + d.winner + " wins (" + d.reason + ")";
+        return "The hand ends: seat " + d.winner + " wins " + (d.reason === "declare" ? "with a valid declare" : d.reason === "last_standing" ? "as the last one standing" : "(" + d.reason + ")");
     }
     return e.kind;
   }
