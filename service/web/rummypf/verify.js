@@ -73,12 +73,12 @@
     return doc;
   }
 
-  /** §15: an evidence file is a JSON array (a test-vector file is read as its "evidence"). */
+  /** §15: an evidence file, read strictly (§2); a test-vector file is read as its "evidence".
+      Its shape (a JSON array of signed items) is judged by the evidence check, not here:
+      §2's rules are the only ones that make input unreadable. */
   function readEvidence(input) {
-    const J = RummyPF.jsonStrict;
     let doc = readJSON(input);
     if (isPlainObject(doc) && has(doc, "_about") && has(doc, "evidence")) doc = doc.evidence;
-    if (!Array.isArray(doc)) throw new J.ReadError("an evidence file is a JSON array");
     return doc;
   }
 
@@ -739,7 +739,8 @@
           "a deal record",
         );
       }
-      return new Skip("nothing was dealt");
+      // judged: nothing may be dealt, and nothing was
+      return true;
     }
     if (!r3) {
       if (!ctx.v2 && log.length > 3) {
@@ -893,8 +894,10 @@
   }
 
   async function checkPenalties(ctx) {
+    // the penalties in the events are judged whenever there are events (a void hand's too:
+    // the replay leaves them to this check); those in the result when there is one
     const T = ctx.t;
-    if (T.result === null) return new Skip("the hand is void");
+    if (!ctx.hand) return new Skip("nothing was dealt");
     const log = T.log;
     const idx = Object.keys(ctx.expected)
       .map(Number)
@@ -911,6 +914,7 @@
       });
     }
     const hand = ctx.hand;
+    if (T.result === null) return true;
     for (const s of ctx.seats) {
       const st = hand.seat.get(s);
       if (["forfeit", "dropped", "left", "wrong_declare"].includes(st.status)) {
@@ -966,6 +970,9 @@
     const pub = ctx.header.public_key;
     let used = 0;
     let ignored = 0;
+    if (!Array.isArray(ctx.evidence)) {
+      throw new CheckFailure("evidence", "an evidence file is a JSON array of receipts and heads (§15)", null, "an array", show(ctx.evidence, 120));
+    }
     for (let k = 0; k < ctx.evidence.length; k++) {
       const item = ctx.evidence[k];
       const fail = (msg, expected, found) => {
