@@ -75,7 +75,7 @@ class Drill:
         self.pg = EmbeddedPostgres(workdir / "pg")
         self.dsn = ""
         self.server: subprocess.Popen[bytes] | None = None
-        self.log = open(workdir / "server.log", "ab")  # noqa: SIM115 - kept open for the drill
+        self.log = open(workdir / "server.log", "ab")
         self.recoveries: list[float] = []
         self.recovery_by: dict[str, list[float]] = {"server": [], "postgres": []}
         self.kills: dict[str, int] = {"server": 0, "postgres": 0}
@@ -101,7 +101,7 @@ class Drill:
 
     def start_server(self) -> None:
         env = {**os.environ, "RUMMY_OPERATOR_TOKEN": OPERATOR, "PYTHONUNBUFFERED": "1"}
-        self.server = subprocess.Popen(  # noqa: S603 - our own CLI
+        self.server = subprocess.Popen(
             [
                 sys.executable,
                 "-m",
