@@ -267,12 +267,23 @@ def test_a_divergent_receipt_names_its_item(tmp_path: Path) -> None:
     assert f"evidence item {n}" in r.stdout
 
 
-@pytest.mark.parametrize("content", ["{}", "[1]", '[{"purpose": "head"}]', "nope"])
-def test_an_unreadable_evidence_file_exits_2(content: str, tmp_path: Path) -> None:
+def test_an_unreadable_evidence_file_exits_2(tmp_path: Path) -> None:
+    f = tmp_path / "evidence.json"
+    for content in ("nope", '[{"a": 1, "a": 2}]', "[1.5]"):
+        f.write_text(content)
+        r = run(TWO, "--receipts", str(f))
+        assert r.returncode == 2 and one_line(r.stderr), r.stderr
+
+
+@pytest.mark.parametrize("content", ["{}", "[1]", '[{"purpose": "head"}]'])
+def test_an_evidence_item_that_is_not_a_receipt_or_head_fails_evidence(content: str, tmp_path: Path) -> None:
+    """§15: the first item that does not agree is the failure, named by its position."""
     f = tmp_path / "evidence.json"
     f.write_text(content)
     r = run(TWO, "--receipts", str(f))
-    assert r.returncode == 2 and one_line(r.stderr), r.stderr
+    assert r.returncode == 1 and "check 'evidence' failed" in r.stdout, r.stdout + r.stderr
+    if content != "{}":
+        assert "evidence item 0" in r.stdout
 
 
 # ----------------------------------------------------------------------------- URLs

@@ -363,14 +363,20 @@ def check_deck(ctx: Ctx) -> Skip | None:
     """§14.6: "the deck derived from the seeds (§6–8) is the published one (skipped,
     with deck [], when there is no seed or no reveals record)." """
     s, t = ctx.s, ctx.t
-    if s.reveals is None:
-        return Skip("the log ends before the reveals (record 2): no deck was derived")
-    if t["server_seed"] == "":
+    if s.reveals is None or t["server_seed"] == "":
+        # §12: "deck is the derived deck when the reveals are recorded, else []" (and []
+        # when the seed could not be opened).
+        if t["deck"]:
+            fail("a deck is published for a hand whose deck cannot be derived (§12)", None, [], len(t["deck"]))
+        if s.reveals is None:
+            return Skip("the log ends before the reveals (record 2): no deck was derived")
         return Skip("the server seed was not revealed: the deck cannot be derived")
     try:
         ctx.key, ctx.deck, ctx.start, ctx.deal_events = start_hand(s.header, s.reveals, bytes.fromhex(t["server_seed"]))
     except RuleError as e:
         fail(f"the hand cannot be dealt: {e}", 3)
+    if not t["deck"]:
+        fail("no deck is published, but the reveals are recorded and the seed revealed (§12)", None, len(ctx.deck), [])
     if t["deck"] != ctx.deck:
         n = next(i for i, (a, b) in enumerate(zip(ctx.deck, t["deck"], strict=True)) if a != b)
         fail(

@@ -25,7 +25,6 @@ MAX_SAFE: Final = (1 << 53) - 1
 CHUNK: Final = 1 << 20
 READ_CHECK: Final = "read"
 
-_INT_TEXT = re.compile(r"-?(?:0|[1-9][0-9]*)")
 # A JSON string (used only to skip strings while counting brackets).
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _NOT_BRACKET = re.compile(rb"[^\[\]{}]+")
@@ -60,13 +59,23 @@ def read_stream(stream: IO[bytes], name: str, limit: int = MAX_BYTES) -> bytes:
 
 
 # --------------------------------------------------------------------------- parsing
+def _outside_strings(data: bytes) -> bytes:
+    """The JSON text without its strings: brackets, separators, numbers, literals."""
+    if b"\\" not in data:  # no escapes: every quote opens or closes a string
+        return b"".join(data.split(b'"')[0::2])
+    return _STRING.sub(b"", data)
+
+
 def max_depth(data: bytes, limit: int = MAX_DEPTH) -> int:
     """The nesting depth of JSON text, counted cheaply (strings skipped) before
     ``json.loads`` could recurse; returns ``limit + 1`` as soon as it is exceeded."""
-    brackets = _NOT_BRACKET.sub(b"", _STRING.sub(b"", data))
+    return _depth(_outside_strings(data), limit)
+
+
+def _depth(bare: bytes, limit: int) -> int:
     depth = 0
     deepest = 0
-    for b in brackets:
+    for b in _NOT_BRACKET.sub(b"", bare):
         if b in b"[{":
             depth += 1
             if depth > deepest:
@@ -80,15 +89,11 @@ def max_depth(data: bytes, limit: int = MAX_DEPTH) -> int:
 
 def _int(text: str) -> int:
     # The JSON grammar already gives -?(0|[1-9][0-9]*); refuse -0 and anything
-    # longer than 2^53 - 1 before converting (a 5,000-digit integer is never built).
+    # beyond 2^53 - 1 before converting (a 5,000-digit integer is never built).
     if text == "-0":
         _fail("the number -0 is not allowed (§2)")
-    digits = len(text) - (text[0] == "-")
-    if digits > 16 or not _INT_TEXT.fullmatch(text):
+    if len(text) - (text[0] == "-") > 16 or abs(value := int(text)) > MAX_SAFE:
         _fail(f"the integer {text[:24]}{'…' if len(text) > 24 else ''} is beyond ±(2^53 - 1) (§2)")
-    value = int(text)
-    if abs(value) > MAX_SAFE:
-        _fail(f"the integer {text} is beyond ±(2^53 - 1) (§2)")
     return value
 
 
@@ -101,11 +106,11 @@ def _no_constant(text: str) -> NoReturn:
 
 
 def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in pairs:
-        if k in out:
-            _fail(f"an object has the key {json.dumps(k)[:80]} twice (§2)")
-        out[k] = v
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        dup = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+        _fail(f"an object has the key {json.dumps(dup)[:80]} twice (§2)")
     return out
 
 
@@ -133,8 +138,8 @@ def parse(data: bytes | str, name: str = "the input", *, top: Callable[[Any], bo
         value = _DECODER.decode(text)
     except json.JSONDecodeError as e:
         _fail(f"{name} is not JSON: {e.msg} at line {e.lineno} column {e.colno}")
-    except RecursionError:  # pragma: no cover - the depth scan comes first
-        _fail(f"{name} nests arrays and objects too deep (§2)")
+    except (ValueError, RecursionError) as e:  # pragma: no cover - the scans above come first
+        _fail(f"{name} is not JSON (§2): {str(e)[:100]}")
     if _SURROGATE_ESCAPE.search(text):
         problem = json_data_problem(value)
         if problem:
