@@ -19,6 +19,7 @@ from typing import Any
 
 import asyncpg
 from aiohttp import WSCloseCode, WSMsgType, web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from service import ledger, store, wire
 from service.db import ServerLock, connection, create_pool, migrate
@@ -495,6 +496,25 @@ async def _on_shutdown(app: web.Application) -> None:
     if sockets:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.gather(*(close(ws, c) for ws, c in sockets)), 1.0)
+
+
+class _QuietBadRequests(logging.Filter):
+    """aiohttp logs a malformed HTTP request (an over-long header, a bad
+    Content-Length) as an error with a traceback, though it is the client's fault and
+    is answered 400: log it as one warning line instead."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, HttpProcessingError) and exc.code == 400:
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+            record.msg = f"{record.getMessage()}: refused a malformed request ({exc.message.splitlines()[0][:120]})"
+            record.args = ()
+            record.exc_info = None
+            record.exc_text = None
+        return True
+
+
+logging.getLogger("aiohttp.server").addFilter(_QuietBadRequests())
 
 
 def make_app(config: Config) -> web.Application:
