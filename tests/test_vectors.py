@@ -179,7 +179,18 @@ EXPECTED_SKIPS = {
     ),
     "v2-transcript-void-mid-hand.json": ({"points", "settlement", "evidence"}, {"void"}),
     "v2-transcript-void-seed-lost.json": (
-        {"server_commit", "player_seeds", "deck", "deal", "replay", "points", "penalties", "settlement", "evidence"},
+        {
+            "player_signatures",
+            "server_commit",
+            "player_seeds",
+            "deck",
+            "deal",
+            "replay",
+            "points",
+            "penalties",
+            "settlement",
+            "evidence",
+        },
         {"void", "seed_not_revealed"},
     ),
 }

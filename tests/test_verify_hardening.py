@@ -19,6 +19,7 @@ import pytest
 
 from tests.test_tamper import forge, load
 from verifier import vectors
+from verifier.cards import card_of_id
 from verifier.chain import move_body
 from verifier.fairness import PROTOCOL_V2, reshuffler
 from verifier.hand import Action, Drop, action_to_json, apply
@@ -508,3 +509,83 @@ def test_evidence_of_other_hands_and_of_records_a_void_came_before_is_counted() 
 )
 def test_malformed_evidence_fails_evidence(items: Any) -> None:
     assert check_of(load(TWO), items) == "evidence"
+
+
+# ----------------------------------------------------------------------------- arrangements (Appendix B.3)
+def faces(t: dict[str, Any], ids: list[int]) -> list[str]:
+    decks = 3 if t["log"][0]["header"]["rules"]["seats"] == 8 else 2
+    return [str(card_of_id(c, decks)) for c in ids]
+
+
+def end_counted(t: dict[str, Any]) -> dict[str, Any]:
+    counted: dict[str, Any] = t["log"][-1]["events"][-1]["data"]["counted"]
+    return counted
+
+
+def valid_declare(t: dict[str, Any]) -> dict[str, Any]:
+    return next(
+        e["data"] for r in t["log"] for e in r.get("events", []) if e["kind"] == "declare" and e["data"]["valid"]
+    )
+
+
+def test_a_counted_hand_shown_in_another_order_verifies() -> None:
+    """B.3: arrangements are judged by validity, never by equality with the recorder's."""
+    t = load(RICH)
+    entry = end_counted(t)["4"]
+    entry["groups"] = [list(reversed(g)) for g in reversed(entry["groups"])]
+    assert check_of(forge(t)) is None
+
+
+def test_a_different_best_arrangement_verifies() -> None:
+    t = load(EIGHT)  # seat 2: 2D 3D 4D | AC 2C 3C | 6C…TC JD (J wild) | loose 2S: 2 points
+    entry = end_counted(t)["2"]
+    run = entry["groups"][2]
+    assert faces(t, run)[-1] == "JD" and faces(t, entry["loose"]) == ["2S"]
+    entry["groups"][2] = run[:-1]
+    entry["loose"] = [*entry["loose"], run[-1]]  # the wild JD loose instead: still 2 points
+    assert check_of(forge(t)) is None
+
+
+def test_a_valid_declare_shown_otherwise_verifies() -> None:
+    t = load(TWO)  # 8H-JH | QH KH 6C | JS JH 6H | 4D 4C JK, sixes wild: swap the two sixes
+    groups = valid_declare(t)["groups"]
+    assert faces(t, groups[1])[-1] == "6C" and faces(t, groups[2])[-1] == "6H"
+    groups[1][-1], groups[2][-1] = groups[2][-1], groups[1][-1]
+    assert check_of(forge(t)) is None
+
+
+def test_a_counted_hand_that_is_not_the_minimum_fails_points() -> None:
+    t = load(RICH)
+    entry = end_counted(t)["4"]
+    pure = next(g for g in entry["groups"] if faces(t, g) == ["6H", "7H", "8H", "9H"])
+    entry["groups"].remove(pure)
+    entry["loose"] += pure
+    r = verdict(forge(t))
+    assert r.failure is not None and r.failure.check == "points" and "Appendix B.3" in r.failure.message
+
+
+def test_a_counted_hand_with_an_invalid_group_fails_points() -> None:
+    t = load(RICH)
+    entry = end_counted(t)["4"]
+    g = next(g for g in entry["groups"] if faces(t, g) == ["4S", "5S", "KC", "7S"])
+    entry["groups"].remove(g)
+    entry["groups"].append([c for c in g if faces(t, [c]) != ["KC"]])
+    entry["loose"].append(next(c for c in g if faces(t, [c]) == ["KC"]))
+    r = verdict(forge(t))
+    assert r.failure is not None and r.failure.check == "points" and "not a valid group" in r.failure.message
+
+
+def test_a_counted_hand_missing_a_card_fails_points() -> None:
+    t = load(RICH)
+    end_counted(t)["4"]["loose"] = []
+    end_counted(t)["4"]["points"] = 0
+    assert check_of(forge(t)) == "points"
+
+
+def test_a_valid_declare_without_a_pure_sequence_fails_replay() -> None:
+    t = load(TWO)
+    groups = valid_declare(t)["groups"]
+    merged = groups[0] + groups[1]  # 8H…KH 6C: one impure sequence; no pure one left
+    valid_declare(t)["groups"] = [merged, groups[2], groups[3]]
+    r = verdict(forge(t))
+    assert r.failure is not None and r.failure.check == "replay" and "Appendix B.3" in r.failure.message

@@ -278,11 +278,13 @@ def check_signature(ctx: Ctx) -> None:
 
 
 # --------------------------------------------------------------------------- 3 player signatures
-def check_player_signatures(ctx: Ctx) -> None:
+def check_player_signatures(ctx: Ctx) -> Skip | None:
     """§14.3: "every commit in record 1 and every revealed seed in record 2 carries a
     valid move signature (§9) by its seat's player_key; every action but timeout
     carries one over its prev, and prev is what §9 says; no timeout carries one." """
     s, t = ctx.s, ctx.t
+    if s.commitments is None:
+        return Skip("the log ends before the commitments (record 1): no player moved")
     keys = {
         e["seat"]: public_key(bytes.fromhex(e["player_key"]), f"seat {e['seat']}'s player_key", 0)
         for e in s.header["seats"]
@@ -321,6 +323,7 @@ def check_player_signatures(ctx: Ctx) -> None:
             fail(f"{what} is signed over another record than the one it follows", n, ctx.h(n - 1), prev)
         if not signed(action["seat"], prev, action, psig["sig"]):
             fail(f"{what} is not signed by seat {action['seat']}'s player key", n)
+    return None
 
 
 # --------------------------------------------------------------------------- 4 server commit

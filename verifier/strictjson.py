@@ -170,13 +170,7 @@ def json_data_problem(value: Any, depth: int = 0) -> str | None:
     that depth, never converts a huge integer to text."""
     tv = type(value)
     if tv is str:
-        if value.isascii():
-            return None
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return "a string holds a lone surrogate (not Unicode text)"
-        return None
+        return None if value.isascii() else _text_problem(value)
     if tv is int:
         return None if -MAX_SAFE <= value <= MAX_SAFE else "an integer is beyond ±(2^53 - 1)"
     if tv is bool or value is None:
@@ -188,15 +182,32 @@ def json_data_problem(value: Any, depth: int = 0) -> str | None:
             for k, v in value.items():
                 if type(k) is not str:
                     return "an object key is not a string"
-                p = json_data_problem(k, depth + 1) or json_data_problem(v, depth + 1)
+                p = None if k.isascii() else _text_problem(k)
+                p = p or json_data_problem(v, depth + 1)
                 if p:
                     return p
-        else:
-            for v in value:
-                p = json_data_problem(v, depth + 1)
-                if p:
-                    return p
+            return None
+        if len(value) > 4:
+            kinds = set(map(type, value))
+            if kinds == {int}:  # a list of card ids, say: checked at C speed
+                if -MAX_SAFE <= min(value) and max(value) <= MAX_SAFE:
+                    return None
+                return "an integer is beyond ±(2^53 - 1)"
+            if kinds == {str} and all(map(str.isascii, value)):
+                return None
+        for v in value:
+            p = json_data_problem(v, depth + 1)
+            if p:
+                return p
         return None
     if tv is float:
         return "a number is not an integer (a float)"
     return f"a {tv.__name__} is not a JSON value"
+
+
+def _text_problem(text: str) -> str | None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "a string holds a lone surrogate (not Unicode text)"
+    return None
