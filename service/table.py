@@ -159,6 +159,7 @@ class TableActor:
                 raise
             except Exception as e:  # the database failed or disagrees: memory is no longer trusted
                 log.warning("table %s: %s; reloading from the database", self.table_id, _describe(e))
+                await self._forget_connections(e)
                 await self._reload(cmd)
 
     def _wait(self) -> float | None:
@@ -199,6 +200,7 @@ class TableActor:
                 raise
             except Exception as e:
                 log.warning("table %s: cannot load (%s); retrying in %.1f s", self.table_id, _describe(e), delay)
+                await self._forget_connections(e)
                 self._refuse_queued()
                 await asyncio.sleep(delay)
                 delay = min(RETRY_MAX, delay * 2)
@@ -215,6 +217,13 @@ class TableActor:
             for player_id, c in list(self.watchers.by_player.items()):
                 c.push({"type": "resumed", "table_id": self.table_id, "snapshot": self.snapshot_for(player_id)})
         self._schedule_start()
+
+    async def _forget_connections(self, e: BaseException) -> None:
+        """After a lost connection every pooled connection is suspect (PostgreSQL may
+        have restarted): have the pool replace them all, rather than meet each broken
+        one in turn."""
+        if isinstance(e, OSError | asyncpg.PostgresConnectionError | asyncpg.InterfaceError):
+            await self.pool.expire_connections()
 
     def _refuse_queued(self) -> None:
         while not self.commands.empty():
@@ -767,7 +776,7 @@ class TableActor:
                 "deadline": iso(hand.deadline),
                 "header": rec.records[0],
                 "commitments": rec.records[1] if len(rec.records) > 1 else None,
-                "committed": seat in hand.commits if seat is not None else None,
+                "committed": None if seat is None else (seat in hand.commits or rec.commit_of(seat) is not None),
                 "revealed": seat in hand.seeds if seat is not None else None,
                 "i": i,
                 "h": rec.head,

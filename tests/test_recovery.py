@@ -335,3 +335,31 @@ async def test_an_ambiguous_commit_never_wedges_a_table(proxied: tuple[Running, 
             report = verify_transcript(await api.call("GET", r["transcript"], expect=200), key, bots[0].evidence)
             assert report.ok, report.failure
         assert (await api.call("GET", "/api/ledger"))["ok"] is True
+
+
+async def test_a_restart_in_the_reveal_phase_keeps_the_commitments(api: Api, server: Running) -> None:
+    """The snapshot after a restart says what the hand still needs: here, the reveals."""
+    from verifier.fairness import player_commit
+
+    table, a, b = await seat_two(api, server)
+    async with Client(server.url, a["token"], a["signer"]) as ca, Client(server.url, b["token"], b["signer"]) as cb:
+        for c in (ca, cb):
+            await c.request({"type": "join", "table_id": table})
+            await c.request({"type": "sit", "table_id": table})
+        seeds = {}
+        for c in (ca, cb):
+            frame = await c.wait_frame(lambda f: f.get("type") == "hand" and f.get("phase") == "commit")
+            seat = c.seat_in(frame["record"])
+            seeds[c] = (seat, bytes([seat + 40]) * 32)
+            assert (await c.commit(frame["record"], player_commit(*seeds[c])))["type"] == "reply"
+        await ca.wait_frame(lambda f: f.get("type") == "hand" and f.get("phase") == "reveal")
+        await restart_table(server, table)
+        for c in (ca, cb):
+            snap = (await c.request({"type": "join", "table_id": table}))["result"]["hand"]
+            assert snap["phase"] == "reveal" and snap["committed"] is True and snap["revealed"] is False
+            assert (await c.reveal(snap["commitments"], *seeds[c]))["type"] == "reply"
+        deal = await ca.wait_frame(lambda f: f.get("type") == "update" and f.get("i") == 3, timeout=20)
+        assert not any(e["kind"] == "forfeit" for e in deal["events"])
+        hand_no = deal["hand_no"]
+        for c in (ca, cb):
+            await c.leave(table, hand_no, seat_of(c))
