@@ -17,24 +17,21 @@ import asyncio
 import contextlib
 import json
 import logging
-import secrets
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 import asyncpg
 
 from service import handstore, ledger, store
 from service.db import connection
+from service.dealing import Dealer, NotEnough, Settled, TableState
 from service.handrun import HandRun, restore
 from service.keys import ServerKeys
-from service.telling import Watchers
+from service.telling import Teller, iso
 from verifier.errors import RuleError
-from verifier.fairness import SEED_BYTES
-from verifier.hand import Action, Event, Leave, Phase, TableRules, TimeOut, action_from_json, seat_view
-from verifier.record import HandRecorder, RestoreError
+from verifier.hand import Leave, TimeOut, action_from_json, seat_view
+from verifier.record import RestoreError
 from verifier.settle import hold_amount
 
 log = logging.getLogger("rummy.table")
@@ -72,39 +69,38 @@ class Command:
     payload: dict[str, Any]
     reply: asyncio.Future[dict[str, Any]]
     #: after an unknown outcome: the reply if the command's effect is stored, else None
-    settled: Callable[[], dict[str, Any] | None] | None = field(default=None)
-
-
-def iso(ts: float | None) -> str | None:
-    return None if ts is None else datetime.fromtimestamp(ts, UTC).isoformat()
-
-
-class _NotEnough(Exception):
-    """Fewer than min_players are connected and can cover their hold: no hand."""
+    settled: Settled | None = field(default=None)
 
 
 class TableActor:
+    """The table task: commands in order, the clocks, reloading; the hand's steps are
+    :class:`service.dealing.Dealer`'s, the messages :class:`service.telling.Teller`'s."""
+
     def __init__(self, table_id: str, pool: asyncpg.Pool, keys: ServerKeys, settings: Settings) -> None:
         self.table_id = table_id
         self.pool = pool
         self.keys = keys
         self.settings = settings
         self.commands: asyncio.Queue[Command | None] = asyncio.Queue()
-        self.watchers = Watchers(table_id)
-        self.rules: TableRules | None = None
-        self.max_away = 3
-        self.seats: dict[int, str] = {}
-        self.hand: HandRun | None = None
-        self.head = ""
-        self.dealer: int | None = None
-        self.next_hand_no = 1
+        self.watchers = Teller(table_id)
+        self.t = TableState(table_id)
+        self.dealing = Dealer(
+            self.t,
+            pool,
+            keys,
+            self.watchers,
+            commit_seconds=settings.commit_seconds,
+            reveal_seconds=settings.reveal_seconds,
+        )
         self.next_start: float | None = None
         self.paused = True  # until loaded
         self.task: asyncio.Task[None] | None = None
-        self.hands_finished = 0
-        self.finished = asyncio.Event()
         self.loaded = asyncio.Event()
         self._stopping = False
+
+    @property
+    def hand(self) -> HandRun | None:
+        return self.t.hand
 
     # -- life --------------------------------------------------------------------------
     def start(self) -> None:
@@ -240,31 +236,32 @@ class TableActor:
                 raise RuntimeError(f"table {self.table_id} is not in the database")
             seats = await store.seats_of(conn, self.table_id)
             stored = await handstore.load_hand(conn, self.table_id)
-        self.rules = store.rules_of(row)
-        self.max_away = int(row["max_away_hands"])
-        self.head = str(row["head"])
-        self.dealer = row["dealer"]
-        self.next_hand_no = int(row["next_hand_no"])
-        self.seats = seats
-        self.hand = None
+        t = self.t
+        t.rules = store.rules_of(row)
+        t.max_away = int(row["max_away_hands"])
+        t.head = str(row["head"])
+        t.dealer = row["dealer"]
+        t.next_hand_no = int(row["next_hand_no"])
+        t.seats = seats
+        t.hand = None
         self.next_start = None
         if stored is None:
             return
         try:
             restored = restore(stored, self.keys, self.table_id, grace=self.settings.resume_grace)
         except RestoreError as e:
-            await self._void_unreadable(stored, f"the stored hand cannot be read: {e}")
+            await self.dealing.void_unreadable(stored, f"the stored hand cannot be read: {e}")
             return
-        self.hand = run = restored.run
+        t.hand = run = restored.run
         if restored.void_reason is not None and not run.recorder.voided:
             log.warning("table %s: hand %d is voided: %s", self.table_id, run.hand_no, restored.void_reason)
             if restored.keep < len(stored.records):
                 async with connection(self.pool) as conn:
                     moved = await handstore.quarantine_after(conn, run.hand_id, restored.keep)
                 log.warning("table %s: hand %d: %d stored records set aside", self.table_id, run.hand_no, moved)
-            await self._void(run, restored.void_reason)
+            await self.dealing.void(run, restored.void_reason)
         elif run.phase == "finishing":
-            await self._finish(run)
+            await self.dealing.finish(run)
         else:
             log.info("table %s: hand %d resumed in the %s phase", self.table_id, run.hand_no, run.phase)
 
@@ -275,12 +272,12 @@ class TableActor:
             row = await handstore.ended_hand(conn, old.hand_id)
         if row is None or row["transcript"] is None:
             return
-        t = json.loads(row["transcript"])
-        self._tell_result(old, t)
+        self.watchers.tell_result(old, json.loads(row["transcript"]))
 
     # -- clocks ----------------------------------------------------------------------
     def _schedule_start(self) -> None:
-        if self.hand is None and self.rules is not None and len(self.seats) >= self.rules.min_players:
+        t = self.t
+        if t.hand is None and t.rules is not None and len(t.seats) >= t.rules.min_players:
             if self.next_start is None:
                 self.next_start = time.time() + self.settings.next_hand_delay
         elif self.hand is None:
@@ -291,34 +288,34 @@ class TableActor:
         if hand is None:
             self.next_start = None
             try:
-                await self._start_hand()
-            except _NotEnough:
+                await self.dealing.start(self.watchers.live())
+            except NotEnough:
                 self.next_start = time.time() + max(1.0, self.settings.next_hand_delay)
             return
         phase = hand.phase
         if phase == "commit":
-            await self._close_commits(hand)
+            await self.dealing.close_commits(hand)
         elif phase == "reveal":
-            await self._close_reveals(hand)
+            await self.dealing.close_reveals(hand)
         elif phase == "deal":
-            await self._deal(hand)
+            await self.dealing.deal(hand)
         elif phase == "play":
             state = hand.recorder.state
             assert state is not None
-            await self._apply(hand, TimeOut(state.turn), None)  # D16: the clock moves for the seat
+            await self.dealing.apply(hand, TimeOut(state.turn), None)  # D16: the clock moves for the seat
         else:
-            await self._finish(hand)
+            await self.dealing.finish(hand)
 
     async def _advance(self) -> None:
         """Move the hand on when nobody needs to be waited for."""
         hand = self.hand
         if hand is not None and hand.phase == "commit" and set(hand.commits) == set(hand.players):
-            await self._close_commits(hand)
+            await self.dealing.close_commits(hand)
         hand = self.hand
         if hand is not None and hand.phase == "reveal":
             rec = hand.recorder
             if all(rec.commit_of(s) is None or s in hand.seeds for s in hand.players):
-                await self._close_reveals(hand)
+                await self.dealing.close_reveals(hand)
         self._schedule_start()
 
     # -- commands ----------------------------------------------------------------------
@@ -337,23 +334,24 @@ class TableActor:
         return await handler(cmd)
 
     async def _sit(self, cmd: Command) -> dict[str, Any]:
-        assert self.rules is not None
+        t = self.t
+        assert t.rules is not None
         player_id = cmd.player_id
-        if player_id in self.seats.values():
+        if player_id in t.seats.values():
             raise ClientError("already_seated", "you already have a seat at this table")
         seat = cmd.payload.get("seat")
-        free = [s for s in range(self.rules.seats) if s not in self.seats]
+        free = [s for s in range(t.rules.seats) if s not in t.seats]
         if seat is None:
             if not free:
                 raise ClientError("table_full", "every seat is taken")
             seat = free[0]
-        if not isinstance(seat, int) or not 0 <= seat < self.rules.seats:
-            raise ClientError("bad_message", f"seat must be an integer 0…{self.rules.seats - 1}")
-        if seat in self.seats:
+        if not isinstance(seat, int) or not 0 <= seat < t.rules.seats:
+            raise ClientError("bad_message", f"seat must be an integer 0…{t.rules.seats - 1}")
+        if seat in t.seats:
             raise ClientError("seat_taken", f"seat {seat} is taken")
-        need = hold_amount(self.rules.point_value)
+        need = hold_amount(t.rules.point_value)
         result = {"seat": seat, "table_id": self.table_id}
-        cmd.settled = lambda: result if self.seats.get(seat) == player_id else None
+        cmd.settled = lambda: result if t.seats.get(seat) == player_id else None
         async with connection(self.pool) as conn:
             if await conn.fetchval("SELECT public_key FROM players WHERE id = $1", player_id) is None:
                 raise ClientError(
@@ -372,13 +370,14 @@ class TableActor:
                 )
             except asyncpg.UniqueViolationError:
                 raise ClientError("seat_taken", f"seat {seat} is taken") from None
-        self.seats[seat] = player_id
-        self._broadcast_table()
+        t.seats[seat] = player_id
+        self.watchers.tell_seats(t.seats)
         return result
 
     async def _leave(self, cmd: Command) -> dict[str, Any]:
         player_id = cmd.player_id
-        seat = next((s for s, p in self.seats.items() if p == player_id), None)
+        t = self.t
+        seat = next((s for s, p in t.seats.items() if p == player_id), None)
         if seat is None:
             raise ClientError("not_seated", "you have no seat at this table")
         charged = False
@@ -389,17 +388,17 @@ class TableActor:
             if still_in and seat not in hand.leaves:
                 psig = _signed(cmd.payload, hand)
                 if in_play:
-                    await self._apply(hand, Leave(seat), psig)  # D15: 40 points
+                    await self.dealing.apply(hand, Leave(seat), psig)  # D15: 40 points
                 else:
                     hand.recorder.check_move(Leave(seat), psig)
                     hand.leaves[seat] = psig  # charged as a departure once the cards are dealt (D15)
                 charged = True
         result = {"left": seat, "charged": charged}
-        cmd.settled = lambda: result if seat not in self.seats else None
+        cmd.settled = lambda: result if seat not in t.seats else None
         async with connection(self.pool) as conn:
             await conn.execute("DELETE FROM seats WHERE table_id = $1 AND player_id = $2", self.table_id, player_id)
-        self.seats.pop(seat, None)
-        self._broadcast_table()
+        t.seats.pop(seat, None)
+        self.watchers.tell_seats(t.seats)
         return result
 
     def _hand_for(self, cmd: Command, phase: str) -> tuple[HandRun, int]:
@@ -451,7 +450,7 @@ class TableActor:
         hand, seat = self._hand_for(cmd, "play")
         action = action_from_json({**cmd.payload["action"], "seat": seat})
         psig = {"prev": cmd.payload["prev"], "sig": cmd.payload["sig"]}
-        return await self._apply(hand, action, psig, cmd)
+        return await self.dealing.apply(hand, action, psig, lambda settled: setattr(cmd, "settled", settled))
 
     async def _snapshot(self, cmd: Command) -> dict[str, Any]:
         return self.snapshot_for(cmd.player_id)
@@ -463,303 +462,18 @@ class TableActor:
         if hand.phase == "finishing":
             raise ClientError("hand_over", "the hand has ended; it is being settled")
         reason = f"voided by the operator: {cmd.payload['reason']} (D33)"
-        await self._void(hand, reason)
+        await self.dealing.void(hand, reason)
         return {"voided": hand.hand_id, "reason": reason}
-
-    # -- the hand ----------------------------------------------------------------------
-    async def _start_hand(self) -> None:
-        assert self.rules is not None
-        rules = self.rules
-        connected = self.watchers.live()
-        candidates = [(s, p) for s, p in sorted(self.seats.items()) if p in connected]
-        absent = [p for p in self.seats.values() if p not in connected]
-        if len(candidates) < rules.min_players:
-            raise _NotEnough()
-        seed = secrets.token_bytes(SEED_BYTES)
-        hand_no = self.next_hand_no
-        nonce, sealed = self.keys.seal_seed(seed, self.table_id, hand_no)
-        need = hold_amount(rules.point_value)
-        async with connection(self.pool) as conn, conn.transaction():
-            hand_id: int = await conn.fetchval(
-                "INSERT INTO hands (table_id, hand_no, status, seed_nonce, seed_sealed, commit_s) "
-                "VALUES ($1, $2, 'seeding', $3, $4, '') RETURNING id",
-                self.table_id,
-                hand_no,
-                nonce,
-                sealed,
-            )
-            keys = {
-                r["id"]: bytes(r["public_key"])
-                for r in await conn.fetch(
-                    "SELECT id, public_key FROM players WHERE id = ANY($1::text[]) AND public_key IS NOT NULL",
-                    [p for _, p in candidates],
-                )
-            }
-            players: dict[int, str] = {}
-            for seat, player_id in candidates:
-                if player_id not in keys:
-                    continue
-                try:
-                    async with conn.transaction():  # a savepoint per hold (D20)
-                        await ledger.hold(conn, player_id, need, hand_id)
-                        await conn.execute(
-                            "INSERT INTO hand_players (hand_id, seat, player_id, hold) VALUES ($1, $2, $3, $4)",
-                            hand_id,
-                            seat,
-                            player_id,
-                            need,
-                        )
-                    players[seat] = player_id
-                except ledger.LedgerError:
-                    log.info("table %s: %s cannot cover the hold and sits this hand out", self.table_id, player_id)
-            if len(players) < rules.min_players:
-                raise _NotEnough()
-            order = sorted(players)
-            dealer = next((s for s in order if self.dealer is not None and s > self.dealer), order[0])
-            recorder = HandRecorder(
-                signer=self.keys.signer,
-                table_id=self.table_id,
-                hand_no=hand_no,
-                rules=rules,
-                seats=[(s, players[s], keys[players[s]]) for s in order],
-                dealer=dealer,
-                server_seed=seed,
-                prev_head=self.head,
-                commit_ms=int(self.settings.commit_seconds * 1000),
-                reveal_ms=int(self.settings.reveal_seconds * 1000),
-            )
-            hand = HandRun(hand_id, hand_no, recorder, players, {s: need for s in players})
-            record = recorder.open(hand.next_t())
-            hand.arm()
-            await handstore.insert_records(conn, hand_id, [handstore.seal(self.keys, self.table_id, hand_no, record)])
-            await conn.execute(
-                "UPDATE hands SET commit_s = $2, deadline = $3 WHERE id = $1",
-                hand_id,
-                recorder.header["commit_s"],
-                handstore.ts(hand.deadline),
-            )
-            await conn.execute(
-                "UPDATE tables SET next_hand_no = $2, dealer = $3 WHERE id = $1", self.table_id, hand_no + 1, dealer
-            )
-            # D34: who was dealt in starts the count again; who was away counts one more.
-            await conn.execute(
-                "UPDATE seats SET away_hands = CASE WHEN player_id = ANY($2::text[]) THEN 0 ELSE away_hands + 1 END "
-                "WHERE table_id = $1 AND (player_id = ANY($2::text[]) OR player_id = ANY($3::text[]))",
-                self.table_id,
-                list(players.values()),
-                absent,
-            )
-            stood = [
-                r["player_id"]
-                for r in await conn.fetch(
-                    "DELETE FROM seats WHERE table_id = $1 AND away_hands >= $2 RETURNING player_id",
-                    self.table_id,
-                    self.max_away,
-                )
-            ]
-        self.next_hand_no = hand_no + 1
-        self.dealer = dealer
-        self.hand = hand
-        if stood:
-            log.info("table %s: stood up after %d hands away: %s", self.table_id, self.max_away, stood)
-            self.seats = {s: p for s, p in self.seats.items() if p not in stood}
-            self._broadcast_table()
-        log.info("table %s: hand %d (id %d) with seats %s", self.table_id, hand_no, hand_id, order)
-        self._tell_phase(hand)
-
-    async def _store(self, hand: HandRun, records: list[dict[str, Any]], status: str | None = None) -> None:
-        sealed = [handstore.seal(self.keys, self.table_id, hand.hand_no, r) for r in records]
-        async with connection(self.pool) as conn:
-            await handstore.store_records(conn, hand.hand_id, sealed, deadline=hand.deadline, status=status)
-
-    async def _close_commits(self, hand: HandRun) -> None:
-        everyone = set(hand.commits) == set(hand.players)
-        hand.recorder.commitments(hand.commits, hand.next_t(0 if everyone else hand.window_end()))
-        hand.arm()
-        await self._store(hand, hand.recorder.records[1:2])
-        self._tell_phase(hand)
-
-    async def _close_reveals(self, hand: HandRun) -> None:
-        rec = hand.recorder
-        everyone = all(rec.commit_of(s) is None or s in hand.seeds for s in hand.players)
-        rec.reveal(hand.seeds, hand.next_t(0 if everyone else hand.window_end()))
-        await self._deal(hand)
-
-    async def _deal(self, hand: HandRun) -> None:
-        """Record 3: the deal (stored with the reveals in one transaction), then the
-        departures signed during the seed phases."""
-        rec = hand.recorder
-        record, events = rec.deal(hand.next_t())
-        if rec.voided:  # no seat was dealt in (D29)
-            await self._store(hand, rec.records[2:4])
-            await self._finish(hand)
-            return
-        hand.note_turns(record)
-        hand.arm()
-        await self._store(hand, rec.records[2:4], status="playing")
-        self._tell_update(hand, record, events)
-        if rec.ended:  # one seat dealt in wins at once (D29, D14)
-            await self._finish(hand)
-            return
-        for seat, psig in sorted(hand.leaves.items()):
-            state = rec.state
-            if self.hand is hand and state is not None and state.phase is not Phase.ENDED:
-                if state.seat(seat).status.value == "playing":
-                    await self._apply(hand, Leave(seat), psig)
-
-    async def _apply(
-        self, hand: HandRun, action: Action, psig: dict[str, Any] | None, cmd: Command | None = None
-    ) -> dict[str, Any]:
-        """Check, store, then tell: the one path every move takes."""
-        rec = hand.recorder
-        at_least = hand.turn_end() if isinstance(action, TimeOut) else 0
-        state, record, events = rec.prepare(action, psig, hand.next_t(at_least))
-        result = {"i": record["i"], "h": record["h"], "head": None}
-        if cmd is not None:
-
-            def settled() -> dict[str, Any] | None:
-                now = self.hand
-                if now is None or now.hand_id != hand.hand_id:
-                    return None  # the hand ended meanwhile; its update says what happened
-                ok = len(now.recorder.records) > record["i"] and now.recorder.records[record["i"]]["h"] == record["h"]
-                return {**result, "head": now.recorder.head_evidence(record["i"])} if ok else None
-
-            cmd.settled = settled
-        # Memory moves first; if the store fails the table reloads from the database
-        # and this HandRun is dropped.
-        rec.accept(state, record)
-        hand.note_turns(record)
-        hand.arm()
-        await self._store(hand, [record])
-        result["head"] = rec.head_evidence(record["i"])
-        self._tell_update(hand, record, events)
-        if rec.ended:
-            await self._finish(hand)
-        return result
-
-    async def _void(self, hand: HandRun, reason: str) -> None:
-        """D33: append a void record after what replays, settle nothing."""
-        hand.recorder.void(reason[:500], hand.next_t())
-        hand.deadline = None
-        await self._store(hand, hand.recorder.records[-1:])
-        await self._finish(hand)
-
-    async def _void_unreadable(self, stored: handstore.StoredHand, reason: str) -> None:
-        """A hand whose header cannot be read (no transcript can be made): its holds are
-        released and the reason kept (D33); the chain continues from the last head."""
-        log.error("table %s: hand %d voided without a transcript: %s", self.table_id, stored.hand_no, reason)
-        async with connection(self.pool) as conn, conn.transaction():
-            done = await conn.fetchval(
-                "UPDATE hands SET status = 'void', void_reason = $2, ended_at = now(), deadline = NULL "
-                "WHERE id = $1 AND status IN ('seeding', 'playing') RETURNING id",
-                stored.hand_id,
-                reason[:500],
-            )
-            if done is not None and stored.players:
-                await ledger.release(conn, {p: h for p, h in stored.players.values()}, stored.hand_id)
-
-    async def _finish(self, hand: HandRun) -> None:
-        """Settle once (D19) or release (a void, D33), publish the transcript, free the
-        table for the next hand."""
-        rec = hand.recorder
-        transcript = rec.transcript(seed_revealed=hand.seed_revealed)
-        settlement = None
-        if not rec.voided:
-            assert rec.state is not None and rec.state.result is not None
-            settlement = rec.state.result.settlement
-        absent = [hand.players[s] for s in _clock_dropped(rec.records)]  # D31
-        async with connection(self.pool) as conn:
-            await handstore.finish(
-                conn,
-                table_id=self.table_id,
-                hand_id=hand.hand_id,
-                transcript=transcript,
-                holds={s: (hand.players[s], hand.holds[s]) for s in hand.players},
-                settlement=settlement,
-                void_reason=str(rec.records[-1]["reason"]) if rec.voided else None,
-                stand_up=absent,
-            )
-        self.head = str(transcript["head"])
-        if absent:
-            self.seats = {s: p for s, p in self.seats.items() if p not in absent}
-            self._broadcast_table()
-        self.hand = None
-        self.hands_finished += 1
-        self.next_start = None
-        self._tell_result(hand, transcript)
-
-    # -- telling -----------------------------------------------------------------------
-    def _broadcast_table(self) -> None:
-        self.watchers.broadcast(
-            {"type": "table", "table_id": self.table_id, "seats": {str(s): p for s, p in sorted(self.seats.items())}}
-        )
-
-    def _tell_phase(self, hand: HandRun) -> None:
-        """A seed phase begins: record 0 (the signed header) or record 1 (the signed
-        commitments), with the server's signed head (docs/fairness.md §15)."""
-        rec = hand.recorder
-        i = len(rec.records) - 1
-        self.watchers.broadcast(
-            {
-                "type": "hand",
-                "phase": hand.phase,
-                "table_id": self.table_id,
-                "hand_no": hand.hand_no,
-                "hand_id": hand.hand_id,
-                "record": rec.records[i],
-                "head": rec.head_evidence(i),
-                "deadline": iso(hand.deadline),
-            }
-        )
-
-    def _tell_update(self, hand: HandRun, record: dict[str, Any], events: list[Event]) -> None:
-        rec = hand.recorder
-        state = rec.state
-        head = rec.head_evidence(record["i"])
-        deadline = iso(hand.deadline)
-
-        def build(seat: int | None) -> dict[str, Any]:
-            return {
-                "type": "update",
-                "table_id": self.table_id,
-                "hand_no": hand.hand_no,
-                "i": record["i"],
-                "h": record["h"],
-                "head": head,
-                "events": [e.for_seat(seat) for e in events],
-                "view": None if state is None else seat_view(state, seat),
-                "deadline": deadline,
-            }
-
-        self.watchers.per_seat(hand.seat_of, build)
-
-    def _tell_result(self, hand: HandRun, transcript: dict[str, Any]) -> None:
-        last = transcript["log"][-1]
-        self.watchers.broadcast(
-            {
-                "type": "result",
-                "table_id": self.table_id,
-                "hand_no": hand.hand_no,
-                "hand_id": hand.hand_id,
-                "void": last["type"] == "void",
-                "void_reason": last.get("reason"),
-                "result": transcript["result"],
-                "server_seed": transcript["server_seed"],
-                "head": transcript["head"],
-                "transcript": f"/api/hands/{hand.hand_id}/transcript",
-            }
-        )
-        self.finished.set()
-        self.finished = asyncio.Event()
 
     def snapshot_for(self, player_id: str) -> dict[str, Any]:
         """Everything a (re)connecting player may see now: the table, and the hand in
         progress from their seat's point of view."""
-        assert self.rules is not None
+        t = self.t
+        assert t.rules is not None
         out: dict[str, Any] = {
             "table_id": self.table_id,
-            "rules": self.rules.to_json(),
-            "seats": {str(s): p for s, p in sorted(self.seats.items())},
+            "rules": t.rules.to_json(),
+            "seats": {str(s): p for s, p in sorted(t.seats.items())},
             "paused": self.paused,
             "hand": None,
         }
@@ -803,15 +517,6 @@ def _signed(payload: dict[str, Any], hand: HandRun) -> dict[str, Any]:
             f"you are in hand {hand.hand_no}: leaving is a move, signed over a record of the hand (hand_no, prev, sig)",
         )
     return {"prev": payload["prev"], "sig": payload["sig"]}
-
-
-def _clock_dropped(records: list[dict[str, Any]]) -> list[int]:
-    return [
-        int(e["seat"])
-        for r in records
-        for e in r.get("events", [])
-        if e["kind"] == "drop" and e["data"].get("reason") == "clock"
-    ]
 
 
 def _describe(e: BaseException) -> str:

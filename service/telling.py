@@ -15,7 +15,13 @@ import contextlib
 import json
 import logging
 from collections.abc import Callable
-from typing import Any
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from verifier.hand import Event, seat_view
+
+if TYPE_CHECKING:
+    from service.handrun import HandRun
 
 log = logging.getLogger("rummy.telling")
 
@@ -105,3 +111,74 @@ class Watchers:
         for c in list(self.by_player.values()):
             c.close()
         self.by_player.clear()
+
+
+def iso(ts: float | None) -> str | None:
+    return None if ts is None else datetime.fromtimestamp(ts, UTC).isoformat()
+
+
+class Teller(Watchers):
+    """What a table tells its connections, each message built once (docs/api.md,
+    "Server → client pushes")."""
+
+    def tell_seats(self, seats: dict[int, str]) -> None:
+        self.broadcast(
+            {"type": "table", "table_id": self.table_id, "seats": {str(s): p for s, p in sorted(seats.items())}}
+        )
+
+    def tell_phase(self, hand: HandRun) -> None:
+        """A seed phase begins: record 0 (the signed header) or record 1 (the signed
+        commitments), with the server's signed head (docs/fairness.md §15)."""
+        rec = hand.recorder
+        i = len(rec.records) - 1
+        self.broadcast(
+            {
+                "type": "hand",
+                "phase": hand.phase,
+                "table_id": self.table_id,
+                "hand_no": hand.hand_no,
+                "hand_id": hand.hand_id,
+                "record": rec.records[i],
+                "head": rec.head_evidence(i),
+                "deadline": iso(hand.deadline),
+            }
+        )
+
+    def tell_update(self, hand: HandRun, record: dict[str, Any], events: list[Event]) -> None:
+        """A stored record from the deal on: its events and the view, per seat."""
+        rec = hand.recorder
+        state = rec.state
+        head = rec.head_evidence(record["i"])
+        deadline = iso(hand.deadline)
+
+        def build(seat: int | None) -> dict[str, Any]:
+            return {
+                "type": "update",
+                "table_id": self.table_id,
+                "hand_no": hand.hand_no,
+                "i": record["i"],
+                "h": record["h"],
+                "head": head,
+                "events": [e.for_seat(seat) for e in events],
+                "view": None if state is None else seat_view(state, seat),
+                "deadline": deadline,
+            }
+
+        self.per_seat(hand.seat_of, build)
+
+    def tell_result(self, hand: HandRun, transcript: dict[str, Any]) -> None:
+        last = transcript["log"][-1]
+        self.broadcast(
+            {
+                "type": "result",
+                "table_id": self.table_id,
+                "hand_no": hand.hand_no,
+                "hand_id": hand.hand_id,
+                "void": last["type"] == "void",
+                "void_reason": last.get("reason"),
+                "result": transcript["result"],
+                "server_seed": transcript["server_seed"],
+                "head": transcript["head"],
+                "transcript": f"/api/hands/{hand.hand_id}/transcript",
+            }
+        )
