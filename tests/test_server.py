@@ -111,12 +111,20 @@ async def test_whole_hands_with_bots_verify_and_leak_nothing(
         report = verify_transcript(t, pinned)
         assert report.ok, report.failure
         assert t["log"][0]["header"]["table_id"] == table
+        # rummy-pf/v2: every seat's commit, reveal and move carries its player's signature,
+        # and every receipt and signed head a bot kept agrees with the published transcript.
+        header = t["log"][0]["header"]
+        assert {s["player_key"] for s in header["seats"]} <= {b.key.public_bytes.hex() for b in bots}
+        assert all(r["psig"] for r in t["log"][4:] if r["action"]["kind"] != "timeout")
         total = 0
         for b in bots:
             assert b.player_id is not None
             total += check_frames(b.frames, b.player_id, t)
+            mine = [e for e in b.evidence if e["body"]["hand_no"] == header["hand_no"]]
+            assert {e["purpose"] for e in mine} == {"receipt", "head"}, mine[:2]
+            assert verify_transcript(t, pinned, mine).ok
         assert total > 0
-    # Consecutive hands at the table chain (rummy-pf/v1 §9).
+    # Consecutive hands at the table chain (docs/fairness.md §11).
     t1 = await api.call("GET", results[0]["transcript"])
     t2 = await api.call("GET", results[1]["transcript"])
     assert t2["log"][0]["header"]["prev_head"] == t1["head"]
