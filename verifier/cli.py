@@ -401,8 +401,10 @@ def build_verify_parser() -> argparse.ArgumentParser:
     ap = _Parser(
         prog="rummy-verify",
         description=f"Verify {PROTOCOL_V2} (and {PROTOCOL_V1}) hand transcripts; 'rummy-verify score …' counts a "
-        f"hand. Checks, in order: {', '.join(CHECKS)}. Exit codes: 0 passed, 1 a check failed, 2 unreadable input, "
-        "3 wrong usage, 70 a fault of the verifier.",
+        f"hand. Checks, in order: {', '.join(CHECKS)}. A directory: every *.json under it, then across each "
+        "table's hands: chain (each hand starts from the previous hand's head), gap (no hand number missing), "
+        "fork (one transcript per hand). Exit codes: 0 passed, 1 a check failed, 2 unreadable input, "
+        "3 wrong usage, 70 a fault of the verifier, 130 interrupted, 141 output closed.",
     )
     ap.add_argument("transcript", help="a transcript file, - for standard input, an http(s) URL, or a directory")
     ap.add_argument("--key", help=f"pin the server's public key: 64 hex digits, base64, or a PEM file; {KEY_HELP}")
