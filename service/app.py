@@ -13,6 +13,7 @@ import asyncio
 import base64
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,10 +21,14 @@ from typing import Any
 import asyncpg
 from aiohttp import WSCloseCode, WSMsgType, web
 from aiohttp.http_exceptions import HttpProcessingError
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from service import ledger, store, wire
 from service.db import ServerLock, connection, create_pool, migrate
 from service.keys import ServerKeys
+from service.metrics import Metrics
+from service.openapi import OPENAPI
+from service.pages import add_page_routes
 from service.table import ClientError, Settings, TableActor
 from service.telling import Connection
 from service.wire import WireError
@@ -53,6 +58,8 @@ TABLES = web.AppKey("tables", dict)  # table id -> TableActor
 SOCKETS = web.AppKey("sockets", dict)  # WebSocketResponse -> Connection
 NEW_OPERATOR_TOKEN = web.AppKey("new_operator_token", list)
 LOCK = web.AppKey("lock", ServerLock)
+METRICS = web.AppKey("metrics", Metrics)
+LEDGER_TOTALS = web.AppKey("ledger_totals", dict)  # read for /metrics just before it is drawn
 
 
 class ApiError(Exception):
@@ -74,9 +81,45 @@ RULE_STATUS = {
     "already_seated": 409,
     "table_full": 409,
     "hand_over": 409,
+    "table_closed": 409,
+    "no_such_hand": 404,
     "unavailable": 503,
     "shutting_down": 503,
 }
+
+
+access = logging.getLogger("rummy.access")
+PUBLIC_READS = ("/api/hands/", "/api/fairness/key", "/api/openapi.json", "/api/tables")
+
+
+@web.middleware
+async def access_log(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
+    """One line per request (with ``--log-format json``, one JSON object), and CORS
+    for the public read-only endpoints, so an auditor's page elsewhere can fetch
+    transcripts and the fairness key."""
+    started = time.perf_counter()
+    status = 500
+    try:
+        response = await handler(request)
+        status = response.status
+        if request.method == "GET" and request.path.startswith(PUBLIC_READS):
+            response.headers["Access-Control-Allow-Origin"] = "*"
+        return response
+    except web.HTTPException as e:
+        status = e.status
+        raise
+    finally:
+        if request.path != "/ws" or status != 101:
+            access.info(
+                "%s %s %d %.1fms",
+                request.method,
+                request.path,
+                status,
+                (time.perf_counter() - started) * 1000,
+                extra={"method": request.method, "path": request.path, "status": status, "remote": request.remote},
+            )
 
 
 @web.middleware
@@ -120,9 +163,42 @@ async def body_json(request: web.Request, spec: wire.Obj, code: str = "bad_reque
 
 async def require_operator(request: web.Request) -> None:
     token = wire.bearer_token(request.headers.get("Authorization"))
+    status = None
+    if token is not None:
+        async with connection(request.app[POOL]) as conn:
+            status = await store.operator_status(conn, token)
+    if status is None:
+        raise ApiError(401, "unauthorized", "this needs the operator token")
+    if status.startswith("retired:"):
+        raise ApiError(
+            401,
+            "token_rotated",
+            f"this operator token was rotated away at {status.split(':', 1)[1]}; use the new one",
+        )
+
+
+async def audited(
+    request: web.Request, action: str, target: str | None, params: dict[str, Any], work: Awaitable[Any]
+) -> Any:
+    """Run an operator action and write it to the audit log, refused or done."""
+    try:
+        result = await work
+    except (ApiError, WireError, RuleError, ledger.LedgerError, store.StoreError) as e:
+        outcome = f"refused: {getattr(e, 'code', type(e).__name__)}: {getattr(e, 'message', str(e))}"
+        async with connection(request.app[POOL]) as conn:
+            await store.audit(conn, action, target, params, outcome)
+        raise
     async with connection(request.app[POOL]) as conn:
-        if token is None or not await store.is_operator(conn, token):
-            raise ApiError(401, "unauthorized", "this needs the operator token")
+        await store.audit(conn, action, target, params, "done")
+    return result
+
+
+def page(request: web.Request) -> tuple[int, int]:
+    """``limit`` (1–500, default 50) and ``offset`` from the query."""
+    q = request.query
+    limit = wire.path_int(q["limit"], "limit", 500) if "limit" in q else 50
+    offset = 0 if q.get("offset", "0") == "0" else wire.path_int(q["offset"], "offset", 10**9)
+    return limit, offset
 
 
 async def require_player(request: web.Request) -> store.Player:
@@ -150,25 +226,45 @@ async def create_player(request: web.Request) -> web.Response:
     await require_operator(request)
     data = await body_json(request, wire.NEW_PLAYER)
     key = bytes.fromhex(data["public_key"]) if "public_key" in data else None
-    async with connection(request.app[POOL]) as conn:
-        player, token = await store.create_player(
-            conn, data["name"], is_bot=data.get("bot", False), deposit=data.get("deposit", 0), public_key=key
-        )
-        bal = await ledger.balance(conn, player.id)
+
+    async def work() -> tuple[store.Player, str, ledger.Balance]:
+        async with connection(request.app[POOL]) as conn:
+            player, token = await store.create_player(
+                conn, data["name"], is_bot=data.get("bot", False), deposit=data.get("deposit", 0), public_key=key
+            )
+            return player, token, await ledger.balance(conn, player.id)
+
+    shown = {k: v for k, v in data.items() if k != "public_key"}
+    player, token, bal = await audited(request, "create_player", None, shown, work())
     return web.json_response(
         {"id": player.id, "name": player.name, "token": token, "available": bal.available}, status=201
     )
 
 
 async def deposit(request: web.Request) -> web.Response:
+    return await _move_money(request, "deposit", ledger.deposit)
+
+
+async def withdraw(request: web.Request) -> web.Response:
+    return await _move_money(request, "withdraw", ledger.withdraw)
+
+
+async def _move_money(
+    request: web.Request, action: str, move: Callable[[asyncpg.Connection, str, int], Awaitable[int]]
+) -> web.Response:
+    """A deposit or a withdrawal: double-entry, never below zero (D18)."""
     await require_operator(request)
     data = await body_json(request, wire.DEPOSIT, "bad_amount")
     player_id = wire.path_id(request.match_info["player_id"], "a player id")
-    async with connection(request.app[POOL]) as conn:
-        if not await store.player_exists(conn, player_id):
-            raise ApiError(404, "no_such_player", f"no player {player_id}")
-        await ledger.deposit(conn, player_id, data["amount"])
-        bal = await ledger.balance(conn, player_id)
+
+    async def work() -> ledger.Balance:
+        async with connection(request.app[POOL]) as conn:
+            if not await store.player_exists(conn, player_id):
+                raise ApiError(404, "no_such_player", f"no player {player_id}")
+            await move(conn, player_id, data["amount"])
+            return await ledger.balance(conn, player_id)
+
+    bal = await audited(request, action, player_id, data, work())
     return web.json_response({"id": player_id, "available": bal.available, "held": bal.held})
 
 
@@ -183,13 +279,17 @@ async def set_key(request: web.Request) -> web.Response:
 async def create_table(request: web.Request) -> web.Response:
     await require_operator(request)
     data = await body_json(request, wire.NEW_TABLE, "bad_table")
+    settings = dict(data)
     max_away = data.pop("max_away_hands", 3)
-    rules = TableRules(**data)  # validated: a bad combination is an error, never repaired
-    async with connection(request.app[POOL]) as conn:
-        table_id = await store.create_table(conn, rules, max_away_hands=max_away)
-    a = TableActor(table_id, request.app[POOL], request.app[CONFIG].keys, request.app[CONFIG].settings)
+
+    async def work() -> tuple[str, TableRules]:
+        rules = TableRules(**data)  # validated: a bad combination is an error, never repaired
+        async with connection(request.app[POOL]) as conn:
+            return await store.create_table(conn, rules, max_away_hands=max_away), rules
+
+    table_id, rules = await audited(request, "create_table", None, settings, work())
+    a = new_actor(request.app, table_id)
     a.start()
-    request.app[TABLES][table_id] = a
     await asyncio.wait_for(a.loaded.wait(), 10)
     return web.json_response({"id": table_id, **rules.to_json(), "max_away_hands": max_away}, status=201)
 
@@ -258,6 +358,120 @@ async def transcript(request: web.Request) -> web.Response:
     return web.Response(text=row["transcript"], content_type="application/json")
 
 
+async def table_detail(request: web.Request) -> web.Response:
+    a = actor(request, request.match_info["table_id"])
+    async with connection(request.app[POOL]) as conn:
+        row = next((t for t in await store.list_tables(conn) if t["id"] == a.table_id), None)
+    if row is None:
+        raise ApiError(404, "no_such_table", f"no table {a.table_id}")
+    hand = a.hand
+    row["status"] = a.t.status
+    row["hand"] = (
+        None
+        if hand is None
+        else {"hand_id": hand.hand_id, "hand_no": hand.hand_no, "phase": hand.phase, "seats": sorted(hand.players)}
+    )
+    return web.json_response(row)
+
+
+async def close_table(request: web.Request) -> web.Response:
+    await require_operator(request)
+    a = actor(request, request.match_info["table_id"])
+    result = await audited(request, "close_table", a.table_id, {}, a.submit("close", "operator", {}))
+    return web.json_response(result)
+
+
+async def stand_seat(request: web.Request) -> web.Response:
+    await require_operator(request)
+    a = actor(request, request.match_info["table_id"])
+    seat = wire.check(wire.Obj({"seat": wire.Int(0, 7)}), {"seat": _int_or_none(request.match_info["seat"])})["seat"]
+    work = a.submit("stand", "operator", {"seat": seat})
+    return web.json_response(await audited(request, "stand_seat", f"{a.table_id}/{seat}", {"seat": seat}, work))
+
+
+def _int_or_none(text: str) -> int | None:
+    return int(text) if text.isascii() and text.isdigit() and len(text) < 4 else None
+
+
+async def admin_players(request: web.Request) -> web.Response:
+    await require_operator(request)
+    limit, offset = page(request)
+    q = request.query.get("q")
+    if q is not None:
+        q = wire.Text(1, 64).check(q, "q")
+    async with connection(request.app[POOL]) as conn:
+        players, total = await store.list_players(conn, q, limit, offset)
+    return web.json_response({"players": players, "total": total})
+
+
+async def admin_player(request: web.Request) -> web.Response:
+    await require_operator(request)
+    player_id = wire.path_id(request.match_info["player_id"], "a player id")
+    async with connection(request.app[POOL]) as conn:
+        found = [p for p in (await store.list_players(conn, player_id, 500, 0))[0] if p["id"] == player_id]
+        if not found:
+            raise ApiError(404, "no_such_player", f"no player {player_id}")
+        holds = await conn.fetch(
+            "SELECT hp.hand_id, h.table_id, hp.hold FROM hand_players hp JOIN hands h ON h.id = hp.hand_id "
+            "WHERE hp.player_id = $1 AND h.status IN ('seeding', 'playing')",
+            player_id,
+        )
+        hands = await store.hand_history(conn, player_id)
+    out = found[0]
+    out["holds"] = [{"hand_id": h["hand_id"], "table_id": h["table_id"], "amount": h["hold"]} for h in holds]
+    out["hands"] = hands
+    return web.json_response(out)
+
+
+async def admin_hands(request: web.Request) -> web.Response:
+    await require_operator(request)
+    limit, offset = page(request)
+    q = request.query
+    status = q.get("status")
+    if status is not None and status not in ("seeding", "playing", "ended", "void"):
+        raise WireError("status is one of seeding, playing, ended, void", "bad_request")
+    table = wire.path_id(q["table"], "table") if "table" in q else None
+    player = wire.path_id(q["player"], "player") if "player" in q else None
+    async with connection(request.app[POOL]) as conn:
+        hands, total = await store.list_hands(
+            conn, table=table, status=status, player=player, limit=limit, offset=offset
+        )
+    return web.json_response({"hands": hands, "total": total})
+
+
+async def rotate_token(request: web.Request) -> web.Response:
+    await require_operator(request)
+
+    async def work() -> str:
+        async with connection(request.app[POOL]) as conn:
+            return await store.rotate_operator_token(conn)
+
+    token = await audited(request, "rotate_operator_token", None, {}, work())
+    return web.json_response({"token": token}, status=201)
+
+
+async def admin_audit(request: web.Request) -> web.Response:
+    await require_operator(request)
+    limit, offset = page(request)
+    async with connection(request.app[POOL]) as conn:
+        rows, total = await store.list_audit(conn, limit, offset)
+    return web.json_response({"audit": rows, "total": total})
+
+
+async def metrics(request: web.Request) -> web.Response:
+    """Prometheus text; for the operator, or anyone on this machine (a scraper)."""
+    if request.remote not in ("127.0.0.1", "::1"):
+        await require_operator(request)
+    async with connection(request.app[POOL]) as conn:
+        request.app[LEDGER_TOTALS].update(await ledger.summary(conn))
+    body = generate_latest(request.app[METRICS].registry)
+    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+async def openapi(request: web.Request) -> web.Response:
+    return web.json_response(OPENAPI)
+
+
 async def void_hand(request: web.Request) -> web.Response:
     await require_operator(request)
     hand_id = wire.path_int(request.match_info["hand_id"], "a hand id")
@@ -269,7 +483,8 @@ async def void_hand(request: web.Request) -> web.Response:
     if row["status"] not in ("seeding", "playing"):
         raise ApiError(409, "hand_over", f"hand {hand_id} is {row['status']}")
     a = actor(request, row["table_id"])
-    return web.json_response(await a.submit("void", "operator", {"hand_id": hand_id, "reason": data["reason"]}))
+    work = a.submit("void", "operator", {"hand_id": hand_id, "reason": data["reason"]})
+    return web.json_response(await audited(request, "void_hand", str(hand_id), data, work))
 
 
 async def fairness_key(request: web.Request) -> web.Response:
@@ -465,13 +680,17 @@ async def _tables(app: web.Application) -> AsyncIterator[None]:
     async with connection(app[POOL]) as conn:
         ids = [r["id"] for r in await conn.fetch("SELECT id FROM tables ORDER BY created_at")]
     for table_id in ids:
-        a = TableActor(table_id, app[POOL], app[CONFIG].keys, app[CONFIG].settings)
-        a.start()
-        app[TABLES][table_id] = a
+        new_actor(app, table_id).start()
     # Every table is loaded (its hand resumed or voided) before the server answers.
     await asyncio.gather(*(asyncio.wait_for(a.loaded.wait(), 60) for a in app[TABLES].values()))
     yield
     await _stop_tables(app)
+
+
+def new_actor(app: web.Application, table_id: str) -> TableActor:
+    a = TableActor(table_id, app[POOL], app[CONFIG].keys, app[CONFIG].settings, app[METRICS])
+    app[TABLES][table_id] = a
+    return a
 
 
 async def _stop_tables(app: web.Application) -> None:
@@ -517,9 +736,33 @@ class _QuietBadRequests(logging.Filter):
 logging.getLogger("aiohttp.server").addFilter(_QuietBadRequests())
 
 
+def _live_metrics(app: web.Application) -> None:
+    def read() -> dict[str, Any]:
+        tables = list(app[TABLES].values())
+        totals = app[LEDGER_TOTALS]
+        out: dict[str, Any] = {
+            "rummy_tables": ("Tables served", len(tables)),
+            "rummy_tables_paused": ("Tables waiting for their database", sum(1 for a in tables if a.paused)),
+            "rummy_hands_in_progress": ("Hands in progress", sum(1 for a in tables if a.hand is not None)),
+            "rummy_seats": ("Seats taken", sum(len(a.t.seats) for a in tables)),
+            "rummy_connections": ("Open WebSocket connections", len(app[SOCKETS])),
+        }
+        for key in ("deposited", "players_available", "players_held", "house_commission"):
+            if key in totals:
+                out[f"rummy_ledger_{key}"] = (f"Ledger: {key.replace('_', ' ')} (HT minor units)", totals[key])
+        if "ok" in totals:
+            out["rummy_ledger_ok"] = ("1 when every ledger invariant holds", int(bool(totals["ok"])))
+        return out
+
+    app[METRICS].add_live(read)
+
+
 def make_app(config: Config) -> web.Application:
-    app = web.Application(middlewares=[errors], client_max_size=wire.MAX_MESSAGE_BYTES * 2)
+    app = web.Application(middlewares=[access_log, errors], client_max_size=wire.MAX_MESSAGE_BYTES * 2)
     app[CONFIG] = config
+    app[METRICS] = Metrics()
+    app[LEDGER_TOTALS] = {}
+    _live_metrics(app)
     app[TABLES] = {}
     app[SOCKETS] = {}
     app[NEW_OPERATOR_TOKEN] = []
@@ -529,9 +772,13 @@ def make_app(config: Config) -> web.Application:
     app.router.add_get("/healthz", health)
     app.router.add_post("/api/players", create_player)
     app.router.add_post("/api/players/{player_id}/deposit", deposit)
+    app.router.add_post("/api/players/{player_id}/withdraw", withdraw)
     app.router.add_put("/api/me/key", set_key)
     app.router.add_post("/api/tables", create_table)
     app.router.add_get("/api/tables", list_tables)
+    app.router.add_get("/api/tables/{table_id}", table_detail)
+    app.router.add_post("/api/tables/{table_id}/close", close_table)
+    app.router.add_post("/api/tables/{table_id}/seats/{seat}/stand", stand_seat)
     app.router.add_post("/api/tables/{table_id}/sit", sit)
     app.router.add_post("/api/tables/{table_id}/leave", leave)
     app.router.add_get("/api/me", me)
@@ -540,5 +787,13 @@ def make_app(config: Config) -> web.Application:
     app.router.add_post("/api/hands/{hand_id}/void", void_hand)
     app.router.add_get("/api/fairness/key", fairness_key)
     app.router.add_get("/api/ledger", ledger_summary)
+    app.router.add_get("/api/admin/players", admin_players)
+    app.router.add_get("/api/admin/players/{player_id}", admin_player)
+    app.router.add_get("/api/admin/hands", admin_hands)
+    app.router.add_post("/api/admin/operator-token", rotate_token)
+    app.router.add_get("/api/admin/audit", admin_audit)
+    app.router.add_get("/api/openapi.json", openapi)
+    app.router.add_get("/metrics", metrics)
     app.router.add_get("/ws", websocket)
+    add_page_routes(app)
     return app

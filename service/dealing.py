@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +24,7 @@ from service import handstore, ledger
 from service.db import connection
 from service.handrun import HandRun
 from service.keys import ServerKeys
+from service.metrics import Metrics
 from service.telling import Teller
 from verifier.fairness import SEED_BYTES
 from verifier.hand import Action, Leave, Phase, TableRules, TimeOut
@@ -47,6 +49,7 @@ class TableState:
     head: str = ""
     dealer: int | None = None
     next_hand_no: int = 1
+    status: str = "open"  # open, closing (no new hand), closed
     hand: HandRun | None = None
     hands_finished: int = 0
 
@@ -65,8 +68,10 @@ class Dealer:
         *,
         commit_seconds: float,
         reveal_seconds: float,
+        metrics: Metrics | None = None,
     ) -> None:
         self.t = table
+        self.metrics = metrics
         self.pool = pool
         self.keys = keys
         self.teller = teller
@@ -190,8 +195,11 @@ class Dealer:
     # -- the seed phases and the deal --------------------------------------------------
     async def store(self, hand: HandRun, records: list[dict[str, Any]], status: str | None = None) -> None:
         sealed = [handstore.seal(self.keys, self.t.table_id, hand.hand_no, r) for r in records]
+        started = time.perf_counter()
         async with connection(self.pool) as conn:
             await handstore.store_records(conn, hand.hand_id, sealed, deadline=hand.deadline, status=status)
+        if self.metrics is not None:
+            self.metrics.store_seconds.observe(time.perf_counter() - started)
 
     async def close_commits(self, hand: HandRun) -> None:
         everyone = set(hand.commits) == set(hand.players)
@@ -258,6 +266,8 @@ class Dealer:
         hand.note_turns(record)
         hand.arm()
         await self.store(hand, [record])
+        if self.metrics is not None:
+            self.metrics.actions.labels(action.kind).inc()
         result["head"] = rec.head_evidence(record["i"])
         self.teller.tell_update(hand, record, events)
         if rec.ended:
@@ -298,7 +308,7 @@ class Dealer:
             settlement = rec.state.result.settlement
         absent = [hand.players[s] for s in clock_dropped(rec.records)]  # D31
         async with connection(self.pool) as conn:
-            await handstore.finish(
+            stood = await handstore.finish(
                 conn,
                 table_id=t.table_id,
                 hand_id=hand.hand_id,
@@ -309,11 +319,20 @@ class Dealer:
                 stand_up=absent,
             )
         t.head = str(transcript["head"])
-        if absent:
-            t.seats = {s: p for s, p in t.seats.items() if p not in absent}
+        if stood:  # D31, and seats the operator stands up as the hand ends
+            t.seats = {s: p for s, p in t.seats.items() if p not in stood}
             self.teller.tell_seats(t.seats)
         t.hand = None
         t.hands_finished += 1
+        if self.metrics is not None:
+            self.metrics.hands.labels("void" if rec.voided else "ended").inc()
+        log.info(
+            "table %s: hand %d %s",
+            t.table_id,
+            hand.hand_no,
+            "voided" if rec.voided else "settled",
+            extra={"table_id": t.table_id, "hand_id": hand.hand_id},
+        )
         self.teller.tell_result(hand, transcript)
 
 

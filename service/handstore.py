@@ -144,10 +144,12 @@ async def finish(
     settlement: Settlement | None,
     void_reason: str | None,
     stand_up: Sequence[str] = (),
-) -> bool:
+) -> list[str] | None:
     """End a hand once: settle (D19) or release every hold (a void, D33), publish the
-    transcript, move the table's head.  False, changing nothing, if the hand had
-    already ended (a retry after an unknown outcome)."""
+    transcript, move the table's head, stand up ``stand_up`` and the seats the
+    operator asked to stand up as the hand ends.  Returns the players stood up, or
+    None, changing nothing, if the hand had already ended (a retry after an unknown
+    outcome)."""
     async with conn.transaction():
         ended = await conn.fetchval(
             "UPDATE hands SET status = $2, transcript = $3::jsonb, ended_at = now(), deadline = NULL, "
@@ -158,17 +160,19 @@ async def finish(
             void_reason,
         )
         if ended is None:
-            return False
+            return None
         if settlement is not None:
             await ledger.settle(conn, hand_id, holds, settlement)
         elif holds:
             await ledger.release(conn, {p: a for p, a in holds.values()}, hand_id)
         await conn.execute("UPDATE tables SET head = $2 WHERE id = $1", table_id, transcript["head"])
-        if stand_up:
-            await conn.execute(
-                "DELETE FROM seats WHERE table_id = $1 AND player_id = ANY($2::text[])", table_id, list(stand_up)
-            )
-    return True
+        rows = await conn.fetch(
+            "DELETE FROM seats WHERE table_id = $1 AND (player_id = ANY($2::text[]) OR stand_after_hand) "
+            "RETURNING player_id",
+            table_id,
+            list(stand_up),
+        )
+    return [str(r["player_id"]) for r in rows]
 
 
 async def quarantine_after(conn: asyncpg.Connection, hand_id: int, keep: int) -> int:

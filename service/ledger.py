@@ -64,7 +64,7 @@ async def _post(
             amount,
         )
         if done is None:
-            raise LedgerError("insufficient_balance", f"{account} cannot go below zero (change {amount})")
+            raise LedgerError("insufficient_balance", f"that would take {account} below zero (a change of {amount} HT)")
         await conn.execute(
             "INSERT INTO ledger_entries (tx_id, account_id, amount) VALUES ($1, $2, $3)", tx_id, account, amount
         )
@@ -79,6 +79,15 @@ async def deposit(conn: asyncpg.Connection, player_id: str, amount: int) -> int:
         raise LedgerError("bad_amount", f"a deposit is an integer of HT minor units, 1 to {MAX_AMOUNT} (D18)")
     async with conn.transaction():
         return await _post(conn, "deposit", {EXTERNAL: -amount, available(player_id): amount}, memo="deposit")
+
+
+async def withdraw(conn: asyncpg.Connection, player_id: str, amount: int) -> int:
+    """Money leaves the card room: from the player's available balance back to the
+    external account; refused when it would go below zero (held amounts stay held)."""
+    if not isinstance(amount, int) or isinstance(amount, bool) or not 0 < amount <= MAX_AMOUNT:
+        raise LedgerError("bad_amount", f"a withdrawal is an integer of HT minor units, 1 to {MAX_AMOUNT} (D18)")
+    async with conn.transaction():
+        return await _post(conn, "withdraw", {available(player_id): -amount, EXTERNAL: amount}, memo="withdrawal")
 
 
 async def hold(conn: asyncpg.Connection, player_id: str, amount: int, hand_id: int) -> None:
@@ -146,7 +155,7 @@ async def summary(conn: asyncpg.Connection) -> dict[str, int | bool]:
             "(SELECT COALESCE(SUM(amount), 0) FROM ledger_entries e WHERE e.account_id = a.id)"
         )
     )
-    deposited = -int(await conn.fetchval("SELECT balance FROM accounts WHERE id = $1", EXTERNAL))
+    deposited = -int(await conn.fetchval("SELECT balance FROM accounts WHERE id = $1", EXTERNAL))  # less withdrawals
     players_available = int(await conn.fetchval("SELECT COALESCE(SUM(balance),0) FROM accounts WHERE kind='available'"))
     players_held = int(await conn.fetchval("SELECT COALESCE(SUM(balance),0) FROM accounts WHERE kind='held'"))
     house = int(await conn.fetchval("SELECT balance FROM accounts WHERE id = $1", HOUSE))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import secrets
 from dataclasses import dataclass
 from typing import Any
@@ -90,31 +91,56 @@ async def player_exists(conn: asyncpg.Connection, player_id: str) -> bool:
     return bool(await conn.fetchval("SELECT 1 FROM players WHERE id = $1", player_id))
 
 
+class OperatorTokenMismatch(Exception):
+    """RUMMY_OPERATOR_TOKEN is set, and is not the operator token this database holds."""
+
+
 async def operator_token(conn: asyncpg.Connection, from_env: str | None) -> str | None:
-    """The operator token's hash is kept in server_settings.  With a token in the
-    environment, that token is the operator's; without one, a token is created on
-    first run and returned (to be printed once); afterwards None is returned."""
-    if from_env:
-        await conn.execute(
-            "INSERT INTO server_settings (key, value) VALUES ('operator_token_hash', $1) "
-            "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
-            token_hash(from_env).hex(),
-        )
+    """The operator token, installed once: with a token in the environment and none
+    stored yet, that token becomes the operator's; without one, a token is created on
+    first run and returned (to be printed once); afterwards None is returned.  A token
+    in the environment that differs from the stored one is refused, never silently
+    swapped in (rotate it with ``POST /api/admin/operator-token``)."""
+    active = await conn.fetchval("SELECT token_hash FROM operator_tokens WHERE retired_at IS NULL")
+    if active is not None:
+        if from_env and not same_hash(bytes(active), token_hash(from_env)):
+            raise OperatorTokenMismatch(
+                "RUMMY_OPERATOR_TOKEN is not this server's operator token; unset it, or rotate the token "
+                "with 'rummy-table admin rotate-token' and use the new one"
+            )
         return None
-    existing = await conn.fetchval("SELECT value FROM server_settings WHERE key = 'operator_token_hash'")
-    if existing:
+    token = from_env or new_token()
+    await conn.execute("INSERT INTO operator_tokens (token_hash) VALUES ($1) ON CONFLICT DO NOTHING", token_hash(token))
+    return None if from_env else token
+
+
+async def operator_status(conn: asyncpg.Connection, token: str) -> str | None:
+    """'active' for the operator token, 'retired:<when>' for one rotated away, else None."""
+    row = await conn.fetchrow("SELECT retired_at FROM operator_tokens WHERE token_hash = $1", token_hash(token))
+    if row is None:
         return None
+    return "active" if row["retired_at"] is None else f"retired:{row['retired_at'].isoformat()}"
+
+
+async def rotate_operator_token(conn: asyncpg.Connection) -> str:
+    """A new operator token (returned once); the old one stops working at once."""
     token = new_token()
-    await conn.execute(
-        "INSERT INTO server_settings (key, value) VALUES ('operator_token_hash', $1) ON CONFLICT DO NOTHING",
-        token_hash(token).hex(),
-    )
+    async with conn.transaction():
+        await conn.execute("UPDATE operator_tokens SET retired_at = now() WHERE retired_at IS NULL")
+        await conn.execute("INSERT INTO operator_tokens (token_hash) VALUES ($1)", token_hash(token))
     return token
 
 
-async def is_operator(conn: asyncpg.Connection, token: str) -> bool:
-    stored = await conn.fetchval("SELECT value FROM server_settings WHERE key = 'operator_token_hash'")
-    return bool(stored) and same_hash(bytes.fromhex(stored), token_hash(token))
+async def audit(
+    conn: asyncpg.Connection, action: str, target: str | None, params: dict[str, Any], outcome: str
+) -> None:
+    await conn.execute(
+        "INSERT INTO audit_log (action, target, params, outcome) VALUES ($1, $2, $3::jsonb, $4)",
+        action,
+        target,
+        json.dumps(params),
+        outcome[:500],
+    )
 
 
 RULE_FIELDS = ("seats", "point_value", "commission_bps", "turn_seconds", "max_missed_turns", "min_players")
@@ -197,3 +223,101 @@ async def hand_history(conn: asyncpg.Connection, player_id: str, limit: int = 50
         }
         for r in rows
     ]
+
+
+# ----------------------------------------------------------------------------- for the operator
+def _like(q: str) -> str:
+    return "%" + q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+PLAYERS_COUNT = "SELECT COUNT(*) FROM players p WHERE ($1::text IS NULL OR p.id ILIKE $1 OR p.name ILIKE $1)"
+PLAYERS_PAGE = (
+    "SELECT p.id, p.name, p.is_bot, p.created_at,"
+    " (SELECT balance FROM accounts WHERE id = 'player:' || p.id || ':available') AS available,"
+    " (SELECT balance FROM accounts WHERE id = 'player:' || p.id || ':held') AS held,"
+    " COALESCE((SELECT json_agg(json_build_object('table_id', s.table_id, 'seat', s.seat))::text"
+    "  FROM seats s WHERE s.player_id = p.id), '[]') AS seats FROM players p"
+    " WHERE ($1::text IS NULL OR p.id ILIKE $1 OR p.name ILIKE $1)"
+    " ORDER BY p.created_at, p.id LIMIT $2 OFFSET $3"
+)
+HANDS_COUNT = (
+    "SELECT COUNT(*) FROM hands h"
+    " WHERE ($1::text IS NULL OR h.table_id = $1) AND ($2::text IS NULL OR h.status = $2) AND ($3::text IS NULL"
+    " OR EXISTS (SELECT 1 FROM hand_players x WHERE x.hand_id = h.id AND x.player_id = $3))"
+)
+HANDS_PAGE = (
+    "SELECT h.id, h.table_id, h.hand_no, h.status, h.started_at, h.ended_at, h.void_reason,"
+    " COALESCE((SELECT json_agg(json_build_object('seat', hp.seat, 'player_id', hp.player_id)"
+    " ORDER BY hp.seat)::text FROM hand_players hp WHERE hp.hand_id = h.id), '[]') AS players FROM hands h"
+    " WHERE ($1::text IS NULL OR h.table_id = $1) AND ($2::text IS NULL OR h.status = $2) AND ($3::text IS NULL"
+    " OR EXISTS (SELECT 1 FROM hand_players x WHERE x.hand_id = h.id AND x.player_id = $3))"
+    " ORDER BY h.id DESC LIMIT $4 OFFSET $5"
+)
+
+
+async def list_players(
+    conn: asyncpg.Connection, q: str | None, limit: int, offset: int
+) -> tuple[list[dict[str, Any]], int]:
+    like = _like(q) if q else None
+    total = int(await conn.fetchval(PLAYERS_COUNT, like))
+    rows = await conn.fetch(PLAYERS_PAGE, like, limit, offset)
+    return [
+        {
+            "id": r["id"],
+            "name": r["name"],
+            "bot": r["is_bot"],
+            "available": int(r["available"] or 0),
+            "held": int(r["held"] or 0),
+            "seats": json.loads(r["seats"]),
+            "created_at": r["created_at"].isoformat(),
+        }
+        for r in rows
+    ], total
+
+
+async def list_hands(
+    conn: asyncpg.Connection,
+    *,
+    table: str | None,
+    status: str | None,
+    player: str | None,
+    limit: int,
+    offset: int,
+) -> tuple[list[dict[str, Any]], int]:
+    total = int(await conn.fetchval(HANDS_COUNT, table, status, player))
+    rows = await conn.fetch(HANDS_PAGE, table, status, player, limit, offset)
+    return [
+        {
+            "hand_id": r["id"],
+            "table_id": r["table_id"],
+            "hand_no": r["hand_no"],
+            "status": r["status"],
+            "started_at": r["started_at"].isoformat(),
+            "ended_at": None if r["ended_at"] is None else r["ended_at"].isoformat(),
+            "void_reason": r["void_reason"],
+            "players": json.loads(r["players"]),
+            "transcript": f"/api/hands/{r['id']}/transcript" if r["status"] in ("ended", "void") else None,
+        }
+        for r in rows
+    ], total
+
+
+async def list_audit(conn: asyncpg.Connection, limit: int, offset: int) -> tuple[list[dict[str, Any]], int]:
+    total = int(await conn.fetchval("SELECT COUNT(*) FROM audit_log"))
+    rows = await conn.fetch(
+        "SELECT id, at, action, target, params::text AS params, outcome FROM audit_log "
+        "ORDER BY id DESC LIMIT $1 OFFSET $2",
+        limit,
+        offset,
+    )
+    return [
+        {
+            "id": r["id"],
+            "at": r["at"].isoformat(),
+            "action": r["action"],
+            "target": r["target"],
+            "params": json.loads(r["params"]),
+            "outcome": r["outcome"],
+        }
+        for r in rows
+    ], total

@@ -28,6 +28,7 @@ from service.db import connection
 from service.dealing import Dealer, NotEnough, Settled, TableState
 from service.handrun import HandRun, restore
 from service.keys import ServerKeys
+from service.metrics import Metrics
 from service.telling import Teller, iso
 from verifier.errors import RuleError
 from verifier.hand import Leave, TimeOut, action_from_json, seat_view
@@ -76,8 +77,16 @@ class TableActor:
     """The table task: commands in order, the clocks, reloading; the hand's steps are
     :class:`service.dealing.Dealer`'s, the messages :class:`service.telling.Teller`'s."""
 
-    def __init__(self, table_id: str, pool: asyncpg.Pool, keys: ServerKeys, settings: Settings) -> None:
+    def __init__(
+        self,
+        table_id: str,
+        pool: asyncpg.Pool,
+        keys: ServerKeys,
+        settings: Settings,
+        metrics: Metrics | None = None,
+    ) -> None:
         self.table_id = table_id
+        self.metrics = metrics
         self.pool = pool
         self.keys = keys
         self.settings = settings
@@ -91,6 +100,7 @@ class TableActor:
             self.watchers,
             commit_seconds=settings.commit_seconds,
             reveal_seconds=settings.reveal_seconds,
+            metrics=metrics,
         )
         self.next_start: float | None = None
         self.paused = True  # until loaded
@@ -155,6 +165,8 @@ class TableActor:
                 raise
             except Exception as e:  # the database failed or disagrees: memory is no longer trusted
                 log.warning("table %s: %s; reloading from the database", self.table_id, _describe(e))
+                if self.metrics is not None:
+                    self.metrics.reloads.labels("clock" if cmd is None else cmd.kind).inc()
                 await self._forget_connections(e)
                 await self._reload(cmd)
 
@@ -242,6 +254,7 @@ class TableActor:
         t.head = str(row["head"])
         t.dealer = row["dealer"]
         t.next_hand_no = int(row["next_hand_no"])
+        t.status = str(row["status"])
         t.seats = seats
         t.hand = None
         self.next_start = None
@@ -275,9 +288,24 @@ class TableActor:
         self.watchers.tell_result(old, json.loads(row["transcript"]))
 
     # -- clocks ----------------------------------------------------------------------
+    async def _close_if_closing(self) -> None:
+        """A closing table closes once its hand is over: every seat is stood up."""
+        t = self.t
+        if t.status != "closing" or t.hand is not None:
+            return
+        async with connection(self.pool) as conn, conn.transaction():
+            await conn.execute("DELETE FROM seats WHERE table_id = $1", self.table_id)
+            await conn.execute("UPDATE tables SET status = 'closed' WHERE id = $1", self.table_id)
+        t.status = "closed"
+        t.seats = {}
+        self.watchers.tell_seats(t.seats)
+        self.watchers.broadcast({"type": "closed", "table_id": self.table_id, "message": "the table is closed"})
+
     def _schedule_start(self) -> None:
         t = self.t
-        if t.hand is None and t.rules is not None and len(t.seats) >= t.rules.min_players:
+        if t.status != "open":
+            self.next_start = None
+        elif t.hand is None and t.rules is not None and len(t.seats) >= t.rules.min_players:
             if self.next_start is None:
                 self.next_start = time.time() + self.settings.next_hand_delay
         elif self.hand is None:
@@ -316,6 +344,7 @@ class TableActor:
             rec = hand.recorder
             if all(rec.commit_of(s) is None or s in hand.seeds for s in hand.players):
                 await self.dealing.close_reveals(hand)
+        await self._close_if_closing()
         self._schedule_start()
 
     # -- commands ----------------------------------------------------------------------
@@ -328,6 +357,8 @@ class TableActor:
             "action": self._action,
             "snapshot": self._snapshot,
             "void": self._operator_void,
+            "close": self._operator_close,
+            "stand": self._operator_stand,
         }.get(cmd.kind)
         if handler is None:
             raise ClientError("bad_message", f"unknown command {cmd.kind!r}")
@@ -337,6 +368,8 @@ class TableActor:
         t = self.t
         assert t.rules is not None
         player_id = cmd.player_id
+        if t.status != "open":
+            raise ClientError("table_closed", f"this table is {t.status}: it deals no new hand")
         if player_id in t.seats.values():
             raise ClientError("already_seated", "you already have a seat at this table")
         seat = cmd.payload.get("seat")
@@ -464,6 +497,39 @@ class TableActor:
         reason = f"voided by the operator: {cmd.payload['reason']} (D33)"
         await self.dealing.void(hand, reason)
         return {"voided": hand.hand_id, "reason": reason}
+
+    async def _operator_close(self, cmd: Command) -> dict[str, Any]:
+        """No new hand; the hand in progress finishes; then the table closes."""
+        t = self.t
+        if t.status == "open":
+            async with connection(self.pool) as conn:
+                await conn.execute("UPDATE tables SET status = 'closing' WHERE id = $1", self.table_id)
+            t.status = "closing"
+            cmd.settled = lambda: {"id": self.table_id, "status": t.status}
+        await self._close_if_closing()
+        return {"id": self.table_id, "status": t.status}
+
+    async def _operator_stand(self, cmd: Command) -> dict[str, Any]:
+        """Stand a seat up: now, or — its player being in the hand in progress — as
+        that hand ends (the hand goes on; the clock moves for an absent seat)."""
+        t = self.t
+        seat = int(cmd.payload["seat"])
+        player_id = t.seats.get(seat)
+        if player_id is None:
+            raise ClientError("not_seated", f"seat {seat} is empty")
+        hand = t.hand
+        later = hand is not None and hand.seat_of(player_id) is not None and not hand.recorder.ended
+        async with connection(self.pool) as conn:
+            if later:
+                await conn.execute(
+                    "UPDATE seats SET stand_after_hand = true WHERE table_id = $1 AND seat = $2", self.table_id, seat
+                )
+            else:
+                await conn.execute("DELETE FROM seats WHERE table_id = $1 AND seat = $2", self.table_id, seat)
+        if not later:
+            del t.seats[seat]
+            self.watchers.tell_seats(t.seats)
+        return {"table_id": self.table_id, "seat": seat, "player_id": player_id, "now": not later}
 
     def snapshot_for(self, player_id: str) -> dict[str, Any]:
         """Everything a (re)connecting player may see now: the table, and the hand in

@@ -1,0 +1,176 @@
+"""Running it like a card room (issue 11): the operator API and its audit log, token
+rotation, /metrics, the OpenAPI document, CORS on public reads, JSON errors
+everywhere."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import aiohttp
+import asyncpg
+import pytest_asyncio
+
+from service.app import TABLES
+from service.cli import Running, start_server
+from service.openapi import OPENAPI
+from tests.conftest import OPERATOR, Api
+from tests.test_server import seat_of, seat_two, through_seeds
+from tests.wsclient import Client
+
+
+async def audit_actions(api: Api) -> list[tuple[str, str | None, str]]:
+    rows = (await api.call("GET", "/api/admin/audit?limit=500"))["audit"]
+    return [(r["action"], r["target"], r["outcome"]) for r in rows]
+
+
+async def test_list_and_show_players_and_hands(api: Api, server: Running) -> None:
+    table, a, b = await seat_two(api, server)
+    async with Client(server.url, a["token"], a["signer"]) as ca, Client(server.url, b["token"], b["signer"]) as cb:
+        hand_no = await through_seeds(table, ca, cb)
+        listed = await api.call("GET", f"/api/admin/players?q={a['id']}", expect=200)
+        assert [p["id"] for p in listed["players"]] == [a["id"]] and listed["total"] == 1
+        shown = await api.call("GET", f"/api/admin/players/{a['id']}", expect=200)
+        assert shown["held"] == 260 and shown["holds"][0]["amount"] == 260 and shown["seats"][0]["table_id"] == table
+        live = await api.call("GET", f"/api/admin/hands?table={table}&status=playing", expect=200)
+        assert live["total"] == 1 and live["hands"][0]["hand_no"] == hand_no
+        assert {p["player_id"] for p in live["hands"][0]["players"]} == {a["id"], b["id"]}
+        mine = await api.call("GET", f"/api/admin/hands?player={b['id']}", expect=200)
+        assert [h["table_id"] for h in mine["hands"]] == [table]
+        detail = await api.call("GET", f"/api/tables/{table}", token=None, expect=200)
+        assert detail["status"] == "open" and detail["hand"]["hand_no"] == hand_no and detail["hand"]["phase"] == "play"
+        bad = await api.call("GET", "/api/admin/hands?status=lost", expect=400)
+        assert bad["error"]["code"] == "bad_request"
+        assert (await api.call("GET", "/api/admin/players", token=a["token"], expect=401))["error"]["code"] == (
+            "unauthorized"
+        )
+        for c in (ca, cb):
+            await c.leave(table, hand_no, seat_of(c))
+
+
+async def test_deposit_and_withdraw_are_double_entry_and_never_negative(api: Api, server: Running) -> None:
+    p = await api.player("cashier", deposit=1_000)
+    r = await api.call("POST", f"/api/players/{p['id']}/withdraw", body={"amount": 400}, expect=200)
+    assert r["available"] == 600
+    refused = await api.call("POST", f"/api/players/{p['id']}/withdraw", body={"amount": 601}, expect=400)
+    assert refused["error"]["code"] == "insufficient_balance"
+    assert (await api.call("GET", "/api/me", token=p["token"]))["available"] == 600
+    assert (await api.call("GET", "/api/ledger"))["ok"] is True
+    actions = await audit_actions(api)
+    assert ("withdraw", p["id"], "done") in actions
+    assert any(
+        a == "withdraw" and t == p["id"] and o.startswith("refused: insufficient_balance") for a, t, o in actions
+    )
+
+
+async def test_stand_a_seat_up_now_or_as_its_hand_ends_and_close_a_table(api: Api, server: Running) -> None:
+    table, a, b = await seat_two(api, server)
+    idle = await api.player("idle")
+    await api.call("POST", f"/api/tables/{table}/sit", token=idle["token"], body={"seat": 3}, expect=200)
+    now = await api.call("POST", f"/api/tables/{table}/seats/3/stand", body={}, expect=200)
+    assert now == {"table_id": table, "seat": 3, "player_id": idle["id"], "now": True}
+    async with Client(server.url, a["token"], a["signer"]) as ca, Client(server.url, b["token"], b["signer"]) as cb:
+        hand_no = await through_seeds(table, ca, cb)
+        seat_a = seat_of(ca)
+        later = await api.call("POST", f"/api/tables/{table}/seats/{seat_a}/stand", body={}, expect=200)
+        assert later["now"] is False  # in the hand: stood up as it ends
+        closing = await api.call("POST", f"/api/tables/{table}/close", body={}, expect=200)
+        assert closing["status"] == "closing"
+        sit = await api.call("POST", f"/api/tables/{table}/sit", token=idle["token"], expect=409)
+        assert sit["error"]["code"] == "table_closed"
+        await cb.leave(table, hand_no, seat_of(cb))
+        await ca.wait_frame(lambda f: f.get("type") == "result")
+        await ca.wait_frame(lambda f: f.get("type") == "closed")
+    detail = await api.call("GET", f"/api/tables/{table}", token=None)
+    assert detail["status"] == "closed" and detail["seated"] == []
+    assert server.app[TABLES][table].next_start is None  # no new hand is ever dealt
+    actions = await audit_actions(api)
+    for entry in (("stand_seat", f"{table}/3", "done"), ("stand_seat", f"{table}/{seat_a}", "done")):
+        assert entry in actions
+    assert ("close_table", table, "done") in actions
+
+
+async def test_metrics_speak_prometheus(api: Api, server: Running) -> None:
+    body = await api.session.get(server.url + "/metrics")
+    text = await body.text()
+    assert body.status == 200 and body.headers["Content-Type"].startswith("text/plain")
+    for series in (
+        "rummy_tables ",
+        "rummy_seats ",
+        "rummy_connections ",
+        "rummy_tables_paused ",
+        "rummy_ledger_deposited ",
+        "rummy_ledger_ok 1.0",
+        "rummy_store_seconds_bucket",
+        "rummy_actions_stored_total",
+        "rummy_hands_total",
+    ):
+        assert series in text, series
+
+
+async def test_the_openapi_document_matches_the_routes(server: Running) -> None:
+    routes = {
+        (r.method.lower(), r.resource.canonical)  # type: ignore[union-attr]
+        for r in server.app.router.routes()
+        if r.method != "HEAD"
+        and r.resource is not None
+        and not r.resource.canonical.startswith(("/web", "/verify"))
+        and r.resource.canonical != "/"
+    }
+    documented = {(m, p) for p, ops in OPENAPI["paths"].items() for m in ops}
+    assert routes == documented, (routes - documented, documented - routes)
+    assert OPENAPI["openapi"] == "3.1.0"
+    sit = OPENAPI["paths"]["/api/tables/{table_id}/sit"]["post"]["requestBody"]["content"]["application/json"]
+    assert sit["schema"]["properties"]["seat"] == {"type": "integer", "minimum": 0, "maximum": 7}
+
+
+async def test_public_reads_send_cors_and_unknown_routes_answer_json(api: Api, server: Running) -> None:
+    async with api.session.get(server.url + "/api/fairness/key", headers={"Origin": "https://audit.example"}) as r:
+        assert r.headers.get("Access-Control-Allow-Origin") == "*"
+    async with api.session.get(server.url + "/api/ledger", headers={"Authorization": f"Bearer {OPERATOR}"}) as r:
+        assert "Access-Control-Allow-Origin" not in r.headers  # not a public read
+    async with api.session.get(server.url + "/api/openapi.json") as r:
+        assert r.status == 200 and (await r.json())["info"]["title"] == "rummy-table"
+    async with api.session.get(server.url + "/nothing/here") as r:
+        assert r.status == 404 and (await r.json())["error"]["code"] == "not_found"
+    async with api.session.delete(server.url + "/api/tables") as r:
+        assert r.status == 405 and (await r.json())["error"]["code"] == "method_not_allowed"
+
+
+@pytest_asyncio.fixture
+async def own_server(pg_dsn: str, tmp_path: Path) -> AsyncIterator[Running]:
+    """A server of its own (on a database of its own): rotating its operator token
+    must not disturb the other tests."""
+    name = "op_" + secrets.token_hex(5)
+    admin = await asyncpg.connect(pg_dsn)
+    await admin.execute(f'CREATE DATABASE "{name}"')
+    await admin.close()
+    running = await start_server(
+        host="127.0.0.1",
+        port=0,
+        data_dir=tmp_path / "data",
+        database_url=pg_dsn.replace("/postgres?", f"/{name}?"),
+        operator_token=OPERATOR,
+    )
+    try:
+        yield running
+    finally:
+        await running.stop()
+        admin = await asyncpg.connect(pg_dsn)
+        await admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+        await admin.close()
+
+
+async def test_rotating_the_operator_token_retires_the_old_one_by_name(own_server: Running) -> None:
+    async with aiohttp.ClientSession() as session:
+        api = Api(own_server.url, session)
+        new = (await api.call("POST", "/api/admin/operator-token", body={}, expect=201))["token"]
+        old = await api.call("GET", "/api/ledger", expect=401)
+        assert old["error"]["code"] == "token_rotated" and "rotated away" in old["error"]["message"]
+        assert (await api.call("GET", "/api/ledger", token=new, expect=200))["ok"] is True
+        audit = await api.call("GET", "/api/admin/audit", token=new, expect=200)
+        assert [r["action"] for r in audit["audit"]][:1] == ["rotate_operator_token"]
+        assert (await api.call("GET", "/api/ledger", token="not-a-token", expect=401))["error"]["code"] == (
+            "unauthorized"
+        )
