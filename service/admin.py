@@ -1,0 +1,500 @@
+"""``rummy-table admin``: operate the card room over the REST API with the operator
+token (docs/api.md, "Operating the card room").
+
+Every command is one or two REST requests with a timeout.  Output is aligned columns
+for a person (amounts as integers of HT), or the server's JSON with ``--json``.  A
+refusal by the server is one line with the server's own message and code (exit 4); a
+server that cannot be reached, or does not answer like rummy-table, exit 3; bad
+arguments exit 2 — the exit codes of ``rummy-table`` (service/cli.py).
+
+This module is standalone (standard library only, no import of service.cli).
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import re
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Sequence
+from typing import Any, TextIO
+from urllib.parse import quote, urlencode, urlsplit
+
+DEFAULT_SERVER = "http://127.0.0.1:8080"
+TOKEN_ENV = "RUMMY_OPERATOR_TOKEN"  # noqa: S105 - the name of the variable
+TIMEOUT = 15.0
+MAX_AMOUNT = 10**15
+HAND_STATUSES = ("seeding", "playing", "ended", "void")
+
+# The exit codes of rummy-table (service/cli.py documents them all).
+EXIT_OK = 0
+EXIT_USAGE = 2
+EXIT_UNREACHABLE = 3
+EXIT_REFUSED = 4
+
+DESCRIPTION = """\
+Operate the card room over the REST API with the operator token.
+
+  players [--q TEXT]            players, their balances and seats
+  player ID                     one player: balances, holds, seats, last hands
+  tables / table ID             tables, their seats and the hand in progress
+  hands [--table T] [--status S] [--player P] [--limit N]
+  deposit ID AMOUNT             add AMOUNT HT to a player's available balance
+  withdraw ID AMOUNT            take AMOUNT HT from it (never from what is held)
+  close TABLE                   no new hand; the hand in progress finishes, then every seat stands up
+  stand TABLE SEAT              stand a seat up (now, or as its hand ends)
+  void HAND --reason TEXT       void a stuck hand by decision D33
+  rotate-token                  a new operator token; the old one stops working at once
+  audit                         the operator actions (the audit log)
+  ledger                        the ledger check
+
+The token comes from --token or RUMMY_OPERATOR_TOKEN."""
+
+
+class AdminError(Exception):
+    """One line for the person, and the exit code."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code, self.message = code, message
+
+
+# ----------------------------------------------------------------------------- arguments
+def _amount(text: str) -> int:
+    if not re.fullmatch(r"[0-9]+", text.strip()):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of HT")
+    n = int(text)
+    if not 1 <= n <= MAX_AMOUNT:
+        raise argparse.ArgumentTypeError(f"{text} is out of range: give 1 to {MAX_AMOUNT} HT")
+    return n
+
+
+def _count(text: str) -> int:
+    if not re.fullmatch(r"[0-9]+", text.strip()):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number")
+    return int(text)
+
+
+def add_arguments(
+    parser: argparse.ArgumentParser, common: Callable[[argparse.ArgumentParser], None] | None = None
+) -> None:
+    """The admin options and commands on ``parser`` (``rummy-table admin``).  The
+    connection options are accepted before or after the command; ``common`` adds any
+    other options every command takes (-v, --debug)."""
+
+    def connection(p: argparse.ArgumentParser, defaults: bool) -> None:
+        kw: Callable[[Any], dict[str, Any]] = (
+            (lambda d: {"default": d}) if defaults else (lambda d: {"default": argparse.SUPPRESS})
+        )
+        p.add_argument("--server", help=f"the server's URL (default {DEFAULT_SERVER})", **kw(DEFAULT_SERVER))
+        p.add_argument("--token", help=f"the operator token (default: {TOKEN_ENV})", **kw(None))
+        p.add_argument("--json", action="store_true", help="print the server's JSON", **kw(False))
+        p.add_argument("--timeout", type=float, help=f"seconds per request (default {TIMEOUT:g})", **kw(TIMEOUT))
+
+    connection(parser, True)
+    sub = parser.add_subparsers(dest="admin_command", required=True, metavar="COMMAND")
+
+    def command(name: str, help_text: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        connection(p, False)
+        if common is not None:
+            common(p)
+        return p
+
+    def paging(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--limit", type=_count, default=None, help="at most this many (server: 1-500, default 50)")
+        p.add_argument("--offset", type=_count, default=None, help="skip this many")
+
+    p = command("players", "list players, their balances and seats")
+    p.add_argument("--q", default=None, help="only those whose name or id contains TEXT")
+    paging(p)
+    p = command("player", "one player: balances, holds, seats, last hands")
+    p.add_argument("player_id", metavar="ID")
+    command("tables", "list tables")
+    p = command("table", "one table: rules, status, seats, the hand in progress")
+    p.add_argument("table_id", metavar="ID")
+    p = command("hands", "list hands")
+    p.add_argument("--table", default=None)
+    p.add_argument("--status", choices=HAND_STATUSES, default=None)
+    p.add_argument("--player", default=None)
+    paging(p)
+    for name, verb in (("deposit", "add AMOUNT HT to"), ("withdraw", "take AMOUNT HT from")):
+        p = command(name, f"{verb} a player's available balance")
+        p.add_argument("player_id", metavar="ID")
+        p.add_argument("amount", metavar="AMOUNT", type=_amount, help="whole HT, 1-10^15")
+    p = command("close", "close a table: no new hand, the hand in progress finishes, then every seat stands up")
+    p.add_argument("table_id", metavar="TABLE")
+    p = command("stand", "stand a seat up (now, or as the hand it plays ends)")
+    p.add_argument("table_id", metavar="TABLE")
+    p.add_argument("seat", metavar="SEAT", type=_count)
+    p = command("void", "void a hand in progress by decision D33 (holds released, transcript published)")
+    p.add_argument("hand_id", metavar="HAND", type=_count)
+    p.add_argument("--reason", required=True, help="why (1-500 characters; published in the transcript)")
+    command("rotate-token", "make a new operator token; the old one stops working at once")
+    p = command("audit", "the operator actions")
+    paging(p)
+    command("ledger", "the ledger check: balances, holds, settlement")
+
+
+# ----------------------------------------------------------------------------- the client
+class Client:
+    """Requests with the operator token and a timeout; failures as AdminError."""
+
+    def __init__(self, server: str, token: str, timeout: float = TIMEOUT) -> None:
+        self.server, self.token, self.timeout = server, token, timeout
+        # No proxies from the environment (aiohttp's default too): the server is
+        # usually local, and a proxy would answer in its own words.
+        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+    def call(self, method: str, path: str, body: Any = None, query: dict[str, Any] | None = None) -> Any:
+        q = {k: v for k, v in (query or {}).items() if v is not None}
+        url = self.server + path + ("?" + urlencode(q) if q else "")
+        data = None if body is None else json.dumps(body).encode()
+        headers = {"Authorization": f"Bearer {self.token}", "Accept": "application/json"}
+        if data is not None:
+            headers["Content-Type"] = "application/json"
+        req = urllib.request.Request(url, data=data, method=method, headers=headers)  # noqa: S310 - http(s) checked
+        try:
+            with self._opener.open(req, timeout=self.timeout) as r:
+                raw = r.read()
+        except urllib.error.HTTPError as e:
+            raise self._refusal(method, path, e) from None
+        except urllib.error.URLError as e:
+            raise self._unreachable(e.reason) from None
+        except TimeoutError:
+            raise AdminError(EXIT_UNREACHABLE, f"{self.server} did not answer within {self.timeout:g} s") from None
+        except (http.client.HTTPException, OSError) as e:
+            raise self._unreachable(e) from None
+        try:
+            return json.loads(raw)
+        except ValueError:
+            raise AdminError(
+                EXIT_UNREACHABLE,
+                f"{self.server} answered {method} {path} with something that is not JSON: is it rummy-table?",
+            ) from None
+
+    def _unreachable(self, reason: Any) -> AdminError:
+        if isinstance(reason, TimeoutError):
+            return AdminError(EXIT_UNREACHABLE, f"{self.server} did not answer within {self.timeout:g} s")
+        why = getattr(reason, "strerror", None) or str(reason) or type(reason).__name__
+        return AdminError(
+            EXIT_UNREACHABLE, f"cannot reach {self.server} ({why}); is `rummy-table serve` running there? (--server)"
+        )
+
+    def _refusal(self, method: str, path: str, e: urllib.error.HTTPError) -> AdminError:
+        try:
+            raw = e.read()
+        except OSError:
+            raw = b""
+        err = None
+        try:
+            data = json.loads(raw)
+            err = data.get("error") if isinstance(data, dict) else None
+        except ValueError:
+            pass
+        code = EXIT_UNREACHABLE if e.code >= 500 else EXIT_REFUSED
+        if not isinstance(err, dict):
+            return AdminError(code, f"{self.server} answered {method} {path} with HTTP {e.code} {e.reason}")
+        hint = ""
+        if err.get("code") == "not_found":  # no such route, rather than no such player, table or hand
+            return AdminError(
+                code, f"{self.server} has no {method} {path.split('?')[0]} (not_found): is it an older rummy-table?"
+            )
+        if err.get("code") in ("unauthorized", "token_rotated"):
+            hint = f"; give the operator token with --token or {TOKEN_ENV}"
+        return AdminError(code, f"{err.get('message')} ({err.get('code')}){hint}")
+
+
+def _id(value: str) -> str:
+    """A path segment: quoted, so an id can never walk the path."""
+    return quote(str(value), safe="")
+
+
+def _check_server(server: str) -> str:
+    p = urlsplit(server)
+    if p.scheme not in ("http", "https") or not p.hostname:
+        raise AdminError(
+            EXIT_USAGE, f"--server {server!r} is not a URL; give it with http:// or https:// (e.g. {DEFAULT_SERVER})"
+        )
+    try:
+        p.port  # noqa: B018 - parsing the port is the check
+    except ValueError:
+        raise AdminError(EXIT_USAGE, f"--server {server!r} has a port that is not a number") from None
+    return server.rstrip("/")
+
+
+# ----------------------------------------------------------------------------- output
+def _text(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, dict | list):
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return str(value)
+
+
+def _when(value: Any) -> str:
+    """An ISO time to the second, as the server sent it (its zone kept)."""
+    if not isinstance(value, str):
+        return _text(value)
+    m = re.fullmatch(r"(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d:\d\d)(?:\.\d+)?(.*)", value)
+    if not m:
+        return value
+    zone = m.group(3)
+    return f"{m.group(1)} {m.group(2)}" + ("" if zone in ("Z", "+00:00", "") else zone)
+
+
+def _num(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """Aligned columns; a column of whole numbers is right-aligned."""
+    cells = [[_text(c) for c in row] for row in rows]
+    numeric = [bool(rows) and all(_num(row[i]) or row[i] is None for row in rows) for i in range(len(headers))]
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+
+    def line(values: Sequence[str]) -> str:
+        out = [v.rjust(w) if numeric[i] else v.ljust(w) for i, (v, w) in enumerate(zip(values, widths, strict=True))]
+        return "  ".join(out).rstrip()
+
+    return "\n".join([line(list(headers)), *(line(r) for r in cells)])
+
+
+def fields(pairs: Sequence[tuple[str, Any]]) -> str:
+    width = max(len(k) for k, _ in pairs)
+    return "\n".join(f"{k.ljust(width)}  {_text(v)}" for k, v in pairs)
+
+
+def _seats(seats: Any) -> str:
+    if not seats:
+        return "-"
+    return " ".join(f"{s.get('table_id')}:{s.get('seat')}" for s in seats)
+
+
+def _more(shown: int, total: Any, what: str) -> str:
+    if _num(total) and total > shown:
+        return f"{shown} of {total} {what} (--limit, --offset for more)"
+    return f"{shown} {what}"
+
+
+def show_players(data: dict[str, Any]) -> str:
+    players = data.get("players", [])
+    rows = [
+        [
+            p.get("id"),
+            p.get("name"),
+            p.get("bot"),
+            p.get("available"),
+            p.get("held"),
+            _seats(p.get("seats")),
+            _when(p.get("created_at")),
+        ]
+        for p in players
+    ]
+    head = ("ID", "NAME", "BOT", "AVAILABLE HT", "HELD HT", "SEATS", "CREATED")
+    return table(head, rows) + "\n" + _more(len(players), data.get("total"), "players")
+
+
+def show_player(p: dict[str, Any]) -> str:
+    out = [
+        fields(
+            [
+                ("player", p.get("id")),
+                ("name", p.get("name")),
+                ("bot", p.get("bot")),
+                ("available HT", p.get("available")),
+                ("held HT", p.get("held")),
+                ("seats", _seats(p.get("seats"))),
+                ("created", _when(p.get("created_at"))),
+            ]
+        )
+    ]
+    holds = p.get("holds") or []
+    out.append("\nholds")
+    out.append(table(("HAND", "TABLE", "HT"), [[h.get("hand_id"), h.get("table_id"), h.get("amount")] for h in holds]))
+    hands = p.get("hands") or []
+    out.append(f"\nhands (last {len(hands)})")
+    out.append(
+        table(
+            ("HAND", "TABLE", "NO", "STATUS", "SEAT", "POINTS", "DELTA HT"),
+            [
+                [
+                    h.get("hand_id"),
+                    h.get("table_id"),
+                    h.get("hand_no"),
+                    h.get("status"),
+                    h.get("seat"),
+                    h.get("points"),
+                    h.get("delta"),
+                ]
+                for h in hands
+            ],
+        )
+    )
+    return "\n".join(out)
+
+
+def _seated(t: dict[str, Any]) -> str:
+    return f"{len(t.get('seated') or [])}/{t.get('seats')}"
+
+
+def show_tables(data: dict[str, Any]) -> str:
+    tables = data.get("tables", [])
+    rows = [
+        [
+            t.get("id"),
+            t.get("status", "open"),
+            _seated(t),
+            t.get("point_value"),
+            t.get("commission_bps"),
+            t.get("turn_seconds"),
+            t.get("hold"),
+            t.get("next_hand_no"),
+        ]
+        for t in tables
+    ]
+    head = ("ID", "STATUS", "SEATED", "POINT HT", "COMMISSION BPS", "TURN S", "HOLD HT", "NEXT HAND")
+    return table(head, rows) + "\n" + _more(len(tables), data.get("total"), "tables")
+
+
+def show_table(t: dict[str, Any]) -> str:
+    hand = t.get("hand")
+    in_progress = (
+        f"hand {hand.get('hand_id')} (no. {hand.get('hand_no')}), {hand.get('phase')}"
+        if isinstance(hand, dict)
+        else "none"
+    )
+    out = [
+        fields(
+            [
+                ("table", t.get("id")),
+                ("status", t.get("status", "open")),
+                ("seats", _seated(t)),
+                ("point value HT", t.get("point_value")),
+                ("commission bps", t.get("commission_bps")),
+                ("turn seconds", t.get("turn_seconds")),
+                ("max missed turns", t.get("max_missed_turns")),
+                ("min players", t.get("min_players")),
+                ("max away hands", t.get("max_away_hands")),
+                ("hold per seat HT", t.get("hold")),
+                ("next hand no.", t.get("next_hand_no")),
+                ("hand in progress", in_progress),
+            ]
+        )
+    ]
+    seated = t.get("seated") or []
+    out.append("\nseated")
+    out.append(table(("SEAT", "PLAYER", "NAME"), [[s.get("seat"), s.get("player_id"), s.get("name")] for s in seated]))
+    return "\n".join(out)
+
+
+def show_hands(data: dict[str, Any]) -> str:
+    hands = data.get("hands", [])
+    rows = [
+        [
+            h.get("hand_id"),
+            h.get("table_id"),
+            h.get("hand_no"),
+            h.get("status"),
+            _when(h.get("started_at")),
+            _when(h.get("ended_at")),
+            " ".join(f"{p.get('seat')}:{p.get('player_id')}" for p in h.get("players") or []) or "-",
+            h.get("void_reason"),
+        ]
+        for h in hands
+    ]
+    head = ("HAND", "TABLE", "NO", "STATUS", "STARTED", "ENDED", "SEAT:PLAYER", "VOID REASON")
+    return table(head, rows) + "\n" + _more(len(hands), data.get("total"), "hands")
+
+
+def show_audit(data: dict[str, Any]) -> str:
+    entries = data.get("audit", [])
+    rows = [
+        [a.get("id"), _when(a.get("at")), a.get("action"), a.get("target"), a.get("outcome"), a.get("params")]
+        for a in entries
+    ]
+    head = ("ID", "AT", "ACTION", "TARGET", "OUTCOME", "PARAMS")
+    return table(head, rows) + "\n" + _more(len(entries), data.get("total"), "entries")
+
+
+def show_balance(data: dict[str, Any], verb: str, amount: int) -> str:
+    return (
+        f"{verb} {amount} HT: player {data.get('id')} has {data.get('available')} HT available, "
+        f"{data.get('held')} HT held"
+    )
+
+
+def show_ledger(data: dict[str, Any]) -> str:
+    return fields([(k, v) for k, v in data.items()])
+
+
+# ----------------------------------------------------------------------------- commands
+def run(args: argparse.Namespace, out: TextIO) -> int:
+    """Run one admin command; expected failures raise AdminError."""
+    server = _check_server(args.server)
+    token = args.token or os.environ.get(TOKEN_ENV)
+    if not token:
+        raise AdminError(EXIT_USAGE, f"give the operator token with --token or {TOKEN_ENV}")
+    if not 0 < args.timeout <= 600:
+        raise AdminError(EXIT_USAGE, f"--timeout {args.timeout:g}: give more than 0 and at most 600 seconds")
+    api = Client(server, token, args.timeout)
+    cmd = args.admin_command
+    page = {"limit": getattr(args, "limit", None), "offset": getattr(args, "offset", None)}
+    text: str
+    if cmd == "players":
+        data = api.call("GET", "/api/admin/players", query={"q": args.q, **page})
+        text = show_players(data)
+    elif cmd == "player":
+        data = api.call("GET", f"/api/admin/players/{_id(args.player_id)}")
+        text = show_player(data)
+    elif cmd == "tables":
+        data = api.call("GET", "/api/tables")
+        text = show_tables(data)
+    elif cmd == "table":
+        data = api.call("GET", f"/api/tables/{_id(args.table_id)}")
+        text = show_table(data)
+    elif cmd == "hands":
+        query = {"table": args.table, "status": args.status, "player": args.player, **page}
+        data = api.call("GET", "/api/admin/hands", query=query)
+        text = show_hands(data)
+    elif cmd in ("deposit", "withdraw"):
+        data = api.call("POST", f"/api/players/{_id(args.player_id)}/{cmd}", body={"amount": args.amount})
+        text = show_balance(data, "deposited" if cmd == "deposit" else "withdrew", args.amount)
+    elif cmd == "close":
+        data = api.call("POST", f"/api/tables/{_id(args.table_id)}/close")
+        status = data.get("status")
+        text = f"table {data.get('id')} is {status}" + (
+            ": no new hand; the hand in progress finishes, then every seat stands up" if status == "closing" else ""
+        )
+    elif cmd == "stand":
+        data = api.call("POST", f"/api/tables/{_id(args.table_id)}/seats/{args.seat}/stand")
+        when = "now" if data.get("now") else "as the hand in progress ends"
+        text = f"table {data.get('table_id')} seat {data.get('seat')} (player {data.get('player_id')}) stands up {when}"
+    elif cmd == "void":
+        data = api.call("POST", f"/api/hands/{args.hand_id}/void", body={"reason": args.reason})
+        text = f"hand {args.hand_id} voided (D33): {data.get('reason', args.reason)}"
+    elif cmd == "rotate-token":
+        data = api.call("POST", "/api/admin/operator-token")
+        text = (
+            f"new operator token (shown once, keep it): {data.get('token')}\n"
+            f"the old token no longer works: update {TOKEN_ENV} wherever it is set"
+        )
+    elif cmd == "audit":
+        data = api.call("GET", "/api/admin/audit", query=page)
+        text = show_audit(data)
+    elif cmd == "ledger":
+        data = api.call("GET", "/api/ledger")
+        text = show_ledger(data)
+    else:  # pragma: no cover - argparse allows only the commands above
+        raise AdminError(EXIT_USAGE, f"no admin command {cmd!r}")
+    if args.json:
+        out.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    else:
+        out.write(text + "\n")
+    out.flush()
+    return EXIT_OK
