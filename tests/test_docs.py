@@ -36,3 +36,33 @@ def test_every_decision_cited_is_in_the_rule_book() -> None:
             if int(n) not in defined:
                 missing.setdefault(int(n), []).append(str(path.relative_to(ROOT)))
     assert not missing, f"cited but not in docs/rules.md: {missing}"
+
+
+ERROR_CALL = re.compile(
+    r"""(?:ClientError|RuleError|PhaseError|LedgerError|StoreError)\(\s*"([a-z_]+)"|ApiError\(\s*\d+,\s*"([a-z_]+)"|"""
+    r"""WireError\([^()]*?,\s*"([a-z_]+)"|_error\([^,()]+,\s*"([a-z_]+)"|"code":\s*"([a-z_]+)"|"""
+    r"""code(?:\s*:\s*str)?\s*=\s*"([a-z_]+)"|\{404: "([a-z_]+)", 405: "([a-z_]+)", 413: "([a-z_]+)"\}"""
+)
+
+
+def codes_in_code() -> set[str]:
+    found: set[str] = set()
+    for path in [*ROOT.glob("service/*.py"), *ROOT.glob("verifier/*.py")]:
+        if path.name in ("vectors.py", "cli.py", "checks.py", "schema.py", "transcript.py", "strictjson.py"):
+            continue  # the verifier's own failure names are checks, not wire error codes
+        for groups in ERROR_CALL.findall(path.read_text(encoding="utf-8")):
+            found.update(g for g in groups if g)
+    return found
+
+
+def codes_in_api_doc() -> set[str]:
+    text = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
+    section = text[text.index("**Error codes.**") : text.index("**The snapshot**")]
+    return set(re.findall(r"`([a-z_]+)`", section))
+
+
+def test_every_error_code_the_server_sends_is_documented() -> None:
+    in_code, in_doc = codes_in_code(), codes_in_api_doc()
+    internal = {"unbalanced", "bad_deal", "bad_reshuffle", "bad_settlement", "not_enough_players", "piles_exhausted"}
+    assert not (in_code - in_doc - internal), f"sent but not in docs/api.md: {sorted(in_code - in_doc - internal)}"
+    assert not (in_doc - in_code), f"documented but never sent: {sorted(in_doc - in_code)}"
