@@ -39,10 +39,10 @@ def test_every_decision_cited_is_in_the_rule_book() -> None:
 
 
 ERROR_CALL = re.compile(
+    r'(?:Phase|Rule|Client)?Error\(\s*"([a-z_]+)" if [^,]+ else "([a-z_]+)"|'
     r"""(?:ClientError|RuleError|PhaseError|LedgerError|StoreError)\(\s*"([a-z_]+)"|ApiError\(\s*\d+,\s*"([a-z_]+)"|"""
     r"""WireError\([^()]*?,\s*"([a-z_]+)"|_error\([^,()]+,\s*"([a-z_]+)"|"code":\s*"([a-z_]+)"|"""
-    r"""code(?:\s*:\s*str)?\s*=\s*"([a-z_]+)"|\{404: "([a-z_]+)", 405: "([a-z_]+)", 413: "([a-z_]+)"\}|"""
-    r'Error\(\s*"([a-z_]+)" if [^,]+ else "([a-z_]+)"'
+    r"""code(?:\s*:\s*str)?\s*=\s*"([a-z_]+)"|\{404: "([a-z_]+)", 405: "([a-z_]+)", 413: "([a-z_]+)"\}"""
 )
 
 
