@@ -154,7 +154,7 @@ def later_fields(ev: Mapping[str, Any]) -> dict[str, str]:
     return {}
 
 
-def _events_differ(check: str, record: int, expected: list[dict[str, Any]], found: list[Any]) -> None:
+def _events_differ(record: int, expected: list[dict[str, Any]], found: list[Any]) -> None:
     for n, (exp, got) in enumerate(zip(expected, found, strict=False)):
         masked = later_fields(exp)
         if (
@@ -412,7 +412,7 @@ def check_deal(ctx: Ctx) -> Skip | None:
             return Skip("the hand was voided before the deal")
         fail("two or more seats were dealt in, but the hand is marked void", 3, "deal", at3)
     expected = [e.to_json() for e in ctx.deal_events]
-    _events_differ("deal", 3, expected, s.log[3]["events"])
+    _events_differ(3, expected, s.log[3]["events"])
     ctx.expected[3] = expected
     return None
 
@@ -441,7 +441,7 @@ def check_replay(ctx: Ctx) -> Skip | None:
         except RuleError as e:
             fail(f"illegal action: {e}", n, None, rec["action"])
         expected = [e.to_json() for e in events]
-        _events_differ("replay", n, expected, rec["events"])
+        _events_differ(n, expected, rec["events"])
         ctx.expected[n] = expected
         for exp, got in zip(expected, rec["events"], strict=True):
             if exp["kind"] == "declare" and exp["data"].get("valid") is True:
