@@ -255,7 +255,10 @@ def _num(value: Any) -> bool:
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     """Aligned columns; a column of whole numbers is right-aligned."""
     cells = [[_text(c) for c in row] for row in rows]
-    numeric = [bool(rows) and all(_num(row[i]) or row[i] is None for row in rows) for i in range(len(headers))]
+    numeric = [
+        any(_num(row[i]) for row in rows) and all(_num(row[i]) or row[i] is None for row in rows)
+        for i in range(len(headers))
+    ]
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
 
     def line(values: Sequence[str]) -> str:
@@ -276,10 +279,17 @@ def _seats(seats: Any) -> str:
     return " ".join(f"{s.get('table_id')}:{s.get('seat')}" for s in seats)
 
 
+SINGULAR = {"players": "player", "tables": "table", "hands": "hand", "entries": "entry"}
+
+
 def _more(shown: int, total: Any, what: str) -> str:
     if _num(total) and total > shown:
         return f"{shown} of {total} {what} (--limit, --offset for more)"
-    return f"{shown} {what}"
+    return f"{shown} {SINGULAR.get(what, what) if shown == 1 else what}"
+
+
+def _section(title: str, headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    return f"\n{title}: none" if not rows else f"\n{title}\n" + table(headers, rows)
 
 
 def show_players(data: dict[str, Any]) -> str:
@@ -315,12 +325,15 @@ def show_player(p: dict[str, Any]) -> str:
         )
     ]
     holds = p.get("holds") or []
-    out.append("\nholds")
-    out.append(table(("HAND", "TABLE", "HT"), [[h.get("hand_id"), h.get("table_id"), h.get("amount")] for h in holds]))
-    hands = p.get("hands") or []
-    out.append(f"\nhands (last {len(hands)})")
     out.append(
-        table(
+        _section(
+            "holds", ("HAND", "TABLE", "HT"), [[h.get("hand_id"), h.get("table_id"), h.get("amount")] for h in holds]
+        )
+    )
+    hands = p.get("hands") or []
+    out.append(
+        _section(
+            f"hands (the last {len(hands)})",
             ("HAND", "TABLE", "NO", "STATUS", "SEAT", "POINTS", "DELTA HT"),
             [
                 [
@@ -388,8 +401,8 @@ def show_table(t: dict[str, Any]) -> str:
         )
     ]
     seated = t.get("seated") or []
-    out.append("\nseated")
-    out.append(table(("SEAT", "PLAYER", "NAME"), [[s.get("seat"), s.get("player_id"), s.get("name")] for s in seated]))
+    rows = [[s.get("seat"), s.get("player_id"), s.get("name")] for s in seated]
+    out.append(_section("seated", ("SEAT", "PLAYER", "NAME"), rows))
     return "\n".join(out)
 
 
@@ -477,7 +490,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         text = f"table {data.get('table_id')} seat {data.get('seat')} (player {data.get('player_id')}) stands up {when}"
     elif cmd == "void":
         data = api.call("POST", f"/api/hands/{args.hand_id}/void", body={"reason": args.reason})
-        text = f"hand {args.hand_id} voided (D33): {data.get('reason', args.reason)}"
+        text = f"hand {args.hand_id} voided: {data.get('reason', args.reason)}"
     elif cmd == "rotate-token":
         data = api.call("POST", "/api/admin/operator-token")
         text = (

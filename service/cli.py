@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NoReturn
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 import aiohttp
 import asyncpg
@@ -81,9 +81,10 @@ SEAT_SECONDS = 60.0  # bots that have not sat down by then are reported
 class CliError(Exception):
     """An expected failure: one line for the person, and the exit code."""
 
-    def __init__(self, code: int, message: str) -> None:
+    def __init__(self, code: int, message: str, server_code: str | None = None) -> None:
         super().__init__(message)
         self.code, self.message = code, message
+        self.server_code = server_code  # the server's error code, when the server refused
 
 
 def version() -> str:
@@ -229,14 +230,15 @@ def listen_error(host: str, port: int, e: OSError) -> CliError:
 
 
 def check_listen(host: str, port: int) -> None:
-    """The host resolves and, unless the port is 0, it is free (bound and let go at
-    once, as the server binds it: with SO_REUSEADDR)."""
+    """The host resolves to an address of this machine and the port is free there:
+    bound and let go at once, as the server binds it (SO_REUSEADDR; an address family
+    the machine lacks is skipped, as asyncio does)."""
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except socket.gaierror as e:
         raise listen_error(host, port, e) from None
-    if port == 0:
-        return
+    unavailable: OSError | None = None
+    bound = 0
     for family, kind, proto, _, addr in infos:
         with socket.socket(family, kind, proto) as s:
             s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -244,8 +246,13 @@ def check_listen(host: str, port: int) -> None:
                 s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
             try:
                 s.bind(addr)
+                bound += 1
             except OSError as e:
-                raise listen_error(host, port, e) from None
+                if e.errno != errno.EADDRNOTAVAIL:
+                    raise listen_error(host, port, e) from None
+                unavailable = e
+    if not bound and unavailable is not None:
+        raise listen_error(host, port, unavailable)
 
 
 def check_key_files(data_dir: Path) -> None:
@@ -315,8 +322,13 @@ async def start_server(
         keys = ServerKeys.load(data_dir)
         if url is None:
             embedded = EmbeddedPostgres(data_dir)
+            starting = asyncio.ensure_future(asyncio.to_thread(embedded.start))
             try:
-                dsn = await asyncio.to_thread(embedded.start)
+                dsn = await asyncio.shield(starting)
+            except asyncio.CancelledError:  # Ctrl-C: let the start finish, so that stop() below stops it
+                with contextlib.suppress(Exception):
+                    await starting
+                raise
             except (subprocess.SubprocessError, OSError, AssertionError) as e:
                 raise CliError(
                     EXIT_UNREACHABLE,
@@ -484,12 +496,10 @@ async def rest(
         ) from None
     if status >= 400:
         err = data.get("error") if isinstance(data, dict) else None
-        if isinstance(err, dict):
-            what = f"{err.get('message')} ({err.get('code')})"
-        else:
-            what = f"HTTP {status}"
+        code = str(err.get("code")) if isinstance(err, dict) else None
+        what = f"{err.get('message')} ({code})" if isinstance(err, dict) else f"HTTP {status}"
         raise CliError(
-            EXIT_UNREACHABLE if status >= 500 else EXIT_REFUSED, f"the server refused {method} {path}: {what}"
+            EXIT_UNREACHABLE if status >= 500 else EXIT_REFUSED, f"the server refused {method} {path}: {what}", code
         )
     return data
 
@@ -519,13 +529,21 @@ async def preflight_bots(
                 f"the server at {server} refused the operator token; give the right --operator-token or {OPERATOR_ENV}",
             ) from None
         raise
-    tables = (await rest(session, server, "GET", "/api/tables")).get("tables", [])
-    table = next((t for t in tables if t.get("id") == table_id), None)
+    table: dict[str, Any] | None = None
+    try:
+        table = await rest(session, server, "GET", f"/api/tables/{quote(table_id, safe='')}")
+    except CliError as e:
+        if e.server_code not in ("no_such_table", "bad_request", "not_found"):
+            raise
     if table is None:
-        known = ", ".join(str(t.get("id")) for t in tables[:5]) or "none yet"
-        raise CliError(
-            EXIT_REFUSED, f"no table {table_id!r} on {server} (tables: {known}); `rummy-table admin tables` lists them"
-        )
+        tables = (await rest(session, server, "GET", "/api/tables")).get("tables", [])
+        table = next((t for t in tables if t.get("id") == table_id), None)  # a server without GET /api/tables/{id}
+        if table is None:
+            known = ", ".join(str(t.get("id")) for t in tables[:5]) or "none yet"
+            raise CliError(
+                EXIT_REFUSED,
+                f"no table {table_id!r} on {server} (tables: {known}); `rummy-table admin tables` lists them",
+            )
     status = table.get("status", "open")
     if status != "open":
         raise CliError(EXIT_REFUSED, f"table {table_id} is {status}: it takes no new players")
@@ -557,7 +575,15 @@ def hands_played(bot: Any, seat: int | None) -> int:
     return len(hands)
 
 
-SIT_REFUSALS = {"table_full", "seat_taken", "insufficient_balance", "no_player_key", "no_such_table", "bad_message"}
+SIT_REFUSALS = {
+    "table_full",
+    "table_closed",
+    "seat_taken",
+    "insufficient_balance",
+    "no_player_key",
+    "no_such_table",
+    "bad_message",
+}
 
 
 async def drive_bots(bots: list[Any], table_id: str, server: str, out: Any = sys.stdout) -> None:
@@ -677,10 +703,24 @@ async def _api(session: aiohttp.ClientSession, method: str, url: str, token: str
         return data
 
 
+async def play_all(bots: list[Any], timeout: float) -> None:
+    """Run the bots until each has played its hands or ``timeout`` passes; then, or
+    when cancelled (Ctrl-C), stop every one (each leaves its seat) and wait for it."""
+    tasks = [asyncio.create_task(b.run(), name=f"bot-{n + 1}") for n, b in enumerate(bots)]
+    try:
+        await asyncio.wait(tasks, timeout=timeout)
+    finally:
+        for t in tasks:
+            t.cancel()
+        for t in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t
+
+
 async def run_demo(seats: int, hands: int, out: Any = sys.stdout) -> int:
     """An embedded stack in a temporary directory, a table full of bots, ``hands``
     hands played to the end, each transcript verified, the ledger checked."""
-    from service.bots import create_bots, play
+    from service.bots import create_bots
     from verifier.signing import load_public_key
     from verifier.transcript import verify_transcript
 
@@ -717,7 +757,7 @@ async def run_demo(seats: int, hands: int, out: Any = sys.stdout) -> int:
                 bots = await create_bots(
                     session, base, token, table["id"], seats, deposit=10_000, fast=True, hands=hands
                 )
-                await play(bots, timeout=600)
+                await play_all(bots, timeout=600)
                 results = bots[0].hands_seen[:hands]
                 for r in results:
                     transcript = await _api(session, "GET", f"{base}{r['transcript']}", token)
@@ -769,9 +809,13 @@ def cmd_admin(args: argparse.Namespace) -> int:
 
 
 # ----------------------------------------------------------------------------- logging
+_RECORD_FIELDS = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime", "taskName"}
+
+
 class JsonFormatter(logging.Formatter):
-    """One JSON object a line: time, level, logger, message, and ``table_id`` and
-    ``hand_id`` when the record has them (``extra=``)."""
+    """One JSON object a line: time, level, logger, message, and whatever the record
+    carries as ``extra=`` (``table_id``, ``hand_id``; the access log's ``method``,
+    ``path``, ``status``, ``remote``)."""
 
     def format(self, record: logging.LogRecord) -> str:
         out: dict[str, Any] = {
@@ -780,9 +824,9 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
         }
-        for key in ("table_id", "hand_id"):
-            if hasattr(record, key):
-                out[key] = getattr(record, key)
+        for key, value in vars(record).items():
+            if key not in _RECORD_FIELDS and key not in out:
+                out[key] = value
         if record.exc_info:
             out["exc"] = self.formatException(record.exc_info)
         return json.dumps(out, default=str, ensure_ascii=False)

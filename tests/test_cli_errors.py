@@ -295,8 +295,23 @@ def test_json_formatter_carries_table_and_hand_ids() -> None:
     rec = logging.LogRecord("rummy.table", logging.WARNING, __file__, 1, "hand %d stuck", (7,), None)
     rec.table_id, rec.hand_id = "t_1", 42
     out = json.loads(JsonFormatter().format(rec))
-    assert out["message"] == "hand 7 stuck" and out["table_id"] == "t_1" and out["hand_id"] == 42
-    assert out["level"] == "WARNING" and out["logger"] == "rummy.table" and out["time"].endswith("+00:00")
+    assert out == {
+        "time": out["time"],
+        "level": "WARNING",
+        "logger": "rummy.table",
+        "message": "hand 7 stuck",
+        "table_id": "t_1",
+        "hand_id": 42,
+    }
+    assert out["time"].endswith("+00:00")
+    rec = logging.LogRecord("rummy.access", logging.INFO, __file__, 1, "GET /healthz %d", (200,), None)
+    rec.method, rec.path, rec.status = "GET", "/healthz", 200
+    out = json.loads(JsonFormatter().format(rec))
+    assert out["message"] == "GET /healthz 200" and (out["method"], out["path"], out["status"]) == (
+        "GET",
+        "/healthz",
+        200,
+    )
 
 
 # ----------------------------------------------------------------------------- demo
@@ -337,6 +352,12 @@ async def seated(server: Running, table: str) -> list[dict[str, Any]]:
 
 async def test_refused_bots_runs_create_no_player(server: Running, tmp_path: Path) -> None:
     table = await new_table(server, seats=6)
+    closed = await new_table(server, seats=4)
+    async with (
+        aiohttp.ClientSession() as s,
+        s.post(f"{server.url}/api/tables/{closed}/close", headers={"Authorization": f"Bearer {OPERATOR}"}) as r,
+    ):
+        assert r.status == 200
     before = await deposited(server)
     url = server.url
     cases: list[tuple[list[str], int, tuple[str, ...]]] = [
@@ -359,6 +380,7 @@ async def test_refused_bots_runs_create_no_player(server: Running, tmp_path: Pat
             ("http://",),
         ),
         (["--server", url, "--table", table, "--count", "2"], 2, ("--operator-token", "RUMMY_OPERATOR_TOKEN")),
+        (["--server", url, "--table", closed, "--count", "1", "--operator-token", OPERATOR], 4, ("is closed",)),
     ]
     for args, code, words in cases:
         r = await arummy("bots", *args, cwd=tmp_path)
