@@ -45,6 +45,7 @@ from service.app import CONFIG, NEW_OPERATOR_TOKEN, Config, make_app
 from service.db import ACQUIRE_TIMEOUT, DataDirLock, EmbeddedPostgres, ServerLocked, database_url_from_env
 from service.keys import SEED_KEY_FILE, SIGNING_KEY_FILE, KeyFileError, ServerKeys
 from service.keys import _load_or_create as read_key_file  # reads, as the file exists
+from service.store import OperatorTokenMismatch
 from service.table import Settings
 
 log = logging.getLogger("rummy")
@@ -302,7 +303,7 @@ async def start_server(
     """Start the database (embedded unless a URL is given), the keys, the app.
 
     Expected failures raise :class:`CliError` (or :class:`ServerLocked`,
-    :class:`KeyFileError`) after undoing what this call started; a data directory
+    :class:`KeyFileError`, :class:`OperatorTokenMismatch`) after undoing what this call started; a data directory
     this call created is removed again."""
     url = DatabaseUrl(database_url, database_source) if database_url is not None else None
     if url is not None:
@@ -953,6 +954,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(e.code, e.message, debug)
     except ServerLocked as e:
         return _fail(EXIT_LOCKED, str(e), debug)
+    except OperatorTokenMismatch as e:
+        return _fail(EXIT_REFUSED, str(e), debug)
     except KeyFileError as e:
         return _fail(EXIT_USAGE, str(e), debug)
     except KeyboardInterrupt:

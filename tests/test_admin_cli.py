@@ -273,6 +273,23 @@ async def test_rotate_token_on_a_server_of_its_own(pg_dsn: str, tmp_path: Path) 
         audit = await adm_json(url, "audit", token=rotated["token"])
         assert sum("token" in str(e["action"]) for e in audit["audit"]) == 2
         assert rotated["token"] not in json.dumps(audit) and new not in json.dumps(audit), "a token in the audit log"
+        await running.stop()
+        running = None
+        # Served again with the old token in RUMMY_OPERATOR_TOKEN: one line, exit 4, nothing created.
+        r = await asyncio.to_thread(
+            rummy,
+            "serve",
+            "--port",
+            "0",
+            "--data-dir",
+            "again",
+            "--database-url",
+            dsn_with(pg_dsn, database=name),
+            cwd=tmp_path,
+            env=clean_env(RUMMY_OPERATOR_TOKEN=old),
+        )
+        one_line(r, 4, "RUMMY_OPERATOR_TOKEN is not this server's operator token", "rotate-token")
+        assert not (tmp_path / "again").exists()
     finally:
         if running is not None:
             await running.stop()
