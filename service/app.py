@@ -24,6 +24,7 @@ from aiohttp.http_exceptions import HttpProcessingError
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from service import ledger, store, wire
+from service.cluster import Cluster, Lease, NodeSettings
 from service.db import ServerLock, connection, create_pool, migrate
 from service.keys import ServerKeys
 from service.metrics import Metrics
@@ -50,6 +51,7 @@ class Config:
     settings: Settings = field(default_factory=Settings)
     operator_token: str | None = None  # from the environment; else created on first run
     heartbeat: float = 20.0
+    node: NodeSettings = field(default_factory=NodeSettings)
 
 
 CONFIG = web.AppKey("config", Config)
@@ -58,6 +60,7 @@ TABLES = web.AppKey("tables", dict)  # table id -> TableActor
 SOCKETS = web.AppKey("sockets", dict)  # WebSocketResponse -> Connection
 NEW_OPERATOR_TOKEN = web.AppKey("new_operator_token", list)
 LOCK = web.AppKey("lock", ServerLock)
+CLUSTER = web.AppKey("cluster", Cluster)
 METRICS = web.AppKey("metrics", Metrics)
 LEDGER_TOTALS = web.AppKey("ledger_totals", dict)  # read for /metrics just before it is drawn
 
@@ -140,6 +143,8 @@ async def errors(
         return error_response(RULE_STATUS.get(e.code, 400), e.code, e.message, e.rule)
     except TimeoutError:
         return error_response(503, "busy", "the table did not answer in time; check before you try again")
+    except web.HTTPRedirection:
+        raise
     except web.HTTPException as e:
         if e.status >= 400:
             code = {404: "not_found", 405: "method_not_allowed", 413: "message_too_large"}.get(e.status, "bad_request")
@@ -213,12 +218,21 @@ async def require_player(request: web.Request) -> store.Player:
     raise ApiError(401, "unauthorized", "this needs a player's bearer token")
 
 
-def actor(request: web.Request, table_id: str) -> TableActor:
+async def actor(request: web.Request, table_id: str) -> TableActor:
+    """The table's task on this node; a table another node owns is a redirect there
+    (307: the method and body are sent again)."""
     a = request.app[TABLES].get(wire.path_id(table_id, "a table id"))
-    if a is None:
+    if a is not None:
+        assert isinstance(a, TableActor)
+        return a
+    owner = await request.app[CLUSTER].owner_of(table_id)
+    if owner is not None and owner[0] != request.app[CONFIG].node.node_id:
+        raise web.HTTPTemporaryRedirect(owner[1].rstrip("/") + request.path_qs)
+    async with connection(request.app[POOL]) as conn:
+        exists = await store.table_row(conn, table_id)
+    if exists is None:
         raise ApiError(404, "no_such_table", f"no table {table_id}")
-    assert isinstance(a, TableActor)
-    return a
+    raise ApiError(503, "unavailable", f"table {table_id} is between servers right now; try again in a moment")
 
 
 # ----------------------------------------------------------------------------- REST
@@ -282,13 +296,15 @@ async def create_table(request: web.Request) -> web.Response:
     settings = dict(data)
     max_away = data.pop("max_away_hands", 3)
 
-    async def work() -> tuple[str, TableRules]:
+    async def work() -> tuple[str, TableRules, Lease]:
         rules = TableRules(**data)  # validated: a bad combination is an error, never repaired
-        async with connection(request.app[POOL]) as conn:
-            return await store.create_table(conn, rules, max_away_hands=max_away), rules
+        async with connection(request.app[POOL]) as conn, conn.transaction():
+            table_id = await store.create_table(conn, rules, max_away_hands=max_away)
+            lease = await request.app[CLUSTER].add_table(conn, table_id)
+        return table_id, rules, lease
 
-    table_id, rules = await audited(request, "create_table", None, settings, work())
-    a = new_actor(request.app, table_id)
+    table_id, rules, lease = await audited(request, "create_table", None, settings, work())
+    a = new_actor(request.app, lease)
     a.start()
     await asyncio.wait_for(a.loaded.wait(), 10)
     return web.json_response({"id": table_id, **rules.to_json(), "max_away_hands": max_away}, status=201)
@@ -302,14 +318,14 @@ async def list_tables(request: web.Request) -> web.Response:
 async def sit(request: web.Request) -> web.Response:
     player = await require_player(request)
     data = await body_json(request, wire.SIT)
-    a = actor(request, request.match_info["table_id"])
+    a = await actor(request, request.match_info["table_id"])
     return web.json_response(await a.submit("sit", player.id, data))
 
 
 async def leave(request: web.Request) -> web.Response:
     player = await require_player(request)
     data = await body_json(request, wire.LEAVE)
-    a = actor(request, request.match_info["table_id"])
+    a = await actor(request, request.match_info["table_id"])
     return web.json_response(await a.submit("leave", player.id, data))
 
 
@@ -359,7 +375,7 @@ async def transcript(request: web.Request) -> web.Response:
 
 
 async def table_detail(request: web.Request) -> web.Response:
-    a = actor(request, request.match_info["table_id"])
+    a = await actor(request, request.match_info["table_id"])
     async with connection(request.app[POOL]) as conn:
         row = next((t for t in await store.list_tables(conn) if t["id"] == a.table_id), None)
     if row is None:
@@ -376,14 +392,14 @@ async def table_detail(request: web.Request) -> web.Response:
 
 async def close_table(request: web.Request) -> web.Response:
     await require_operator(request)
-    a = actor(request, request.match_info["table_id"])
+    a = await actor(request, request.match_info["table_id"])
     result = await audited(request, "close_table", a.table_id, {}, a.submit("close", "operator", {}))
     return web.json_response(result)
 
 
 async def stand_seat(request: web.Request) -> web.Response:
     await require_operator(request)
-    a = actor(request, request.match_info["table_id"])
+    a = await actor(request, request.match_info["table_id"])
     seat = wire.check(wire.Obj({"seat": wire.Int(0, 7)}), {"seat": _int_or_none(request.match_info["seat"])})["seat"]
     work = a.submit("stand", "operator", {"seat": seat})
     return web.json_response(await audited(request, "stand_seat", f"{a.table_id}/{seat}", {"seat": seat}, work))
@@ -482,7 +498,7 @@ async def void_hand(request: web.Request) -> web.Response:
         raise ApiError(404, "no_such_hand", f"no hand {hand_id}")
     if row["status"] not in ("seeding", "playing"):
         raise ApiError(409, "hand_over", f"hand {hand_id} is {row['status']}")
-    a = actor(request, row["table_id"])
+    a = await actor(request, row["table_id"])
     work = a.submit("void", "operator", {"hand_id": hand_id, "reason": data["reason"]})
     return web.json_response(await audited(request, "void_hand", str(hand_id), data, work))
 
@@ -582,7 +598,10 @@ def _reply_for(msg_id: str, outcome: asyncio.Future[dict[str, Any]]) -> dict[str
     if e is None:
         return {"type": "reply", "id": msg_id, "ok": True, "result": outcome.result()}
     if isinstance(e, RuleError):
-        return {"type": "error", "id": msg_id, "error": e.to_json()}
+        err = e.to_json()
+        if hasattr(e, "redirect"):
+            err["redirect"] = e.redirect
+        return {"type": "error", "id": msg_id, "error": err}
     if isinstance(e, ApiError | WireError):
         return _error(msg_id, e.code, e.message)
     log.error("message %s failed", msg_id, exc_info=e)
@@ -622,7 +641,7 @@ async def _dispatch(
         return done
     a: TableActor | None = request.app[TABLES].get(data["table_id"])
     if a is None:
-        done.set_exception(ClientError("no_such_table", f"no table {data['table_id']}"))
+        done.set_exception(await _elsewhere(request, data["table_id"]))
         return done
     if kind == "join":
         a.watchers.attach(conn)
@@ -635,10 +654,25 @@ async def _dispatch(
     return a.enqueue(kind, player.id, payload)
 
 
+async def _elsewhere(request: web.Request, table_id: str) -> ClientError:
+    """Why a table is not served here: another node owns it (its URL in
+    ``redirect``), it is between nodes, or there is no such table."""
+    owner = await request.app[CLUSTER].owner_of(table_id)
+    if owner is not None and owner[0] != request.app[CONFIG].node.node_id:
+        err = ClientError("wrong_node", f"table {table_id} is served by {owner[1]}: connect there")
+        err.redirect = owner[1]  # type: ignore[attr-defined]
+        return err
+    async with connection(request.app[POOL]) as conn:
+        exists = await store.table_row(conn, table_id)
+    if exists is None:
+        return ClientError("no_such_table", f"no table {table_id}")
+    return ClientError("unavailable", f"table {table_id} is between servers right now; try again in a moment")
+
+
 # ----------------------------------------------------------------------------- the app
 async def _database(app: web.Application) -> AsyncIterator[None]:
     cfg = app[CONFIG]
-    lock = await ServerLock.acquire(cfg.dsn)
+    lock = await ServerLock.acquire(cfg.dsn, shared=cfg.node.cluster)
     try:
         pool = await create_pool(cfg.dsn)
         try:
@@ -677,19 +711,45 @@ async def _keep_lock(app: web.Application, lock: ServerLock, every: float = 2.0)
 
 
 async def _tables(app: web.Application) -> AsyncIterator[None]:
-    async with connection(app[POOL]) as conn:
-        ids = [r["id"] for r in await conn.fetch("SELECT id FROM tables ORDER BY created_at")]
-    for table_id in ids:
-        new_actor(app, table_id).start()
+    """Take this node's leases and start their tables; keep the heartbeat; on the way
+    out stop every table, then hand the leases over."""
+    cfg = app[CONFIG]
+
+    def start(lease: Lease) -> None:
+        new_actor(app, lease).start()
+
+    async def stop(table_id: str) -> None:
+        a = app[TABLES].pop(table_id, None)
+        if a is not None:
+            await a.stop()
+
+    cluster = Cluster(app[POOL], cfg.dsn, cfg.node, start, stop)
+    app[CLUSTER] = cluster
+    await cluster.join()
     # Every table is loaded (its hand resumed or voided) before the server answers.
     await asyncio.gather(*(asyncio.wait_for(a.loaded.wait(), 60) for a in app[TABLES].values()))
-    yield
-    await _stop_tables(app)
+    beat = asyncio.create_task(cluster.run(), name="cluster-heartbeat")
+    try:
+        yield
+    finally:
+        beat.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await beat
+        await _stop_tables(app)
+        await cluster.leave()
 
 
-def new_actor(app: web.Application, table_id: str) -> TableActor:
-    a = TableActor(table_id, app[POOL], app[CONFIG].keys, app[CONFIG].settings, app[METRICS])
-    app[TABLES][table_id] = a
+def new_actor(app: web.Application, lease: Lease) -> TableActor:
+    def lost(table_id: str) -> None:
+        """The table let go (fenced, or handed over): forget it; the heartbeat stops asking."""
+        if app[TABLES].get(table_id) is a:
+            del app[TABLES][table_id]
+        app[CLUSTER].owned.pop(table_id, None)
+
+    a = TableActor(
+        lease.table_id, app[POOL], app[CONFIG].keys, app[CONFIG].settings, app[METRICS], lease=lease, on_lost=lost
+    )
+    app[TABLES][lease.table_id] = a
     return a
 
 

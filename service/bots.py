@@ -36,6 +36,10 @@ class BotStop(Exception):
     """The bot cannot go on (its table is gone, it was refused a seat…)."""
 
 
+class _Reconnect(Exception):
+    """Connect again now: to the node that serves the table, or back home."""
+
+
 @dataclass
 class Bot:
     server: str  # http://host:port
@@ -60,6 +64,10 @@ class Bot:
     _acted_on: str | None = None
     _leaving: str | None = None  # the id of our leave message
     _ws: aiohttp.ClientWebSocketResponse | None = None
+    home: str = ""  # the server first given; any node of a cluster sends us on from there
+
+    def __post_init__(self) -> None:
+        self.home = self.home or self.server
 
     # -- life --------------------------------------------------------------------------
     async def run(self, stop: asyncio.Event | None = None) -> None:
@@ -73,8 +81,11 @@ class Bot:
                     try:
                         await self._session(session, stop)
                         backoff = BACKOFF_FIRST
+                    except _Reconnect:
+                        continue  # at once, where we were sent
                     except (aiohttp.ClientError, ConnectionError, TimeoutError) as e:
                         log.info("bot %s: connection lost (%s); reconnecting", self.player_id, type(e).__name__)
+                        self.server = self.home
                     if self.left or (stop is not None and stop.is_set()):
                         break
                     await asyncio.sleep(backoff + secrets.randbelow(100) / 1000)
@@ -130,14 +141,19 @@ class Bot:
             if isinstance(result, dict):
                 await self._on_result(m, result)
         elif t == "error":
-            self.errors.append(m)
             code = m.get("error", {}).get("code")
+            if code == "wrong_node" and m.get("error", {}).get("redirect"):
+                self.server = str(m["error"]["redirect"])  # the node that serves the table
+                raise _Reconnect()
+            self.errors.append(m)
             log.info("bot %s got an error: %s", self.player_id, m.get("error"))
             if m.get("id") == self._leaving:
                 if code == "not_seated":
                     self.left = True
                 else:  # signature_required, stale_head…: sign again over what we see next
                     self._leaving = None
+        elif t in ("moved", "shutdown"):
+            self.server = self.home  # ask again where the table is served
         elif t == "resumed" and isinstance(m.get("snapshot"), dict):
             await self._from_snapshot(m["snapshot"])
         elif t == "table":
@@ -349,12 +365,15 @@ async def play(bots: list[Bot], timeout: float | None = None) -> None:
     """Run the bots until each has played its hands (or forever), then stop them."""
     tasks = [asyncio.create_task(b.run()) for b in bots]
     try:
-        await asyncio.wait_for(asyncio.gather(*tasks), timeout)
+        done, pending = await asyncio.wait(tasks, timeout=timeout)
+        for t in done:
+            t.result()  # a bot's error is the caller's
+        if pending:
+            raise TimeoutError(f"{len(pending)} bots had not finished after {timeout} s")
     finally:
         for t in tasks:
             t.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await t
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 async def run_bots(

@@ -17,11 +17,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import errno
 import importlib.metadata
 import json
 import logging
 import os
+import re
 import shutil
 import signal
 import socket
@@ -42,6 +44,7 @@ from aiohttp import web
 
 from service import admin
 from service.app import CONFIG, NEW_OPERATOR_TOKEN, Config, make_app
+from service.cluster import NodeSettings
 from service.db import ACQUIRE_TIMEOUT, DataDirLock, EmbeddedPostgres, ServerLocked, database_url_from_env
 from service.keys import SEED_KEY_FILE, SIGNING_KEY_FILE, KeyFileError, ServerKeys
 from service.keys import _load_or_create as read_key_file  # reads, as the file exists
@@ -299,6 +302,7 @@ async def start_server(
     operator_token: str | None,
     settings: Settings | None = None,
     database_source: str = "DATABASE_URL",
+    node: NodeSettings | None = None,
 ) -> Running:
     """Start the database (embedded unless a URL is given), the keys, the app.
 
@@ -336,7 +340,12 @@ async def start_server(
                     f"the embedded PostgreSQL did not start ({type(e).__name__}); see {embedded.log_file}",
                 ) from e
             url = DatabaseUrl(dsn, "the embedded PostgreSQL")
-        app = make_app(Config(dsn=url.dsn, keys=keys, settings=settings or Settings(), operator_token=operator_token))
+        node = node or NodeSettings()
+        if not node.public_url and port:
+            node = dataclasses.replace(node, public_url=f"http://{host}:{port}")
+        app = make_app(
+            Config(dsn=url.dsn, keys=keys, settings=settings or Settings(), operator_token=operator_token, node=node)
+        )
         runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=1.0)
         try:
             await runner.setup()
@@ -378,6 +387,27 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if dsn is not None:
         DatabaseUrl(dsn, source).check()
     check_listen(args.host, args.port)
+    node = NodeSettings()
+    if args.node_id is not None:
+        if not re.fullmatch(r"[A-Za-z0-9_.:-]{1,64}", args.node_id):
+            raise CliError(EXIT_USAGE, "--node-id is 1 to 64 letters, digits or _.:-")
+        wildcard = args.host in ("", "::") or (args.host.count(".") == 3 and set(args.host) <= {"0", "."})
+        public = args.public_url or ("" if wildcard else f"http://{args.host}:{args.port}")
+        if not public.startswith(("http://", "https://")):
+            raise CliError(EXIT_USAGE, "a node needs --public-url http(s)://HOST:PORT, where its clients reach it")
+        if dsn is None:
+            raise CliError(
+                EXIT_USAGE, "the nodes of a cluster share one PostgreSQL: give --database-url or DATABASE_URL"
+            )
+        if not 1 <= args.lease_seconds <= 300:
+            raise CliError(EXIT_USAGE, "--lease-seconds is 1 to 300")
+        node = NodeSettings(
+            node_id=args.node_id,
+            public_url=public.rstrip("/"),
+            cluster=True,
+            lease_seconds=args.lease_seconds,
+            heartbeat_seconds=max(0.2, args.lease_seconds / 5),
+        )
 
     async def main() -> None:
         stop = asyncio.Event()
@@ -397,6 +427,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 next_hand_delay=args.next_hand_delay,
                 resume_grace=args.resume_grace,
             ),
+            node=node,
         )
         try:
             signer = running.app[CONFIG].keys.signer
@@ -892,6 +923,15 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=10.0,
         help="seconds added to a resumed hand's clock after a restart or a database outage (D32)",
+    )
+    sp.add_argument(
+        "--node-id",
+        default=None,
+        help="join a cluster of nodes on one PostgreSQL (DATABASE_URL) under this name (docs/deploy.md)",
+    )
+    sp.add_argument("--public-url", default=None, help="where clients reach this node (default http://HOST:PORT)")
+    sp.add_argument(
+        "--lease-seconds", type=float, default=5.0, help="how long a node's table leases last without renewal"
     )
     sp.add_argument(
         "--log-format", choices=("text", "json"), default="text", help="log lines on stderr: text, or one JSON a line"

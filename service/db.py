@@ -147,7 +147,8 @@ class EmbeddedPostgres:
             self._log_handler = handler
 
 
-SERVER_LOCK = 7_133_002  # pg_advisory_lock key: one table server per database
+SERVER_LOCK = 7_133_002  # pg_advisory_lock key: one table server per database (or one cluster)
+_TRY_LOCK = {False: "SELECT pg_try_advisory_lock($1)", True: "SELECT pg_try_advisory_lock_shared($1)"}
 
 
 class ServerLocked(Exception):
@@ -160,14 +161,17 @@ class ServerLock:
     that connection dies (PostgreSQL restarted), :meth:`keep` takes the lock again, and
     reports False if another server took it meanwhile."""
 
-    def __init__(self, dsn: str, conn: asyncpg.Connection) -> None:
+    def __init__(self, dsn: str, conn: asyncpg.Connection, shared: bool = False) -> None:
         self.dsn = dsn
         self.conn: asyncpg.Connection | None = conn
+        self.shared = shared
 
     @classmethod
-    async def acquire(cls, dsn: str) -> ServerLock:
+    async def acquire(cls, dsn: str, *, shared: bool = False) -> ServerLock:
+        """Exclusive for a server alone; shared for the nodes of a cluster (a server
+        alone and a cluster never run on one database together)."""
         conn = await asyncpg.connect(dsn, timeout=ACQUIRE_TIMEOUT)
-        if not await conn.fetchval("SELECT pg_try_advisory_lock($1)", SERVER_LOCK):
+        if not await conn.fetchval(_TRY_LOCK[shared], SERVER_LOCK):
             pid = await conn.fetchval(
                 "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND granted LIMIT 1",
                 SERVER_LOCK,
@@ -176,9 +180,10 @@ class ServerLock:
             raise ServerLocked(
                 "another rummy-table server is already serving this database"
                 + (f" (its PostgreSQL backend pid is {pid})" if pid else "")
+                + ("; a node cannot join a database served by a server alone" if shared else "")
                 + "; stop it first, or give this one another database"
             )
-        return cls(dsn, conn)
+        return cls(dsn, conn, shared)
 
     async def keep(self) -> bool:
         """True while this server holds the lock (re-taking it after a lost connection)."""
@@ -193,7 +198,7 @@ class ServerLock:
                 self.conn.terminate()
         self.conn = None
         conn = await asyncpg.connect(self.dsn, timeout=ACQUIRE_TIMEOUT)
-        if await conn.fetchval("SELECT pg_try_advisory_lock($1)", SERVER_LOCK):
+        if await conn.fetchval(_TRY_LOCK[self.shared], SERVER_LOCK):
             self.conn = conn
             return True
         await conn.close()

@@ -11,6 +11,7 @@ the table task does (:mod:`service.table`).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import secrets
 import time
@@ -21,7 +22,6 @@ from typing import Any
 import asyncpg
 
 from service import handstore, ledger
-from service.db import connection
 from service.handrun import HandRun
 from service.keys import ServerKeys
 from service.metrics import Metrics
@@ -65,6 +65,7 @@ class Dealer:
         pool: asyncpg.Pool,
         keys: ServerKeys,
         teller: Teller,
+        fence: Callable[[], contextlib.AbstractAsyncContextManager[asyncpg.Connection]],
         *,
         commit_seconds: float,
         reveal_seconds: float,
@@ -75,6 +76,7 @@ class Dealer:
         self.pool = pool
         self.keys = keys
         self.teller = teller
+        self.fence = fence  # every write: a transaction in which this node holds the table
         self.commit_ms = int(commit_seconds * 1000)
         self.reveal_ms = int(reveal_seconds * 1000)
 
@@ -93,7 +95,7 @@ class Dealer:
         hand_no = t.next_hand_no
         nonce, sealed = self.keys.seal_seed(seed, t.table_id, hand_no)
         need = hold_amount(rules.point_value)
-        async with connection(self.pool) as conn, conn.transaction():
+        async with self.fence() as conn:
             hand_id: int = await conn.fetchval(
                 "INSERT INTO hands (table_id, hand_no, status, seed_nonce, seed_sealed, commit_s) "
                 "VALUES ($1, $2, 'seeding', $3, $4, '') RETURNING id",
@@ -196,7 +198,7 @@ class Dealer:
     async def store(self, hand: HandRun, records: list[dict[str, Any]], status: str | None = None) -> None:
         sealed = [handstore.seal(self.keys, self.t.table_id, hand.hand_no, r) for r in records]
         started = time.perf_counter()
-        async with connection(self.pool) as conn:
+        async with self.fence() as conn:
             await handstore.store_records(conn, hand.hand_id, sealed, deadline=hand.deadline, status=status)
         if self.metrics is not None:
             self.metrics.store_seconds.observe(time.perf_counter() - started)
@@ -286,7 +288,7 @@ class Dealer:
         """A hand whose header cannot be read (no transcript can be made): its holds are
         released and the reason kept (D33); the chain continues from the last head."""
         log.error("table %s: hand %d voided without a transcript: %s", self.t.table_id, stored.hand_no, reason)
-        async with connection(self.pool) as conn, conn.transaction():
+        async with self.fence() as conn:
             done = await conn.fetchval(
                 "UPDATE hands SET status = 'void', void_reason = $2, ended_at = now(), deadline = NULL "
                 "WHERE id = $1 AND status IN ('seeding', 'playing') RETURNING id",
@@ -307,7 +309,7 @@ class Dealer:
             assert rec.state is not None and rec.state.result is not None
             settlement = rec.state.result.settlement
         absent = [hand.players[s] for s in clock_dropped(rec.records)]  # D31
-        async with connection(self.pool) as conn:
+        async with self.fence() as conn:
             stood = await handstore.finish(
                 conn,
                 table_id=t.table_id,

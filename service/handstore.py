@@ -94,15 +94,14 @@ async def store_records(
     deadline: float | None,
     status: str | None = None,
 ) -> None:
-    """Records and the hand's clock, in one transaction."""
-    async with conn.transaction():
-        await insert_records(conn, hand_id, records)
-        await conn.execute(
-            "UPDATE hands SET deadline = $2, status = COALESCE($3, status) WHERE id = $1",
-            hand_id,
-            ts(deadline),
-            status,
-        )
+    """Records and the hand's clock (in the caller's transaction)."""
+    await insert_records(conn, hand_id, records)
+    await conn.execute(
+        "UPDATE hands SET deadline = $2, status = COALESCE($3, status) WHERE id = $1",
+        hand_id,
+        ts(deadline),
+        status,
+    )
 
 
 async def store_commit(conn: asyncpg.Connection, hand_id: int, seat: int, commit: bytes, psig: str) -> None:
@@ -149,47 +148,46 @@ async def finish(
     transcript, move the table's head, stand up ``stand_up`` and the seats the
     operator asked to stand up as the hand ends.  Returns the players stood up, or
     None, changing nothing, if the hand had already ended (a retry after an unknown
-    outcome)."""
-    async with conn.transaction():
-        ended = await conn.fetchval(
-            "UPDATE hands SET status = $2, transcript = $3::jsonb, ended_at = now(), deadline = NULL, "
-            "void_reason = $4 WHERE id = $1 AND status IN ('seeding', 'playing') RETURNING id",
-            hand_id,
-            "ended" if settlement is not None else "void",
-            json.dumps(transcript),
-            void_reason,
-        )
-        if ended is None:
-            return None
-        if settlement is not None:
-            await ledger.settle(conn, hand_id, holds, settlement)
-        elif holds:
-            await ledger.release(conn, {p: a for p, a in holds.values()}, hand_id)
-        await conn.execute("UPDATE tables SET head = $2 WHERE id = $1", table_id, transcript["head"])
-        rows = await conn.fetch(
-            "DELETE FROM seats WHERE table_id = $1 AND (player_id = ANY($2::text[]) OR stand_after_hand) "
-            "RETURNING player_id",
-            table_id,
-            list(stand_up),
-        )
+    outcome).  In the caller's transaction."""
+    ended = await conn.fetchval(
+        "UPDATE hands SET status = $2, transcript = $3::jsonb, ended_at = now(), deadline = NULL, "
+        "void_reason = $4 WHERE id = $1 AND status IN ('seeding', 'playing') RETURNING id",
+        hand_id,
+        "ended" if settlement is not None else "void",
+        json.dumps(transcript),
+        void_reason,
+    )
+    if ended is None:
+        return None
+    if settlement is not None:
+        await ledger.settle(conn, hand_id, holds, settlement)
+    elif holds:
+        await ledger.release(conn, {p: a for p, a in holds.values()}, hand_id)
+    await conn.execute("UPDATE tables SET head = $2 WHERE id = $1", table_id, transcript["head"])
+    rows = await conn.fetch(
+        "DELETE FROM seats WHERE table_id = $1 AND (player_id = ANY($2::text[]) OR stand_after_hand) "
+        "RETURNING player_id",
+        table_id,
+        list(stand_up),
+    )
     return [str(r["player_id"]) for r in rows]
 
 
 async def quarantine_after(conn: asyncpg.Connection, hand_id: int, keep: int) -> int:
-    """Move the records from number ``keep`` on aside (they did not replay, D33)."""
-    async with conn.transaction():
-        moved = await conn.fetch(
-            "DELETE FROM hand_records WHERE hand_id = $1 AND i >= $2 RETURNING i, record, sealed, h", hand_id, keep
+    """Move the records from number ``keep`` on aside (they did not replay, D33); in
+    the caller's transaction."""
+    moved = await conn.fetch(
+        "DELETE FROM hand_records WHERE hand_id = $1 AND i >= $2 RETURNING i, record, sealed, h", hand_id, keep
+    )
+    for r in moved:
+        await conn.execute(
+            "INSERT INTO hand_records_quarantine (hand_id, i, record, sealed, h) VALUES ($1, $2, $3, $4, $5)",
+            hand_id,
+            r["i"],
+            r["record"],
+            r["sealed"],
+            r["h"],
         )
-        for r in moved:
-            await conn.execute(
-                "INSERT INTO hand_records_quarantine (hand_id, i, record, sealed, h) VALUES ($1, $2, $3, $4, $5)",
-                hand_id,
-                r["i"],
-                r["record"],
-                r["sealed"],
-                r["h"],
-            )
     return len(moved)
 
 

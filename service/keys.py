@@ -63,8 +63,20 @@ class ServerKeys:
 
     @classmethod
     def load(cls, data_dir: Path) -> ServerKeys:
-        signer = Signer.from_seed(_load_or_create(data_dir / SIGNING_KEY_FILE, 32))
-        return cls(signer, _load_or_create(data_dir / SEED_KEY_FILE, 32))
+        """Both keys, created together on first run.  One present without the other is
+        refused: a new signing key would silently be a new fairness identity, and a new
+        sealing key would void every hand in progress (D33)."""
+        signing, sealing = data_dir / SIGNING_KEY_FILE, data_dir / SEED_KEY_FILE
+        present = [p.exists() or p.is_symlink() for p in (signing, sealing)]
+        if any(present) and not all(present):
+            missing = signing if not present[0] else sealing
+            raise KeyFileError(
+                missing,
+                f"is missing while {(sealing if not present[0] else signing).name} is there: the two are made "
+                "together",
+            )
+        signer = Signer.from_seed(_load_or_create(signing, 32))
+        return cls(signer, _load_or_create(sealing, 32))
 
     def seal_seed(self, seed: bytes, table_id: str, hand_no: int) -> tuple[bytes, bytes]:
         """(nonce, ciphertext) of a server seed, bound to its hand."""

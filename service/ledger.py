@@ -64,11 +64,20 @@ async def _post(
             amount,
         )
         if done is None:
-            raise LedgerError("insufficient_balance", f"that would take {account} below zero (a change of {amount} HT)")
+            raise LedgerError("insufficient_balance", f"that would take {_describe(account)} below zero")
         await conn.execute(
             "INSERT INTO ledger_entries (tx_id, account_id, amount) VALUES ($1, $2, $3)", tx_id, account, amount
         )
     return tx_id
+
+
+def _describe(account: str) -> str:
+    """An account as a person reads it: ``player:p_1:available`` is "the available
+    balance of player p_1"."""
+    parts = account.split(":")
+    if len(parts) == 3 and parts[0] == "player":
+        return f"the {parts[2]} balance of player {parts[1]}"
+    return f"the account {account}"
 
 
 MAX_AMOUNT = 10**15  # HT minor units: far above any real deposit, far below bigint's limit (service.wire)

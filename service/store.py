@@ -192,6 +192,7 @@ async def list_tables(conn: asyncpg.Connection) -> list[dict[str, Any]]:
             "id": r["id"],
             **{k: int(r[k]) for k in RULE_FIELDS},
             "max_away_hands": int(r["max_away_hands"]),
+            "status": r["status"],
             "hold": hold_amount(int(r["point_value"])),
             "seated": by_table.get(r["id"], []),
             "next_hand_no": r["next_hand_no"],

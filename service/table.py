@@ -18,12 +18,14 @@ import contextlib
 import json
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import asyncpg
 
 from service import handstore, ledger, store
+from service.cluster import Fenced, Lease, fenced
 from service.db import connection
 from service.dealing import Dealer, NotEnough, Settled, TableState
 from service.handrun import HandRun, restore
@@ -46,6 +48,16 @@ class ClientError(RuleError):
 
     def __init__(self, code: str, message: str, rule: str | None = None) -> None:
         super().__init__(code, message, rule=rule)
+
+
+def moved() -> ClientError:
+    return ClientError("moved", "the table moved to another server; reconnect and join it again")
+
+
+@contextlib.asynccontextmanager
+async def _transaction(pool: asyncpg.Pool) -> Any:
+    async with connection(pool) as conn, conn.transaction():
+        yield conn
 
 
 def unavailable() -> ClientError:
@@ -84,9 +96,14 @@ class TableActor:
         keys: ServerKeys,
         settings: Settings,
         metrics: Metrics | None = None,
+        lease: Lease | None = None,
+        on_lost: Callable[[str], None] | None = None,
     ) -> None:
         self.table_id = table_id
         self.metrics = metrics
+        self.lease = lease
+        self._on_lost = on_lost
+        self.handoff_requested = False
         self.pool = pool
         self.keys = keys
         self.settings = settings
@@ -98,6 +115,7 @@ class TableActor:
             pool,
             keys,
             self.watchers,
+            self.fence,
             commit_seconds=settings.commit_seconds,
             reveal_seconds=settings.reveal_seconds,
             metrics=metrics,
@@ -111,6 +129,17 @@ class TableActor:
     @property
     def hand(self) -> HandRun | None:
         return self.t.hand
+
+    def fence(self) -> contextlib.AbstractAsyncContextManager[asyncpg.Connection]:
+        """A transaction in which this node's lease on the table holds (service.cluster)."""
+        if self.lease is None:
+            return _transaction(self.pool)
+        return fenced(self.pool, self.lease)
+
+    def request_handoff(self) -> None:
+        """Hand the table to another node as soon as its hand in progress is over."""
+        self.handoff_requested = True
+        self.commands.put_nowait(None)
 
     # -- life --------------------------------------------------------------------------
     def start(self) -> None:
@@ -156,13 +185,21 @@ class TableActor:
                 break
             try:
                 if cmd is None:
-                    if wait is not None:  # a clock ran out (a None command is only a wake-up)
+                    if wait is not None and (self._wait() or 0) <= 0:  # a clock ran out
                         await self._on_deadline()
                 else:
                     await self._run_command(cmd)
                 await self._advance()
+                if self.handoff_requested and self.t.hand is None:
+                    self._let_go("handed over between hands")
+                    return
             except asyncio.CancelledError:
                 raise
+            except Fenced as e:  # another node holds the table now: never write for it again
+                if cmd is not None:
+                    _answer(cmd, error=moved())
+                self._let_go(str(e))
+                return
             except Exception as e:  # the database failed or disagrees: memory is no longer trusted
                 log.warning("table %s: %s; reloading from the database", self.table_id, _describe(e))
                 if self.metrics is not None:
@@ -206,6 +243,11 @@ class TableActor:
                 break
             except asyncio.CancelledError:
                 raise
+            except Fenced as e:
+                if pending is not None:
+                    _answer(pending, error=moved())
+                self._let_go(str(e))
+                return
             except Exception as e:
                 log.warning("table %s: cannot load (%s); retrying in %.1f s", self.table_id, _describe(e), delay)
                 await self._forget_connections(e)
@@ -225,6 +267,23 @@ class TableActor:
             for player_id, c in list(self.watchers.by_player.items()):
                 c.push({"type": "resumed", "table_id": self.table_id, "snapshot": self.snapshot_for(player_id)})
         self._schedule_start()
+
+    def _let_go(self, why: str) -> None:
+        """This node no longer serves the table: tell its clients to reconnect (they
+        are sent to the new owner), answer what is queued, and stop."""
+        log.warning("table %s: letting go (%s)", self.table_id, why)
+        self._stopping = True
+        self.paused = True
+        self.watchers.broadcast(
+            {"type": "moved", "table_id": self.table_id, "message": "the table moved to another server; reconnect"}
+        )
+        self.watchers.close_all()
+        while not self.commands.empty():
+            cmd = self.commands.get_nowait()
+            if cmd is not None:
+                _answer(cmd, error=moved())
+        if self._on_lost is not None:
+            self._on_lost(self.table_id)
 
     async def _forget_connections(self, e: BaseException) -> None:
         """After a lost connection every pooled connection is suspect (PostgreSQL may
@@ -269,7 +328,7 @@ class TableActor:
         if restored.void_reason is not None and not run.recorder.voided:
             log.warning("table %s: hand %d is voided: %s", self.table_id, run.hand_no, restored.void_reason)
             if restored.keep < len(stored.records):
-                async with connection(self.pool) as conn:
+                async with self.fence() as conn:
                     moved = await handstore.quarantine_after(conn, run.hand_id, restored.keep)
                 log.warning("table %s: hand %d: %d stored records set aside", self.table_id, run.hand_no, moved)
             await self.dealing.void(run, restored.void_reason)
@@ -293,7 +352,7 @@ class TableActor:
         t = self.t
         if t.status != "closing" or t.hand is not None:
             return
-        async with connection(self.pool) as conn, conn.transaction():
+        async with self.fence() as conn:
             await conn.execute("DELETE FROM seats WHERE table_id = $1", self.table_id)
             await conn.execute("UPDATE tables SET status = 'closed' WHERE id = $1", self.table_id)
         t.status = "closed"
@@ -385,7 +444,7 @@ class TableActor:
         need = hold_amount(t.rules.point_value)
         result = {"seat": seat, "table_id": self.table_id}
         cmd.settled = lambda: result if t.seats.get(seat) == player_id else None
-        async with connection(self.pool) as conn:
+        async with self.fence() as conn:
             if await conn.fetchval("SELECT public_key FROM players WHERE id = $1", player_id) is None:
                 raise ClientError(
                     "no_player_key", "register your public key (PUT /api/me/key) before you sit: you sign your moves"
@@ -428,7 +487,7 @@ class TableActor:
                 charged = True
         result = {"left": seat, "charged": charged}
         cmd.settled = lambda: result if seat not in t.seats else None
-        async with connection(self.pool) as conn:
+        async with self.fence() as conn:
             await conn.execute("DELETE FROM seats WHERE table_id = $1 AND player_id = $2", self.table_id, player_id)
         t.seats.pop(seat, None)
         self.watchers.tell_seats(t.seats)
@@ -458,7 +517,7 @@ class TableActor:
         if earlier is not None:
             return result  # the same commitment again: the same receipt
         cmd.settled = lambda: result if self.hand is not None and seat in self.hand.commits else None
-        async with connection(self.pool) as conn:
+        async with self.fence() as conn:
             await handstore.store_commit(conn, hand.hand_id, seat, commit, psig)
         hand.commits[seat] = (commit, psig)
         return result
@@ -474,7 +533,7 @@ class TableActor:
         if earlier is not None:
             return result
         cmd.settled = lambda: result if self.hand is not None and seat in self.hand.seeds else None
-        async with connection(self.pool) as conn:
+        async with self.fence() as conn:
             await handstore.store_reveal(conn, hand.hand_id, seat, seed, psig)
         hand.seeds[seat] = (seed, psig)
         return result
@@ -502,7 +561,7 @@ class TableActor:
         """No new hand; the hand in progress finishes; then the table closes."""
         t = self.t
         if t.status == "open":
-            async with connection(self.pool) as conn:
+            async with self.fence() as conn:
                 await conn.execute("UPDATE tables SET status = 'closing' WHERE id = $1", self.table_id)
             t.status = "closing"
             cmd.settled = lambda: {"id": self.table_id, "status": t.status}
@@ -519,7 +578,7 @@ class TableActor:
             raise ClientError("not_seated", f"seat {seat} is empty")
         hand = t.hand
         later = hand is not None and hand.seat_of(player_id) is not None and not hand.recorder.ended
-        async with connection(self.pool) as conn:
+        async with self.fence() as conn:
             if later:
                 await conn.execute(
                     "UPDATE seats SET stand_after_hand = true WHERE table_id = $1 AND seat = $2", self.table_id, seat

@@ -494,7 +494,7 @@ async def test_migrations_applied_twice_change_nothing(pg_dsn: str) -> None:
         assert await migrate(conn) == []
         assert await migrate(conn) == []
         assert await schema() == first
-        assert [m[0] for m in first[2]] == [m.version for m in load_migrations()] == [1, 2, 3, 4]
+        assert [m[0] for m in first[2]] == [m.version for m in load_migrations()] == [1, 2, 3, 4, 5]
     finally:
         await conn.close()
 
@@ -512,6 +512,13 @@ def test_keys_are_created_once_and_reused(tmp_path: Any) -> None:
 
     with pytest.raises(InvalidTag):
         k2.open_seed(nonce, sealed, "t", 2)  # bound to its hand
+    # One key without the other is refused, never silently remade (a new identity).
+    from service.keys import SIGNING_KEY_FILE, KeyFileError
+
+    (tmp_path / SIGNING_KEY_FILE).unlink()
+    with pytest.raises(KeyFileError, match="is missing"):
+        ServerKeys.load(tmp_path)
+    assert not (tmp_path / SIGNING_KEY_FILE).exists()
 
 
 async def test_a_client_that_never_reads_does_not_stall_the_table(api: Api, server: Running) -> None:

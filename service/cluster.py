@@ -1,0 +1,251 @@
+"""Nodes and table leases: several servers on one PostgreSQL (docs/deploy.md).
+
+Each table is owned by exactly one node through a row in ``table_leases`` (owner,
+epoch, expiry).  The epoch rises on every takeover, and every write a table makes is
+done through :func:`fenced`, which checks — inside the write's own transaction, with a
+share lock a takeover must wait for — that this node still holds that epoch.  So a node
+that lost its lease (paused, partitioned, slow) can never write for that table again:
+its write raises :class:`Fenced`, and the table stops.
+
+A node renews its leases on a heartbeat, takes expired ones (at most its share, so
+tables spread evenly over the live nodes), and on SIGTERM hands its tables over at
+once.  Nodes hear of released and new tables through PostgreSQL ``LISTEN/NOTIFY`` and
+take them without waiting for the next beat.  A server alone (no ``--node-id``) is a
+cluster of one: it takes every table at start, holding the database's exclusive lock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+
+import asyncpg
+
+from service.db import ACQUIRE_TIMEOUT, connection
+
+log = logging.getLogger("rummy.cluster")
+CHANNEL = "rummy_cluster"
+
+
+@dataclass(frozen=True)
+class Lease:
+    table_id: str
+    owner: str
+    epoch: int
+
+
+class Fenced(Exception):
+    """This node no longer holds the table's lease: another node owns it now."""
+
+
+@contextlib.asynccontextmanager
+async def fenced(pool: asyncpg.Pool, lease: Lease) -> AsyncIterator[asyncpg.Connection]:
+    """A connection in a transaction in which ``lease`` is known to hold until commit."""
+    async with connection(pool) as conn, conn.transaction():
+        held = await conn.fetchval(
+            "SELECT 1 FROM table_leases WHERE table_id = $1 AND owner = $2 AND epoch = $3 FOR SHARE",
+            lease.table_id,
+            lease.owner,
+            lease.epoch,
+        )
+        if held is None:
+            raise Fenced(f"table {lease.table_id}: this node's lease (epoch {lease.epoch}) was taken over")
+        yield conn
+
+
+@dataclass
+class NodeSettings:
+    node_id: str = "solo"
+    public_url: str = ""
+    cluster: bool = False  # False: a server alone, which takes every table at start
+    lease_seconds: float = 5.0
+    heartbeat_seconds: float = 1.0
+
+
+StartTable = Callable[[Lease], None]
+StopTable = Callable[[str], Awaitable[None]]
+
+
+class Cluster:
+    """This node's membership and its leases."""
+
+    def __init__(self, pool: asyncpg.Pool, dsn: str, node: NodeSettings, start: StartTable, stop: StopTable) -> None:
+        self.pool = pool
+        self.dsn = dsn
+        self.node = node
+        self._start = start
+        self._stop = stop
+        self.owned: dict[str, Lease] = {}
+        self._wake = asyncio.Event()
+        self._listener: asyncpg.Connection | None = None
+        self.takeovers = 0
+
+    # -- life --------------------------------------------------------------------------
+    async def join(self) -> None:
+        async with connection(self.pool) as conn:
+            await conn.execute(
+                "INSERT INTO nodes (node_id, public_url) VALUES ($1, $2) ON CONFLICT (node_id) DO UPDATE "
+                "SET public_url = EXCLUDED.public_url, seen_at = now(), started_at = now()",
+                self.node.node_id,
+                self.node.public_url,
+            )
+            # Tables created before leases existed (or by an older server) get a lease row.
+            await conn.execute(
+                "INSERT INTO table_leases (table_id) SELECT id FROM tables ON CONFLICT (table_id) DO NOTHING"
+            )
+        await self._listen()
+        await self.acquire()
+
+    async def run(self) -> None:
+        """The heartbeat: be seen, renew, take what is free; never ends by itself."""
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self.node.heartbeat_seconds)
+            self._wake.clear()
+            try:
+                await self.beat()
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # the database is away: the tables pause on their own
+                log.warning("node %s: heartbeat failed (%s: %s)", self.node.node_id, type(e).__name__, e)
+                await self._drop_listener()
+
+    async def beat(self) -> None:
+        async with connection(self.pool) as conn:
+            await conn.execute("UPDATE nodes SET seen_at = now() WHERE node_id = $1", self.node.node_id)
+        await self.renew()
+        await self.acquire()
+        if self._listener is None or self._listener.is_closed():
+            await self._listen()
+
+    async def leave(self) -> None:
+        """SIGTERM: hand every table over now (its task is already stopped)."""
+        if not self.owned:
+            return
+        tables = list(self.owned)
+        epochs = [self.owned[t].epoch for t in tables]
+        with contextlib.suppress(Exception):
+            async with connection(self.pool) as conn:
+                await conn.execute(
+                    "UPDATE table_leases l SET owner = NULL, expires_at = '-infinity' "
+                    "FROM unnest($2::text[], $3::bigint[]) AS o(t, e) "
+                    "WHERE l.table_id = o.t AND l.epoch = o.e AND l.owner = $1",
+                    self.node.node_id,
+                    tables,
+                    epochs,
+                )
+                await conn.execute("SELECT pg_notify($1, $2)", CHANNEL, "released")
+        self.owned.clear()
+        await self._drop_listener()
+
+    # -- leases ------------------------------------------------------------------------
+    async def renew(self) -> None:
+        if not self.owned:
+            return
+        tables = list(self.owned)
+        epochs = [self.owned[t].epoch for t in tables]
+        async with connection(self.pool) as conn:
+            rows = await conn.fetch(
+                "UPDATE table_leases l SET expires_at = now() + make_interval(secs => $4) "
+                "FROM unnest($2::text[], $3::bigint[]) AS o(t, e) "
+                "WHERE l.table_id = o.t AND l.epoch = o.e AND l.owner = $1 RETURNING l.table_id",
+                self.node.node_id,
+                tables,
+                epochs,
+                self.node.lease_seconds,
+            )
+        kept = {r["table_id"] for r in rows}
+        for table_id in tables:
+            if table_id not in kept:
+                log.warning("node %s: lost the lease of table %s; letting it go", self.node.node_id, table_id)
+                await self.lost(table_id)
+
+    async def lost(self, table_id: str) -> None:
+        if self.owned.pop(table_id, None) is not None:
+            await self._stop(table_id)
+
+    async def acquire(self) -> None:
+        """Take free and expired leases, at most this node's share (all of them when
+        alone), each with a new epoch; start their tables."""
+        async with connection(self.pool) as conn:
+            if self.node.cluster:
+                live = int(
+                    await conn.fetchval(
+                        "SELECT COUNT(*) FROM nodes WHERE seen_at > now() - make_interval(secs => $1)",
+                        self.node.lease_seconds,
+                    )
+                )
+                total = int(await conn.fetchval("SELECT COUNT(*) FROM tables WHERE status <> 'closed'"))
+                want = math.ceil(total / max(1, live)) - len(self.owned)
+            else:
+                want = 1 << 30
+            if want <= 0:
+                return
+            rows = await conn.fetch(
+                "UPDATE table_leases l SET owner = $1, epoch = l.epoch + 1, "
+                "expires_at = now() + make_interval(secs => $2) "
+                "WHERE l.table_id IN (SELECT f.table_id FROM table_leases f JOIN tables t ON t.id = f.table_id "
+                " WHERE t.status <> 'closed' AND (f.owner IS NULL OR f.expires_at < now() OR f.owner = $1 OR NOT $4)"
+                " AND NOT (f.table_id = ANY($5::text[]))"
+                " ORDER BY f.table_id LIMIT $3 FOR UPDATE SKIP LOCKED) "
+                "RETURNING l.table_id, l.epoch",
+                self.node.node_id,
+                self.node.lease_seconds,
+                want,
+                self.node.cluster,
+                list(self.owned),
+            )
+        for r in rows:
+            lease = Lease(str(r["table_id"]), self.node.node_id, int(r["epoch"]))
+            self.owned[lease.table_id] = lease
+            self.takeovers += 1
+            log.info("node %s: took table %s (epoch %d)", self.node.node_id, lease.table_id, lease.epoch)
+            self._start(lease)
+
+    async def add_table(self, conn: asyncpg.Connection, table_id: str) -> Lease:
+        """A table this node just created (in the caller's transaction) is its own."""
+        epoch = await conn.fetchval(
+            "INSERT INTO table_leases (table_id, owner, epoch, expires_at) "
+            "VALUES ($1, $2, 1, now() + make_interval(secs => $3)) RETURNING epoch",
+            table_id,
+            self.node.node_id,
+            self.node.lease_seconds,
+        )
+        await conn.execute("SELECT pg_notify($1, $2)", CHANNEL, "created")
+        lease = Lease(table_id, self.node.node_id, int(epoch))
+        self.owned[table_id] = lease
+        return lease
+
+    async def owner_of(self, table_id: str) -> tuple[str, str] | None:
+        """(node id, public URL) of the node that holds the table's lease now."""
+        async with connection(self.pool) as conn:
+            row = await conn.fetchrow(
+                "SELECT l.owner, n.public_url FROM table_leases l JOIN nodes n ON n.node_id = l.owner "
+                "WHERE l.table_id = $1 AND l.expires_at > now()",
+                table_id,
+            )
+        return None if row is None else (str(row["owner"]), str(row["public_url"]))
+
+    # -- hearing of released and new tables --------------------------------------------
+    async def _listen(self) -> None:
+        if not self.node.cluster:
+            return
+        try:
+            self._listener = await asyncpg.connect(self.dsn, timeout=ACQUIRE_TIMEOUT)
+            await self._listener.add_listener(CHANNEL, self._notified)
+        except (OSError, asyncpg.PostgresError, TimeoutError) as e:
+            log.warning("node %s: cannot listen (%s); relying on the heartbeat", self.node.node_id, e)
+            self._listener = None
+
+    def _notified(self, *_: object) -> None:
+        self._wake.set()
+
+    async def _drop_listener(self) -> None:
+        if self._listener is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._listener.close(), 2)
+            self._listener = None
