@@ -1,0 +1,687 @@
+"""The lobby and table client (``/``: service/web/index.html, client.js, table.js) in a
+real headless Chromium, against the real server (PostgreSQL, WebSockets on 127.0.0.1).
+
+A scripted person signs in with a token, finds a table in the lobby, sits, and plays
+whole hands through the page's buttons against the reference bots
+(:class:`service.bots.Bot`); the page registers its own key, commits and reveals its
+seed, signs every move, keeps its evidence, and shows the result with a link to
+``/verify``, where every check passes.  Other tests: a move out of turn, a dropped
+connection, the lobby, and the routes that serve the pages.  The tests write the
+README's pictures to docs/screenshots/.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import pathlib
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import aiohttp
+import pytest
+from playwright.async_api import Browser, BrowserContext, Page, ViewportSize
+
+from service.bots import Bot, state_from_view
+from tests.browser import launch
+from tests.conftest import Api, wait_for
+from verifier import strategy
+from verifier.hand import action_to_json
+from verifier.transcript import verify_transcript
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+SHOTS = ROOT / "docs" / "screenshots"
+VIEWPORT: ViewportSize = {"width": 1280, "height": 800}
+
+
+# ----------------------------------------------------------------------------- helpers
+@contextlib.asynccontextmanager
+async def person_page(browser: Browser) -> AsyncIterator[tuple[BrowserContext, Page, list[str]]]:
+    """A fresh browser profile (its own localStorage and IndexedDB) at 1280×800; any
+    JavaScript error on a page of it fails the test."""
+    context = await browser.new_context(viewport=VIEWPORT, accept_downloads=True, device_scale_factor=1)
+    errors: list[str] = []
+    console: list[str] = []
+
+    def watch(page: Page) -> None:
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.on("console", lambda msg: console.append(f"{msg.type}: {msg.text}"))
+
+    context.on("page", watch)
+    page = await context.new_page()
+    try:
+        yield context, page, console
+    finally:
+        await context.close()
+    assert not errors, f"JavaScript errors on the page: {errors}\nconsole: {console[-30:]}"
+
+
+async def new_person(api: Api, name: str, deposit: int = 100_000) -> dict[str, Any]:
+    """A player created without a key: the page makes and registers its own."""
+    p: dict[str, Any] = await api.call("POST", "/api/players", body={"name": name, "deposit": deposit}, expect=201)
+    return p
+
+
+async def sign_in(page: Page, base: str, token: str, name: str) -> None:
+    await page.goto(base + "/")
+    await page.fill("#token-input", token)
+    await page.get_by_role("button", name="Sign in").click()
+    await page.wait_for_function("() => document.body.dataset.view === 'lobby'", timeout=10_000)
+    assert await page.text_content("#me-name") == name
+
+
+async def shot(page: Page, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    await page.screenshot(path=str(SHOTS / f"{name}.png"))
+
+
+def seated(bots: list[Bot]) -> Callable[[], bool]:
+    return lambda: all(b.seat is not None for b in bots)
+
+
+def start_bots(bots: list[Bot]) -> list[asyncio.Task[None]]:
+    return [asyncio.create_task(b.run()) for b in bots]
+
+
+async def stop_bots(tasks: list[asyncio.Task[None]]) -> None:
+    for t in tasks:
+        t.cancel()
+    for t in tasks:
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await t
+
+
+class PatientBot(Bot):
+    """A bot that never drops (so that the hand goes on while the person plays) and,
+    with ``think``, waits that many seconds before each move (so that the person's page
+    sees the other seat on turn for a while).  Otherwise the reference bot: the same
+    strategy, signatures and evidence."""
+
+    think: float = 0.0
+
+    async def _maybe_act(self, view: dict[str, Any] | None, hand_no: int | None) -> None:
+        if not view or view.get("phase") == "ended" or "me" not in view or hand_no is None:
+            return
+        me = view["me"]
+        head = self._head
+        if view["turn"] != me["seat"] or me["status"] != "playing" or head is None or self._acted_on == head:
+            return
+        self._acted_on = head
+        if self.think:
+            await asyncio.sleep(self.think)
+        action = action_to_json(strategy.choose(state_from_view(view), me["seat"], allow_drop=False))
+        del action["seat"]
+        sig = self._sign(hand_no, head, {**action, "seat": me["seat"]})
+        await self.send(
+            {
+                "type": "action",
+                "table_id": self.table_id,
+                "hand_no": hand_no,
+                "action": action,
+                "prev": head,
+                "sig": sig,
+            }
+        )
+
+
+async def bot(api: Api, server_url: str, table_id: str, name: str) -> Bot:
+    """A bot (PatientBot, below: it never drops) for one hand."""
+    p = await api.player(name)
+    return PatientBot(server_url, p["token"], table_id, fast=True, key=p["signer"], max_hands=1)
+
+
+async def server_key(api: Api) -> bytes:
+    k = await api.call("GET", "/api/fairness/key", token=None)
+    return bytes.fromhex(k["public_key_hex"])
+
+
+async def me(api: Api, token: str) -> dict[str, Any]:
+    data: dict[str, Any] = await api.call("GET", "/api/me", token=token, expect=200)
+    return data
+
+
+async def page_state(page: Page) -> dict[str, Any]:
+    """What the page holds about the hand (its own state, read for assertions)."""
+    state: dict[str, Any] = await page.evaluate(
+        """() => {
+          const t = RummyTable.state.t, h = t && t.hand;
+          return h ? {hand_no: h.hand_no, hand_id: h.hand_id, newest: h.newest, seat: h.seat,
+                      cards: h.view && h.view.me ? h.view.me.cards : null,
+                      turn: h.view ? h.view.turn : null, phase: h.view ? h.view.phase : null,
+                      committed: h.committed, revealed: h.revealed, keyOk: h.keyOk, conn: t.conn}
+                   : {conn: t ? t.conn : null};
+        }"""
+    )
+    return state
+
+
+def conn(state: str) -> str:
+    """A page function: true when the table page's connection is in ``state``."""
+    return f"() => (document.getElementById('conn-state') || {{dataset: {{}}}}).dataset.state === '{state}'"
+
+
+MY_MOVE = """() => {
+  if (!document.querySelector('#results').hidden) return 'results';
+  const mine = document.querySelector('#turn-status').dataset.myTurn === 'true';
+  if (!mine) return false;
+  const s = document.querySelector('#suggestion');
+  if (!document.querySelector('#btn-draw-closed').disabled && s.dataset.move.startsWith('draw')) return 'draw';
+  if ((s.dataset.move === 'discard' || s.dataset.move === 'declare') && s.dataset.card) return 'discard';
+  return false;
+}"""
+
+
+async def arrangement(page: Page) -> list[list[int]]:
+    arr: list[list[int]] = await page.evaluate("RummyTable.state.t.hand.arr")
+    return arr
+
+
+async def select(page: Page, card: str) -> None:
+    """Select a card of the hand (a click selects, a second click would unselect)."""
+    button = page.locator(f'#hand button[data-card="{card}"]')
+    if await button.get_attribute("aria-pressed") != "true":
+        await button.click()
+    assert await button.get_attribute("aria-pressed") == "true"
+
+
+async def finish_turn(page: Page, *, picture: bool = False) -> tuple[str, bytes | None]:
+    """With 14 cards: (sort and take a picture,) select the card the page suggests and
+    discard it, or declare when the page says the hand is complete."""
+    move = await page.get_attribute("#suggestion", "data-move")
+    card = await page.get_attribute("#suggestion", "data-card")
+    assert move in ("discard", "declare") and card
+    assert await page.locator("#hand button.hand-card").count() == 14
+    png = None
+    if picture:
+        if await page.is_visible("#notice"):
+            await page.click("#notice")  # read, and put away
+        await page.click("#btn-sort")
+        await select(page, card)
+        png = await page.screenshot()
+    await select(page, card)
+    button = "#btn-declare" if move == "declare" else "#btn-discard"
+    assert await page.is_enabled(button)
+    await page.click(button)
+    await page.wait_for_function(
+        f"""() => !document.querySelector('#results').hidden
+             || !document.querySelector('#hand button[data-card="{card}"]')""",
+        timeout=30_000,
+    )
+    return move, png
+
+
+async def play_my_turn(page: Page, *, picture: bool = False) -> tuple[str, bytes | None]:
+    """Wait for my turn (or the results) and play it through the buttons: draw where
+    the page suggests, then discard the card it suggests (or declare).  Returns
+    ('results', None) or the move made and, with ``picture``, a screenshot of the
+    table taken just before it."""
+    handle = await page.wait_for_function(MY_MOVE, timeout=60_000)
+    if await handle.json_value() == "draw":
+        move = await page.get_attribute("#suggestion", "data-move")
+        await page.click("#btn-draw-open" if move == "draw_open" else "#btn-draw-closed")
+        handle = await page.wait_for_function(MY_MOVE, timeout=30_000)
+    if await handle.json_value() == "results":
+        return "results", None
+    return await finish_turn(page, picture=picture)
+
+
+async def first_turn_with_keys_and_dragging(page: Page) -> str:
+    """The person's first turn: drag a card into a group of its own and move another
+    with Shift+→, draw with the key C, see the arrangement kept with the new card at
+    its end, select the suggested card with Enter and discard it with D."""
+    handle = await page.wait_for_function(MY_MOVE, timeout=60_000)
+    if await handle.json_value() == "results":
+        return "results"
+    before = await arrangement(page)
+    first = before[0][0]
+    await page.drag_and_drop(f'#hand button[data-card="{first}"]', "#hand .new-group")
+    arr = await arrangement(page)
+    assert arr[-1] == [first] and first not in arr[0], arr
+    if len(arr[0]) >= 2:
+        a, b = arr[0][0], arr[0][1]
+        await page.focus(f'#hand button[data-card="{a}"]')
+        await page.keyboard.press("Shift+ArrowRight")
+        moved = await arrangement(page)
+        assert moved[0][:2] == [b, a], moved
+        arr = moved
+    await page.keyboard.press("c")  # draw closed, from the keyboard
+    await page.wait_for_function(MY_MOVE, timeout=30_000)
+    after = await arrangement(page)
+    if await page.is_visible("#results"):
+        return "results"
+    drawn = [c for c in after[-1] if c not in arr[-1]]
+    assert after[:-1] == arr[:-1] and after[-1][: len(arr[-1])] == arr[-1] and len(drawn) == 1, (arr, after)
+    assert await page.get_attribute(f'#hand button[data-card="{drawn[0]}"]', "aria-label") is not None
+    assert "just drawn" in (await page.get_attribute(f'#hand button[data-card="{drawn[0]}"]', "aria-label") or "")
+    move = await page.get_attribute("#suggestion", "data-move")
+    card = await page.get_attribute("#suggestion", "data-card")
+    if move == "declare":
+        return (await finish_turn(page))[0]
+    await page.focus(f'#hand button[data-card="{card}"]')
+    await page.keyboard.press("Enter")
+    assert await page.get_attribute(f'#hand button[data-card="{card}"]', "aria-pressed") == "true"
+    await page.keyboard.press("d")  # discard the selected card, from the keyboard
+    await page.wait_for_function(
+        f"""() => !document.querySelector('#results').hidden
+             || !document.querySelector('#hand button[data-card="{card}"]')""",
+        timeout=30_000,
+    )
+    return "discard"
+
+
+# ----------------------------------------------------------------------------- the routes
+async def test_pages_are_served_with_their_types_and_no_cache(server: Any) -> None:
+    async with aiohttp.ClientSession() as s:
+        async with s.get(server.url + "/") as r:
+            assert r.status == 200
+            assert r.headers["Content-Type"].startswith("text/html")
+            assert r.headers["Cache-Control"] == "no-cache"
+            assert "connect-src 'self'" in r.headers["Content-Security-Policy"]
+            text = await r.text()
+            assert '<script src="/web/table.js"></script>' in text
+        async with s.get(server.url + "/verify") as r:
+            assert r.status == 200
+            assert r.headers["Content-Type"].startswith("text/html")
+            assert r.headers["Cache-Control"] == "no-cache"
+            text = await r.text()
+            assert "<script src=" not in text  # one self-contained file
+            assert "RummyPF.verifyTranscript = verifyTranscript" in text
+        for path, kind in [
+            ("/web/table.js", "javascript"),
+            ("/web/client.js", "javascript"),
+            ("/web/rummypf/core.js", "javascript"),
+            ("/web/table.css", "text/css"),
+            ("/web/index.html", "text/html"),
+        ]:
+            async with s.get(server.url + path) as r:
+                assert r.status == 200, path
+                assert kind in r.headers["Content-Type"], (path, r.headers["Content-Type"])
+                assert r.headers["Cache-Control"] == "no-cache", path
+        # no directory listing, no way out of service/web
+        for path in [
+            "/web/",
+            "/web/rummypf/",
+            "/web/../app.py",
+            "/web/%2e%2e/app.py",
+            "/web/..%2fapp.py",
+            "/web/nothing.js",
+        ]:
+            async with s.get(server.url + path) as r:
+                assert r.status in (403, 404), (path, r.status)
+                body = await r.text()
+                assert "add_page_routes" not in body and "def make_app" not in body
+        # the API is untouched
+        async with s.get(server.url + "/api/tables") as r:
+            assert r.status == 200
+            assert "tables" in await r.json()
+
+
+# ----------------------------------------------------------------------------- the lobby
+@pytest.mark.timeout(90)
+async def test_lobby_lists_tables_with_stakes_and_players(server: Any, api: Api) -> None:
+    """An operator token creates a player in the page; a bad token gets plain words;
+    the lobby shows each table's stakes, hold, commission and who sits where."""
+    tables = [
+        await api.table(seats=6, point_value=1, commission_bps=0, turn_seconds=30),
+        await api.table(seats=4, point_value=5, commission_bps=250, turn_seconds=25),
+        await api.table(seats=8, point_value=50, commission_bps=500, turn_seconds=45),
+    ]
+    seated: list[tuple[str, dict[str, Any]]] = []
+    for table_id, names in zip(tables, [["Asha", "Bilal", "Chen"], ["Dana", "Emre"], ["Farah"]], strict=True):
+        for n in names:
+            p = await api.player(n)
+            await api.call("POST", f"/api/tables/{table_id}/sit", token=p["token"], body={}, expect=200)
+            seated.append((table_id, p))
+    try:
+        async with launch() as browser, person_page(browser) as (_, page, _console):
+            await page.goto(server.url + "/")
+            # a token the server does not know
+            await page.fill("#token-input", "not-a-real-token")
+            await page.get_by_role("button", name="Sign in").click()
+            await page.wait_for_selector("#alert:not([hidden])")
+            assert "This token was not accepted" in (await page.text_content("#alert-text") or "")
+            assert await page.evaluate("document.body.dataset.view") == "signin"
+            # the operator creates a player with a deposit, and the page signs in as them
+            await page.click("#operator-panel summary")
+            await page.fill("#op-token", "test-operator-token")
+            await page.fill("#new-name", "Gita")
+            await page.fill("#new-deposit", "5000")
+            await page.get_by_role("button", name="Create the player and sign in").click()
+            await page.wait_for_function("() => document.body.dataset.view === 'lobby'", timeout=10_000)
+            assert await page.text_content("#me-name") == "Gita"
+            assert "5,000 HT" in (await page.text_content("#me-balance") or "")
+            token = await page.text_content("#created-token")
+            assert token and len(token) > 20
+            # the page registered its own key for the new player
+            who = await me(api, token)
+            assert who["public_key"] is not None and len(who["public_key"]) == 64
+
+            card = page.locator(f'article.tcard[data-table="{tables[1]}"]')
+            await card.wait_for()
+            assert await card.locator(".pv").text_content() == "5 HT"
+            assert await card.locator(".hold").text_content() == "650 HT"
+            assert await card.locator(".commission").text_content() == "2.5%"
+            assert "2 / 4 seated" in (await card.locator(".count").text_content() or "")
+            seats = await card.locator(".seat-list li").all_text_contents()
+            assert seats == ["0Dana", "1Emre", "2free", "3free"]
+            assert await card.get_by_role("button", name="Sit").is_enabled()
+            # 8 seats at 50 a point: the hold (6,500) is more than Gita has
+            big = page.locator(f'article.tcard[data-table="{tables[2]}"]')
+            assert await big.locator(".hold").text_content() == "6,500 HT"
+            assert await big.get_by_role("button", name="Sit").is_disabled()
+            assert "Sitting needs 6,500 HT available" in (await big.locator(".short").text_content() or "")
+            first = page.locator(f'article.tcard[data-table="{tables[0]}"]')
+            assert "Asha" in (await first.locator(".seat-list").text_content() or "")
+            # the token is kept: a reload signs in again by itself
+            await page.reload()
+            await page.wait_for_function("() => document.body.dataset.view === 'lobby'", timeout=10_000)
+            assert await page.text_content("#me-name") == "Gita"
+            await card.wait_for()
+            assert await page.is_hidden("#alert") and await page.is_hidden("#notice")
+            await shot(page, "lobby")
+            # watching a table: no seat, and the free seats offered
+            await card.get_by_role("button", name="Watch").click()
+            await page.wait_for_function(conn("open"))
+            assert "You are watching" in (await page.text_content("#mine-title") or "")
+            assert await page.locator("#seats button.sit-here").count() == 2
+            names = await page.locator("#seats .seat-name b").all_text_contents()
+            assert sorted(names) == ["Dana", "Emre"]
+            assert await page.is_hidden("#actions")
+            assert "Waiting for the next hand" in (await page.text_content("#turn-status") or "")
+    finally:
+        for table_id, p in seated:
+            await api.call("POST", f"/api/tables/{table_id}/leave", token=p["token"], body={})
+
+
+# ----------------------------------------------------------------------------- a whole hand
+@pytest.mark.timeout(180)
+async def test_a_person_plays_whole_hands_in_the_page_and_verifies_them(server: Any, api: Api, tmp_path: Any) -> None:
+    """Sign in, sit from the lobby, and play every turn through the buttons against two
+    bots until the hand ends (again, with new bots, if a hand ended before the person
+    had played three turns); the results show every seat's points and tokens; the link
+    opens /verify, where every check passes with the page's own evidence."""
+    table_id = await api.table(seats=4, point_value=2, commission_bps=500, turn_seconds=30, min_players=3)
+    person = await new_person(api, "Maya")
+    key = await server_key(api)
+    async with launch() as browser, person_page(browser) as (context, page, console):
+        await sign_in(page, server.url, person["token"], "Maya")
+        bots: list[Bot] = []
+        tasks: list[asyncio.Task[None]] = []
+        try:
+            played = 0
+            hand_no = 0
+            for attempt in range(3):
+                bots = [await bot(api, server.url, table_id, f"bot-{attempt}{k}") for k in "ab"]
+                tasks = start_bots(bots)
+                await wait_for(seated(bots), timeout=20)
+                if attempt == 0:  # the person sits from the lobby
+                    await page.click("#lobby-refresh")
+                    card = page.locator(f'article.tcard[data-table="{table_id}"]')
+                    await card.get_by_role("button", name="Sit").click()
+                    await page.wait_for_function("() => document.body.dataset.view === 'table'")
+                await page.wait_for_function(
+                    """n => { const t = RummyTable.state.t;
+                              return t && t.hand && t.hand.hand_no > n && t.hand.view && t.hand.view.me; }""",
+                    arg=hand_no,
+                    timeout=30_000,
+                )
+                st = await page_state(page)
+                assert st["committed"] and st["revealed"] and st["keyOk"], st
+                assert len(st["cards"]) == 13
+                hand_no = st["hand_no"]
+                if st["phase"] != "ended":  # (both bots may drop at once)
+                    assert await page.locator("#hand button.hand-card").count() in (13, 14)
+                assert "The signed header lists your key" in (await page.text_content("#key-check") or "")
+                picture = None  # the table just before the person's last move
+                move = await first_turn_with_keys_and_dragging(page)
+                played = int(move != "results")
+                while move != "results":
+                    move, png = await play_my_turn(page, picture=True)
+                    if move != "results":
+                        played, picture = played + 1, png
+                await stop_bots(tasks)  # they have left after their one hand
+                print(f"attempt {attempt}: hand {hand_no}, the person played {played} turns")
+                if played >= 3:
+                    break
+                await page.click("#results-close")
+            assert played >= 3, "no hand lasted three turns of the person's"
+            assert picture is not None
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            (SHOTS / "table.png").write_bytes(picture)
+
+            # the results: every seat of the hand, its points and its tokens
+            results = page.locator("#results")
+            await results.locator("#results-table").wait_for(timeout=15_000)
+            hand_id = (await page_state(page))["hand_id"]
+            transcript = await api.call("GET", f"/api/hands/{hand_id}/transcript", token=None)
+            assert transcript["hand_no"] == hand_no
+            report = verify_transcript(transcript, key)
+            assert report.ok, report
+            header = transcript["log"][0]["header"]
+            my_seat = next(s for s in header["seats"] if s["player_id"] == person["id"])
+            assert my_seat["player_key"] == (await me(api, person["token"]))["public_key"]
+            rows = results.locator("#results-table tbody tr")
+            assert await rows.count() == len(header["seats"]) == 3
+            settlement = transcript["result"]["settlement"]
+            for s in header["seats"]:
+                row = results.locator(f'#results-table tbody tr[data-seat="{s["seat"]}"]')
+                assert await row.locator("td.points").get_attribute("data-points") == str(
+                    settlement["points"][str(s["seat"])]
+                )
+                assert await row.locator("td.tokens").get_attribute("data-delta") == str(
+                    settlement["deltas"][str(s["seat"])]
+                )
+            assert f"{settlement['commission']} HT" in (await page.text_content("#commission") or "")
+            winner = transcript["result"]["winner"]
+            assert "won" in (await results.locator(f'tr[data-seat="{winner}"] td.how').text_content() or "")
+            await shot(page, "results")
+
+            # the evidence the page kept agrees with the transcript (rummy-verify's own check)
+            async with page.expect_download() as dl:
+                await page.click("#download-evidence")
+            evidence_file = tmp_path / "evidence.json"
+            await (await dl.value).save_as(str(evidence_file))
+            evidence = json.loads(evidence_file.read_text())
+            assert {e["purpose"] for e in evidence} == {"receipt", "head"}
+            assert sum(1 for e in evidence if e["purpose"] == "receipt") == 2  # commit and reveal
+            with_evidence = verify_transcript(transcript, key, evidence)
+            assert with_evidence.ok and "evidence" in with_evidence.checks_passed, with_evidence
+
+            # follow the link to /verify: every check passes, with the evidence too
+            async with context.expect_page() as new_page:
+                await page.click("#verify-link")
+            verify = await new_page.value
+            await verify.set_viewport_size(VIEWPORT)
+            await verify.wait_for_function(
+                "() => document.body.dataset.state === 'done' && document.querySelector('#verdict').dataset.ok"
+            )
+            assert await verify.get_attribute("#verdict", "data-ok") == "true"
+            assert await verify.get_attribute("#key-pinned", "data-pinned") == "true"
+            await verify.set_input_files("#file-evidence", str(evidence_file))
+            await verify.click("#verify")
+            await verify.wait_for_function(
+                """() => document.body.dataset.state === 'done'
+                     && document.querySelector('li[data-check="evidence"]')
+                     && document.querySelector('li[data-check="evidence"]').dataset.status === 'passed'"""
+            )
+            assert "Verified: every check passed" in (await verify.text_content("#verdict") or "")
+            statuses = await verify.eval_on_selector_all("#checks li", "els => els.map(e => e.dataset.status)")
+            assert statuses and all(s == "passed" for s in statuses), statuses
+            # step into the replay, to a turn where the person acts
+            await verify.evaluate("document.getElementById('replay-panel').scrollIntoView()")
+            steps = await verify.evaluate("RummyPFPage && document.getElementById('step-slider').max")
+            target = min(int(steps), 9)
+            for _ in range(target):
+                await verify.click("#step-next")
+            assert await verify.get_attribute("#step-count", "data-step") == str(target)
+            await verify.evaluate("document.getElementById('replay-panel').scrollIntoView()")
+            await shot(verify, "verify-replay")
+        finally:
+            await stop_bots(tasks)
+            if any("error" in line.lower() for line in console):
+                print("\n".join(console[-40:]))
+
+
+# ----------------------------------------------------------------------------- out of turn, and reconnecting
+@pytest.mark.timeout(120)
+async def test_a_move_out_of_turn_is_refused_and_a_dropped_connection_rejoins(server: Any, api: Api) -> None:
+    table_id = await api.table(seats=4, point_value=1, turn_seconds=30, min_players=2)
+    person = await new_person(api, "Noor")
+    p = await api.player("slow-bot")
+    slow = PatientBot(server.url, p["token"], table_id, fast=True, key=p["signer"], max_hands=1)
+    slow.think = 3.0
+    tasks = start_bots([slow])
+    try:
+        async with launch() as browser, person_page(browser) as (context, page, _console):
+            await sign_in(page, server.url, person["token"], "Noor")
+            await wait_for(lambda: slow.seat is not None, timeout=20)
+            await page.goto(server.url + f"/#/table/{table_id}")
+            await page.locator("#seats button.sit-here").first.click()
+            await page.wait_for_function(
+                "() => { const t = RummyTable.state.t; return t && t.hand && t.hand.view && t.hand.view.me; }",
+                timeout=30_000,
+            )
+            # if the person is first, they play a turn; then the bot is on turn
+            st = await page_state(page)
+            if st["turn"] == st["seat"]:
+                assert (await play_my_turn(page))[0] != "results"
+            await page.wait_for_function(
+                "() => document.querySelector('#turn-status').dataset.myTurn === 'false'", timeout=10_000
+            )
+            assert await page.is_disabled("#btn-draw-closed")
+            assert await page.is_disabled("#btn-discard")
+            before = await page_state(page)
+            assert before["turn"] != before["seat"]
+
+            # a move out of turn (as a click would send it in a race): refused in plain words
+            ok = await page.evaluate("RummyTable.act('draw_closed')")
+            assert ok is False
+            await page.wait_for_selector("#alert:not([hidden])")
+            assert "It is not your turn" in (await page.text_content("#alert-text") or "")
+            assert "not_your_turn" in (await page.text_content("#alert-detail") or "")
+            assert await page.get_attribute("#alert", "data-code") == "not_your_turn"
+            after = await page_state(page)
+            assert after["newest"] == before["newest"] and after["cards"] == before["cards"]  # nothing changed
+            assert len(after["cards"]) == 13
+
+            # the network goes away (the socket dies and cannot come back) while the bot moves
+            await context.set_offline(True)
+            await page.evaluate("RummyTable.dropConnection()")
+            await page.wait_for_selector("#banner:not([hidden])")
+            assert "Connection lost" in (await page.text_content("#banner") or "")
+            await page.wait_for_function(conn("lost"))
+            newest = before["newest"]
+            try:  # its draw and its discard
+                await wait_for(lambda: bool(slow._records) and max(slow._records) >= newest + 2, timeout=15)
+            except AssertionError:
+                raise AssertionError((newest, sorted(slow._records), slow.errors)) from None
+            await context.set_offline(False)
+            await page.wait_for_function(conn("open"), timeout=15_000)
+            await page.wait_for_selector("#notice:not([hidden])")
+            note = await page.text_content("#notice") or ""
+            assert note.startswith("Reconnected — ") and "moves happened while you were away" in note, note
+            missed = int(note.split("— ")[1].split(" ")[0])
+            assert missed >= 2
+            assert await page.is_hidden("#banner")
+
+            # the hand goes on: the person plays a turn after the reconnect
+            assert (await play_my_turn(page))[0] != "results"
+            assert slow.connections == 1
+
+            # and leaves in the middle of the hand: a signed leave, charged 40; the bot wins
+            await page.wait_for_function(
+                "() => !document.getElementById('btn-leave').disabled && !RummyTable.state.t.busy"
+            )
+            await page.click("#btn-leave")
+            assert "Confirm: leave (40 points)" in (await page.text_content("#btn-leave") or "")
+            await page.click("#btn-leave")
+            await page.locator("#results-table").wait_for(timeout=20_000)
+            hand_id = (await page_state(page))["hand_id"]
+            transcript = await api.call("GET", f"/api/hands/{hand_id}/transcript", token=None)
+            assert verify_transcript(transcript, await server_key(api)).ok
+            leaves = [r for r in transcript["log"] if r.get("action", {}).get("kind") == "leave"]
+            assert len(leaves) == 1 and leaves[0]["psig"] is not None
+            mine = next(s["seat"] for s in transcript["log"][0]["header"]["seats"] if s["player_id"] == person["id"])
+            assert transcript["result"]["points"][str(mine)] == 40
+            row = page.locator(f'#results-table tr[data-seat="{mine}"]')
+            assert (await row.locator("td.how").text_content() or "").strip() == "left the table"
+            assert await row.locator("td.points").get_attribute("data-points") == "40"
+            await page.click("#results-close")
+
+            # the same table opened in a second tab: the first is told, and does not fight back
+            second = await context.new_page()
+            await second.goto(server.url + f"/#/table/{table_id}")
+            await second.wait_for_function(conn("open"))
+            await page.wait_for_function(conn("replaced"))
+            assert "opened in another window" in (await page.text_content("#banner") or "")
+            await page.wait_for_timeout(1500)  # no reconnecting by itself
+            assert await page.get_attribute("#conn-state", "data-state") == "replaced"
+            await page.get_by_role("button", name="Use it here").click()
+            await page.wait_for_function(conn("open"))
+            await second.wait_for_function(conn("replaced"))
+            await second.close()
+
+            # a table that loses its database pauses, and says so; the server going down too
+            await page.evaluate(
+                "RummyTable.receive({type: 'paused', table_id: RummyTable.state.t.id,"
+                " message: 'the table cannot store right now'})"
+            )
+            assert "The table is paused" in (await page.text_content("#banner") or "")
+            assert "paused" in (await page.text_content("#conn-state") or "")
+            assert await page.text_content("#turn-status") == "The table is paused."
+            await page.evaluate(
+                "RummyTable.receive({type: 'resumed', table_id: RummyTable.state.t.id,"
+                " snapshot: RummyTable.state.t.snapshot})"
+            )
+            assert await page.is_hidden("#banner")
+            assert (await page.text_content("#notice") or "").startswith("The table is back")
+            await page.evaluate("RummyTable.receive({type: 'shutdown', message: 'the server is going down'})")
+            assert "The server is going down for a moment" in (await page.text_content("#banner") or "")
+    finally:
+        await stop_bots(tasks)
+
+
+# ----------------------------------------------------------------------------- a header with another key
+@pytest.mark.timeout(90)
+async def test_a_header_listing_another_key_gets_no_commitment_and_a_warning(server: Any, api: Api) -> None:
+    """The key the signed header lists for the person's seat is not the page's (another
+    device registered its own after the page did): the page says so and commits
+    nothing, and signs no move in that hand."""
+    table_id = await api.table(seats=4, point_value=1, turn_seconds=3, max_missed_turns=1, min_players=2)
+    person = await new_person(api, "Omar")
+    p = await api.player("steady-bot")
+    other = PatientBot(server.url, p["token"], table_id, fast=True, key=p["signer"], max_hands=1)
+    tasks: list[asyncio.Task[None]] = []
+    try:
+        async with launch() as browser, person_page(browser) as (_, page, _console):
+            await sign_in(page, server.url, person["token"], "Omar")
+            mine = (await me(api, person["token"]))["public_key"]
+            await page.goto(server.url + f"/#/table/{table_id}")
+            await page.locator("#seats button.sit-here").first.click()
+            await page.wait_for_function(
+                "() => RummyTable.state.t.seats && Object.keys(RummyTable.state.t.seats).length === 1"
+            )
+            substitute = "ab" * 32
+            await api.call("PUT", "/api/me/key", token=person["token"], body={"public_key": substitute}, expect=200)
+            tasks = start_bots([other])
+            await page.wait_for_selector("#alert:not([hidden])", timeout=20_000)
+            assert "does not list your key" in (await page.text_content("#alert-text") or "")
+            assert "The header lists another key for you" in (await page.text_content("#key-check") or "")
+            # the hand goes on without the person's seed or moves: the clock drops the seat (D16)
+            await page.locator("#results-table").wait_for(timeout=40_000)
+            hand_id = (await page_state(page))["hand_id"]
+            transcript = await api.call("GET", f"/api/hands/{hand_id}/transcript", token=None)
+            assert verify_transcript(transcript, await server_key(api)).ok
+            header = transcript["log"][0]["header"]
+            seat = next(s for s in header["seats"] if s["player_id"] == person["id"])
+            assert seat["player_key"] == substitute != mine
+            commits = {c["seat"]: c["commit"] for c in transcript["log"][1]["commitments"]["commits"]}
+            assert commits[seat["seat"]] is None
+            signed = [r for r in transcript["log"] if r.get("psig") and r["action"]["seat"] == seat["seat"]]
+            assert signed == []
+            evidence = await page.evaluate(f"RummyTable.evidence({transcript['hand_no']})")
+            assert evidence and all(e["purpose"] == "head" for e in evidence)
+            assert "Warning: hand" in (await page.text_content("#log") or "")
+    finally:
+        await stop_bots(tasks)
