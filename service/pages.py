@@ -23,10 +23,12 @@ __all__ = ["WEB", "add_page_routes"]
 WEB = pathlib.Path(__file__).resolve().parent / "web"
 
 _NO_CACHE = "no-cache"
-#: the table client loads only its own files and talks only to its own origin
+#: the table client loads only its own files; it fetches from its own origin, and opens
+#: WebSockets to its own origin or, in a cluster, to the node that serves a table
+#: (a ``wrong_node`` answer names it; the node's URL is not known in advance)
 _INDEX_CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-    "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'; object-src 'none'"
+    "connect-src 'self' ws: wss:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'; object-src 'none'"
 )
 
 _inlined: dict[str, tuple[tuple[float, ...], str]] = {}  # page -> (the files' mtimes, the inlined HTML)

@@ -277,7 +277,7 @@ async def test_pages_are_served_with_their_types_and_no_cache(server: Any) -> No
             assert r.status == 200
             assert r.headers["Content-Type"].startswith("text/html")
             assert r.headers["Cache-Control"] == "no-cache"
-            assert "connect-src 'self'" in r.headers["Content-Security-Policy"]
+            assert "script-src 'self';" in r.headers["Content-Security-Policy"]
             text = await r.text()
             assert '<script src="/web/table.js"></script>' in text
         async with s.get(server.url + "/verify") as r:
@@ -327,6 +327,8 @@ async def test_lobby_lists_tables_with_stakes_and_players(server: Any, api: Api)
         await api.table(seats=4, point_value=5, commission_bps=250, turn_seconds=25),
         await api.table(seats=8, point_value=50, commission_bps=500, turn_seconds=45),
     ]
+    closed = await api.table(seats=4)
+    await api.call("POST", f"/api/tables/{closed}/close", body={}, expect=200)
     seated: list[tuple[str, dict[str, Any]]] = []
     for table_id, names in zip(tables, [["Asha", "Bilal", "Chen"], ["Dana", "Emre"], ["Farah"]], strict=True):
         for n in names:
@@ -371,6 +373,7 @@ async def test_lobby_lists_tables_with_stakes_and_players(server: Any, api: Api)
             assert await big.locator(".hold").text_content() == "6,500 HT"
             assert await big.get_by_role("button", name="Sit").is_disabled()
             assert "Sitting needs 6,500 HT available" in (await big.locator(".short").text_content() or "")
+            assert await page.locator(f'article.tcard[data-table="{closed}"]').count() == 0  # closed: not offered
             first = page.locator(f'article.tcard[data-table="{tables[0]}"]')
             assert "Asha" in (await first.locator(".seat-list").text_content() or "")
             # the token is kept: a reload signs in again by itself

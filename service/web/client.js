@@ -247,6 +247,9 @@
     already_seated: "You already sit at this table.",
     table_full: "Every seat at this table is taken.",
     not_seated: "You have no seat at this table.",
+    table_closed: "This table is closed: no new hands are dealt here.",
+    wrong_node: "This table is served by another server of the card room; the page connects there.",
+    token_rotated: "This token was replaced by a newer one. Use the new token.",
     no_such_table: "That table does not exist (any more).",
     not_joined: "The page lost its place at the table; reconnecting.",
     unavailable: "The table cannot reach its database right now. Nothing was changed: try again in a moment.",
@@ -326,6 +329,8 @@
       this.onPush = opts.onPush;
       this.onState = opts.onState || (() => {});
       this.ws = null;
+      this.node = null; // the node that serves the table, when not this page's own server
+      this.moving = false;
       this.n = 0;
       this.pending = new Map();
       this.stopped = false;
@@ -346,9 +351,16 @@
     }
 
     url() {
-      const scheme = root.location.protocol === "https:" ? "wss:" : "ws:";
+      let base = root.location.origin;
+      if (this.node) {
+        try {
+          base = new URL(this.node).origin;
+        } catch (e) {
+          this.node = null;
+        }
+      }
       // a browser cannot set an Authorization header on a WebSocket: the API takes ?token=
-      return scheme + "//" + root.location.host + "/ws?token=" + encodeURIComponent(this.token);
+      return base.replace(/^http/, "ws") + "/ws?token=" + encodeURIComponent(this.token);
     }
 
     connect() {
@@ -377,9 +389,19 @@
           this.onState("open");
           this.onSnapshot(snap, { reconnected });
         } catch (e) {
+          if (this.ws !== ws) return;
           if (e instanceof ServerError && e.code === "no_such_table") {
             this.stop();
             this.onState("gone", e);
+          } else if (e instanceof ServerError && e.code === "wrong_node" && e.redirect) {
+            // a cluster: another node serves this table; connect there at once
+            this.node = e.redirect;
+            this.moving = true;
+            ws.close(1000, "served elsewhere");
+          } else {
+            // between nodes, unavailable, busy…: try again after a pause
+            this.onState("refused", e);
+            ws.close(1000, "join refused");
           }
         }
       };
@@ -395,7 +417,11 @@
           const p = this.pending.get(m.id);
           this.pending.delete(m.id);
           if (m.type === "reply") p.resolve(m.result);
-          else p.reject(new ServerError(m.error.code, m.error.message, m.error.rule));
+          else {
+            const err = new ServerError(m.error.code, m.error.message, m.error.rule);
+            if (m.error.redirect) err.redirect = m.error.redirect;
+            p.reject(err);
+          }
           return;
         }
         if (m.type === "replaced") this.replaced = true;
@@ -416,6 +442,14 @@
       for (const p of this.pending.values()) p.reject(new ServerError("disconnected", "the connection closed before the answer came"));
       this.pending.clear();
       if (this.stopped) return;
+      if (this.moving) {
+        // sent on to the node that serves the table: go there now
+        this.moving = false;
+        this.connect();
+        return;
+      }
+      // any other close: ask this page's own server again where the table is served
+      this.node = null;
       if (this.replaced) {
         this.onState("replaced");
         return;

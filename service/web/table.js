@@ -441,13 +441,14 @@
       fill(box, el("p", { class: "muted" }, "No tables yet. The operator opens tables with POST /api/tables."));
       return;
     }
-    const order = S.tables.map((t, k) => ({ t, k }));
+    const order = S.tables.map((t, k) => ({ t, k })).filter(({ t }) => t.status !== "closed" || mySeatAt(t) !== null);
     order.sort((a, b) => (mySeatAt(b.t) !== null) - (mySeatAt(a.t) !== null) || b.t.seated.length - a.t.seated.length || b.k - a.k);
     fill(box, ...order.map(({ t }) => tableCard(t)));
   }
 
   function tableCard(tbl) {
     const mine = mySeatAt(tbl);
+    const closing = tbl.status === "closing" || tbl.status === "closed";
     const full = tbl.seated.length >= tbl.seats;
     const short = S.me && S.me.available < tbl.hold && mine === null;
     const seatsList = el("ul", { class: "seat-list" });
@@ -468,11 +469,11 @@
     };
     let primary;
     if (mine !== null) primary = el("button", { type: "button", class: "primary", on: { click: go(false) } }, "Back to my seat");
-    else primary = el("button", { type: "button", class: "primary", disabled: full || short, on: { click: go(true) } }, full ? "Full" : "Sit");
+    else primary = el("button", { type: "button", class: "primary", disabled: full || short || closing, on: { click: go(true) } }, closing ? "Closing" : full ? "Full" : "Sit");
     return el(
       "article",
       { class: "tcard" + (mine !== null ? " mine" : ""), "data-table": tbl.id, "aria-label": "Table " + tbl.id },
-      el("header", null, el("h2", null, "Table ", el("span", { class: "tid" }, tbl.id)), el("span", { class: "count" }, tbl.seated.length + " / " + tbl.seats + " seated")),
+      el("header", null, el("h2", null, "Table ", el("span", { class: "tid" }, tbl.id)), closing ? el("span", { class: "closing" }, tbl.status) : null, el("span", { class: "count" }, tbl.seated.length + " / " + tbl.seats + " seated")),
       el(
         "dl",
         { class: "stakes" },
@@ -544,6 +545,8 @@
       if (was === "open") logLine("The connection was lost.", "sys");
     } else if (state === "replaced") {
       banner("bad", "This table was opened in another window or tab; this one has stopped.", el("button", { type: "button", class: "ghost", on: { click: () => t.sock.reconnectNow() } }, "Use it here"));
+    } else if (state === "refused") {
+      showError(arg, "The table did not take you in");
     } else if (state === "gone") {
       showError(arg, "Opening the table failed");
       location.hash = "#/lobby";
