@@ -61,6 +61,7 @@ SOCKETS = web.AppKey("sockets", dict)  # WebSocketResponse -> Connection
 NEW_OPERATOR_TOKEN = web.AppKey("new_operator_token", list)
 LOCK = web.AppKey("lock", ServerLock)
 CLUSTER = web.AppKey("cluster", Cluster)
+BACKGROUND = web.AppKey("background", set)  # short tasks kept alive until done
 METRICS = web.AppKey("metrics", Metrics)
 LEDGER_TOTALS = web.AppKey("ledger_totals", dict)  # read for /metrics just before it is drawn
 
@@ -723,7 +724,14 @@ async def _tables(app: web.Application) -> AsyncIterator[None]:
         if a is not None:
             await a.stop()
 
-    cluster = Cluster(app[POOL], cfg.dsn, cfg.node, start, stop)
+    def handoff(table_id: str) -> bool:
+        a = app[TABLES].get(table_id)
+        if a is None:
+            return False
+        a.request_handoff()
+        return True
+
+    cluster = Cluster(app[POOL], cfg.dsn, cfg.node, start, stop, handoff)
     app[CLUSTER] = cluster
     await cluster.join()
     # Every table is loaded (its hand resumed or voided) before the server answers.
@@ -740,11 +748,17 @@ async def _tables(app: web.Application) -> AsyncIterator[None]:
 
 
 def new_actor(app: web.Application, lease: Lease) -> TableActor:
-    def lost(table_id: str) -> None:
-        """The table let go (fenced, or handed over): forget it; the heartbeat stops asking."""
+    def lost(table_id: str, release: bool) -> None:
+        """The table let go (fenced, or handed over): forget it, and give a handed-over
+        table's lease up at once for another node to take."""
         if app[TABLES].get(table_id) is a:
             del app[TABLES][table_id]
-        app[CLUSTER].owned.pop(table_id, None)
+        if release:
+            task = asyncio.create_task(app[CLUSTER].release(table_id))
+            app[BACKGROUND].add(task)
+            task.add_done_callback(app[BACKGROUND].discard)
+        else:
+            app[CLUSTER].owned.pop(table_id, None)
 
     a = TableActor(
         lease.table_id, app[POOL], app[CONFIG].keys, app[CONFIG].settings, app[METRICS], lease=lease, on_lost=lost
@@ -821,6 +835,7 @@ def make_app(config: Config) -> web.Application:
     app = web.Application(middlewares=[access_log, errors], client_max_size=wire.MAX_MESSAGE_BYTES * 2)
     app[CONFIG] = config
     app[METRICS] = Metrics()
+    app[BACKGROUND] = set()
     app[LEDGER_TOTALS] = {}
     _live_metrics(app)
     app[TABLES] = {}

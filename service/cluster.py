@@ -68,17 +68,28 @@ class NodeSettings:
 
 StartTable = Callable[[Lease], None]
 StopTable = Callable[[str], Awaitable[None]]
+HandOff = Callable[[str], bool]  # ask a table to hand over after its hand; False if it cannot
 
 
 class Cluster:
     """This node's membership and its leases."""
 
-    def __init__(self, pool: asyncpg.Pool, dsn: str, node: NodeSettings, start: StartTable, stop: StopTable) -> None:
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        dsn: str,
+        node: NodeSettings,
+        start: StartTable,
+        stop: StopTable,
+        handoff: HandOff | None = None,
+    ) -> None:
         self.pool = pool
         self.dsn = dsn
         self.node = node
         self._start = start
         self._stop = stop
+        self._handoff = handoff
+        self._handing: set[str] = set()
         self.owned: dict[str, Lease] = {}
         self._wake = asyncio.Event()
         self._listener: asyncpg.Connection | None = None
@@ -119,11 +130,16 @@ class Cluster:
             await conn.execute("UPDATE nodes SET seen_at = now() WHERE node_id = $1", self.node.node_id)
         await self.renew()
         await self.acquire()
+        await self.rebalance()
         if self._listener is None or self._listener.is_closed():
             await self._listen()
 
     async def leave(self) -> None:
-        """SIGTERM: hand every table over now (its task is already stopped)."""
+        """SIGTERM: hand every table over now (its task is already stopped), and stop
+        counting as a live node, so the others take a full share at once."""
+        with contextlib.suppress(Exception):
+            async with connection(self.pool) as conn:
+                await conn.execute("UPDATE nodes SET seen_at = '-infinity' WHERE node_id = $1", self.node.node_id)
         if not self.owned:
             return
         tables = list(self.owned)
@@ -172,17 +188,7 @@ class Cluster:
         """Take free and expired leases, at most this node's share (all of them when
         alone), each with a new epoch; start their tables."""
         async with connection(self.pool) as conn:
-            if self.node.cluster:
-                live = int(
-                    await conn.fetchval(
-                        "SELECT COUNT(*) FROM nodes WHERE seen_at > now() - make_interval(secs => $1)",
-                        self.node.lease_seconds,
-                    )
-                )
-                total = int(await conn.fetchval("SELECT COUNT(*) FROM tables WHERE status <> 'closed'"))
-                want = math.ceil(total / max(1, live)) - len(self.owned)
-            else:
-                want = 1 << 30
+            want = (await self.share()) - len(self.owned) if self.node.cluster else 1 << 30
             if want <= 0:
                 return
             rows = await conn.fetch(
@@ -205,6 +211,44 @@ class Cluster:
             self.takeovers += 1
             log.info("node %s: took table %s (epoch %d)", self.node.node_id, lease.table_id, lease.epoch)
             self._start(lease)
+
+    async def share(self) -> int:
+        """An even share of the open tables over the live nodes (rounded up)."""
+        async with connection(self.pool) as conn:
+            live = int(
+                await conn.fetchval(
+                    "SELECT COUNT(*) FROM nodes WHERE seen_at > now() - make_interval(secs => $1)",
+                    self.node.lease_seconds,
+                )
+            )
+            total = int(await conn.fetchval("SELECT COUNT(*) FROM tables WHERE status <> 'closed'"))
+        return math.ceil(total / max(1, live))
+
+    async def rebalance(self) -> None:
+        """Owning more than an even share (a node joined): hand the extra tables over,
+        each as its hand in progress ends — never in the middle of one."""
+        if not self.node.cluster or self._handoff is None:
+            return
+        extra = len(self.owned) - len(self._handing) - await self.share()
+        for table_id in sorted(set(self.owned) - self._handing)[: max(0, extra)]:
+            if self._handoff(table_id):
+                self._handing.add(table_id)
+
+    async def release(self, table_id: str) -> None:
+        """Give one table's lease up (its task has stopped), for another node to take."""
+        lease = self.owned.pop(table_id, None)
+        self._handing.discard(table_id)
+        if lease is None:
+            return
+        async with connection(self.pool) as conn:
+            await conn.execute(
+                "UPDATE table_leases SET owner = NULL, expires_at = '-infinity' "
+                "WHERE table_id = $1 AND owner = $2 AND epoch = $3",
+                lease.table_id,
+                lease.owner,
+                lease.epoch,
+            )
+            await conn.execute("SELECT pg_notify($1, $2)", CHANNEL, "released")
 
     async def add_table(self, conn: asyncpg.Connection, table_id: str) -> Lease:
         """A table this node just created (in the caller's transaction) is its own."""

@@ -97,7 +97,7 @@ class TableActor:
         settings: Settings,
         metrics: Metrics | None = None,
         lease: Lease | None = None,
-        on_lost: Callable[[str], None] | None = None,
+        on_lost: Callable[[str, bool], None] | None = None,
     ) -> None:
         self.table_id = table_id
         self.metrics = metrics
@@ -191,7 +191,7 @@ class TableActor:
                     await self._run_command(cmd)
                 await self._advance()
                 if self.handoff_requested and self.t.hand is None:
-                    self._let_go("handed over between hands")
+                    self._let_go("handed over between hands", release=True)
                     return
             except asyncio.CancelledError:
                 raise
@@ -268,9 +268,10 @@ class TableActor:
                 c.push({"type": "resumed", "table_id": self.table_id, "snapshot": self.snapshot_for(player_id)})
         self._schedule_start()
 
-    def _let_go(self, why: str) -> None:
+    def _let_go(self, why: str, *, release: bool = False) -> None:
         """This node no longer serves the table: tell its clients to reconnect (they
-        are sent to the new owner), answer what is queued, and stop."""
+        are sent to the new owner), answer what is queued, and stop; ``release`` the
+        lease when this node hands the table over (a fenced table's is already gone)."""
         log.warning("table %s: letting go (%s)", self.table_id, why)
         self._stopping = True
         self.paused = True
@@ -283,7 +284,7 @@ class TableActor:
             if cmd is not None:
                 _answer(cmd, error=moved())
         if self._on_lost is not None:
-            self._on_lost(self.table_id)
+            self._on_lost(self.table_id, release)
 
     async def _forget_connections(self, e: BaseException) -> None:
         """After a lost connection every pooled connection is suspect (PostgreSQL may

@@ -1,0 +1,456 @@
+"""Several nodes on one PostgreSQL (issue 12): a harness, a proof and the figures.
+
+    python bench/cluster.py prove          # the drill of tests/test_cluster.py, with a report
+    python bench/cluster.py takeover -n 20 # SIGKILL a node 20 times: takeover time p50/p99
+    python bench/cluster.py throughput     # bot tables on 1, 2 and 3 nodes: stored actions/s
+
+Every node is a real ``rummy-table serve --node-id …`` process on its own port; the
+bots connect to node 1 (their home) and follow the redirect to whichever node serves
+their table, again after every takeover.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import asyncpg
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from service.bots import Bot  # noqa: E402
+from service.db import EmbeddedPostgres  # noqa: E402
+from service.keys import SEED_KEY_FILE, SIGNING_KEY_FILE, ServerKeys  # noqa: E402
+from verifier.signing import load_public_key  # noqa: E402
+from verifier.transcript import verify_transcript  # noqa: E402
+
+OPERATOR = "cluster-operator-" + os.urandom(6).hex()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def percentile(values: list[float], q: float) -> float:
+    v = sorted(values)
+    return v[min(len(v) - 1, max(0, round(q * (len(v) - 1))))] if v else float("nan")
+
+
+@dataclass
+class Node:
+    node_id: str
+    port: int
+    proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+
+@dataclass
+class Harness:
+    workdir: Path
+    lease_seconds: float = 3.0
+    nodes: dict[str, Node] = field(default_factory=dict)
+    dsn: str = ""
+    pg: EmbeddedPostgres | None = None
+    bots: list[Bot] = field(default_factory=list)
+    tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    tables: list[str] = field(default_factory=list)
+
+    # -- processes -------------------------------------------------------------------
+    def start_pg(self) -> None:
+        self.pg = EmbeddedPostgres(self.workdir / "pg")
+        self.dsn = self.pg.start()
+
+    def data_dir(self, node_id: str) -> Path:
+        """A node's data directory, holding the card room's two keys: every node signs
+        with the same key and opens the same sealed seeds (docs/deploy.md)."""
+        keys = self.workdir / "keys"
+        if not keys.exists():
+            ServerKeys.load(keys)
+        out = self.workdir / f"data-{node_id}"
+        if not out.exists():
+            out.mkdir()
+            for f in (SIGNING_KEY_FILE, SEED_KEY_FILE):
+                shutil.copy2(keys / f, out / f)
+        return out
+
+    def start_node(self, node_id: str) -> Node:
+        node = self.nodes.get(node_id) or Node(node_id, free_port())
+        self.nodes[node_id] = node
+        log = open(self.workdir / f"{node_id}.log", "ab")
+        env = {**os.environ, "RUMMY_OPERATOR_TOKEN": OPERATOR, "PYTHONUNBUFFERED": "1"}
+        node.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "service.cli",
+                "-v",
+                "serve",
+                "--port",
+                str(node.port),
+                "--data-dir",
+                str(self.data_dir(node_id)),
+                "--database-url",
+                self.dsn,
+                "--node-id",
+                node_id,
+                "--public-url",
+                node.url,
+                "--lease-seconds",
+                str(self.lease_seconds),
+                "--seed-seconds",
+                "2",
+                "--next-hand-delay",
+                "0.3",
+                "--resume-grace",
+                "5",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=log,
+        )
+        log.close()
+        return node
+
+    def signal(self, node_id: str, sig: int) -> None:
+        proc = self.nodes[node_id].proc
+        assert proc is not None
+        proc.send_signal(sig)
+        if sig in (signal.SIGKILL, signal.SIGTERM):
+            proc.wait(30)
+
+    def log_of(self, node_id: str) -> str:
+        return (self.workdir / f"{node_id}.log").read_text(errors="replace")
+
+    async def ready(self, node_id: str, timeout: float = 60) -> None:
+        url = self.nodes[node_id].url + "/healthz"
+        end = time.monotonic() + timeout
+        async with aiohttp.ClientSession() as s:
+            while time.monotonic() < end:
+                with contextlib.suppress(aiohttp.ClientError, OSError, asyncio.TimeoutError):
+                    async with s.get(url, timeout=aiohttp.ClientTimeout(total=2)) as r:
+                        if r.status == 200:
+                            return
+                await asyncio.sleep(0.05)
+        raise RuntimeError(f"node {node_id} did not start:\n{self.log_of(node_id)[-3000:]}")
+
+    async def owners(self) -> dict[str, tuple[str | None, int]]:
+        conn = await asyncpg.connect(self.dsn)
+        try:
+            rows = await conn.fetch("SELECT table_id, owner, epoch, expires_at > now() AS live FROM table_leases")
+        finally:
+            await conn.close()
+        return {r["table_id"]: (r["owner"] if r["live"] else None, int(r["epoch"])) for r in rows}
+
+    async def wait_owned(self, pred: Any, timeout: float = 60) -> float:
+        """Seconds until ``pred(owners)`` holds."""
+        start = time.monotonic()
+        while True:
+            if pred(await self.owners()):
+                return time.monotonic() - start
+            if time.monotonic() - start > timeout:
+                raise RuntimeError(f"leases did not settle: {await self.owners()}")
+            await asyncio.sleep(0.1)
+
+    # -- tables and bots -----------------------------------------------------------------
+    async def api(self, method: str, path: str, body: Any = None, node: str = "n1") -> Any:
+        async with (
+            aiohttp.ClientSession() as s,
+            s.request(
+                method, self.nodes[node].url + path, json=body, headers={"Authorization": f"Bearer {OPERATOR}"}
+            ) as r,
+        ):
+            data = await r.json()
+            if r.status >= 400:
+                raise RuntimeError(f"{method} {path}: {r.status} {data}")
+            return data
+
+    async def add_tables(self, count: int, bots_each: int, *, fast: bool, turn_seconds: int = 5) -> None:
+        for _ in range(count):
+            t = await self.api(
+                "POST",
+                "/api/tables",
+                {"seats": 4, "point_value": 5, "commission_bps": 500, "turn_seconds": turn_seconds},
+            )
+            self.tables.append(t["id"])
+            for n in range(bots_each):
+                p = await self.api("POST", "/api/players", {"name": f"c{n}", "deposit": 100_000})
+                self.bots.append(Bot(self.nodes["n1"].url, p["token"], t["id"], fast=fast))
+
+    def start_bots(self) -> None:
+        self.tasks = [asyncio.create_task(b.run()) for b in self.bots]
+
+    async def stop_bots(self) -> None:
+        for t in self.tasks:
+            t.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+
+    async def records(self) -> int:
+        conn = await asyncpg.connect(self.dsn)
+        try:
+            return int(await conn.fetchval("SELECT COUNT(*) FROM hand_records"))
+        finally:
+            await conn.close()
+
+    async def settle_down(self, timeout: float = 90) -> None:
+        conn = await asyncpg.connect(self.dsn)
+        try:
+            end = time.monotonic() + timeout
+            while time.monotonic() < end:
+                if not await conn.fetchval("SELECT COUNT(*) FROM hands WHERE status IN ('seeding', 'playing')"):
+                    return
+                await asyncio.sleep(0.2)
+            raise RuntimeError("hands are still in progress")
+        finally:
+            await conn.close()
+
+    # -- the checks ------------------------------------------------------------------------
+    async def check(self) -> dict[str, Any]:
+        """Every hand ended or voided by rule, every transcript (and every bot's
+        evidence) verifies, each table's chain has no gap and no fork, the ledger
+        balances."""
+        problems: list[str] = []
+        key = load_public_key((await self.api("GET", "/api/fairness/key"))["public_key_hex"])
+        conn = await asyncpg.connect(self.dsn)
+        try:
+            hands = await conn.fetch(
+                "SELECT table_id, hand_no, status, transcript::text AS t FROM hands ORDER BY table_id, hand_no"
+            )
+        finally:
+            await conn.close()
+        transcripts: dict[tuple[str, int], dict[str, Any]] = {}
+        for h in hands:
+            where = f"table {h['table_id']} hand {h['hand_no']}"
+            if h["status"] not in ("ended", "void") or h["t"] is None:
+                problems.append(f"{where} is {h['status']} without a transcript")
+                continue
+            t = json.loads(h["t"])
+            transcripts[(h["table_id"], h["hand_no"])] = t
+            report = verify_transcript(t, key)
+            if not report.ok:
+                problems.append(f"{where}: {report.failure.check}: {report.failure.message}")  # type: ignore[union-attr]
+        for table in self.tables:
+            numbers = sorted(n for (tid, n) in transcripts if tid == table)
+            if numbers != list(range(1, len(numbers) + 1)):
+                problems.append(f"table {table}: a gap in its hands: {numbers}")
+            for n in numbers[1:]:
+                if transcripts[(table, n)]["log"][0]["header"]["prev_head"] != transcripts[(table, n - 1)]["head"]:
+                    problems.append(f"table {table}: hand {n} forks from hand {n - 1}")
+        for b in self.bots:
+            mine: dict[tuple[Any, Any], list[dict[str, Any]]] = {}
+            for item in b.evidence:
+                body = item.get("body", {})
+                mine.setdefault((body.get("table_id"), body.get("hand_no")), []).append(item)
+            for hand, items in mine.items():
+                t = transcripts.get(hand)  # type: ignore[arg-type]
+                report = verify_transcript(t, key, items) if t is not None else None
+                if report is None or not report.ok:
+                    problems.append(f"bot evidence for {hand} does not agree with the published transcript")
+        ledger = await self.api("GET", "/api/ledger")
+        if not ledger["ok"]:
+            problems.append(f"the ledger does not balance: {ledger}")
+        return {
+            "hands": len(hands),
+            "voided": sum(1 for h in hands if h["status"] == "void"),
+            "problems": problems,
+        }
+
+    def close(self) -> None:
+        for node in self.nodes.values():
+            if node.proc is not None and node.proc.poll() is None:
+                with contextlib.suppress(Exception):
+                    node.proc.send_signal(signal.SIGCONT)
+                    node.proc.send_signal(signal.SIGTERM)
+                    node.proc.wait(15)
+        if self.pg is not None:
+            with contextlib.suppress(Exception):
+                self.pg.stop()
+
+
+async def prove(h: Harness) -> dict[str, Any]:
+    """The drill: three nodes; SIGKILL one mid-hand, SIGSTOP one past its lease and
+    thaw it, SIGTERM one; afterwards nothing is lost and nothing forks."""
+    await asyncio.to_thread(h.start_pg)
+    for n in ("n1", "n2", "n3"):
+        h.start_node(n)
+    for n in ("n1", "n2", "n3"):
+        await h.ready(n)
+    await h.add_tables(3, 2, fast=False)
+    spread = await h.wait_owned(lambda o: len({owner for owner, _ in o.values() if owner}) == 3)
+    h.start_bots()
+    out: dict[str, Any] = {"spread_after_s": round(spread, 2)}
+    await asyncio.sleep(4)
+
+    # 1. SIGKILL a node mid-hand: its table moves within the lease time.
+    victim = "n2"
+    before = await h.owners()
+    mine = [t for t, (o, _) in before.items() if o == victim]
+    h.signal(victim, signal.SIGKILL)
+    out["kill_takeover_s"] = round(
+        await h.wait_owned(lambda o: all(o[t][0] not in (None, victim) for t in mine), timeout=4 * h.lease_seconds),
+        2,
+    )
+    h.start_node(victim)  # it comes back as a fresh node
+    await h.ready(victim)
+    await asyncio.sleep(3)
+
+    # 2. SIGSTOP a node past its lease, then SIGCONT: its writes are refused; it lets go.
+    frozen = "n3"
+    theirs = [t for t, (o, _) in (await h.owners()).items() if o == frozen]
+    h.signal(frozen, signal.SIGSTOP)
+    out["freeze_takeover_s"] = round(
+        await h.wait_owned(lambda o: all(o[t][0] not in (None, frozen) for t in theirs), timeout=4 * h.lease_seconds),
+        2,
+    )
+    h.signal(frozen, signal.SIGCONT)
+    await asyncio.sleep(2 * h.lease_seconds)
+    log = h.log_of(frozen)
+    out["frozen_node_let_go"] = "letting go" in log or "lost the lease" in log
+    out["frozen_tables"] = theirs
+
+    # 3. SIGTERM a node: it hands over at once (no wait for the lease), no turn missed.
+    leaving = "n1"
+    theirs = [t for t, (o, _) in (await h.owners()).items() if o == leaving]
+    down = time.time()
+    h.signal(leaving, signal.SIGTERM)
+    out["sigterm_handoff_s"] = round(
+        await h.wait_owned(lambda o: all(o[t][0] not in (None, leaving) for t in theirs), timeout=4 * h.lease_seconds),
+        2,
+    )
+    out["sigterm_tables"] = theirs
+    out["sigterm_at_ms"] = int(down * 1000)
+    h.start_node(leaving)
+    await h.ready(leaving)
+    await asyncio.sleep(4)
+
+    await h.stop_bots()
+    await h.settle_down()
+    out.update(await h.check())
+    out["sigterm_missed_turns"] = await missed_turns(h, theirs, down, down + 4 * h.lease_seconds + 5)
+    return out
+
+
+async def missed_turns(h: Harness, tables: list[str], start: float, end: float) -> int:
+    """Clock moves on ``tables`` between ``start`` and ``end`` (s since 1970)."""
+    conn = await asyncpg.connect(h.dsn)
+    try:
+        rows = await conn.fetch(
+            "SELECT transcript::text AS t FROM hands WHERE table_id = ANY($1::text[]) AND transcript IS NOT NULL",
+            tables,
+        )
+    finally:
+        await conn.close()
+    return sum(
+        1
+        for r in rows
+        for rec in json.loads(r["t"])["log"]
+        if rec["type"] == "action" and rec["action"]["kind"] == "timeout" and start * 1000 <= rec["t"] <= end * 1000
+    )
+
+
+async def takeover(h: Harness, kills: int) -> dict[str, Any]:
+    await asyncio.to_thread(h.start_pg)
+    for n in ("n1", "n2", "n3"):
+        h.start_node(n)
+    for n in ("n1", "n2", "n3"):
+        await h.ready(n)
+    await h.add_tables(6, 2, fast=True)
+    await h.wait_owned(lambda o: len({owner for owner, _ in o.values() if owner}) == 3)
+    h.start_bots()
+    times: list[float] = []
+    for k in range(kills):
+        victim = ("n1", "n2", "n3")[k % 3]
+        mine = [t for t, (o, _) in (await h.owners()).items() if o == victim]
+        h.signal(victim, signal.SIGKILL)
+        times.append(
+            await h.wait_owned(lambda o, m=mine, v=victim: all(o[t][0] not in (None, v) for t in m), timeout=60)
+        )
+        h.start_node(victim)
+        await h.ready(victim)
+        await h.wait_owned(lambda o: len({owner for owner, _ in o.values() if owner}) == 3, timeout=60)
+    await h.stop_bots()
+    await h.settle_down()
+    result = await h.check()
+    return {
+        "kills": kills,
+        "lease_seconds": h.lease_seconds,
+        "takeover_p50_s": round(percentile(times, 0.5), 2),
+        "takeover_p99_s": round(percentile(times, 0.99), 2),
+        **result,
+    }
+
+
+async def throughput(h: Harness, seconds: float) -> dict[str, Any]:
+    await asyncio.to_thread(h.start_pg)
+    out: dict[str, Any] = {}
+    for count in (1, 2, 3):
+        for n in [f"n{i}" for i in range(1, count + 1)]:
+            if n not in h.nodes or h.nodes[n].proc is None or h.nodes[n].proc.poll() is not None:  # type: ignore[union-attr]
+                h.start_node(n)
+                await h.ready(n)
+        if not h.tables:
+            await h.add_tables(12, 3, fast=True, turn_seconds=30)
+            h.start_bots()
+        await h.wait_owned(
+            lambda o, c=count: (
+                len({owner for owner, _ in o.values() if owner}) == c and all(owner for owner, _ in o.values())
+            ),
+            timeout=120,
+        )
+        await asyncio.sleep(3)
+        r0, t0 = await h.records(), time.monotonic()
+        await asyncio.sleep(seconds)
+        out[f"{count}_nodes_actions_per_s"] = round((await h.records() - r0) / (time.monotonic() - t0), 1)
+    await h.stop_bots()
+    await h.settle_down()
+    out.update(await h.check())
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    ap.add_argument("what", choices=("prove", "takeover", "throughput"))
+    ap.add_argument("-n", "--kills", type=int, default=12)
+    ap.add_argument("--seconds", type=float, default=20)
+    ap.add_argument("--lease-seconds", type=float, default=3.0)
+    ap.add_argument("--keep", action="store_true")
+    args = ap.parse_args(argv)
+    h = Harness(Path(tempfile.mkdtemp(prefix="rummy-cluster-")), lease_seconds=args.lease_seconds)
+    try:
+        if args.what == "prove":
+            report = asyncio.run(prove(h))
+        elif args.what == "takeover":
+            report = asyncio.run(takeover(h, args.kills))
+        else:
+            report = asyncio.run(throughput(h, args.seconds))
+    finally:
+        h.close()
+    report["workdir"] = str(h.workdir) if args.keep else None
+    if not args.keep:
+        shutil.rmtree(h.workdir, ignore_errors=True)
+    print(json.dumps(report, sort_keys=True))
+    return 0 if not report.get("problems") else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
