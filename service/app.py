@@ -679,6 +679,7 @@ async def _database(app: web.Application) -> AsyncIterator[None]:
         try:
             async with connection(pool) as conn:
                 await migrate(conn)
+                await store.check_keys(conn, cfg.keys)
                 token = await store.operator_token(conn, cfg.operator_token)
             app[NEW_OPERATOR_TOKEN].append(token)
             app[POOL] = pool

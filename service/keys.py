@@ -4,6 +4,7 @@ records of a live hand, at rest until their reveal (FAIRNESS.md; docs/fairness.m
 
 from __future__ import annotations
 
+import hashlib
 import os
 import secrets
 from dataclasses import dataclass
@@ -60,6 +61,30 @@ def _load_or_create(path: Path, size: int) -> bytes:
 class ServerKeys:
     signer: Signer
     seed_key: bytes
+    data_dir: Path | None = None
+
+    @property
+    def seal_check(self) -> str:
+        """A one-way check value of the sealing key, to tell it from another."""
+        return hashlib.sha256(b"rummy/seed-key-check|" + self.seed_key).hexdigest()
+
+    def identity_problem(self, stored: dict[str, str]) -> KeyFileError | None:
+        """Whether these keys are the card room's (as the database remembers them from
+        the first start): another signing key would be another fairness identity,
+        another sealing key could open no hand in progress."""
+        where = self.data_dir or Path(".")
+        if stored.get("signing_key_fingerprint") not in (None, self.signer.fingerprint):
+            return KeyFileError(
+                where / SIGNING_KEY_FILE,
+                f"is not this card room's signing key (its fingerprint is {self.signer.fingerprint[:16]}…, the "
+                f"database's {stored['signing_key_fingerprint'][:16]}…): every server of one database signs with "
+                "the same key",
+            )
+        if stored.get("seal_key_check") not in (None, self.seal_check):
+            return KeyFileError(
+                where / SEED_KEY_FILE, "is not this card room's sealing key: every server of one database needs it"
+            )
+        return None
 
     @classmethod
     def load(cls, data_dir: Path) -> ServerKeys:
@@ -72,11 +97,10 @@ class ServerKeys:
             missing = signing if not present[0] else sealing
             raise KeyFileError(
                 missing,
-                f"is missing while {(sealing if not present[0] else signing).name} is there: the two are made "
-                "together",
+                f"is missing while {(sealing if not present[0] else signing).name} is there: the two are made together",
             )
         signer = Signer.from_seed(_load_or_create(signing, 32))
-        return cls(signer, _load_or_create(sealing, 32))
+        return cls(signer, _load_or_create(sealing, 32), data_dir)
 
     def seal_seed(self, seed: bytes, table_id: str, hand_no: int) -> tuple[bytes, bytes]:
         """(nonce, ciphertext) of a server seed, bound to its hand."""

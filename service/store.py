@@ -12,6 +12,7 @@ from typing import Any
 import asyncpg
 
 from service import ledger
+from service.keys import ServerKeys
 from verifier.hand import TableRules
 from verifier.settle import hold_amount
 
@@ -89,6 +90,21 @@ async def player_by_token(conn: asyncpg.Connection, token: str) -> Player | None
 
 async def player_exists(conn: asyncpg.Connection, player_id: str) -> bool:
     return bool(await conn.fetchval("SELECT 1 FROM players WHERE id = $1", player_id))
+
+
+async def check_keys(conn: asyncpg.Connection, keys: ServerKeys) -> None:
+    """The first server to start on a database records which keys it holds; every
+    later start (another node, a restored data directory) must hold the same ones."""
+    for key, value in (("signing_key_fingerprint", keys.signer.fingerprint), ("seal_key_check", keys.seal_check)):
+        await conn.execute(
+            "INSERT INTO server_settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING", key, value
+        )
+    rows = await conn.fetch(
+        "SELECT key, value FROM server_settings WHERE key IN ('signing_key_fingerprint', 'seal_key_check')"
+    )
+    problem = keys.identity_problem({r["key"]: r["value"] for r in rows})
+    if problem is not None:
+        raise problem
 
 
 class OperatorTokenMismatch(Exception):

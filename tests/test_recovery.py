@@ -363,3 +363,32 @@ async def test_a_restart_in_the_reveal_phase_keeps_the_commitments(api: Api, ser
         hand_no = deal["hand_no"]
         for c in (ca, cb):
             await c.leave(table, hand_no, seat_of(c))
+
+
+async def test_a_server_with_other_keys_than_the_card_rooms_is_refused(pg_dsn: str, tmp_path: Path) -> None:
+    """Another signing key would be another fairness identity; another sealing key could
+    open no hand in progress: the database remembers the card room's keys."""
+    from service.keys import KeyFileError
+
+    name = "keys_" + secrets.token_hex(5)
+    admin = await asyncpg.connect(pg_dsn)
+    await admin.execute(f'CREATE DATABASE "{name}"')
+    await admin.close()
+    dsn = pg_dsn.replace("/postgres?", f"/{name}?")
+    try:
+        first = await start_server(
+            host="127.0.0.1", port=0, data_dir=tmp_path / "a", database_url=dsn, operator_token=OPERATOR
+        )
+        await first.stop()
+        with pytest.raises(KeyFileError, match="not this card room's signing key"):
+            await start_server(
+                host="127.0.0.1", port=0, data_dir=tmp_path / "b", database_url=dsn, operator_token=OPERATOR
+            )
+        again = await start_server(  # the right keys start as before
+            host="127.0.0.1", port=0, data_dir=tmp_path / "a", database_url=dsn, operator_token=OPERATOR
+        )
+        await again.stop()
+    finally:
+        admin = await asyncpg.connect(pg_dsn)
+        await admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+        await admin.close()
