@@ -588,8 +588,25 @@ async def test_a_move_out_of_turn_is_refused_and_a_dropped_connection_rejoins(se
             assert missed >= 2
             assert await page.is_hidden("#banner")
 
-            # the hand goes on: the person plays a turn after the reconnect
-            assert (await play_my_turn(page))[0] != "results"
+            # the hand goes on: the person plays a turn after the reconnect.  Its draw is
+            # signed over a head that is not the newest (as when an update crosses the
+            # move on the wire): refused as stale_head, the page signs it again over the
+            # newest head, and it goes through
+            assert await (await page.wait_for_function(MY_MOVE, timeout=30_000)).json_value() == "draw"
+            drew = await page.evaluate(
+                """async () => {
+                  const h = RummyTable.state.t.hand, i = h.newest, newest = h.records.get(i);
+                  const older = Math.max(...[...h.records.keys()].filter((k) => k < i));
+                  h.records.set(i, h.records.get(older));
+                  const sent = RummyTable.act("draw_closed");  // signed over an older record
+                  h.records.set(i, newest);  // ...and the newest record is known again
+                  return await sent;
+                }"""
+            )
+            assert drew is True, await page.text_content("#alert")
+            assert await page.is_hidden("#alert")
+            await page.wait_for_function(MY_MOVE, timeout=30_000)
+            assert (await finish_turn(page))[0] in ("discard", "declare")
             assert slow.connections == 1
 
             # and leaves in the middle of the hand: a signed leave, charged 40; the bot wins
@@ -647,17 +664,21 @@ async def test_a_move_out_of_turn_is_refused_and_a_dropped_connection_rejoins(se
 
 # ----------------------------------------------------------------------------- a header with another key
 @pytest.mark.timeout(90)
-async def test_a_header_listing_another_key_gets_no_commitment_and_a_warning(server: Any, api: Api) -> None:
+async def test_a_header_listing_another_key_gets_no_commitment_and_a_hand_ended_away_is_shown(
+    server: Any, api: Api
+) -> None:
     """The key the signed header lists for the person's seat is not the page's (another
     device registered its own after the page did): the page says so and commits
-    nothing, and signs no move in that hand."""
+    nothing, and signs no move in that hand.  The page then loses the network, and the
+    hand ends meanwhile (the clock drops the seat, D16): back online, the page says so
+    and shows the result from the published transcript."""
     table_id = await api.table(seats=4, point_value=1, turn_seconds=3, max_missed_turns=1, min_players=2)
     person = await new_person(api, "Omar")
     p = await api.player("steady-bot")
     other = PatientBot(server.url, p["token"], table_id, fast=True, key=p["signer"], max_hands=1)
     tasks: list[asyncio.Task[None]] = []
     try:
-        async with launch() as browser, person_page(browser) as (_, page, _console):
+        async with launch() as browser, person_page(browser) as (context, page, _console):
             await sign_in(page, server.url, person["token"], "Omar")
             mine = (await me(api, person["token"]))["public_key"]
             await page.goto(server.url + f"/#/table/{table_id}")
@@ -671,10 +692,23 @@ async def test_a_header_listing_another_key_gets_no_commitment_and_a_warning(ser
             await page.wait_for_selector("#alert:not([hidden])", timeout=20_000)
             assert "does not list your key" in (await page.text_content("#alert-text") or "")
             assert "The header lists another key for you" in (await page.text_content("#key-check") or "")
-            # the hand goes on without the person's seed or moves: the clock drops the seat (D16)
-            await page.locator("#results-table").wait_for(timeout=40_000)
+            # the hand goes on without the person's seed or moves, and without the page
             hand_id = (await page_state(page))["hand_id"]
-            transcript = await api.call("GET", f"/api/hands/{hand_id}/transcript", token=None)
+            await context.set_offline(True)
+            await page.evaluate("RummyTable.dropConnection()")
+            transcript: dict[str, Any] = {}
+            for _ in range(200):  # the clock drops the seat (D16) and the hand ends
+                transcript = await api.call("GET", f"/api/hands/{hand_id}/transcript", token=None)
+                if "log" in transcript:
+                    break
+                await asyncio.sleep(0.2)
+            assert "log" in transcript, transcript
+            await context.set_offline(False)
+            await page.wait_for_function(conn("open"), timeout=15_000)
+            await page.wait_for_selector("#notice:not([hidden])")
+            assert "the hand ended while you were away" in (await page.text_content("#notice") or "")
+            await page.locator("#results-table").wait_for(timeout=10_000)
+            assert await page.locator("#results-table tbody tr").count() == 2
             assert verify_transcript(transcript, await server_key(api)).ok
             header = transcript["log"][0]["header"]
             seat = next(s for s in header["seats"] if s["player_id"] == person["id"])
@@ -686,5 +720,8 @@ async def test_a_header_listing_another_key_gets_no_commitment_and_a_warning(ser
             evidence = await page.evaluate(f"RummyTable.evidence({transcript['hand_no']})")
             assert evidence and all(e["purpose"] == "head" for e in evidence)
             assert "Warning: hand" in (await page.text_content("#log") or "")
+            row = page.locator(f'#results-table tr[data-seat="{seat["seat"]}"]')
+            assert (await row.locator("td.how").text_content() or "").strip() == "dropped by the clock"
+            assert await row.locator("td.points").get_attribute("data-points") == "20"
     finally:
         await stop_bots(tasks)
