@@ -379,6 +379,7 @@ async def takeover(h: Harness, kills: int) -> dict[str, Any]:
     h.start_bots()
     times: list[float] = []
     for k in range(kills):
+        await asyncio.sleep(3)  # hands under way
         victim = ("n1", "n2", "n3")[k % 3]
         mine = [t for t, (o, _) in (await h.owners()).items() if o == victim]
         h.signal(victim, signal.SIGKILL)

@@ -76,9 +76,12 @@ class Bot:
         backoff = BACKOFF_FIRST
         try:
             async with aiohttp.ClientSession() as session:
-                await self._register_key(session)
+                registered = False
                 while not self.left and not (stop is not None and stop.is_set()):
                     try:
+                        if not registered:
+                            await self._register_key(session)
+                            registered = True
                         await self._session(session, stop)
                         backoff = BACKOFF_FIRST
                     except _Reconnect:
