@@ -398,7 +398,6 @@ async def test_lobby_lists_tables_with_stakes_and_players(server: Any, api: Api)
 
 
 # ----------------------------------------------------------------------------- a whole hand
-@pytest.mark.timeout(180)
 async def test_a_person_plays_whole_hands_in_the_page_and_verifies_them(server: Any, api: Api, tmp_path: Any) -> None:
     """Sign in, sit from the lobby, and play every turn through the buttons against two
     bots until the hand ends (again, with new bots, if a hand ended before the person
@@ -439,12 +438,24 @@ async def test_a_person_plays_whole_hands_in_the_page_and_verifies_them(server: 
                 picture = None  # the table just before the person's last move
                 move = await first_turn_with_keys_and_dragging(page)
                 played = int(move != "results")
+                if move != "results":
+                    # a reload in the middle of the hand: the page finds its seat, its
+                    # cards as the person arranged them, and its evidence again
+                    kept = await arrangement(page)
+                    items = len(await page.evaluate(f"RummyTable.evidence({hand_no})"))
+                    await page.reload()
+                    await page.wait_for_function(
+                        "() => { const h = RummyTable.state.t && RummyTable.state.t.hand;"
+                        " return h && h.view && h.view.me && h.arr; }"
+                    )
+                    now = await arrangement(page)
+                    assert now == kept
+                    assert len(await page.evaluate(f"RummyTable.evidence({hand_no})")) >= items
                 while move != "results":
                     move, png = await play_my_turn(page, picture=True)
                     if move != "results":
                         played, picture = played + 1, png
                 await stop_bots(tasks)  # they have left after their one hand
-                print(f"attempt {attempt}: hand {hand_no}, the person played {played} turns")
                 if played >= 3:
                     break
                 await page.click("#results-close")

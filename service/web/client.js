@@ -298,10 +298,12 @@
     }
     const text = await resp.text();
     let data = null;
-    try {
-      data = opts.raw ? null : JSON.parse(text);
-    } catch (e) {
-      data = null;
+    if (!opts.raw || !resp.ok) {
+      try {
+        data = JSON.parse(text);
+      } catch (e) {
+        data = null;
+      }
     }
     if (!resp.ok) {
       const err = data && data.error ? data.error : { code: "http_" + resp.status, message: text.slice(0, 200) };

@@ -1009,7 +1009,13 @@
     const t = S.t;
     const hand = t.hand;
     const fields = {};
-    if (hand && hand.seat !== null && !hand.ended && hand.keyOk) {
+    const me = hand && hand.view && hand.view.me;
+    const inHand = hand && hand.seat !== null && !hand.ended && (!me || me.status === "playing");
+    if (inHand && !hand.keyOk) {
+      showError(new C.ServerError("key_mismatch", "this hand lists another key for you"), "The page cannot sign your leave in this hand; you can leave when it is over");
+      return;
+    }
+    if (inHand) {
       const prev = newestHead(hand);
       const move = { kind: "leave", seat: hand.seat };
       fields.hand_no = hand.hand_no;
@@ -1702,7 +1708,7 @@
     const winner = sum.rows.find((r) => r.winner);
     const title = sum.void ? "Hand " + res.hand_no + " was voided" : "Hand " + res.hand_no + ": " + (winner ? nameOf(winner.player_id) + (winner.player_id === S.me.id ? " win" : " wins") : "over");
     fill(box,
-      el("div", { class: "results-head" }, el("h2", { id: "results-title" }, title), el("span", { class: "small" }, "hand id " + res.hand_id + " · table " + t.id)),
+      el("div", { class: "results-head" }, el("h2", { id: "results-title", tabindex: "-1" }, title), el("span", { class: "small" }, "hand id " + res.hand_id + " · table " + t.id)),
       sum.void ? el("p", { class: "bad" }, "Nobody was charged. Reason: " + (sum.voidReason || "—")) : null,
       el(
         "table",
@@ -1714,6 +1720,11 @@
       tools,
       help,
     );
+    if (t.resultsFocused !== res.hand_id) {
+      // the hand is over: take the keyboard to its result (Escape goes back to the table)
+      t.resultsFocused = res.hand_id;
+      $("results-title").focus();
+    }
   }
 
   function settlementLine(st, winner) {
