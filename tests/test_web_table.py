@@ -703,6 +703,11 @@ async def test_a_header_listing_another_key_gets_no_commitment_and_a_hand_ended_
             await page.wait_for_selector("#alert:not([hidden])", timeout=20_000)
             assert "does not list your key" in (await page.text_content("#alert-text") or "")
             assert "The header lists another key for you" in (await page.text_content("#key-check") or "")
+            async with page.expect_download() as dl:  # the signed proof of the substitution
+                await page.click("#download-header")
+            proof = json.loads(pathlib.Path(await (await dl.value).path()).read_text())
+            assert proof["i"] == 0 and proof["sig"]
+            assert any(s["player_key"] == substitute for s in proof["header"]["seats"])
             # the hand goes on without the person's seed or moves, and without the page
             hand_id = (await page_state(page))["hand_id"]
             await context.set_offline(True)

@@ -1786,6 +1786,9 @@
             hand.serverKeyOk === false ? el("li", { class: "bad" }, "The header names a server key you have not pinned") : null,
             hand.badSig ? el("li", { class: "bad" }, "A server signature did not verify (" + hand.badSig + ")") : null,
           ),
+          hand.keyOk === false && hand.header
+            ? el("button", { type: "button", id: "download-header", on: { click: () => C.download("header-" + t.id + "-hand" + hand.hand_no + ".json", JSON.stringify(hand.header, null, 1) + "\n") } }, "Download the signed header (your proof)")
+            : null,
         );
       } else items.push(el("p", { class: "small" }, "You do not play in this hand."));
     }
