@@ -33,6 +33,7 @@ from service.pages import add_page_routes
 from service.table import ClientError, Settings, TableActor
 from service.telling import Connection
 from service.wire import WireError
+from service.writer import RecordWriter
 from verifier.errors import RuleError
 from verifier.hand import TableRules
 from verifier.record import PROTOCOL
@@ -62,6 +63,7 @@ NEW_OPERATOR_TOKEN = web.AppKey("new_operator_token", list)
 LOCK = web.AppKey("lock", ServerLock)
 CLUSTER = web.AppKey("cluster", Cluster)
 BACKGROUND = web.AppKey("background", set)  # short tasks kept alive until done
+WRITER = web.AppKey("writer", RecordWriter)
 METRICS = web.AppKey("metrics", Metrics)
 LEDGER_TOTALS = web.AppKey("ledger_totals", dict)  # read for /metrics just before it is drawn
 
@@ -683,6 +685,7 @@ async def _database(app: web.Application) -> AsyncIterator[None]:
                 token = await store.operator_token(conn, cfg.operator_token)
             app[NEW_OPERATOR_TOKEN].append(token)
             app[POOL] = pool
+            app[WRITER] = RecordWriter(pool, window=cfg.settings.group_commit_seconds)
             app[LOCK] = lock
             watchdog = asyncio.create_task(_keep_lock(app, lock), name="server-lock")
             try:
@@ -762,7 +765,14 @@ def new_actor(app: web.Application, lease: Lease) -> TableActor:
             app[CLUSTER].owned.pop(table_id, None)
 
     a = TableActor(
-        lease.table_id, app[POOL], app[CONFIG].keys, app[CONFIG].settings, app[METRICS], lease=lease, on_lost=lost
+        lease.table_id,
+        app[POOL],
+        app[CONFIG].keys,
+        app[CONFIG].settings,
+        app[METRICS],
+        lease=lease,
+        on_lost=lost,
+        writer=app[WRITER],
     )
     app[TABLES][lease.table_id] = a
     return a

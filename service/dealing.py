@@ -22,10 +22,12 @@ from typing import Any
 import asyncpg
 
 from service import handstore, ledger
+from service.cluster import Lease
 from service.handrun import HandRun
 from service.keys import ServerKeys
 from service.metrics import Metrics
 from service.telling import Teller
+from service.writer import RecordWriter, Write
 from verifier.fairness import SEED_BYTES
 from verifier.hand import Action, Leave, Phase, TableRules, TimeOut
 from verifier.record import HandRecorder
@@ -70,9 +72,13 @@ class Dealer:
         commit_seconds: float,
         reveal_seconds: float,
         metrics: Metrics | None = None,
+        writer: RecordWriter | None = None,
+        lease: Lease | None = None,
     ) -> None:
         self.t = table
         self.metrics = metrics
+        self.writer = writer
+        self.lease = lease
         self.pool = pool
         self.keys = keys
         self.teller = teller
@@ -196,10 +202,15 @@ class Dealer:
 
     # -- the seed phases and the deal --------------------------------------------------
     async def store(self, hand: HandRun, records: list[dict[str, Any]], status: str | None = None) -> None:
+        """Records and the hand's clock, committed (with other tables' writes, when a
+        group writer is given) before anything about them is told."""
         sealed = [handstore.seal(self.keys, self.t.table_id, hand.hand_no, r) for r in records]
         started = time.perf_counter()
-        async with self.fence() as conn:
-            await handstore.store_records(conn, hand.hand_id, sealed, deadline=hand.deadline, status=status)
+        if self.writer is not None:
+            await self.writer.write(Write(self.lease, self.t.table_id, hand.hand_id, sealed, hand.deadline, status))
+        else:
+            async with self.fence() as conn:
+                await handstore.store_records(conn, hand.hand_id, sealed, deadline=hand.deadline, status=status)
         if self.metrics is not None:
             self.metrics.store_seconds.observe(time.perf_counter() - started)
 

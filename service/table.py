@@ -32,6 +32,7 @@ from service.handrun import HandRun, restore
 from service.keys import ServerKeys
 from service.metrics import Metrics
 from service.telling import Teller, iso
+from service.writer import RecordWriter
 from verifier.errors import RuleError
 from verifier.hand import Leave, TimeOut, action_from_json, seat_view
 from verifier.record import RestoreError
@@ -73,6 +74,7 @@ class Settings:
     next_hand_delay: float = 2.0
     queue_size: int = 256
     resume_grace: float = 10.0  # D32
+    group_commit_seconds: float = 0.002  # records of many tables that arrive this close go in one statement
 
 
 @dataclass
@@ -98,6 +100,7 @@ class TableActor:
         metrics: Metrics | None = None,
         lease: Lease | None = None,
         on_lost: Callable[[str, bool], None] | None = None,
+        writer: RecordWriter | None = None,
     ) -> None:
         self.table_id = table_id
         self.metrics = metrics
@@ -119,6 +122,8 @@ class TableActor:
             commit_seconds=settings.commit_seconds,
             reveal_seconds=settings.reveal_seconds,
             metrics=metrics,
+            writer=writer,
+            lease=lease,
         )
         self.next_start: float | None = None
         self.paused = True  # until loaded

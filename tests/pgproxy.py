@@ -4,9 +4,10 @@ It reads the PostgreSQL frontend protocol just enough to know which SQL each
 connection runs (simple ``Query`` messages, and ``Parse``/``Bind`` for prepared
 statements, which asyncpg uses), so a test can ask it to:
 
-* ``drop_commit_reply(pattern)`` — let the next ``COMMIT`` of a transaction that ran
-  SQL matching ``pattern`` reach PostgreSQL, wait until PostgreSQL answers, then drop
-  that answer and cut the connection: the commit happened, the client cannot know;
+* ``drop_commit_reply(pattern)`` — let the next commit of a transaction that ran SQL
+  matching ``pattern`` (an explicit ``COMMIT``, or the end of a statement that commits
+  by itself) reach PostgreSQL, wait until PostgreSQL answers, then drop that answer and
+  cut the connection: the commit happened, the client cannot know;
 * ``cut()`` — close every connection at once (PostgreSQL went away);
 * ``refuse = True`` — close new connections at once (PostgreSQL is still away).
 """
@@ -26,7 +27,8 @@ class _Conn:
     client: asyncio.StreamWriter
     server: asyncio.StreamWriter
     statements: dict[str, str] = field(default_factory=dict)  # prepared statement name -> SQL
-    in_tx: list[str] = field(default_factory=list)  # SQL run since the last BEGIN
+    in_tx: list[str] = field(default_factory=list)  # SQL run since the transaction began
+    explicit: bool = False  # inside BEGIN … COMMIT
     doomed: bool = False  # the COMMIT went through: drop the answer and cut
 
 
@@ -122,6 +124,8 @@ class PgProxy:
             await conn.server.drain()
 
     def _note(self, conn: _Conn, kind: bytes, body: bytes) -> None:
+        """Follow the transactions: an explicit one ends at COMMIT; outside one, each
+        statement commits by itself at the Sync that ends it (autocommit)."""
         sql: str | None = None
         if kind == b"Q":
             sql = body.rstrip(b"\0").decode(errors="replace")
@@ -132,22 +136,35 @@ class PgProxy:
         elif kind == b"B":
             parts = body.split(b"\0", 2)
             sql = conn.statements.get(parts[1].decode(errors="replace"))
+        elif kind == b"S" and not conn.explicit and conn.in_tx:
+            self._commit(conn)  # an implicit transaction ends at Sync
+            return
         if sql is None:
             return
         text = sql.strip().rstrip(";").upper()
         if text.startswith("BEGIN") or text.startswith("START TRANSACTION"):
             conn.in_tx = []
+            conn.explicit = True
         elif text.startswith("COMMIT"):
-            ran = "\n".join(conn.in_tx)
-            for trap in self.commit_traps:
-                if trap[0].search(ran) and trap[1]():
-                    self.commit_traps.remove(trap)
-                    self.dropped.append(ran)
-                    conn.doomed = True
-                    break
+            self._commit(conn)
+            conn.explicit = False
+        elif text.startswith("ROLLBACK") and not text.startswith("ROLLBACK TO"):
             conn.in_tx = []
+            conn.explicit = False
         else:
             conn.in_tx.append(sql)
+            if kind == b"Q" and not conn.explicit:
+                self._commit(conn)  # a simple query outside a transaction commits at once
+
+    def _commit(self, conn: _Conn) -> None:
+        ran = "\n".join(conn.in_tx)
+        for trap in self.commit_traps:
+            if trap[0].search(ran) and trap[1]():
+                self.commit_traps.remove(trap)
+                self.dropped.append(ran)
+                conn.doomed = True
+                break
+        conn.in_tx = []
 
     async def _server_to_client(self, conn: _Conn, reader: asyncio.StreamReader) -> None:
         while True:
