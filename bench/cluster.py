@@ -105,6 +105,8 @@ class Harness:
                 "service.cli",
                 "-v",
                 "serve",
+                "--workers",
+                "1",
                 "--port",
                 str(node.port),
                 "--data-dir",

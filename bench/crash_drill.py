@@ -108,6 +108,8 @@ class Drill:
                 "-m",
                 "service.cli",
                 "serve",
+                "--workers",
+                "1",
                 "--port",
                 str(self.port),
                 "--data-dir",

@@ -675,7 +675,8 @@ async def _elsewhere(request: web.Request, table_id: str) -> ClientError:
 # ----------------------------------------------------------------------------- the app
 async def _database(app: web.Application) -> AsyncIterator[None]:
     cfg = app[CONFIG]
-    lock = await ServerLock.acquire(cfg.dsn, shared=cfg.node.cluster)
+    # A worker's supervisor holds the database's lock for all its workers (service.workers).
+    lock = None if cfg.node.worker else await ServerLock.acquire(cfg.dsn, shared=cfg.node.cluster)
     try:
         pool = await create_pool(cfg.dsn)
         try:
@@ -686,18 +687,22 @@ async def _database(app: web.Application) -> AsyncIterator[None]:
             app[NEW_OPERATOR_TOKEN].append(token)
             app[POOL] = pool
             app[WRITER] = RecordWriter(pool, window=cfg.settings.group_commit_seconds)
-            app[LOCK] = lock
-            watchdog = asyncio.create_task(_keep_lock(app, lock), name="server-lock")
+            watchdog = None
+            if lock is not None:
+                app[LOCK] = lock
+                watchdog = asyncio.create_task(_keep_lock(app, lock), name="server-lock")
             try:
                 yield
             finally:
-                watchdog.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await watchdog
+                if watchdog is not None:
+                    watchdog.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await watchdog
         finally:
             await pool.close()
     finally:
-        await lock.release()
+        if lock is not None:
+            await lock.release()
 
 
 async def _keep_lock(app: web.Application, lock: ServerLock, every: float = 2.0) -> None:

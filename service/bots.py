@@ -47,6 +47,7 @@ class Bot:
     table_id: str
     fast: bool = True
     key: Signer = field(default_factory=Signer.generate)
+    drops: bool = True  # False: never drop a hopeless hand (hands that last, for tests and drills)
     seat: int | None = None
     player_id: str | None = None  # from the server's hello
     hands_seen: list[dict[str, Any]] = field(default_factory=list)
@@ -270,7 +271,7 @@ class Bot:
         self._acted_on = head
         if not self.fast:
             await asyncio.sleep(0.3 + secrets.randbelow(1200) / 1000)  # think time
-        action = choose_from_view(view)
+        action = choose_from_view(view, allow_drop=self.drops)
         await self.send(
             {
                 "type": "action",
@@ -331,9 +332,9 @@ def state_from_view(view: dict[str, Any]) -> HandState:
     )
 
 
-def choose_from_view(view: dict[str, Any]) -> dict[str, Any]:
+def choose_from_view(view: dict[str, Any], *, allow_drop: bool = True) -> dict[str, Any]:
     """The strategy's move (verifier.strategy.choose), as an action message."""
-    action = action_to_json(strategy.choose(state_from_view(view), view["me"]["seat"]))
+    action = action_to_json(strategy.choose(state_from_view(view), view["me"]["seat"], allow_drop=allow_drop))
     del action["seat"]  # the server knows whose seat it is
     return action
 

@@ -42,14 +42,23 @@ import aiohttp
 import asyncpg
 from aiohttp import web
 
-from service import admin
+from service import admin, store
 from service.app import CONFIG, NEW_OPERATOR_TOKEN, Config, make_app
 from service.cluster import NodeSettings
-from service.db import ACQUIRE_TIMEOUT, DataDirLock, EmbeddedPostgres, ServerLocked, database_url_from_env
+from service.db import (
+    ACQUIRE_TIMEOUT,
+    DataDirLock,
+    EmbeddedPostgres,
+    ServerLock,
+    ServerLocked,
+    database_url_from_env,
+    migrate,
+)
 from service.keys import SEED_KEY_FILE, SIGNING_KEY_FILE, KeyFileError, ServerKeys
 from service.keys import _load_or_create as read_key_file  # reads, as the file exists
 from service.store import OperatorTokenMismatch
 from service.table import Settings
+from service.workers import Supervisor, default_workers, free_port, watch_parent
 
 log = logging.getLogger("rummy")
 OPERATOR_ENV = "RUMMY_OPERATOR_TOKEN"
@@ -303,6 +312,8 @@ async def start_server(
     settings: Settings | None = None,
     database_source: str = "DATABASE_URL",
     node: NodeSettings | None = None,
+    shared_port: int | None = None,
+    lock_data_dir: bool = True,
 ) -> Running:
     """Start the database (embedded unless a URL is given), the keys, the app.
 
@@ -322,7 +333,8 @@ async def start_server(
     dir_lock = DataDirLock(data_dir)
     runner: web.AppRunner | None = None
     try:
-        dir_lock.acquire()
+        if lock_data_dir:
+            dir_lock.acquire()  # a worker's supervisor holds it (service.workers)
         check_key_files(data_dir)  # a damaged key file stops us before anything is created
         keys = ServerKeys.load(data_dir)
         if url is None:
@@ -356,6 +368,12 @@ async def start_server(
             await site.start()
         except OSError as e:
             raise listen_error(host, port, e) from e
+        if shared_port is not None:  # a worker: the server's port too, shared with its siblings
+            shared = web.TCPSite(runner, host, shared_port, reuse_port=True)
+            try:
+                await shared.start()
+            except OSError as e:
+                raise listen_error(host, shared_port, e) from e
     except BaseException:
         if runner is not None:
             await runner.cleanup()
@@ -369,6 +387,107 @@ async def start_server(
     served = f"http://{host}:{bound[1]}"
     token = app[NEW_OPERATOR_TOKEN][0] if app[NEW_OPERATOR_TOKEN] else None
     return Running(served, runner, embedded, token, app, dir_lock)
+
+
+def serve_workers(args: argparse.Namespace, count: int, data_dir: Path, dsn: str | None, source: str) -> int:
+    """The supervisor of ``count`` worker processes (service.workers)."""
+    wildcard = args.host in ("", "::") or (args.host.count(".") == 3 and set(args.host) <= {"0", "."})
+    public_host = urlsplit(args.public_url).hostname if args.public_url else (None if wildcard else args.host)
+    if not public_host:
+        raise CliError(EXIT_USAGE, "workers need a host their clients reach: give --public-url http://HOST")
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        url = DatabaseUrl(dsn, source) if dsn is not None else None
+        if url is not None:
+            await check_database(url)
+        created = first_missing(data_dir)
+        data_dir.mkdir(parents=True, exist_ok=True)
+        lock = DataDirLock(data_dir)
+        embedded: EmbeddedPostgres | None = None
+        sup: Supervisor | None = None
+        db_lock: ServerLock | None = None
+        port = args.port or free_port(args.host)
+        try:
+            lock.acquire()
+            check_key_files(data_dir)
+            keys = ServerKeys.load(data_dir)
+            if url is None:
+                embedded = EmbeddedPostgres(data_dir)
+                url = DatabaseUrl(await asyncio.to_thread(embedded.start), "the embedded PostgreSQL")
+            try:
+                db_lock = await ServerLock.acquire(url.dsn)  # one server per database, for all its workers
+                conn = await asyncpg.connect(url.dsn, timeout=ACQUIRE_TIMEOUT)
+            except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
+                raise database_error(e, url) from e
+            try:  # the database, once, before the workers: migrations, the keys, the operator token
+                await migrate(conn)
+                await store.check_keys(conn, keys)
+                token = await store.operator_token(conn, os.environ.get(OPERATOR_ENV) or None)
+            finally:
+                await conn.close()
+            flags = [
+                "--data-dir",
+                str(data_dir),
+                "--database-url",
+                url.dsn,
+                "--seed-seconds",
+                str(args.seed_seconds),
+                "--next-hand-delay",
+                str(args.next_hand_delay),
+                "--resume-grace",
+                str(args.resume_grace),
+                "--lease-seconds",
+                str(args.lease_seconds),
+                "--log-format",
+                args.log_format,
+                "--workers",
+                "1",
+            ]
+            verbosity = ["-v"] if args.verbose else []
+            env = dict(os.environ)
+            if token:
+                env[OPERATOR_ENV] = token
+            sup = Supervisor(
+                [sys.executable, "-m", "service.cli", *verbosity, "serve", *flags],
+                args.host,
+                port,
+                public_host,
+                count,
+                env,
+            )
+            sup.plan()
+            for w in sup.workers:
+                sup.start(w)
+            await sup.wait_ready()
+            print(
+                f"rummy-table serving on http://{args.host}:{port}  ({count} workers; data: {data_dir.resolve()}, "
+                f"database: {'embedded' if embedded else source})",
+                flush=True,
+            )
+            print(f"fairness key fingerprint: {keys.signer.fingerprint}", flush=True)
+            if token:
+                print(f"operator token (shown once, keep it): {token}", flush=True)
+            watcher = asyncio.create_task(sup.watch(stop))
+            await stop.wait()
+            print("shutting down", flush=True)
+            await watcher
+        finally:
+            if sup is not None:
+                await sup.stop()
+            if db_lock is not None:
+                await db_lock.release()
+            if embedded is not None:
+                await asyncio.to_thread(embedded.stop)
+            lock.release()
+            if created is not None and sup is None:
+                shutil.rmtree(created, ignore_errors=True)
+
+    asyncio.run(main())
+    return EXIT_OK
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -386,7 +505,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     source = "--database-url" if args.database_url else "DATABASE_URL"
     if dsn is not None:
         DatabaseUrl(dsn, source).check()
-    check_listen(args.host, args.port)
+    if args.worker_of is None:
+        check_listen(args.host, args.port)
+    workers = default_workers() if args.workers is None else args.workers
+    if not 1 <= workers <= 64:
+        raise CliError(EXIT_USAGE, "--workers is 1 to 64")
+    if args.worker_of is None and workers > 1:
+        if args.node_id is not None:
+            raise CliError(EXIT_USAGE, "--workers makes its own nodes: give --node-id to a server of one worker")
+        return serve_workers(args, workers, data_dir, dsn, source)
     node = NodeSettings()
     if args.node_id is not None:
         if not re.fullmatch(r"[A-Za-z0-9_.:-]{1,64}", args.node_id):
@@ -407,6 +534,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             cluster=True,
             lease_seconds=args.lease_seconds,
             heartbeat_seconds=max(0.2, args.lease_seconds / 5),
+            worker=args.worker_of is not None,
         )
 
     async def main() -> None:
@@ -414,6 +542,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)  # from the start: a signal during start-up stops cleanly
+        if args.worker_of is not None:
+            orphan = asyncio.create_task(watch_parent(args.worker_of))
         running = await start_server(
             host=args.host,
             port=args.port,
@@ -428,8 +558,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 resume_grace=args.resume_grace,
             ),
             node=node,
+            shared_port=args.shared_port,
+            lock_data_dir=args.worker_of is None,
         )
         try:
+            if args.worker_of is not None:
+                print(f"worker {node.node_id} serving on {running.url} and port {args.shared_port}", flush=True)
+                await stop.wait()
+                orphan.cancel()
+                return
             signer = running.app[CONFIG].keys.signer
             print(
                 f"rummy-table serving on {running.url}  (data: {data_dir.resolve()}, "
@@ -933,6 +1070,14 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument(
         "--lease-seconds", type=float, default=5.0, help="how long a node's table leases last without renewal"
     )
+    sp.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="worker processes, each owning a share of the tables (default: the number of cores)",
+    )
+    sp.add_argument("--worker-of", type=int, default=None, help=argparse.SUPPRESS)
+    sp.add_argument("--shared-port", type=int, default=None, help=argparse.SUPPRESS)
     sp.add_argument(
         "--log-format", choices=("text", "json"), default="text", help="log lines on stderr: text, or one JSON a line"
     )

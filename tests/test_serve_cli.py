@@ -156,7 +156,7 @@ async def test_sigterm_mid_hand_is_quick_and_a_restart_resumes_the_hand(tmp_path
             for n in range(2):
                 async with s.post(url + "/api/players", json={"name": f"b{n}", "deposit": 10_000}, headers=auth) as r:
                     p = await r.json()
-                bots.append(Bot(url, p["token"], table, fast=False, keep_frames=True, max_hands=1))
+                bots.append(Bot(url, p["token"], table, fast=False, keep_frames=True, max_hands=1, drops=False))
             spectators = []
             for n in range(60):
                 async with s.post(url + "/api/players", json={"name": f"w{n}"}, headers=auth) as r:
@@ -207,3 +207,95 @@ async def test_sigterm_mid_hand_is_quick_and_a_restart_resumes_the_hand(tmp_path
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
             proc.wait(30)
+
+
+@pytest.mark.timeout(300)
+async def test_workers_share_the_tables_and_a_dead_worker_is_replaced(tmp_path: Path) -> None:
+    """serve --workers 2 (issue 13): clients on the server's port are sent to the worker
+    that serves their table; a worker killed mid-hand is started again, its tables move
+    to the other meanwhile, and every hand still verifies."""
+    import asyncio
+
+    import aiohttp
+
+    from service.bots import Bot
+    from verifier.signing import load_public_key
+    from verifier.transcript import verify_transcript
+
+    token = "op-" + os.urandom(8).hex()
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    auth = {"Authorization": f"Bearer {token}"}
+    log = tmp_path / "serve.log"
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    env["RUMMY_OPERATOR_TOKEN"] = token
+    with log.open("ab") as out:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "service.cli",
+                "serve",
+                "--workers",
+                "2",
+                "--port",
+                str(port),
+                "--data-dir",
+                str(tmp_path / "data"),
+                "--seed-seconds",
+                "2",
+                "--lease-seconds",
+                "3",
+                "--next-hand-delay",
+                "0.3",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+    try:
+        deadline = time.time() + 90
+        while (
+            "rummy-table serving on" not in (text := log.read_text(errors="replace"))
+            or len(re.findall(r"worker \S+ serving on", text)) < 2
+        ):
+            assert proc.poll() is None and time.time() < deadline, text[-2000:]
+            await asyncio.sleep(0.1)
+        workers = re.findall(r"worker (\S+) serving on (http://\S+)", log.read_text())
+        assert len(workers) == 2
+        async with aiohttp.ClientSession() as s:
+            tables = []
+            for _ in range(4):
+                async with s.post(url + "/api/tables", json={"seats": 4, "turn_seconds": 20}, headers=auth) as r:
+                    tables.append((await r.json())["id"])
+            bots = []
+            for t in tables:
+                for n in range(2):
+                    async with s.post(
+                        url + "/api/players", json={"name": f"b{n}", "deposit": 10_000}, headers=auth
+                    ) as r:
+                        p = await r.json()
+                    bots.append(Bot(url, p["token"], t, fast=True, max_hands=3, drops=False))
+            tasks = [asyncio.create_task(b.run()) for b in bots]
+            await asyncio.sleep(3)
+            # Kill the first worker: the supervisor starts it again.
+            pids = subprocess.run(["pgrep", "-f", f"node-id {workers[0][0]}"], capture_output=True, text=True).stdout
+            os.kill(int(pids.split()[0]), signal.SIGKILL)
+            await asyncio.wait_for(asyncio.gather(*tasks), 200)
+            text = log.read_text(errors="replace")
+            assert "exited (-9); starting it again" in text
+            assert text.count(f"worker {workers[0][0]} serving on") == 2
+            assert {b.server for b in bots} - {url}, "some bots were sent on to the worker serving their table"
+            async with s.get(url + "/api/fairness/key") as r:
+                key = load_public_key((await r.json())["public_key_hex"])
+            seen = {(r["table_id"], r["hand_no"]): r for b in bots for r in b.hands_seen}
+            assert len(seen) >= 8
+            for r in seen.values():
+                async with s.get(url + r["transcript"]) as resp:
+                    assert verify_transcript(await resp.json(), key).ok
+            async with s.get(url + "/api/ledger", headers=auth) as r:
+                assert (await r.json())["ok"] is True
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+    assert proc.returncode == 0 and "shutting down" in log.read_text()
