@@ -104,33 +104,42 @@ async def store_records(
     )
 
 
-async def store_commit(conn: asyncpg.Connection, hand_id: int, seat: int, commit: bytes, psig: str) -> None:
-    """A seat's accepted commitment; the same one again changes nothing."""
-    stored = await conn.fetchrow(
-        "INSERT INTO hand_seeds (hand_id, seat, commit, commit_psig) VALUES ($1, $2, $3, $4) "
-        "ON CONFLICT (hand_id, seat) DO NOTHING RETURNING commit",
-        hand_id,
-        seat,
-        commit,
-        psig,
-    )
-    if stored is None:
-        existing = await conn.fetchval("SELECT commit FROM hand_seeds WHERE hand_id = $1 AND seat = $2", hand_id, seat)
-        if existing is None or bytes(existing) != commit:
-            raise StoreConflict(f"hand {hand_id} seat {seat} already committed something else")
+COMMIT_SQL = (
+    "WITH lk AS (SELECT 1 FROM table_leases WHERE table_id = $5 AND owner = $6 AND epoch = $7 FOR SHARE), "
+    "ins AS (INSERT INTO hand_seeds (hand_id, seat, commit, commit_psig) "
+    "SELECT $1, $2, $3, $4 WHERE $7 < 0 OR EXISTS (SELECT 1 FROM lk) ON CONFLICT (hand_id, seat) DO NOTHING "
+    "RETURNING 1) SELECT $7 < 0 OR EXISTS (SELECT 1 FROM lk) AS held, EXISTS (SELECT 1 FROM ins) AS done, "
+    "(SELECT commit FROM hand_seeds WHERE hand_id = $1 AND seat = $2) AS stored"
+)
+REVEAL_SQL = (
+    "WITH lk AS (SELECT 1 FROM table_leases WHERE table_id = $5 AND owner = $6 AND epoch = $7 FOR SHARE), "
+    "upd AS (UPDATE hand_seeds SET seed = $3, reveal_psig = $4, revealed_at = now() "
+    "WHERE hand_id = $1 AND seat = $2 AND (seed IS NULL OR seed = $3) AND ($7 < 0 OR EXISTS (SELECT 1 FROM lk)) "
+    "RETURNING 1) SELECT $7 < 0 OR EXISTS (SELECT 1 FROM lk) AS held, EXISTS (SELECT 1 FROM upd) AS done, "
+    "NULL::bytea AS stored"
+)
 
 
-async def store_reveal(conn: asyncpg.Connection, hand_id: int, seat: int, seed: bytes, psig: str) -> None:
-    done = await conn.fetchval(
-        "UPDATE hand_seeds SET seed = $3, reveal_psig = $4, revealed_at = now() "
-        "WHERE hand_id = $1 AND seat = $2 AND (seed IS NULL OR seed = $3) RETURNING seat",
-        hand_id,
-        seat,
-        seed,
-        psig,
-    )
-    if done is None:
-        raise StoreConflict(f"hand {hand_id} seat {seat} has no commitment, or revealed another seed")
+async def store_seed(
+    conn: asyncpg.Connection,
+    kind: str,
+    lease: tuple[str, str, int],
+    hand_id: int,
+    seat: int,
+    value: bytes,
+    psig: str,
+) -> bool:
+    """A seat's accepted commitment (``kind`` "commit") or seed ("reveal"), in one
+    statement that checks the table's lease (table id, owner, epoch; epoch < 0: none).
+    The same value again changes nothing.  False if the lease is gone (fenced);
+    StoreConflict if another value is stored."""
+    row = await conn.fetchrow(COMMIT_SQL if kind == "commit" else REVEAL_SQL, hand_id, seat, value, psig, *lease)
+    assert row is not None
+    if not row["held"]:
+        return False
+    if not row["done"] and not (kind == "commit" and row["stored"] is not None and bytes(row["stored"]) == value):
+        raise StoreConflict(f"hand {hand_id} seat {seat} has no commitment, or another {kind} is stored")
+    return True
 
 
 async def finish(

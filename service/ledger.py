@@ -45,30 +45,40 @@ async def open_accounts(conn: asyncpg.Connection, player_id: str) -> None:
     )
 
 
+POST_SQL = """
+WITH tx AS (
+    INSERT INTO ledger_tx (kind, hand_id, memo) VALUES ($1, $2, $3) RETURNING id
+), e AS (
+    SELECT * FROM unnest($4::text[], $5::bigint[]) AS e(account, amount)
+), u AS (
+    UPDATE accounts a SET balance = a.balance + e.amount FROM e
+    WHERE a.id = e.account AND (a.kind = 'external' OR a.balance + e.amount >= 0)
+    RETURNING a.id
+), ins AS (
+    INSERT INTO ledger_entries (tx_id, account_id, amount)
+    SELECT (SELECT id FROM tx), e.account, e.amount FROM e WHERE e.account IN (SELECT id FROM u)
+    RETURNING 1
+)
+SELECT (SELECT id FROM tx) AS tx_id,
+       COALESCE((SELECT array_agg(e.account) FROM e WHERE e.account NOT IN (SELECT id FROM u)), '{}') AS refused
+"""
+
+
 async def _post(
     conn: asyncpg.Connection, kind: str, entries: Mapping[str, int], *, hand_id: int | None = None, memo: str = ""
 ) -> int:
-    """One balanced transaction; the caller holds a database transaction open."""
+    """One balanced transaction, in one statement: every balance moves by a guarded
+    update (never below zero but the external account's) and gets its entry; if any
+    cannot move, LedgerError — the caller's transaction (or savepoint) rolls it all
+    back."""
     if sum(entries.values()) != 0:
         raise LedgerError("unbalanced", f"ledger entries must sum to zero: {dict(entries)}")
-    tx_id: int = await conn.fetchval(
-        "INSERT INTO ledger_tx (kind, hand_id, memo) VALUES ($1, $2, $3) RETURNING id", kind, hand_id, memo
-    )
-    for account, amount in entries.items():
-        if amount == 0:
-            continue
-        done = await conn.fetchval(
-            "UPDATE accounts SET balance = balance + $2 "
-            "WHERE id = $1 AND (kind = 'external' OR balance + $2 >= 0) RETURNING id",
-            account,
-            amount,
-        )
-        if done is None:
-            raise LedgerError("insufficient_balance", f"that would take {_describe(account)} below zero")
-        await conn.execute(
-            "INSERT INTO ledger_entries (tx_id, account_id, amount) VALUES ($1, $2, $3)", tx_id, account, amount
-        )
-    return tx_id
+    moves = [(a, v) for a, v in entries.items() if v != 0]
+    row = await conn.fetchrow(POST_SQL, kind, hand_id, memo, [a for a, _ in moves], [v for _, v in moves])
+    assert row is not None
+    if row["refused"]:
+        raise LedgerError("insufficient_balance", f"that would take {_describe(row['refused'][0])} below zero")
+    return int(row["tx_id"])
 
 
 def _describe(account: str) -> str:

@@ -141,6 +141,14 @@ class TableActor:
             return _transaction(self.pool)
         return fenced(self.pool, self.lease)
 
+    async def _store_seed(self, kind: str, hand: HandRun, seat: int, value: bytes, psig: str) -> None:
+        """A commitment or a seed, stored in one fenced statement."""
+        lease = (self.table_id, self.lease.owner, self.lease.epoch) if self.lease else (self.table_id, "", -1)
+        async with connection(self.pool) as conn:
+            held = await handstore.store_seed(conn, kind, lease, hand.hand_id, seat, value, psig)
+        if not held:
+            raise Fenced(f"table {self.table_id}: this node's lease was taken over")
+
     def request_handoff(self) -> None:
         """Hand the table to another node as soon as its hand in progress is over."""
         self.handoff_requested = True
@@ -523,8 +531,7 @@ class TableActor:
         if earlier is not None:
             return result  # the same commitment again: the same receipt
         cmd.settled = lambda: result if self.hand is not None and seat in self.hand.commits else None
-        async with self.fence() as conn:
-            await handstore.store_commit(conn, hand.hand_id, seat, commit, psig)
+        await self._store_seed("commit", hand, seat, commit, psig)
         hand.commits[seat] = (commit, psig)
         return result
 
@@ -539,8 +546,7 @@ class TableActor:
         if earlier is not None:
             return result
         cmd.settled = lambda: result if self.hand is not None and seat in self.hand.seeds else None
-        async with self.fence() as conn:
-            await handstore.store_reveal(conn, hand.hand_id, seat, seed, psig)
+        await self._store_seed("reveal", hand, seat, seed, psig)
         hand.seeds[seat] = (seed, psig)
         return result
 
