@@ -29,9 +29,10 @@ CHROMIUM_ARGS = [
 
 
 def require_chromium() -> None:
-    """Skip the calling test when there is no Chromium on this machine."""
+    """The browser tests are part of the suite: without Chromium they fail, they are
+    never skipped (.ci/run installs Debian's package when it is missing)."""
     if not pathlib.Path(CHROMIUM).exists():
-        pytest.skip(f"no Chromium at {CHROMIUM}")
+        pytest.fail(f"no Chromium at {CHROMIUM}: install Debian's package (apt-get install chromium)")
 
 
 @contextlib.asynccontextmanager
