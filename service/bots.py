@@ -48,6 +48,7 @@ class Bot:
     fast: bool = True
     key: Signer = field(default_factory=Signer.generate)
     drops: bool = True  # False: never drop a hopeless hand (hands that last, for tests and drills)
+    think: float | None = None  # seconds before each move; None: none when fast, else 0.3-1.5 s
     seat: int | None = None
     player_id: str | None = None  # from the server's hello
     hands_seen: list[dict[str, Any]] = field(default_factory=list)
@@ -269,7 +270,9 @@ class Bot:
         if view["turn"] != me["seat"] or me["status"] != "playing" or head is None or self._acted_on == head:
             return
         self._acted_on = head
-        if not self.fast:
+        if self.think is not None:
+            await asyncio.sleep(self.think)
+        elif not self.fast:
             await asyncio.sleep(0.3 + secrets.randbelow(1200) / 1000)  # think time
         action = choose_from_view(view, allow_drop=self.drops)
         await self.send(

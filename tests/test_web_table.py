@@ -6,8 +6,10 @@ whole hands through the page's buttons against the reference bots
 (:class:`service.bots.Bot`); the page registers its own key, commits and reveals its
 seed, signs every move, keeps its evidence, and shows the result with a link to
 ``/verify``, where every check passes.  Other tests: a move out of turn, a dropped
-connection, the lobby, and the routes that serve the pages.  The tests write the
-README's pictures to docs/screenshots/.
+connection, the lobby, and the routes that serve the pages.  The tests take the
+README's pictures; they are written to the folder named by ``RUMMY_SCREENSHOTS``
+(``RUMMY_SCREENSHOTS=docs/screenshots`` refreshes the README's), else to a temporary
+folder, so a test run never changes the checkout.
 """
 
 from __future__ import annotations
@@ -15,23 +17,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import pathlib
+import tempfile
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
 import pytest
 from playwright.async_api import Browser, BrowserContext, Page, ViewportSize
 
-from service.bots import Bot, state_from_view
+from service.bots import Bot
 from tests.browser import launch
 from tests.conftest import Api, wait_for
-from verifier import strategy
-from verifier.hand import action_to_json
 from verifier.transcript import verify_transcript
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-SHOTS = ROOT / "docs" / "screenshots"
+SHOTS = pathlib.Path(os.environ.get("RUMMY_SCREENSHOTS") or tempfile.gettempdir() + "/rummy-screenshots")
 VIEWPORT: ViewportSize = {"width": 1280, "height": 800}
 
 
@@ -73,7 +75,9 @@ async def sign_in(page: Page, base: str, token: str, name: str) -> None:
 
 async def shot(page: Page, name: str) -> None:
     SHOTS.mkdir(parents=True, exist_ok=True)
-    await page.screenshot(path=str(SHOTS / f"{name}.png"))
+    path = SHOTS / f"{name}.png"
+    await page.screenshot(path=str(path))
+    assert path.stat().st_size > 10_000, f"the {name} picture is (nearly) empty"
 
 
 def seated(bots: list[Bot]) -> Callable[[], bool]:
@@ -92,37 +96,14 @@ async def stop_bots(tasks: list[asyncio.Task[None]]) -> None:
             await t
 
 
+@dataclass
 class PatientBot(Bot):
-    """A bot that never drops (so that the hand goes on while the person plays) and,
-    with ``think``, waits that many seconds before each move (so that the person's page
-    sees the other seat on turn for a while).  Otherwise the reference bot: the same
-    strategy, signatures and evidence."""
+    """A bot that never drops (so that the hand goes on while the person plays) and
+    waits ``think`` seconds before each move (so that the person's page sees the other
+    seat on turn for a while); otherwise the reference bot."""
 
-    think: float = 0.0
-
-    async def _maybe_act(self, view: dict[str, Any] | None, hand_no: int | None) -> None:
-        if not view or view.get("phase") == "ended" or "me" not in view or hand_no is None:
-            return
-        me = view["me"]
-        head = self._head
-        if view["turn"] != me["seat"] or me["status"] != "playing" or head is None or self._acted_on == head:
-            return
-        self._acted_on = head
-        if self.think:
-            await asyncio.sleep(self.think)
-        action = action_to_json(strategy.choose(state_from_view(view), me["seat"], allow_drop=False))
-        del action["seat"]
-        sig = self._sign(hand_no, head, {**action, "seat": me["seat"]})
-        await self.send(
-            {
-                "type": "action",
-                "table_id": self.table_id,
-                "hand_no": hand_no,
-                "action": action,
-                "prev": head,
-                "sig": sig,
-            }
-        )
+    drops: bool = False
+    think: float | None = 0.0
 
 
 async def bot(api: Api, server_url: str, table_id: str, name: str) -> Bot:
