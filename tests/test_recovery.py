@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
+import shutil
 import tempfile
 import time
 from collections.abc import AsyncIterator
@@ -258,6 +259,7 @@ async def proxied(pg_dsn: str, tmp_path: Path) -> AsyncIterator[tuple[Running, P
         admin = await asyncpg.connect(pg_dsn)
         await admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
         await admin.close()
+        shutil.rmtree(sock_dir, ignore_errors=True)
 
 
 async def test_a_lost_database_pauses_the_table_and_nothing_is_half_applied(
