@@ -18,7 +18,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -33,24 +32,20 @@ import asyncpg
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.common import (  # noqa: E402
+    free_port,
+    operator_call,
+    percentile,
+    prove_nothing_lost,
+    serve_command,
+    settle_down,
+)
 from service.bots import Bot  # noqa: E402
 from service.db import EmbeddedPostgres  # noqa: E402
 from service.keys import SEED_KEY_FILE, SIGNING_KEY_FILE, ServerKeys  # noqa: E402
 from verifier.signing import load_public_key  # noqa: E402
-from verifier.transcript import verify_transcript  # noqa: E402
 
 OPERATOR = "cluster-operator-" + os.urandom(6).hex()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def percentile(values: list[float], q: float) -> float:
-    v = sorted(values)
-    return v[min(len(v) - 1, max(0, round(q * (len(v) - 1))))] if v else float("nan")
 
 
 @dataclass
@@ -99,19 +94,9 @@ class Harness:
         log = open(self.workdir / f"{node_id}.log", "ab")
         env = {**os.environ, "RUMMY_OPERATOR_TOKEN": OPERATOR, "PYTHONUNBUFFERED": "1"}
         node.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "service.cli",
-                "-v",
-                "serve",
-                "--workers",
-                "1",
-                "--port",
-                str(node.port),
-                "--data-dir",
-                str(self.data_dir(node_id)),
-                "--database-url",
+            serve_command(
+                node.port,
+                self.data_dir(node_id),
                 self.dsn,
                 "--node-id",
                 node_id,
@@ -119,13 +104,8 @@ class Harness:
                 node.url,
                 "--lease-seconds",
                 str(self.lease_seconds),
-                "--seed-seconds",
-                "2",
-                "--next-hand-delay",
-                "0.3",
-                "--resume-grace",
-                "5",
-            ],
+                verbose=True,
+            ),
             cwd=ROOT,
             env=env,
             stdout=log,
@@ -176,16 +156,8 @@ class Harness:
 
     # -- tables and bots -----------------------------------------------------------------
     async def api(self, method: str, path: str, body: Any = None, node: str = "n1") -> Any:
-        async with (
-            aiohttp.ClientSession() as s,
-            s.request(
-                method, self.nodes[node].url + path, json=body, headers={"Authorization": f"Bearer {OPERATOR}"}
-            ) as r,
-        ):
-            data = await r.json()
-            if r.status >= 400:
-                raise RuntimeError(f"{method} {path}: {r.status} {data}")
-            return data
+        async with aiohttp.ClientSession() as s:
+            return await operator_call(s, self.nodes[node].url, OPERATOR, method, path, body)
 
     async def add_tables(self, count: int, bots_each: int, *, fast: bool, turn_seconds: int = 5) -> None:
         for _ in range(count):
@@ -215,67 +187,14 @@ class Harness:
             await conn.close()
 
     async def settle_down(self, timeout: float = 90) -> None:
-        conn = await asyncpg.connect(self.dsn)
-        try:
-            end = time.monotonic() + timeout
-            while time.monotonic() < end:
-                if not await conn.fetchval("SELECT COUNT(*) FROM hands WHERE status IN ('seeding', 'playing')"):
-                    return
-                await asyncio.sleep(0.2)
-            raise RuntimeError("hands are still in progress")
-        finally:
-            await conn.close()
+        await settle_down(self.dsn, timeout)
 
     # -- the checks ------------------------------------------------------------------------
     async def check(self) -> dict[str, Any]:
-        """Every hand ended or voided by rule, every transcript (and every bot's
-        evidence) verifies, each table's chain has no gap and no fork, the ledger
-        balances."""
-        problems: list[str] = []
+        """Nothing lost, nothing forked (bench/common.py: prove_nothing_lost)."""
         key = load_public_key((await self.api("GET", "/api/fairness/key"))["public_key_hex"])
-        conn = await asyncpg.connect(self.dsn)
-        try:
-            hands = await conn.fetch(
-                "SELECT table_id, hand_no, status, transcript::text AS t FROM hands ORDER BY table_id, hand_no"
-            )
-        finally:
-            await conn.close()
-        transcripts: dict[tuple[str, int], dict[str, Any]] = {}
-        for h in hands:
-            where = f"table {h['table_id']} hand {h['hand_no']}"
-            if h["status"] not in ("ended", "void") or h["t"] is None:
-                problems.append(f"{where} is {h['status']} without a transcript")
-                continue
-            t = json.loads(h["t"])
-            transcripts[(h["table_id"], h["hand_no"])] = t
-            report = verify_transcript(t, key)
-            if not report.ok:
-                problems.append(f"{where}: {report.failure.check}: {report.failure.message}")  # type: ignore[union-attr]
-        for table in self.tables:
-            numbers = sorted(n for (tid, n) in transcripts if tid == table)
-            if numbers != list(range(1, len(numbers) + 1)):
-                problems.append(f"table {table}: a gap in its hands: {numbers}")
-            for n in numbers[1:]:
-                if transcripts[(table, n)]["log"][0]["header"]["prev_head"] != transcripts[(table, n - 1)]["head"]:
-                    problems.append(f"table {table}: hand {n} forks from hand {n - 1}")
-        for b in self.bots:
-            mine: dict[tuple[Any, Any], list[dict[str, Any]]] = {}
-            for item in b.evidence:
-                body = item.get("body", {})
-                mine.setdefault((body.get("table_id"), body.get("hand_no")), []).append(item)
-            for hand, items in mine.items():
-                t = transcripts.get(hand)  # type: ignore[arg-type]
-                report = verify_transcript(t, key, items) if t is not None else None
-                if report is None or not report.ok:
-                    problems.append(f"bot evidence for {hand} does not agree with the published transcript")
-        ledger = await self.api("GET", "/api/ledger")
-        if not ledger["ok"]:
-            problems.append(f"the ledger does not balance: {ledger}")
-        return {
-            "hands": len(hands),
-            "voided": sum(1 for h in hands if h["status"] == "void"),
-            "problems": problems,
-        }
+        proof = await prove_nothing_lost(self.dsn, key, self.tables, self.bots, await self.api("GET", "/api/ledger"))
+        return {"hands": len(proof.hands), "voided": proof.voided, "problems": proof.problems}
 
     def close(self) -> None:
         for node in self.nodes.values():

@@ -30,7 +30,6 @@ import json
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -44,25 +43,19 @@ import asyncpg
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.common import (  # noqa: E402
+    free_port,
+    operator_call,
+    percentile,
+    prove_nothing_lost,
+    serve_command,
+    settle_down,
+)
 from service.bots import Bot  # noqa: E402
 from service.db import EmbeddedPostgres  # noqa: E402
 from verifier.signing import load_public_key  # noqa: E402
-from verifier.transcript import verify_transcript  # noqa: E402
 
 OPERATOR = "drill-operator-" + os.urandom(6).hex()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def percentile(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    v = sorted(values)
-    return v[min(len(v) - 1, max(0, round(q * (len(v) - 1))))]
 
 
 class Drill:
@@ -103,26 +96,7 @@ class Drill:
     def start_server(self) -> None:
         env = {**os.environ, "RUMMY_OPERATOR_TOKEN": OPERATOR, "PYTHONUNBUFFERED": "1"}
         self.server = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "service.cli",
-                "serve",
-                "--workers",
-                "1",
-                "--port",
-                str(self.port),
-                "--data-dir",
-                str(self.workdir / "data"),
-                "--database-url",
-                self.dsn,
-                "--seed-seconds",
-                "2",
-                "--next-hand-delay",
-                "0.3",
-                "--resume-grace",
-                "5",
-            ],
+            serve_command(self.port, self.workdir / "data", self.dsn),
             cwd=ROOT,
             env=env,
             stdout=self.log,
@@ -148,13 +122,7 @@ class Drill:
         raise RuntimeError(f"the server did not recover within {timeout} s; see {self.workdir / 'server.log'}")
 
     async def api(self, session: aiohttp.ClientSession, method: str, path: str, body: Any = None) -> Any:
-        async with session.request(
-            method, self.url + path, json=body, headers={"Authorization": f"Bearer {OPERATOR}"}
-        ) as r:
-            data = await r.json()
-            if r.status >= 400:
-                raise RuntimeError(f"{method} {path}: {r.status} {data}")
-            return data
+        return await operator_call(session, self.url, OPERATOR, method, path, body)
 
     # -- the drill ---------------------------------------------------------------------
     async def run(self, kills: int, pg_share: float) -> dict[str, Any]:
@@ -204,37 +172,18 @@ class Drill:
             for t in self.tasks:
                 t.cancel()
             await asyncio.gather(*self.tasks, return_exceptions=True)
-            await self.settle_down()
+            await settle_down(self.dsn)
             key = load_public_key((await self.api(session, "GET", "/api/fairness/key"))["public_key_hex"])
             report = await self.check(session, key)
             report["seconds_played"] = round(played, 1)
         return report
 
-    async def settle_down(self, timeout: float = 120) -> None:
-        """Wait until no hand is in progress (every player left: the hands end)."""
-        conn = await asyncpg.connect(self.dsn)
-        try:
-            end = time.monotonic() + timeout
-            while time.monotonic() < end:
-                if not await conn.fetchval("SELECT COUNT(*) FROM hands WHERE status IN ('seeding', 'playing')"):
-                    return
-                await asyncio.sleep(0.2)
-        finally:
-            await conn.close()
-
     async def check(self, session: aiohttp.ClientSession, key: bytes) -> dict[str, Any]:
-        problems: list[str] = []
+        proof = await prove_nothing_lost(
+            self.dsn, key, self.table_ids, self.bots, await self.api(session, "GET", "/api/ledger")
+        )
         conn = await asyncpg.connect(self.dsn)
         try:
-            hands = await conn.fetch(
-                "SELECT id, table_id, hand_no, status, started_at, ended_at, void_reason, transcript::text AS t "
-                "FROM hands ORDER BY table_id, hand_no"
-            )
-            twice = await conn.fetchval(
-                "SELECT COUNT(*) FROM (SELECT hand_id FROM ledger_tx WHERE kind = 'settle' "
-                "GROUP BY hand_id HAVING COUNT(*) > 1) x"
-            )
-            quarantined = await conn.fetchval("SELECT COUNT(*) FROM hand_records_quarantine")
             statuses = {
                 r["status"]: int(r["n"])
                 for r in await conn.fetch(
@@ -244,65 +193,27 @@ class Drill:
             }
         finally:
             await conn.close()
-        transcripts: dict[tuple[str, int], dict[str, Any]] = {}
-        resumed = voided = 0
-        for h in hands:
-            where = f"table {h['table_id']} hand {h['hand_no']}"
-            if h["status"] not in ("ended", "void"):
-                problems.append(f"{where} is still {h['status']}")
-                continue
-            if h["t"] is None:
-                problems.append(f"{where} has no transcript")
-                continue
-            t = json.loads(h["t"])
-            transcripts[(h["table_id"], h["hand_no"])] = t
-            report = verify_transcript(t, key)
-            if not report.ok:
-                problems.append(f"{where}: check {report.failure.check} failed: {report.failure.message}")  # type: ignore[union-attr]
-            voided += h["status"] == "void"
-            start, end = h["started_at"].timestamp(), h["ended_at"].timestamp()
-            resumed += any(start < k < end for k in self.kill_times)
-        for table in self.table_ids:
-            numbers = sorted(n for (tid, n) in transcripts if tid == table)
-            if numbers != list(range(1, len(numbers) + 1)):
-                problems.append(f"table {table}: hand numbers have a gap: {numbers}")
-            for n in numbers[1:]:
-                if transcripts[(table, n)]["log"][0]["header"]["prev_head"] != transcripts[(table, n - 1)]["head"]:
-                    problems.append(f"table {table}: hand {n} does not start from hand {n - 1}'s head")
-        evidence_checked = 0
-        for b in self.bots:
-            by_hand: dict[tuple[str, int], list[dict[str, Any]]] = {}
-            for item in b.evidence:
-                body = item.get("body", {})
-                by_hand.setdefault((body.get("table_id"), body.get("hand_no")), []).append(item)
-            for hand, items in by_hand.items():
-                t = transcripts.get(hand)  # type: ignore[arg-type]
-                if t is None:
-                    problems.append(f"bot {b.player_id} holds evidence of {hand}, which has no transcript")
-                    continue
-                report = verify_transcript(t, key, items)
-                evidence_checked += len(items)
-                if not report.ok:
-                    problems.append(f"bot {b.player_id}, {hand}: {report.failure.check}: {report.failure.message}")  # type: ignore[union-attr]
-        ledger = await self.api(session, "GET", "/api/ledger")
-        if not ledger["ok"]:
-            problems.append(f"the ledger does not balance: {ledger}")
-        if twice:
-            problems.append(f"{twice} hands were settled twice")
+        resumed = sum(
+            1
+            for h in proof.hands
+            if h["ended_at"] is not None
+            and any(h["started_at"].timestamp() < k < h["ended_at"].timestamp() for k in self.kill_times)
+        )
+        ledger = proof.ledger
         return {
             "kills": sum(self.kills.values()),
             "server_kills": self.kills["server"],
             "postgres_kills": self.kills["postgres"],
             "tables": len(self.table_ids),
             "bots": len(self.bots),
-            "hands": len(hands),
-            "ended": sum(1 for h in hands if h["status"] == "ended"),
-            "voided": voided,
-            "void_reasons": sorted({str(h["void_reason"]) for h in hands if h["status"] == "void"}),
+            "hands": len(proof.hands),
+            "ended": proof.ended,
+            "voided": proof.voided,
+            "void_reasons": sorted({str(h["void_reason"]) for h in proof.hands if h["status"] == "void"}),
             "resumed": resumed,
-            "quarantined_records": quarantined,
+            "quarantined_records": proof.quarantined_records,
             "reveals": statuses,  # revealed / no_commit / withheld: do reconnecting bots keep adding seeds?
-            "evidence_items_checked": evidence_checked,
+            "evidence_items_checked": proof.evidence_items_checked,
             "recovery_p50_s": round(percentile(self.recoveries, 0.5), 3),
             "recovery_p99_s": round(percentile(self.recoveries, 0.99), 3),
             "recovery_max_s": round(max(self.recoveries, default=float("nan")), 3),
@@ -313,8 +224,8 @@ class Drill:
                 round(percentile(self.recovery_by["postgres"], q), 3) for q in (0.5, 0.99)
             ],
             "ledger": {k: ledger[k] for k in ("deposited", "players_available", "players_held", "house_commission")},
-            "problems": problems,
-            "ok": not problems,
+            "problems": proof.problems,
+            "ok": not proof.problems,
         }
 
     def close(self) -> None:

@@ -1,0 +1,182 @@
+"""What the benches that run real servers share: a free port, percentiles, the
+``rummy-table serve`` command line, the operator's REST calls, waiting until no hand is
+in progress, and the after-the-fact proof that nothing was lost (every hand ended or
+voided by rule, every transcript and every bot's evidence verifies, each table's chain
+has no gap and no fork, the ledger balances, no hand settled twice).
+
+Used by bench/crash_drill.py, bench/cluster.py and bench/load.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import asyncpg
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from service.bots import Bot  # noqa: E402
+from verifier.transcript import verify_transcript  # noqa: E402
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The nearest-rank ``q`` quantile (0 ≤ q ≤ 1); NaN for no values."""
+    if not values:
+        return float("nan")
+    v = sorted(values)
+    return v[min(len(v) - 1, max(0, round(q * (len(v) - 1))))]
+
+
+def serve_command(port: int, data_dir: Path, dsn: str, *extra: str, verbose: bool = False) -> list[str]:
+    """One ``rummy-table serve`` worker with the fast clocks the drills use."""
+    return [
+        sys.executable,
+        "-m",
+        "service.cli",
+        *(["-v"] if verbose else []),
+        "serve",
+        "--workers",
+        "1",
+        "--port",
+        str(port),
+        "--data-dir",
+        str(data_dir),
+        "--database-url",
+        dsn,
+        "--seed-seconds",
+        "2",
+        "--next-hand-delay",
+        "0.3",
+        "--resume-grace",
+        "5",
+        *extra,
+    ]
+
+
+async def operator_call(
+    session: aiohttp.ClientSession, url: str, token: str, method: str, path: str, body: Any = None
+) -> Any:
+    """An operator's REST call; a 4xx or 5xx raises with the server's answer."""
+    async with session.request(method, url + path, json=body, headers={"Authorization": f"Bearer {token}"}) as r:
+        data = await r.json()
+        if r.status >= 400:
+            raise RuntimeError(f"{method} {path}: {r.status} {data}")
+        return data
+
+
+async def settle_down(dsn: str, timeout: float = 120) -> None:
+    """Wait until no hand is in progress (every player left: the hands end)."""
+    conn = await asyncpg.connect(dsn)
+    try:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if not await conn.fetchval("SELECT COUNT(*) FROM hands WHERE status IN ('seeding', 'playing')"):
+                return
+            await asyncio.sleep(0.2)
+        raise RuntimeError(f"hands are still in progress after {timeout} s")
+    finally:
+        await conn.close()
+
+
+@dataclass
+class Proof:
+    """What :func:`prove_nothing_lost` found."""
+
+    hands: list[asyncpg.Record] = field(default_factory=list)
+    transcripts: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
+    evidence_items_checked: int = 0
+    settled_twice: int = 0
+    quarantined_records: int = 0
+    ledger: dict[str, Any] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def voided(self) -> int:
+        return sum(1 for h in self.hands if h["status"] == "void")
+
+    @property
+    def ended(self) -> int:
+        return sum(1 for h in self.hands if h["status"] == "ended")
+
+
+async def prove_nothing_lost(
+    dsn: str, key: bytes, table_ids: Iterable[str], bots: Iterable[Bot], ledger: dict[str, Any]
+) -> Proof:
+    """Every hand ended or voided by rule (D33) with a transcript that verifies under
+    the pinned ``key``; each table's hands numbered 1, 2, … and hand n+1 starting from
+    hand n's head; every signed head and receipt a bot kept agrees with the published
+    transcript; ``ledger`` (GET /api/ledger) balances; no hand settled twice."""
+    proof = Proof(ledger=ledger)
+    problems = proof.problems
+    conn = await asyncpg.connect(dsn)
+    try:
+        proof.hands = await conn.fetch(
+            "SELECT id, table_id, hand_no, status, started_at, ended_at, void_reason, transcript::text AS t "
+            "FROM hands ORDER BY table_id, hand_no"
+        )
+        proof.settled_twice = int(
+            await conn.fetchval(
+                "SELECT COUNT(*) FROM (SELECT hand_id FROM ledger_tx WHERE kind = 'settle' "
+                "GROUP BY hand_id HAVING COUNT(*) > 1) x"
+            )
+        )
+        proof.quarantined_records = int(await conn.fetchval("SELECT COUNT(*) FROM hand_records_quarantine"))
+    finally:
+        await conn.close()
+    for h in proof.hands:
+        where = f"table {h['table_id']} hand {h['hand_no']}"
+        if h["status"] not in ("ended", "void"):
+            problems.append(f"{where} is still {h['status']}")
+            continue
+        if h["t"] is None:
+            problems.append(f"{where} has no transcript")
+            continue
+        t = json.loads(h["t"])
+        proof.transcripts[(h["table_id"], h["hand_no"])] = t
+        report = verify_transcript(t, key)
+        if report.failure is not None:
+            problems.append(f"{where}: check {report.failure.check} failed: {report.failure.message}")
+    for table in table_ids:
+        numbers = sorted(n for (tid, n) in proof.transcripts if tid == table)
+        if numbers != list(range(1, len(numbers) + 1)):
+            problems.append(f"table {table}: hand numbers have a gap: {numbers}")
+        for n in numbers[1:]:
+            starts_from = proof.transcripts[(table, n)]["log"][0]["header"]["prev_head"]
+            if starts_from != proof.transcripts[(table, n - 1)]["head"]:
+                problems.append(f"table {table}: hand {n} does not start from hand {n - 1}'s head (a fork)")
+    for b in bots:
+        by_hand: dict[tuple[str, int], list[dict[str, Any]]] = {}
+        for item in b.evidence:
+            body = item.get("body", {})
+            by_hand.setdefault((body.get("table_id"), body.get("hand_no")), []).append(item)
+        for hand, items in by_hand.items():
+            t = proof.transcripts.get(hand)
+            if t is None:
+                problems.append(f"bot {b.player_id} holds evidence of {hand}, which has no transcript")
+                continue
+            report = verify_transcript(t, key, items)
+            proof.evidence_items_checked += len(items)
+            if report.failure is not None:
+                problems.append(f"bot {b.player_id}, {hand}: {report.failure.check}: {report.failure.message}")
+    if not ledger.get("ok"):
+        problems.append(f"the ledger does not balance: {ledger}")
+    if proof.settled_twice:
+        problems.append(f"{proof.settled_twice} hands were settled twice")
+    return proof
