@@ -245,6 +245,7 @@ class Bench:
     dsn: str = ""
     n: int = 0
     server_workers: int = 1
+    workers_flag: bool = False
 
     # -- PostgreSQL --------------------------------------------------------------------
     def start_pg(self) -> None:
@@ -318,7 +319,7 @@ class Bench:
                 "--next-hand-delay",
                 "0.3",
             ]
-            if self.server_workers > 1:
+            if self.workers_flag:  # always explicit: serve's default is one worker per core
                 cmd += ["--workers", str(self.server_workers)]
         else:
             cmd = [sys.executable, str(ROOT / "bench" / "floor.py"), "--port", str(port)]
@@ -353,6 +354,7 @@ class Bench:
         self.progress.label = f"{scenario} {kind} {seats} seats:"
         self.progress.show("starting the server")
         la0 = loadavg()
+        server_at = git_commit()  # others change service/ while this runs: which code each point measured
         db = self.new_database()
         server = self.start_server(kind, db)
         procs: list[multiprocessing.process.BaseProcess] = []
@@ -507,11 +509,14 @@ class Bench:
             "rss_before_kb": rss0,
             "rss_after_kb": rss1,
             "rss_per_seat_kb": round((rss1 - rss0) / max(1, reached), 1),
+            "frames_in_per_action": round(sum(r["rx_msgs"] for r in results.values()) / max(1, acks), 2),
+            "bytes_in_per_action": round(sum(r["rx_bytes"] for r in results.values()) / max(1, acks)),
             "unanswered": sum(r["unanswered"] for r in results.values()),
             "lost": sum(r["lost"] for r in results.values()),
             "errors": errors,
             "load_avg_before": la0,
             "load_avg_after": la1,
+            "server_at": server_at,
         }
         if kind == "project":
             out.update(
@@ -550,10 +555,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     soft = loadclient.raise_nofile()
     workdir = Path(tempfile.mkdtemp(prefix="rummy-load-"))
     b = Bench(workdir, args)
+    b.workers_flag = serve_workers_flag()
     if args.server_workers == "auto":
-        b.server_workers = (os.cpu_count() or 1) if serve_workers_flag() else 1
+        b.server_workers = (os.cpu_count() or 1) if b.workers_flag else 1
     else:
         b.server_workers = int(args.server_workers)
+        if b.server_workers > 1 and not b.workers_flag:
+            raise SystemExit("this server has no serve --workers")
     report: dict[str, Any] = {
         "machine": machine(),
         "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),

@@ -104,6 +104,8 @@ class Stats:
     clock_moves: int = 0  # the server moved for a seat (its clock ran out)
     hands_ended: int = 0  # results seen (once a table)
     key_mismatch: int = 0
+    rx_msgs: int = 0  # frames received in the window, and their bytes
+    rx_bytes: int = 0
 
     def in_window(self, t: float) -> bool:
         return self.t0 <= t < self.t1
@@ -169,6 +171,8 @@ class Worker:
             "clock_moves": s.clock_moves,
             "hands_ended": s.hands_ended,
             "key_mismatch": s.key_mismatch,
+            "rx_msgs": s.rx_msgs,
+            "rx_bytes": s.rx_bytes,
             "connected": sum(1 for x in self.seats if x.connected),
             "seated": sum(1 for x in self.seats if x.seated and x.connected),
             "tables_dealt": len(self.tables_dealt),
@@ -262,9 +266,18 @@ class Worker:
             self.seats.extend(seats)
             runs = [asyncio.create_task(s.run()) for s in seats]
             # Hold the slot until every seat has sat: the next table's set-up waits.
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.gather(*(s.sat.wait() for s in seats)), 120)
-        await asyncio.gather(*runs, return_exceptions=True)
+            waits = [asyncio.ensure_future(s.sat.wait()) for s in seats]
+            try:
+                await asyncio.wait(waits, timeout=120)
+            finally:
+                for f in waits:
+                    f.cancel()
+        try:
+            await asyncio.gather(*runs)
+        finally:
+            for r in runs:
+                r.cancel()
+            await asyncio.gather(*runs, return_exceptions=True)
 
     # -- floor mode ----------------------------------------------------------------------------
     async def floor_table(self, n: int) -> None:
@@ -338,9 +351,13 @@ class Socket:
                     self.connected = True
                     await self.on_open()
                     backoff = BACKOFF_FIRST
+                    st = w.stats
                     async for msg in ws:
                         if msg.type != aiohttp.WSMsgType.TEXT:
                             break
+                        if st.t0 <= time.time() < st.t1:
+                            st.rx_msgs += 1
+                            st.rx_bytes += len(msg.data)
                         await self.on_message(json.loads(msg.data))
                 finally:
                     self.connected = False
@@ -493,6 +510,10 @@ class ProjectSeat(Socket):
                 self.sat.set()
         elif t == "resumed" and isinstance(m.get("snapshot"), dict):
             await self.from_snapshot(m["snapshot"])
+        elif t == "moved":  # the table went to another worker or node: ask home where it is now
+            self.url = self.w.spec.url
+            self.w.stats.errors["moved"] += 1
+            raise Reconnect()
         elif t in ("shutdown", "replaced"):
             raise Reconnect()
 
