@@ -213,16 +213,20 @@ def _id(value: str) -> str:
     return quote(str(value), safe="")
 
 
-def _check_server(server: str) -> str:
+def check_server_url(server: str, flag: str = "--server") -> str:
+    """An http(s) URL with a host and a numeric port if any; returned without a trailing
+    slash.  rummy-table's other commands use it too."""
     p = urlsplit(server)
-    if p.scheme not in ("http", "https") or not p.hostname:
+    if p.scheme not in ("http", "https") or not p.netloc:
         raise AdminError(
-            EXIT_USAGE, f"--server {server!r} is not a URL; give it with http:// or https:// (e.g. {DEFAULT_SERVER})"
+            EXIT_USAGE, f"{flag} {server!r} is not a URL; give it with http:// or https:// (e.g. {DEFAULT_SERVER})"
         )
     try:
         p.port  # noqa: B018 - parsing the port is the check
     except ValueError:
-        raise AdminError(EXIT_USAGE, f"--server {server!r} has a port that is not a number") from None
+        raise AdminError(EXIT_USAGE, f"{flag} {server!r} has a port that is not a number") from None
+    if not p.hostname:
+        raise AdminError(EXIT_USAGE, f"{flag} {server!r} names no host")
     return server.rstrip("/")
 
 
@@ -449,7 +453,7 @@ def show_ledger(data: dict[str, Any]) -> str:
 # ----------------------------------------------------------------------------- commands
 def run(args: argparse.Namespace, out: TextIO) -> int:
     """Run one admin command; expected failures raise AdminError."""
-    server = _check_server(args.server)
+    server = check_server_url(args.server)
     token = args.token or os.environ.get(TOKEN_ENV)
     if not token:
         raise AdminError(EXIT_USAGE, f"give the operator token with --token or {TOKEN_ENV}")

@@ -626,18 +626,10 @@ def run_interruptible(main: Callable[[Interrupt], Awaitable[int]]) -> int:
 # ----------------------------------------------------------------------------- bots
 def check_server_url(server: str, flag: str = "--server") -> str:
     """An http(s) URL with a host; returned without a trailing slash."""
-    p = urlsplit(server)
-    if p.scheme not in ("http", "https") or not p.netloc:
-        raise CliError(
-            EXIT_USAGE, f"{flag} {server!r} is not a URL; give it with http:// or https:// (e.g. http://127.0.0.1:8080)"
-        )
     try:
-        p.port  # noqa: B018 - parsing the port is the check
-    except ValueError:
-        raise CliError(EXIT_USAGE, f"{flag} {server!r} has a port that is not a number") from None
-    if not p.hostname:
-        raise CliError(EXIT_USAGE, f"{flag} {server!r} names no host")
-    return server.rstrip("/")
+        return admin.check_server_url(server, flag)
+    except admin.AdminError as e:
+        raise CliError(e.code, e.message) from None
 
 
 async def rest(

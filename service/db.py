@@ -213,7 +213,8 @@ class ServerLock:
 
 class DataDirLock:
     """One server per data directory: an exclusive ``flock`` on ``DIR/serve.lock``,
-    taken before the embedded PostgreSQL starts."""
+    taken before the embedded PostgreSQL starts.  The file stays when the lock is let
+    go: unlinking a lock file races with the next server opening it."""
 
     def __init__(self, data_dir: Path) -> None:
         self.path = data_dir / "serve.lock"

@@ -62,6 +62,7 @@ class ServerKeys:
     signer: Signer
     seed_key: bytes
     data_dir: Path | None = None
+    created: bool = False  # both files were made by this load (a first run, or a data directory without keys)
 
     @property
     def seal_check(self) -> str:
@@ -73,6 +74,12 @@ class ServerKeys:
         the first start): another signing key would be another fairness identity,
         another sealing key could open no hand in progress."""
         where = self.data_dir or Path(".")
+        if self.created and stored.get("signing_key_fingerprint") not in (None, self.signer.fingerprint):
+            return KeyFileError(
+                where / SIGNING_KEY_FILE,
+                f"was missing, and this database belongs to a card room that signs with key "
+                f"{stored['signing_key_fingerprint'][:16]}…; {SEED_KEY_FILE} goes back with it",
+            )
         if stored.get("signing_key_fingerprint") not in (None, self.signer.fingerprint):
             return KeyFileError(
                 where / SIGNING_KEY_FILE,
@@ -100,7 +107,14 @@ class ServerKeys:
                 f"is missing while {(sealing if not present[0] else signing).name} is there: the two are made together",
             )
         signer = Signer.from_seed(_load_or_create(signing, 32))
-        return cls(signer, _load_or_create(sealing, 32), data_dir)
+        return cls(signer, _load_or_create(sealing, 32), data_dir, created=not any(present))
+
+    def forget_created(self) -> None:
+        """Remove key files this load made (they belong to no card room yet), so that a
+        refused start leaves the data directory as it found it."""
+        if self.created and self.data_dir is not None:
+            for name in (SIGNING_KEY_FILE, SEED_KEY_FILE):
+                (self.data_dir / name).unlink(missing_ok=True)
 
     def seal_seed(self, seed: bytes, table_id: str, hand_no: int) -> tuple[bytes, bytes]:
         """(nonce, ciphertext) of a server seed, bound to its hand."""

@@ -104,6 +104,7 @@ async def check_keys(conn: asyncpg.Connection, keys: ServerKeys) -> None:
     )
     problem = keys.identity_problem({r["key"]: r["value"] for r in rows})
     if problem is not None:
+        keys.forget_created()
         raise problem
 
 

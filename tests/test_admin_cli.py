@@ -275,7 +275,25 @@ async def test_rotate_token_on_a_server_of_its_own(pg_dsn: str, tmp_path: Path) 
         assert rotated["token"] not in json.dumps(audit) and new not in json.dumps(audit), "a token in the audit log"
         await running.stop()
         running = None
-        # Served again with the old token in RUMMY_OPERATOR_TOKEN: one line, exit 4, nothing created.
+        # Served again with the old token in RUMMY_OPERATOR_TOKEN: one line, exit 4.
+        keys_before = sorted((p.name, p.read_bytes()) for p in (tmp_path / "data").glob("*.key"))
+        r = await asyncio.to_thread(
+            rummy,
+            "serve",
+            "--port",
+            "0",
+            "--data-dir",
+            "data",
+            "--database-url",
+            dsn_with(pg_dsn, database=name),
+            cwd=tmp_path,
+            env=clean_env(RUMMY_OPERATOR_TOKEN=old),
+        )
+        one_line(r, 4, "RUMMY_OPERATOR_TOKEN is not this server's operator token", "rotate-token")
+        assert sorted((p.name, p.read_bytes()) for p in (tmp_path / "data").glob("*.key")) == keys_before
+        # A data directory without the card room's keys, on its database: refused before
+        # the token is looked at, told to restore the keys, and nothing is left behind.
+        (tmp_path / "empty").mkdir()
         r = await asyncio.to_thread(
             rummy,
             "serve",
@@ -286,10 +304,25 @@ async def test_rotate_token_on_a_server_of_its_own(pg_dsn: str, tmp_path: Path) 
             "--database-url",
             dsn_with(pg_dsn, database=name),
             cwd=tmp_path,
-            env=clean_env(RUMMY_OPERATOR_TOKEN=old),
+            env=clean_env(RUMMY_OPERATOR_TOKEN=rotated["token"]),
         )
-        one_line(r, 4, "RUMMY_OPERATOR_TOKEN is not this server's operator token", "rotate-token")
+        one_line(r, 2, "was missing, and this database belongs to a card room", "from your backup")
         assert not (tmp_path / "again").exists()
+        r = await asyncio.to_thread(
+            rummy,
+            "serve",
+            "--port",
+            "0",
+            "--data-dir",
+            "empty",
+            "--database-url",
+            dsn_with(pg_dsn, database=name),
+            cwd=tmp_path,
+            env=clean_env(RUMMY_OPERATOR_TOKEN=rotated["token"]),
+        )
+        one_line(r, 2, "was missing, and this database belongs to a card room", "from your backup")
+        # (serve.lock, the data directory's lock file, stays: it is never unlinked, see DataDirLock)
+        assert [p.name for p in (tmp_path / "empty").iterdir()] == ["serve.lock"], "a refused start left keys behind"
     finally:
         if running is not None:
             await running.stop()

@@ -382,10 +382,17 @@ async def test_a_server_with_other_keys_than_the_card_rooms_is_refused(pg_dsn: s
             host="127.0.0.1", port=0, data_dir=tmp_path / "a", database_url=dsn, operator_token=OPERATOR
         )
         await first.stop()
-        with pytest.raises(KeyFileError, match="not this card room's signing key"):
-            await start_server(
+        with pytest.raises(KeyFileError, match="was missing, and this database belongs to a card room"):
+            await start_server(  # a fresh data directory: its new keys are not the card room's
                 host="127.0.0.1", port=0, data_dir=tmp_path / "b", database_url=dsn, operator_token=OPERATOR
             )
+        assert not (tmp_path / "b").exists()
+        ServerKeys.load(tmp_path / "c")  # keys made elsewhere, then brought along
+        with pytest.raises(KeyFileError, match="not this card room's signing key"):
+            await start_server(
+                host="127.0.0.1", port=0, data_dir=tmp_path / "c", database_url=dsn, operator_token=OPERATOR
+            )
+        assert sorted(p.name for p in (tmp_path / "c").glob("*.key")) == ["seed-aesgcm.key", "signing-ed25519.key"]
         again = await start_server(  # the right keys start as before
             host="127.0.0.1", port=0, data_dir=tmp_path / "a", database_url=dsn, operator_token=OPERATOR
         )
