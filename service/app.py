@@ -649,7 +649,7 @@ async def _dispatch(
     if kind == "join":
         a.watchers.attach(conn)
         joined.add(a.table_id)
-        return a.enqueue("snapshot", player.id, {})
+        return a.enqueue("snapshot", player.id, {"since": data.get("since")})
     if a.table_id not in joined:
         done.set_exception(ClientError("not_joined", "send a 'join' for this table first"))
         return done

@@ -34,7 +34,7 @@ from service.metrics import Metrics
 from service.telling import Teller, iso
 from service.writer import RecordWriter
 from verifier.errors import RuleError
-from verifier.hand import Leave, TimeOut, action_from_json, seat_view
+from verifier.hand import Event, Leave, TimeOut, action_from_json, seat_view
 from verifier.record import RestoreError
 from verifier.settle import hold_amount
 
@@ -557,7 +557,8 @@ class TableActor:
         return await self.dealing.apply(hand, action, psig, lambda settled: setattr(cmd, "settled", settled))
 
     async def _snapshot(self, cmd: Command) -> dict[str, Any]:
-        return self.snapshot_for(cmd.player_id)
+        since = cmd.payload.get("since")
+        return self.snapshot_for(cmd.player_id, events_since=(since["hand_no"], since["i"]) if since else (0, -1))
 
     async def _operator_void(self, cmd: Command) -> dict[str, Any]:
         hand = self.hand
@@ -602,9 +603,12 @@ class TableActor:
             self.watchers.tell_seats(t.seats)
         return {"table_id": self.table_id, "seat": seat, "player_id": player_id, "now": not later}
 
-    def snapshot_for(self, player_id: str) -> dict[str, Any]:
+    def snapshot_for(self, player_id: str, events_since: tuple[int, int] | None = None) -> dict[str, Any]:
         """Everything a (re)connecting player may see now: the table, and the hand in
-        progress from their seat's point of view."""
+        progress from their seat's point of view.  With ``events_since`` (hand_no, i),
+        the hand's events after record i — all of them when that is another hand — as
+        the seat may see them, each with its record's ``i``: what happened while the
+        client was away."""
         t = self.t
         assert t.rules is not None
         out: dict[str, Any] = {
@@ -634,6 +638,13 @@ class TableActor:
                 "head": rec.head_evidence(i),
                 "view": None if rec.state is None else seat_view(rec.state, seat),
             }
+            if events_since is not None:
+                after = events_since[1] if events_since[0] == hand.hand_no else -1
+                out["hand"]["events"] = [
+                    {"i": r["i"], **Event.from_json(e).for_seat(seat)}
+                    for r in rec.records[after + 1 :]
+                    for e in r.get("events", ())
+                ]
         return out
 
 

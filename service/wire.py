@@ -227,7 +227,9 @@ ACTION: Final = Obj(
 )
 FRAMES: Final[dict[str, Obj]] = {
     "ping": Obj(FRAME_BASE),
-    "join": Obj({**FRAME_BASE, "table_id": ID}),
+    # since: the newest record of a hand the client has seen; the snapshot then carries
+    # only the events after it (docs/api.md, "join")
+    "join": Obj({**FRAME_BASE, "table_id": ID}, {"since": Obj({"hand_no": HAND_NO, "i": Int(0, INT32_MAX)})}),
     "sit": Obj({**FRAME_BASE, "table_id": ID}, {"seat": Int(0, 7)}),
     "leave": Obj({**FRAME_BASE, "table_id": ID}, SIGNED_LEAVE),
     "commit": Obj({**FRAME_BASE, "table_id": ID, "hand_no": HAND_NO, "commit": Hex(32), "sig": SIGNATURE}),

@@ -447,14 +447,35 @@ async def test_state_is_rebuilt_from_the_stored_log(api: Api, server: Running) -
 async def test_one_live_connection_per_seat_and_reconnect_restores_the_view(api: Api, server: Running) -> None:
     table, a, b = await seat_two(api, server)
     async with Client(server.url, a["token"], a["signer"]) as ca, Client(server.url, b["token"], b["signer"]) as cb:
-        await through_seeds(table, ca, cb)
+        hand_no = await through_seeds(table, ca, cb)
+        # The seat on turn draws from the closed pile; the other seat sees that it drew,
+        # never which card.
+        view = latest_view(ca)
+        on_turn = ca if view["turn"] == view["me"]["seat"] else cb
+        deal_i = next(f["i"] for f in ca.frames if f.get("type") == "update")
+        r = await on_turn.act(table, hand_no, seat_of(on_turn), {"kind": "draw_closed"})
+        assert r["type"] == "reply", r
+        await ca.wait_frame(lambda f: f.get("type") == "update" and f["i"] > deal_i)
         mine = latest_view(ca)["me"]["cards"]
+        pushed = [{"i": f["i"], **e} for f in ca.frames if f.get("type") == "update" for e in f["events"]]
         async with Client(server.url, a["token"], a["signer"]) as ca2:
             snap = await ca2.request({"type": "join", "table_id": table})
             assert snap["result"]["hand"]["view"]["me"]["cards"] == mine
             assert "cards" not in json.dumps(snap["result"]["hand"]["view"]["seats"])
             await ca.wait_frame(lambda f: f.get("type") == "replaced")
             hand = snap["result"]["hand"]
+            # What happened while away: the events of the hand, exactly as this seat was
+            # sent them (a closed draw's card only to the seat that drew it); with
+            # ``since`` only those after the record named.
+            assert hand["events"] == pushed and pushed[0]["kind"] == "deal"
+            draws = [e for e in pushed if e["kind"] == "draw"]
+            assert len(draws) == 1 and ("card" in draws[0]) == (on_turn is ca)
+            again = await ca2.request({"type": "join", "table_id": table, "since": {"hand_no": hand_no, "i": deal_i}})
+            assert again["result"]["hand"]["events"] == [e for e in pushed if e["i"] > deal_i] != []
+            other = await ca2.request({"type": "join", "table_id": table, "since": {"hand_no": hand_no + 7, "i": 3}})
+            assert other["result"]["hand"]["events"] == pushed  # another hand: all of this one
+            bad = await ca2.request({"type": "join", "table_id": table, "since": {"hand_no": hand_no, "i": -1}})
+            assert bad["type"] == "error" and bad["error"]["code"] == "bad_message", bad
             r = await ca2.leave(table, hand["hand_no"], hand["seat"])
             assert r["type"] == "reply" and r["result"]["charged"] is True
         await cb.leave(table)

@@ -578,6 +578,13 @@ async def test_a_move_out_of_turn_is_refused_and_a_dropped_connection_rejoins(se
             assert note.startswith("Reconnected — ") and "moves happened while you were away" in note, note
             missed = int(note.split("— ")[1].split(" ")[0])
             assert missed >= 2
+            # ...and what they were, in the table's log: the join asked for the events
+            # since the newest record the page had seen
+            log = await page.evaluate("RummyTable.state.t.log.map((l) => l.text)")
+            k = max(n for n, line in enumerate(log) if line == "While you were away:")
+            away = log[k + 1 : next(n for n in range(k, len(log)) if log[n].startswith("Reconnected"))]
+            assert any("discarded" in line for line in away), log[-12:]
+            assert any("pile" in line and "discarded" not in line for line in away), log[-12:]
             assert await page.is_hidden("#banner")
 
             # the hand goes on: the person plays a turn after the reconnect.  Its draw is

@@ -318,7 +318,8 @@
   const BACKOFF_MAX = 8000;
   const GATED = new Set(["table", "hand", "update", "result", "paused", "resumed"]);
 
-  /* One table's socket.  It joins on every (re)connect and hands the snapshot to
+  /* One table's socket.  It joins on every (re)connect (with joinArgs(), e.g. the
+     newest record seen, so that the snapshot holds the events missed) and hands the snapshot to
      onSnapshot(snapshot, {reconnected}); pushes go to onPush(message); replies settle
      the promise send() returned.  After a close it reconnects with backoff (at once
      when the browser says it is back online), unless stop() was called or another
@@ -330,6 +331,8 @@
       this.onSnapshot = opts.onSnapshot;
       this.onPush = opts.onPush;
       this.onState = opts.onState || (() => {});
+      // what the join asks for beyond the table: {since: {hand_no, i}}, the newest record seen
+      this.joinArgs = opts.joinArgs || (() => ({}));
       this.ws = null;
       this.node = null; // the node that serves the table, when not this page's own server
       this.moving = false;
@@ -385,7 +388,7 @@
         this.connections += 1;
         const reconnected = this.connections > 1;
         try {
-          const snap = await this.send("join", {});
+          const snap = await this.send("join", this.joinArgs());
           this.joined = true;
           this.backoff = BACKOFF_FIRST;
           this.onState("open");

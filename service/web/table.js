@@ -505,6 +505,7 @@
       tableId: id,
       onSnapshot: (snap, how) => fromSnapshot(snap, how),
       onPush: onPush,
+      joinArgs: () => (t.hand && t.hand.newest >= 0 ? { since: { hand_no: t.hand.hand_no, i: t.hand.newest } } : {}),
       onState: onConnState,
     });
     t.sock.connect();
@@ -569,7 +570,8 @@
     let missed = null;
     if (h) {
       let hand = before && before.hand_no === h.hand_no ? before : newHand(h.hand_no, h.hand_id);
-      if (before && before.hand_no === h.hand_no) missed = Math.max(0, h.i - before.newest);
+      const seen = before && before.hand_no === h.hand_no ? before.newest : -1;
+      if (seen >= 0) missed = Math.max(0, h.i - seen);
       t.hand = hand;
       hand.hand_id = h.hand_id;
       hand.phase = h.phase;
@@ -585,6 +587,13 @@
       if (h.view) hand.view = h.view;
       learnSeat(hand);
       if (h.seat !== null && h.seat !== undefined) hand.seat = h.seat;
+      // what happened while the page was away (or, on a first visit, the hand so far)
+      const events = (h.events || []).filter((e) => e.i > seen);
+      if (events.length) {
+        if (seen >= 0) logLine("While you were away:", "sys");
+        hand.fresh = new Set();
+        for (const e of events) onEvent(hand, e);
+      }
       if (h.committed) hand.committed = true;
       if (h.revealed) hand.revealed = true;
       keep(h.head);
