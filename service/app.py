@@ -16,7 +16,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 import asyncpg
 from aiohttp import WSCloseCode, WSMsgType, web
@@ -209,10 +209,25 @@ def page(request: web.Request) -> tuple[int, int]:
     return limit, offset
 
 
-async def require_player(request: web.Request) -> store.Player:
+#: the WebSocket subprotocol a browser asks for; it sends its token as a second one,
+#: ``bearer.<token>``, since a page cannot set an Authorization header on a WebSocket
+#: (and a token in the URL would end up in proxies' logs)
+WS_PROTOCOL: Final = "rummy.v2"
+WS_TOKEN_PREFIX: Final = "bearer."  # noqa: S105 - a prefix, not a secret
+
+
+def _token_of(request: web.Request, *, websocket: bool = False) -> str | None:
     token = wire.bearer_token(request.headers.get("Authorization"))
-    if token is None and "token" in request.query:
-        token = wire.bearer_token("Bearer " + request.query["token"])
+    if token is None and websocket:
+        offered = [p.strip() for p in request.headers.get("Sec-WebSocket-Protocol", "").split(",")]
+        given = [p[len(WS_TOKEN_PREFIX) :] for p in offered if p.startswith(WS_TOKEN_PREFIX)]
+        if len(given) == 1:
+            token = wire.bearer_token("Bearer " + given[0])
+    return token
+
+
+async def require_player(request: web.Request, *, websocket: bool = False) -> store.Player:
+    token = _token_of(request, websocket=websocket)
     if token:
         async with connection(request.app[POOL]) as conn:
             player = await store.player_by_token(conn, token)
@@ -542,8 +557,10 @@ async def websocket(request: web.Request) -> web.WebSocketResponse:
     message ``id``; on this connection a repeated id gets the original reply and is
     never applied twice (``join`` is never replayed).  A writer task drains the
     socket's bounded queue."""
-    player = await require_player(request)
-    ws = web.WebSocketResponse(heartbeat=request.app[CONFIG].heartbeat, max_msg_size=WS_HARD_LIMIT, timeout=1.0)
+    player = await require_player(request, websocket=True)
+    ws = web.WebSocketResponse(
+        heartbeat=request.app[CONFIG].heartbeat, max_msg_size=WS_HARD_LIMIT, timeout=1.0, protocols=(WS_PROTOCOL,)
+    )
     await ws.prepare(request)
     closing: list[asyncio.Task[bool]] = []
 

@@ -643,11 +643,32 @@ async def test_settlement_retries_after_a_database_failure(api: Api, server: Run
             )
 
 
-async def test_websocket_with_a_wrong_token_is_refused(server: Running) -> None:
+async def test_websocket_with_a_wrong_token_is_refused(server: Running, api: Api) -> None:
     import aiohttp
 
+    p = await api.call("POST", "/api/players", body={"name": "sub"}, expect=201)
+    token = p["token"]
     async with aiohttp.ClientSession() as session:
-        for headers in ({"Authorization": "Bearer not-a-token"}, {}):
+        for headers, protocols in (
+            ({"Authorization": "Bearer not-a-token"}, ()),
+            ({}, ()),
+            ({}, ("rummy.v2", "bearer.not-a-token")),
+            ({}, ("rummy.v2", f"bearer.{token}", "bearer.another")),  # two tokens: neither is taken
+        ):
             with pytest.raises(aiohttp.WSServerHandshakeError) as e:
-                await session.ws_connect(server.url + "/ws", headers=headers)
+                await session.ws_connect(server.url + "/ws", headers=headers, protocols=protocols)
             assert e.value.status == 401
+        # Never from the URL, where proxies would log it.
+        with pytest.raises(aiohttp.WSServerHandshakeError) as e:
+            await session.ws_connect(server.url + "/ws?token=" + token)
+        assert e.value.status == 401
+        async with session.get(server.url + "/api/me?token=" + token) as r:
+            assert r.status == 401
+        # A browser's way: the token as a second subprotocol; the server picks rummy.v2.
+        ws = await session.ws_connect(server.url + "/ws", protocols=("rummy.v2", f"bearer.{token}"))
+        try:
+            assert ws.protocol == "rummy.v2"
+            hello = await ws.receive_json(timeout=5)
+            assert hello["type"] == "hello" and hello["player_id"] == p["id"]
+        finally:
+            await ws.close()

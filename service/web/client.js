@@ -364,8 +364,7 @@
           this.node = null;
         }
       }
-      // a browser cannot set an Authorization header on a WebSocket: the API takes ?token=
-      return base.replace(/^http/, "ws") + "/ws?token=" + encodeURIComponent(this.token);
+      return base.replace(/^http/, "ws") + "/ws";
     }
 
     connect() {
@@ -376,7 +375,9 @@
       this.onState("connecting");
       let ws;
       try {
-        ws = new WebSocket(this.url());
+        // a page cannot set an Authorization header on a WebSocket, and a token in the
+        // URL would land in proxies' logs: it goes as a second subprotocol (docs/api.md)
+        ws = new WebSocket(this.url(), ["rummy.v2", "bearer." + this.token]);
       } catch (e) {
         this._closed(null);
         return;
