@@ -31,7 +31,7 @@ from service.metrics import Metrics
 from service.openapi import OPENAPI
 from service.pages import add_page_routes
 from service.table import ClientError, Settings, TableActor
-from service.telling import Connection
+from service.telling import Connection, iso
 from service.wire import WireError
 from service.writer import RecordWriter
 from verifier.errors import RuleError
@@ -571,7 +571,9 @@ async def websocket(request: web.Request) -> web.WebSocketResponse:
     request.app[SOCKETS][ws] = conn
     writer = asyncio.create_task(_writer(ws, conn), name=f"ws-writer-{player.id}")
     joined: set[str] = set()
-    conn.push({"type": "hello", "player_id": player.id, "name": player.name, "protocol": PROTOCOL})
+    conn.push(
+        {"type": "hello", "player_id": player.id, "name": player.name, "protocol": PROTOCOL, "now": iso(time.time())}
+    )
     try:
         async for msg in ws:
             if msg.type == WSMsgType.TEXT:

@@ -529,6 +529,9 @@ async def test_a_move_out_of_turn_is_refused_and_a_dropped_connection_rejoins(se
     tasks = start_bots([slow])
     try:
         async with launch() as browser, person_page(browser) as (context, page, _console):
+            # This person's computer clock is ten minutes fast: the turn clock still
+            # counts down the server's deadline (hello carries the server's time).
+            await context.add_init_script("Date.now = ((now) => () => now() + 600000)(Date.now);")
             await sign_in(page, server.url, person["token"], "Noor")
             await wait_for(lambda: slow.seat is not None, timeout=20)
             await page.goto(server.url + f"/#/table/{table_id}")
@@ -548,6 +551,9 @@ async def test_a_move_out_of_turn_is_refused_and_a_dropped_connection_rejoins(se
             assert await page.is_disabled("#btn-discard")
             before = await page_state(page)
             assert before["turn"] != before["seat"]
+            await page.wait_for_function("() => !!(document.querySelector('.clock .clock-text') || {}).textContent")
+            left = await page.text_content(".clock .clock-text") or ""
+            assert left.endswith(" s") and 0 < int(left[:-2]) <= 30, left
 
             # a move out of turn (as a click would send it in a race): refused in plain words
             ok = await page.evaluate("RummyTable.act('draw_closed')")

@@ -164,6 +164,7 @@
     lobbyTimer: null,
     t: null, // the table being shown
     pendingSit: null, // {tableId, seat} to sit once joined
+    skew: 0, // the server's clock minus this browser's (ms), from hello
   };
 
   function newTable(id) {
@@ -681,6 +682,8 @@
     if (!t) return;
     switch (m.type) {
       case "hello":
+        // the server's clock: deadlines are its times, so the countdown runs on it
+        if (parseTime(m.now) !== null) S.skew = parseTime(m.now) - Date.now();
         break;
       case "table":
         if (m.table_id !== t.id) return;
@@ -1836,7 +1839,7 @@
   // ------------------------------------------------------------------ clocks
 
   function tickClocks() {
-    const now = Date.now();
+    const now = Date.now() + (S.skew || 0);
     for (const c of document.querySelectorAll(".clock")) {
       const d = Number(c.dataset.deadline);
       const total = Number(c.dataset.total) * 1000;
