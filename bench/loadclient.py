@@ -53,6 +53,7 @@ SEATS = 6
 DEPOSIT = 10**9
 STATUS_EVERY = 0.25
 BACKOFF_FIRST, BACKOFF_MAX = 0.2, 5.0
+RETRY_AFTER = 0.3  # seconds before a join, sit or action refused as unavailable or busy is tried again
 INF = float("inf")
 
 
@@ -494,9 +495,16 @@ class ProjectSeat(Socket):
                 self.url = str(err["redirect"]).rstrip("/")
                 raise Reconnect()
             self.w.stats.errors[f"{kind}:{code}"] += 1
+            if kind in ("join", "sit"):  # the table is between workers or busy: ask again shortly
+                await asyncio.sleep(RETRY_AFTER * (0.5 + self.w.rng.random()))
+                self.url = self.w.spec.url
+                raise Reconnect()
             if kind == "action":  # stale_head and the like: sign again over what we see now
                 self.acted_on = None
-                await self.maybe_act()
+                if code in ("unavailable", "busy"):
+                    asyncio.get_running_loop().call_later(RETRY_AFTER, self._retry)
+                else:
+                    await self.maybe_act()
         elif t == "hand":
             await self.on_hand(m)
         elif t == "result":
@@ -594,6 +602,12 @@ class ProjectSeat(Socket):
             await self.act()
         else:
             asyncio.get_running_loop().call_later(self.w.rng.uniform(*think), self._act_later, self.h)
+
+    def _retry(self) -> None:
+        if self.acted_on is None and self.on_turn():
+            task = asyncio.ensure_future(self.maybe_act())
+            self.w.acting.add(task)
+            task.add_done_callback(self.w.acting.discard)
 
     def _act_later(self, h: str | None) -> None:
         if self.h == h and self.acted_on == h and self.on_turn():
