@@ -22,6 +22,7 @@ import logging
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from typing import Final
 
 import asyncpg
 
@@ -36,6 +37,30 @@ class Lease:
     table_id: str
     owner: str
     epoch: int
+
+
+# A statement that changes several leases first locks them in table order (as the
+# group commit's share locks are taken, service.writer): two such statements never
+# wait for each other in a circle.  $1 is the owner, $2 the tables, $3 their epochs.
+RENEW_SQL: Final = """
+WITH lk AS (
+    SELECT table_id FROM table_leases WHERE table_id = ANY($2::text[]) AND owner = $1
+    ORDER BY table_id FOR NO KEY UPDATE
+)
+UPDATE table_leases l SET expires_at = now() + make_interval(secs => $4)
+FROM unnest($2::text[], $3::bigint[]) AS o(t, e)
+WHERE l.table_id = o.t AND l.epoch = o.e AND l.owner = $1 AND l.table_id IN (SELECT table_id FROM lk)
+RETURNING l.table_id
+"""
+RELEASE_ALL_SQL: Final = """
+WITH lk AS (
+    SELECT table_id FROM table_leases WHERE table_id = ANY($2::text[]) AND owner = $1
+    ORDER BY table_id FOR NO KEY UPDATE
+)
+UPDATE table_leases l SET owner = NULL, expires_at = '-infinity'
+FROM unnest($2::text[], $3::bigint[]) AS o(t, e)
+WHERE l.table_id = o.t AND l.epoch = o.e AND l.owner = $1 AND l.table_id IN (SELECT table_id FROM lk)
+"""
 
 
 class Fenced(Exception):
@@ -148,9 +173,7 @@ class Cluster:
         with contextlib.suppress(Exception):
             async with connection(self.pool) as conn:
                 await conn.execute(
-                    "UPDATE table_leases l SET owner = NULL, expires_at = '-infinity' "
-                    "FROM unnest($2::text[], $3::bigint[]) AS o(t, e) "
-                    "WHERE l.table_id = o.t AND l.epoch = o.e AND l.owner = $1",
+                    RELEASE_ALL_SQL,
                     self.node.node_id,
                     tables,
                     epochs,
@@ -167,9 +190,7 @@ class Cluster:
         epochs = [self.owned[t].epoch for t in tables]
         async with connection(self.pool) as conn:
             rows = await conn.fetch(
-                "UPDATE table_leases l SET expires_at = now() + make_interval(secs => $4) "
-                "FROM unnest($2::text[], $3::bigint[]) AS o(t, e) "
-                "WHERE l.table_id = o.t AND l.epoch = o.e AND l.owner = $1 RETURNING l.table_id",
+                RENEW_SQL,
                 self.node.node_id,
                 tables,
                 epochs,

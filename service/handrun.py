@@ -102,9 +102,12 @@ class Restored:
     keep: int = 0  # records that replayed (those after them are set aside)
 
 
-def restore(stored: StoredHand, keys: ServerKeys, table_id: str, *, grace: float) -> Restored:
+def restore(
+    stored: StoredHand, keys: ServerKeys, table_id: str, *, grace: float, trusted: HandRecorder | None = None
+) -> Restored:
     """Rebuild a stored hand through the recorder (D32), or say why it must be voided
-    (D33).  Pure: no I/O."""
+    (D33).  Pure: no I/O.  ``trusted``: this process's recorder of the same hand (a
+    reload after a failed write), whose checked signatures are not checked again."""
     players = {s: p for s, (p, _) in stored.players.items()}
     holds = {s: h for s, (_, h) in stored.players.items()}
 
@@ -125,6 +128,8 @@ def restore(stored: StoredHand, keys: ServerKeys, table_id: str, *, grace: float
     if not isinstance(header, dict) or header.get("protocol") != PROTOCOL_V2:
         raise RestoreError(0, "the hand has no rummy-pf/v2 header")
     rec = HandRecorder.from_header(keys.signer, header, seed or b"")
+    if trusted is not None:
+        rec.trust(trusted)
     run = HandRun(stored.hand_id, stored.hand_no, rec, players, holds)
     if seed is None:
         # The sealing key is gone: only what was stored in clear can be published — the

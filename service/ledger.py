@@ -50,9 +50,13 @@ WITH tx AS (
     INSERT INTO ledger_tx (kind, hand_id, memo) VALUES ($1, $2, $3) RETURNING id
 ), e AS (
     SELECT * FROM unnest($4::text[], $5::bigint[]) AS e(account, amount)
+), lk AS (
+    -- the accounts locked in id order before any moves: two transactions that share
+    -- accounts (a player at two tables, the house) never wait for each other in a circle
+    SELECT id FROM accounts WHERE id = ANY($4::text[]) ORDER BY id FOR NO KEY UPDATE
 ), u AS (
     UPDATE accounts a SET balance = a.balance + e.amount FROM e
-    WHERE a.id = e.account AND (a.kind = 'external' OR a.balance + e.amount >= 0)
+    WHERE a.id = e.account AND a.id IN (SELECT id FROM lk) AND (a.kind = 'external' OR a.balance + e.amount >= 0)
     RETURNING a.id
 ), ins AS (
     INSERT INTO ledger_entries (tx_id, account_id, amount)
@@ -73,7 +77,7 @@ async def _post(
     back."""
     if sum(entries.values()) != 0:
         raise LedgerError("unbalanced", f"ledger entries must sum to zero: {dict(entries)}")
-    moves = [(a, v) for a, v in entries.items() if v != 0]
+    moves = sorted((a, v) for a, v in entries.items() if v != 0)
     row = await conn.fetchrow(POST_SQL, kind, hand_id, memo, [a for a, _ in moves], [v for _, v in moves])
     assert row is not None
     if row["refused"]:

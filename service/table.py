@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -252,7 +253,7 @@ class TableActor:
         delay = RETRY_FIRST
         while not self._stopping:
             try:
-                await self._load()
+                await self._load(trusted=old)
                 break
             except asyncio.CancelledError:
                 raise
@@ -265,7 +266,8 @@ class TableActor:
                 log.warning("table %s: cannot load (%s); retrying in %.1f s", self.table_id, _describe(e), delay)
                 await self._forget_connections(e)
                 self._refuse_queued()
-                await asyncio.sleep(delay)
+                # with jitter: a thousand tables that failed together do not retry together
+                await asyncio.sleep(delay * (0.5 + secrets.randbelow(1000) / 1000))
                 delay = min(RETRY_MAX, delay * 2)
         if self._stopping:
             return
@@ -312,9 +314,10 @@ class TableActor:
             if cmd is not None:
                 _answer(cmd, error=unavailable())
 
-    async def _load(self) -> None:
+    async def _load(self, trusted: HandRun | None = None) -> None:
         """The table as the database has it; an unfinished hand is rebuilt through the
-        recorder, whatever its phase (D32), or voided by rule (D33)."""
+        recorder, whatever its phase (D32), or voided by rule (D33).  ``trusted``: the
+        hand as this process had it, whose checked signatures need no second check."""
         async with connection(self.pool) as conn:
             row = await store.table_row(conn, self.table_id)
             if row is None:
@@ -334,7 +337,13 @@ class TableActor:
         if stored is None:
             return
         try:
-            restored = restore(stored, self.keys, self.table_id, grace=self.settings.resume_grace)
+            restored = restore(
+                stored,
+                self.keys,
+                self.table_id,
+                grace=self.settings.resume_grace,
+                trusted=trusted.recorder if trusted is not None and trusted.hand_id == stored.hand_id else None,
+            )
         except RestoreError as e:
             await self.dealing.void_unreadable(stored, f"the stored hand cannot be read: {e}")
             return

@@ -36,6 +36,7 @@ WITH w AS (
 ), lk AS (
     SELECT l.table_id FROM table_leases l JOIN w
         ON l.table_id = w.table_id AND l.owner = w.owner AND l.epoch = w.epoch
+    ORDER BY l.table_id  -- every statement that locks several leases locks them in this order: no deadlock
     FOR SHARE OF l
 ), r AS (
     SELECT * FROM unnest($7::bigint[], $8::int[], $9::text[], $10::text[], $11::bytea[])
@@ -84,14 +85,20 @@ class RecordWriter:
         *,
         window: float = 0.002,
         max_batch: int = 512,
+        max_in_flight: int = 2,
         observe: Callable[[float, int], None] | None = None,
     ) -> None:
         self.pool = pool
         self.window = window
         self.max_batch = max_batch
+        # At most this many statements at once (so at most this many pooled
+        # connections): under load the next batch grows while they run, instead of
+        # every table taking a connection of its own and starving the rest.
+        self.max_in_flight = max_in_flight
         self.observe = observe  # (seconds, batch size) after each statement
         self._batch: list[Write] = []
         self._flusher: asyncio.Task[None] | None = None
+        self._in_flight = 0
         self.statements = 0
         self.writes = 0
 
@@ -99,7 +106,9 @@ class RecordWriter:
         """Store ``w`` (with whatever else arrives meanwhile); raises Fenced,
         StoreConflict, or the database's error (an unknown outcome)."""
         self._batch.append(w)
-        if len(self._batch) >= self.max_batch:
+        if self._in_flight >= self.max_in_flight:
+            pass  # the statement in flight flushes this batch when it is done
+        elif len(self._batch) >= self.max_batch:
             self._flush_now()
         elif self._flusher is None:
             self._flusher = asyncio.create_task(self._flush_soon())
@@ -108,16 +117,25 @@ class RecordWriter:
     async def _flush_soon(self) -> None:
         await asyncio.sleep(self.window)
         self._flusher = None
-        self._flush_now()
+        if self._in_flight < self.max_in_flight:
+            self._flush_now()
 
     def _flush_now(self) -> None:
-        batch, self._batch = self._batch, []
+        batch, self._batch = self._batch[: self.max_batch], self._batch[self.max_batch :]
         if self._flusher is not None and asyncio.current_task() is not self._flusher:
             self._flusher.cancel()
             self._flusher = None
         if batch:
+            self._in_flight += 1
             task = asyncio.create_task(self._store(batch))
-            task.add_done_callback(lambda t: t.exception() if not t.cancelled() else None)
+            task.add_done_callback(self._stored)
+
+    def _stored(self, task: asyncio.Task[None]) -> None:
+        self._in_flight -= 1
+        if not task.cancelled():
+            task.exception()  # retrieved: each write's caller has it already
+        if self._batch and self._in_flight < self.max_in_flight:
+            self._flush_now()  # these waited at least as long as the window
 
     async def _store(self, batch: list[Write]) -> None:
         started = time.perf_counter()

@@ -145,3 +145,48 @@ def test_moves_need_the_seats_own_signature_over_the_current_head() -> None:
     rec.act(leave, {"prev": h0, "sig": sign(keys, rec, other, h0, action_to_json(leave))}, 4500)
     assert rec.ended and rec.state is not None and rec.state.result is not None
     assert rec.state.result.winner == seat
+
+
+def test_a_reload_trusts_only_the_exact_signatures_its_own_recorder_checked() -> None:
+    """A table that reloads after a failed write replays its own moves without
+    verifying each signature again (HandRecorder.trust) — but a stored move that is
+    not exactly one it checked (another card under the same signature) is still
+    refused, and a recorder of another hand trusts nothing."""
+    t = load("v2-transcript-4seat-two-players.json")
+    seed = bytes.fromhex(t["server_seed"])
+    first = HandRecorder.from_header(vectors.TEST_SIGNER, t["log"][0]["header"], seed)
+    for r in t["log"]:
+        first.restore(r)
+    checked = len(first._verified)
+    assert checked >= sum(1 for r in t["log"] if r["type"] == "action" and r["psig"])
+
+    again = HandRecorder.from_header(vectors.TEST_SIGNER, t["log"][0]["header"], seed)
+    again.trust(first)
+    for r in t["log"]:
+        again.restore(r)
+    assert again.records == first.records and again.state == first.state
+
+    # A stored discard whose card was changed, its signature kept: checked, refused.
+    n = next(i for i, r in enumerate(t["log"]) if r["type"] == "action" and r["action"]["kind"] == "discard")
+    log = copy.deepcopy(t["log"])
+    seat = log[n]["action"]["seat"]
+    before = HandRecorder.from_header(vectors.TEST_SIGNER, t["log"][0]["header"], seed)
+    for r in t["log"][:n]:
+        before.restore(r)
+    assert before.state is not None
+    # another card of that seat's hand at the time: a legal discard, but not the one signed
+    other = next(c for c in before.state.seat(seat).cards if c != log[n]["action"]["card"])
+    log[n]["action"]["card"] = other
+    tampered = HandRecorder.from_header(vectors.TEST_SIGNER, t["log"][0]["header"], seed)
+    tampered.trust(first)
+    with pytest.raises(RestoreError) as e:
+        for r in log:
+            tampered.restore(r)
+    assert e.value.i == n and "signed" in e.value.message
+
+    # Another hand's recorder (another hand number) lends no trust.
+    header = copy.deepcopy(t["log"][0]["header"])
+    header["hand_no"] += 1
+    stranger = HandRecorder.from_header(vectors.TEST_SIGNER, header, seed)
+    stranger.trust(first)
+    assert stranger._verified == set()

@@ -93,6 +93,10 @@ class HandRecorder:
     deck: list[int] = field(default_factory=list)
     state: HandState | None = None
     _player_keys: dict[int, Ed25519PublicKey] = field(default_factory=dict, repr=False)
+    # (seat, prev, move, signature) this recorder has checked: see trust()
+    _verified: set[tuple[int, str, str, str]] = field(default_factory=set, repr=False)
+    # the record _link made last and the head it was linked to: accept() need not hash it again
+    _linked: tuple[dict[str, Any], str] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.seats = sorted(self.seats)
@@ -141,6 +145,7 @@ class HandRecorder:
         record = dict(record)
         record["i"] = len(self.records)
         record["h"] = chain_link(self.head, record)
+        self._linked = (record, self.head)
         return record
 
     def _append(self, record: dict[str, Any]) -> dict[str, Any]:
@@ -159,9 +164,22 @@ class HandRecorder:
         return key
 
     def _check_signature(self, seat: int, prev: str, move: Mapping[str, Any], sig: Any) -> None:
+        done = (seat, prev, canonical(move).decode(), str(sig))
+        if done in self._verified:
+            return
         body = move_body(self.table_id, self.hand_no, prev, move)
         if not player_signature_ok(self._seat_key(seat), body, sig):
             raise RuleError("bad_signature", f"the {move['kind']} is not signed by seat {seat}'s player key")
+        self._verified.add(done)
+
+    def trust(self, other: HandRecorder) -> None:
+        """Take on trust the player signatures ``other`` — a recorder of the same hand,
+        with the same seats and keys, in this process — has checked: a table that
+        reloads its hand after a failed write replays its own moves without verifying
+        each signature again.  Only exactly the same seat, ``prev``, move and signature
+        is trusted; anything else stored is checked as ever."""
+        if (other.table_id, other.hand_no, list(other.seats)) == (self.table_id, self.hand_no, list(self.seats)):
+            self._verified |= other._verified
 
     # -- record 0: the header --------------------------------------------------------
     def open(self, t: int) -> dict[str, Any]:
@@ -297,7 +315,8 @@ class HandRecorder:
         return state, self._link(record), events
 
     def accept(self, state: HandState, record: dict[str, Any]) -> None:
-        if record["i"] != len(self.records) or chain_link(self.head, record) != record["h"]:
+        linked_here = self._linked is not None and self._linked[0] is record and self._linked[1] == self.head
+        if record["i"] != len(self.records) or (not linked_here and chain_link(self.head, record) != record["h"]):
             raise RuntimeError("the record does not follow the current head")
         self.records.append(record)
         self.state = state
