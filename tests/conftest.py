@@ -4,12 +4,16 @@ on 127.0.0.1 in front of it."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import secrets
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
+import asyncpg
 import pytest
 import pytest_asyncio
 
@@ -34,6 +38,26 @@ def pg_dsn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield dsn
     finally:
         pg.stop()
+
+
+@contextlib.asynccontextmanager
+async def fresh_database(pg_dsn: str, prefix: str = "t") -> AsyncIterator[str]:
+    """A database of its own on the session's PostgreSQL (its DSN), dropped after:
+    for a server whose token, keys or tables must not meet the other tests'."""
+    name = f"{prefix}_{secrets.token_hex(5)}"
+    admin = await asyncpg.connect(pg_dsn)
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await admin.close()
+    try:
+        yield urlunsplit(urlsplit(pg_dsn)._replace(path=f"/{name}"))
+    finally:
+        admin = await asyncpg.connect(pg_dsn)
+        try:
+            await admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+        finally:
+            await admin.close()
 
 
 @pytest_asyncio.fixture(scope="session")

@@ -16,14 +16,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import asyncpg
 import pytest
 
 from service import admin
 from service.bots import Bot
 from service.cli import Running, build_parser, start_server
-from tests.conftest import OPERATOR, Api
-from tests.test_cli_errors import clean_env, dsn_with, free_port, one_line, rummy
+from tests.conftest import OPERATOR, Api, fresh_database
+from tests.test_cli_errors import Result, clean_env, free_port, one_line, rummy
 from tests.wsclient import Client
 
 
@@ -243,17 +242,24 @@ def test_amounts_are_checked_before_any_request(tmp_path: Path) -> None:
 async def test_rotate_token_on_a_server_of_its_own(pg_dsn: str, tmp_path: Path) -> None:
     """The fixture's operator token must keep working for the other tests: rotation
     runs against a server on a database of its own."""
-    name = "adm_" + secrets.token_hex(5)
-    conn = await asyncpg.connect(pg_dsn)
-    await conn.execute(f'CREATE DATABASE "{name}"')
-    await conn.close()
+    async with fresh_database(pg_dsn, "adm") as dsn:
+        await rotate_then_serve_again(dsn, tmp_path)
+
+
+async def rotate_then_serve_again(dsn: str, tmp_path: Path) -> None:
+    def serve(data_dir: str, token: str) -> Result:
+        return rummy(
+            "serve", "--port", "0", "--data-dir", data_dir, "--database-url", dsn,
+            cwd=tmp_path, env=clean_env(RUMMY_OPERATOR_TOKEN=token),
+        )  # fmt: skip
+
     running = None
     try:
         running = await start_server(
             host="127.0.0.1",
             port=0,
             data_dir=tmp_path / "data",
-            database_url=dsn_with(pg_dsn, database=name),
+            database_url=dsn,
             operator_token="op-before-" + secrets.token_hex(4),
         )
         url, old = running.url, _token(running)
@@ -277,58 +283,22 @@ async def test_rotate_token_on_a_server_of_its_own(pg_dsn: str, tmp_path: Path) 
         running = None
         # Served again with the old token in RUMMY_OPERATOR_TOKEN: one line, exit 4.
         keys_before = sorted((p.name, p.read_bytes()) for p in (tmp_path / "data").glob("*.key"))
-        r = await asyncio.to_thread(
-            rummy,
-            "serve",
-            "--port",
-            "0",
-            "--data-dir",
-            "data",
-            "--database-url",
-            dsn_with(pg_dsn, database=name),
-            cwd=tmp_path,
-            env=clean_env(RUMMY_OPERATOR_TOKEN=old),
-        )
+        r = await asyncio.to_thread(serve, "data", old)
         one_line(r, 4, "RUMMY_OPERATOR_TOKEN is not this server's operator token", "rotate-token")
         assert sorted((p.name, p.read_bytes()) for p in (tmp_path / "data").glob("*.key")) == keys_before
         # A data directory without the card room's keys, on its database: refused before
         # the token is looked at, told to restore the keys, and nothing is left behind.
         (tmp_path / "empty").mkdir()
-        r = await asyncio.to_thread(
-            rummy,
-            "serve",
-            "--port",
-            "0",
-            "--data-dir",
-            "again",
-            "--database-url",
-            dsn_with(pg_dsn, database=name),
-            cwd=tmp_path,
-            env=clean_env(RUMMY_OPERATOR_TOKEN=rotated["token"]),
-        )
+        r = await asyncio.to_thread(serve, "again", rotated["token"])
         one_line(r, 2, "was missing, and this database belongs to a card room", "from your backup")
         assert not (tmp_path / "again").exists()
-        r = await asyncio.to_thread(
-            rummy,
-            "serve",
-            "--port",
-            "0",
-            "--data-dir",
-            "empty",
-            "--database-url",
-            dsn_with(pg_dsn, database=name),
-            cwd=tmp_path,
-            env=clean_env(RUMMY_OPERATOR_TOKEN=rotated["token"]),
-        )
+        r = await asyncio.to_thread(serve, "empty", rotated["token"])
         one_line(r, 2, "was missing, and this database belongs to a card room", "from your backup")
         # (serve.lock, the data directory's lock file, stays: it is never unlinked, see DataDirLock)
         assert [p.name for p in (tmp_path / "empty").iterdir()] == ["serve.lock"], "a refused start left keys behind"
     finally:
         if running is not None:
             await running.stop()
-        conn = await asyncpg.connect(pg_dsn)
-        await conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
-        await conn.close()
 
 
 def _token(running: Running) -> str:

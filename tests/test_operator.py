@@ -4,18 +4,16 @@ everywhere."""
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import aiohttp
-import asyncpg
 import pytest_asyncio
 
 from service.app import TABLES
 from service.cli import Running, start_server
 from service.openapi import OPENAPI
-from tests.conftest import OPERATOR, Api
+from tests.conftest import OPERATOR, Api, fresh_database
 from tests.test_server import seat_of, seat_two, through_seeds
 from tests.wsclient import Client
 
@@ -142,24 +140,14 @@ async def test_public_reads_send_cors_and_unknown_routes_answer_json(api: Api, s
 async def own_server(pg_dsn: str, tmp_path: Path) -> AsyncIterator[Running]:
     """A server of its own (on a database of its own): rotating its operator token
     must not disturb the other tests."""
-    name = "op_" + secrets.token_hex(5)
-    admin = await asyncpg.connect(pg_dsn)
-    await admin.execute(f'CREATE DATABASE "{name}"')
-    await admin.close()
-    running = await start_server(
-        host="127.0.0.1",
-        port=0,
-        data_dir=tmp_path / "data",
-        database_url=pg_dsn.replace("/postgres?", f"/{name}?"),
-        operator_token=OPERATOR,
-    )
-    try:
-        yield running
-    finally:
-        await running.stop()
-        admin = await asyncpg.connect(pg_dsn)
-        await admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
-        await admin.close()
+    async with fresh_database(pg_dsn, "op") as dsn:
+        running = await start_server(
+            host="127.0.0.1", port=0, data_dir=tmp_path / "data", database_url=dsn, operator_token=OPERATOR
+        )
+        try:
+            yield running
+        finally:
+            await running.stop()
 
 
 async def test_rotating_the_operator_token_retires_the_old_one_by_name(own_server: Running) -> None:

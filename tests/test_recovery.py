@@ -12,6 +12,7 @@ import tempfile
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import asyncpg
 import pytest
@@ -24,7 +25,7 @@ from service.cli import Running, start_server
 from service.db import ServerLocked
 from service.keys import ServerKeys
 from service.table import Settings, TableActor
-from tests.conftest import OPERATOR, Api, wait_for
+from tests.conftest import OPERATOR, Api, fresh_database, wait_for
 from tests.pgproxy import PgProxy
 from tests.test_server import latest_view, seat_of, seat_two, through_seeds
 from tests.wsclient import Client
@@ -236,30 +237,26 @@ async def test_the_ledger_check_reports_a_hold_without_a_live_hand(api: Api, ser
 async def proxied(pg_dsn: str, tmp_path: Path) -> AsyncIterator[tuple[Running, PgProxy]]:
     """A server of its own, on a database of its own, through a proxy that can cut it
     off from PostgreSQL or lose a COMMIT's answer."""
-    name = "t_" + secrets.token_hex(5)
-    admin = await asyncpg.connect(pg_dsn)
-    await admin.execute(f'CREATE DATABASE "{name}"')
-    await admin.close()
-    sock_dir = tempfile.mkdtemp(prefix="pgp-", dir="/tmp")  # a short path: Unix sockets have a length limit
-    proxy = await PgProxy(pg_dsn, sock_dir).start()
-    running = await start_server(
-        host="127.0.0.1",
-        port=0,
-        data_dir=tmp_path / "data",
-        database_url=proxy.dsn(name),
-        operator_token=OPERATOR,
-        settings=Settings(commit_seconds=2, reveal_seconds=2, next_hand_delay=0.5, resume_grace=1.0),
-    )
-    try:
-        yield running, proxy
-    finally:
-        proxy.refuse = False
-        await running.stop()
-        await proxy.stop()
-        admin = await asyncpg.connect(pg_dsn)
-        await admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
-        await admin.close()
-        shutil.rmtree(sock_dir, ignore_errors=True)
+    async with fresh_database(pg_dsn) as dsn:
+        sock_dir = tempfile.mkdtemp(prefix="pgp-", dir="/tmp")  # a short path: Unix sockets have a length limit
+        proxy = await PgProxy(pg_dsn, sock_dir).start()
+        try:
+            running = await start_server(
+                host="127.0.0.1",
+                port=0,
+                data_dir=tmp_path / "data",
+                database_url=proxy.dsn(urlsplit(dsn).path.lstrip("/")),
+                operator_token=OPERATOR,
+                settings=Settings(commit_seconds=2, reveal_seconds=2, next_hand_delay=0.5, resume_grace=1.0),
+            )
+            try:
+                yield running, proxy
+            finally:
+                proxy.refuse = False
+                await running.stop()
+        finally:
+            await proxy.stop()
+            shutil.rmtree(sock_dir, ignore_errors=True)
 
 
 async def test_a_lost_database_pauses_the_table_and_nothing_is_half_applied(
@@ -372,12 +369,7 @@ async def test_a_server_with_other_keys_than_the_card_rooms_is_refused(pg_dsn: s
     open no hand in progress: the database remembers the card room's keys."""
     from service.keys import KeyFileError
 
-    name = "keys_" + secrets.token_hex(5)
-    admin = await asyncpg.connect(pg_dsn)
-    await admin.execute(f'CREATE DATABASE "{name}"')
-    await admin.close()
-    dsn = pg_dsn.replace("/postgres?", f"/{name}?")
-    try:
+    async with fresh_database(pg_dsn, "keys") as dsn:
         first = await start_server(
             host="127.0.0.1", port=0, data_dir=tmp_path / "a", database_url=dsn, operator_token=OPERATOR
         )
@@ -397,7 +389,3 @@ async def test_a_server_with_other_keys_than_the_card_rooms_is_refused(pg_dsn: s
             host="127.0.0.1", port=0, data_dir=tmp_path / "a", database_url=dsn, operator_token=OPERATOR
         )
         await again.stop()
-    finally:
-        admin = await asyncpg.connect(pg_dsn)
-        await admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
-        await admin.close()

@@ -21,30 +21,24 @@ from service.cluster import RENEW_SQL, Fenced, Lease
 from service.db import create_pool, migrate
 from service.handstore import SealedRecord
 from service.writer import RecordWriter, Write
+from tests.conftest import fresh_database
 
 TABLES = 40
 
 
 @pytest_asyncio.fixture
 async def pool(pg_dsn: str) -> AsyncIterator[asyncpg.Pool]:
-    name = "w_" + secrets.token_hex(5)
-    admin = await asyncpg.connect(pg_dsn)
-    await admin.execute(f'CREATE DATABASE "{name}"')
-    await admin.close()
-    dsn = pg_dsn.replace("/postgres?", f"/{name}?")
-    conn = await asyncpg.connect(dsn)
-    try:
-        await migrate(conn)
-    finally:
-        await conn.close()
-    p = await create_pool(dsn, max_size=10)
-    try:
-        yield p
-    finally:
-        await p.close()
-        admin = await asyncpg.connect(pg_dsn)
-        await admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
-        await admin.close()
+    async with fresh_database(pg_dsn, "w") as dsn:
+        conn = await asyncpg.connect(dsn)
+        try:
+            await migrate(conn)
+        finally:
+            await conn.close()
+        p = await create_pool(dsn, max_size=10)
+        try:
+            yield p
+        finally:
+            await p.close()
 
 
 async def tables_with_hands(pool: asyncpg.Pool, owner: str) -> dict[str, int]:
