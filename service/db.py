@@ -64,11 +64,16 @@ async def migrate(conn: asyncpg.Connection, folder: Path | None = None) -> list[
     each one.  Idempotent; a changed file that already ran is an error, never
     silently re-run."""
     applied_now = []
-    await conn.execute(
-        "CREATE TABLE IF NOT EXISTS schema_migrations ("
-        " version integer PRIMARY KEY, name text NOT NULL, checksum text NOT NULL,"
-        " applied_at timestamptz NOT NULL DEFAULT now())"
-    )
+    # Nodes of a cluster start together: CREATE TABLE IF NOT EXISTS is not safe
+    # against a concurrent twin (pg_type's unique index refuses the second), so
+    # the table is made under the same lock as the migrations.
+    async with conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock($1)", MIGRATION_LOCK)
+        await conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations ("
+            " version integer PRIMARY KEY, name text NOT NULL, checksum text NOT NULL,"
+            " applied_at timestamptz NOT NULL DEFAULT now())"
+        )
     for m in load_migrations(folder):
         async with conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock($1)", MIGRATION_LOCK)

@@ -15,7 +15,7 @@ from service.cli import Running
 from service.db import load_migrations, migrate
 from service.handrun import restore
 from service.telling import Connection
-from tests.conftest import Api, wait_for
+from tests.conftest import Api, fresh_database, wait_for
 from tests.wsclient import Client
 from verifier.chain import start_hand
 from verifier.fairness import player_commit, reshuffler
@@ -672,3 +672,19 @@ async def test_websocket_with_a_wrong_token_is_refused(server: Running, api: Api
             assert hello["type"] == "hello" and hello["player_id"] == p["id"]
         finally:
             await ws.close()
+
+
+async def test_migrators_started_together_on_an_empty_database_all_succeed(pg_dsn: str) -> None:
+    # Three cluster nodes start at once on a new database: each runs the migrations.
+    # Without the lock around CREATE TABLE schema_migrations, the second one died on
+    # pg_type's unique index (seen in CI).
+    async with fresh_database(pg_dsn, "mig") as dsn:
+        conns = [await asyncpg.connect(dsn) for _ in range(4)]
+        try:
+            results = await asyncio.gather(*(migrate(c) for c in conns), return_exceptions=True)
+            assert not [r for r in results if isinstance(r, BaseException)], results
+            applied = sorted(v for r in results if isinstance(r, list) for v in r)
+            assert applied == [m.version for m in load_migrations()]  # each applied exactly once
+        finally:
+            for c in conns:
+                await c.close()
