@@ -64,6 +64,8 @@ LOCK = web.AppKey("lock", ServerLock)
 CLUSTER = web.AppKey("cluster", Cluster)
 BACKGROUND = web.AppKey("background", set)  # short tasks kept alive until done
 WRITER = web.AppKey("writer", RecordWriter)
+LOADS = web.AppKey("loads", asyncio.Semaphore)  # tables loading at once (service.table)
+TABLE_LOADS_AT_ONCE = 4  # of the pool's 10 connections: group commit, REST and the ledger keep the rest
 METRICS = web.AppKey("metrics", Metrics)
 LEDGER_TOTALS = web.AppKey("ledger_totals", dict)  # read for /metrics just before it is drawn
 
@@ -314,16 +316,24 @@ async def create_table(request: web.Request) -> web.Response:
     settings = dict(data)
     max_away = data.pop("max_away_hands", 3)
 
-    async def work() -> tuple[str, TableRules, Lease]:
+    async def work() -> tuple[str, TableRules, TableActor]:
         rules = TableRules(**data)  # validated: a bad combination is an error, never repaired
-        async with connection(request.app[POOL]) as conn, conn.transaction():
-            table_id = await store.create_table(conn, rules, max_away_hands=max_away)
-            lease = await request.app[CLUSTER].add_table(conn, table_id)
-        return table_id, rules, lease
+        cluster = request.app[CLUSTER]
+        lease: Lease | None = None
+        try:
+            async with connection(request.app[POOL]) as conn, conn.transaction():
+                table_id = await store.create_table(conn, rules, max_away_hands=max_away)
+                lease = await cluster.add_table(conn, table_id)
+        except BaseException:
+            if lease is not None:
+                cluster.abandon(lease.table_id)
+            raise
+        cluster.adopt(lease)  # committed: from now on the heartbeat renews it
+        a = new_actor(request.app, lease)  # and it runs, whatever happens to the audit row
+        a.start()
+        return table_id, rules, a
 
-    table_id, rules, lease = await audited(request, "create_table", None, settings, work())
-    a = new_actor(request.app, lease)
-    a.start()
+    table_id, rules, a = await audited(request, "create_table", None, settings, work())
     await asyncio.wait_for(a.loaded.wait(), 10)
     return web.json_response({"id": table_id, **rules.to_json(), "max_away_hands": max_away}, status=201)
 
@@ -706,6 +716,7 @@ async def _database(app: web.Application) -> AsyncIterator[None]:
             app[NEW_OPERATOR_TOKEN].append(token)
             app[POOL] = pool
             app[WRITER] = RecordWriter(pool, window=cfg.settings.group_commit_seconds)
+            app[LOADS] = asyncio.Semaphore(TABLE_LOADS_AT_ONCE)
             watchdog = None
             if lock is not None:
                 app[LOCK] = lock
@@ -745,6 +756,11 @@ async def _tables(app: web.Application) -> AsyncIterator[None]:
     cfg = app[CONFIG]
 
     def start(lease: Lease) -> None:
+        old = app[TABLES].get(lease.table_id)
+        if old is not None:  # taken again with a new epoch: the old task can never write again
+            task = asyncio.create_task(old.stop())
+            app[BACKGROUND].add(task)
+            task.add_done_callback(app[BACKGROUND].discard)
         new_actor(app, lease).start()
 
     async def stop(table_id: str) -> None:
@@ -797,6 +813,7 @@ def new_actor(app: web.Application, lease: Lease) -> TableActor:
         lease=lease,
         on_lost=lost,
         writer=app[WRITER],
+        loads=app[LOADS],
     )
     app[TABLES][lease.table_id] = a
     return a

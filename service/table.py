@@ -102,8 +102,13 @@ class TableActor:
         lease: Lease | None = None,
         on_lost: Callable[[str, bool], None] | None = None,
         writer: RecordWriter | None = None,
+        loads: asyncio.Semaphore | None = None,
     ) -> None:
         self.table_id = table_id
+        # Shared by the process's tables: how many load at once.  A node that takes
+        # a thousand tables at once (a start, a takeover) loads them a few at a time
+        # instead of having a thousand wait for the pool and time out together.
+        self._loads = loads
         self.metrics = metrics
         self.lease = lease
         self._on_lost = on_lost
@@ -253,7 +258,13 @@ class TableActor:
         delay = RETRY_FIRST
         while not self._stopping:
             try:
-                await self._load(trusted=old)
+                if self._loads is None:
+                    await self._load(trusted=old)
+                else:
+                    async with self._loads:
+                        if self._stopping:
+                            break
+                        await self._load(trusted=old)
                 break
             except asyncio.CancelledError:
                 raise
