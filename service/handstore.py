@@ -105,14 +105,14 @@ async def store_records(
 
 
 COMMIT_SQL = (
-    "WITH lk AS (SELECT 1 FROM table_leases WHERE table_id = $5 AND owner = $6 AND epoch = $7 FOR SHARE), "
+    "WITH lk AS (SELECT 1 FROM table_leases WHERE table_id = $5 AND owner = $6 AND epoch = $7 FOR KEY SHARE), "
     "ins AS (INSERT INTO hand_seeds (hand_id, seat, commit, commit_psig) "
     "SELECT $1, $2, $3, $4 WHERE $7 < 0 OR EXISTS (SELECT 1 FROM lk) ON CONFLICT (hand_id, seat) DO NOTHING "
     "RETURNING 1) SELECT $7 < 0 OR EXISTS (SELECT 1 FROM lk) AS held, EXISTS (SELECT 1 FROM ins) AS done, "
     "(SELECT commit FROM hand_seeds WHERE hand_id = $1 AND seat = $2) AS stored"
 )
 REVEAL_SQL = (
-    "WITH lk AS (SELECT 1 FROM table_leases WHERE table_id = $5 AND owner = $6 AND epoch = $7 FOR SHARE), "
+    "WITH lk AS (SELECT 1 FROM table_leases WHERE table_id = $5 AND owner = $6 AND epoch = $7 FOR KEY SHARE), "
     "upd AS (UPDATE hand_seeds SET seed = $3, reveal_psig = $4, revealed_at = now() "
     "WHERE hand_id = $1 AND seat = $2 AND (seed IS NULL OR seed = $3) AND ($7 < 0 OR EXISTS (SELECT 1 FROM lk)) "
     "RETURNING 1) SELECT $7 < 0 OR EXISTS (SELECT 1 FROM lk) AS held, EXISTS (SELECT 1 FROM upd) AS done, "

@@ -4,8 +4,8 @@ A table that has made a record (a move, a seed phase closing, the deal) hands it
 the process's :class:`RecordWriter` and waits for its own record's commit before it
 tells anyone — "stored before sent" stays exactly true.  Writes that arrive within
 ``window`` seconds of each other go to PostgreSQL together as one statement, which
-is one transaction: it checks each table's lease (fencing, with a share lock a
-takeover must wait for), inserts the records, and moves each hand's clock.  A table
+is one transaction: it checks each table's lease (fencing, with a key-share lock
+a takeover must wait for), inserts the records, and moves each hand's clock.  A table
 whose lease is gone, or whose record clashes with a different one already stored, is
 left out of the batch and told so; the others commit.  If the statement fails, every
 table in it learns of an unknown outcome and reloads (service.table), as after any
@@ -37,7 +37,7 @@ WITH w AS (
     SELECT l.table_id FROM table_leases l JOIN w
         ON l.table_id = w.table_id AND l.owner = w.owner AND l.epoch = w.epoch
     ORDER BY l.table_id  -- every statement that locks several leases locks them in this order: no deadlock
-    FOR SHARE OF l
+    FOR KEY SHARE OF l  -- fencing: a takeover (FOR UPDATE) waits for it; a renewal does not (service.cluster)
 ), r AS (
     SELECT * FROM unnest($7::bigint[], $8::int[], $9::text[], $10::text[], $11::bytea[])
         AS r(hand_id, i, record, h, sealed)

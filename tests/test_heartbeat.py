@@ -13,7 +13,7 @@ import asyncpg
 import pytest
 import pytest_asyncio
 
-from service.cluster import Cluster, Lease, NodeSettings
+from service.cluster import RENEW_SQL, Cluster, Fenced, Lease, NodeSettings, fenced
 from service.db import create_pool, migrate
 from tests.conftest import fresh_database
 from tests.test_writer import TABLES, tables_with_hands
@@ -107,3 +107,40 @@ async def test_a_table_being_created_is_neither_lost_nor_taken_again_by_its_own_
         await cluster.leave()
     assert lost == [] and started == []
     assert (row["owner"], row["epoch"], row["live"]) == ("n1", 1, True)
+
+
+@pytest.mark.timeout(60)
+async def test_a_renewal_never_waits_for_a_write_but_a_takeover_does(db: tuple[str, asyncpg.Pool]) -> None:
+    """Fencing holds a key-share lock on the lease row until the write commits.  A
+    renewal (expiry only) must not queue behind it — under load it did, for seconds,
+    and every later write queued behind the renewal — while a takeover must wait for
+    it (or skip the table), and the write, once it commits, was the old owner's last."""
+    dsn, pool = db
+    hands = await tables_with_hands(pool, "n1")
+    table = sorted(hands)[0]
+    lease = Lease(table, "n1", 1)
+    other = await asyncpg.connect(dsn)
+    try:
+        async with fenced(pool, lease) as conn:  # a write in flight for the table
+            await conn.execute("UPDATE hands SET deadline = now() WHERE id = $1", hands[table])
+            await other.execute("SET lock_timeout = '500ms'")
+            renewed = await other.fetch(RENEW_SQL, "n1", [table], [1], 5.0)
+            assert [r["table_id"] for r in renewed] == [table]
+            with pytest.raises(asyncpg.LockNotAvailableError):  # a takeover waits for the write
+                await other.execute("SELECT 1 FROM table_leases WHERE table_id = $1 FOR UPDATE NOWAIT", table)
+            taken = await other.fetch(
+                "SELECT table_id FROM table_leases WHERE table_id = $1 FOR UPDATE SKIP LOCKED", table
+            )
+            assert taken == []  # ... or passes it by
+    finally:
+        await other.close()
+    # the write committed; now a takeover goes through and the old owner is fenced
+    async with pool.acquire() as conn:
+        await conn.execute(
+            "UPDATE table_leases SET owner = 'n2', epoch = 2 WHERE table_id IN "
+            "(SELECT table_id FROM table_leases WHERE table_id = $1 FOR UPDATE)",
+            table,
+        )
+    with pytest.raises(Fenced):
+        async with fenced(pool, lease):
+            pass
