@@ -251,14 +251,18 @@ class Worker:
                     {"seats": SEATS, "point_value": 1, "turn_seconds": spec.turn_seconds, "min_players": SEATS},
                 )
                 for k in range(SEATS):
+                    key = Signer.generate()
                     p = await self.rest(
                         "POST",
                         "/api/players",
                         spec.operator,
-                        {"name": f"load-{spec.worker_no}-{n}-{k}", "deposit": DEPOSIT, "bot": True},
+                        {
+                            "name": f"load-{spec.worker_no}-{n}-{k}",
+                            "deposit": DEPOSIT,
+                            "bot": True,
+                            "public_key": key.public_bytes.hex(),  # one request, not two
+                        },
                     )
-                    key = Signer.generate()
-                    await self.rest("PUT", "/api/me/key", p["token"], {"public_key": key.public_bytes.hex()})
                     seats.append(ProjectSeat(self, t["id"], p["id"], p["token"], key))
             except Exception as e:
                 self.setup_errors.append(f"{type(e).__name__}: {e}")

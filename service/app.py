@@ -795,8 +795,9 @@ def new_actor(app: web.Application, lease: Lease) -> TableActor:
     def lost(table_id: str, release: bool) -> None:
         """The table let go (fenced, or handed over): forget it, and give a handed-over
         table's lease up at once for another node to take."""
-        if app[TABLES].get(table_id) is a:
-            del app[TABLES][table_id]
+        if app[TABLES].get(table_id) is not a:
+            return  # a newer actor serves the table (taken again, a new epoch): its lease is not ours to drop
+        del app[TABLES][table_id]
         if release:
             task = asyncio.create_task(app[CLUSTER].release(table_id))
             app[BACKGROUND].add(task)

@@ -53,7 +53,7 @@ class Lease:
 # commit's are taken, service.writer): two such statements never wait for each other
 # in a circle.  $1 is the owner, $2 the tables, $3 their epochs.
 RENEW_SQL: Final = """
-WITH lk AS (
+WITH lk AS MATERIALIZED (  -- locked here, in table order, before the UPDATE touches them
     SELECT table_id FROM table_leases WHERE table_id = ANY($2::text[]) AND owner = $1
     ORDER BY table_id FOR NO KEY UPDATE
 )
@@ -63,7 +63,7 @@ WHERE l.table_id = o.t AND l.epoch = o.e AND l.owner = $1 AND l.table_id IN (SEL
 RETURNING l.table_id
 """
 RELEASE_ALL_SQL: Final = """
-WITH lk AS (
+WITH lk AS MATERIALIZED (  -- locked here, in table order, before the UPDATE touches them
     SELECT table_id FROM table_leases WHERE table_id = ANY($2::text[]) AND owner = $1
     ORDER BY table_id FOR UPDATE
 )

@@ -33,7 +33,7 @@ WRITE_SQL = """
 WITH w AS (
     SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::timestamptz[], $6::text[])
         AS w(table_id, owner, epoch, hand_id, deadline, status)
-), lk AS (
+), lk AS MATERIALIZED (
     SELECT l.table_id FROM table_leases l JOIN w
         ON l.table_id = w.table_id AND l.owner = w.owner AND l.epoch = w.epoch
     ORDER BY l.table_id  -- every statement that locks several leases locks them in this order: no deadlock

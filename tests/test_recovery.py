@@ -323,7 +323,7 @@ async def test_an_ambiguous_commit_never_wedges_a_table(proxied: tuple[Running, 
             return any(f.get("type") == "update" and f.get("i", 0) >= 4 for b in bots for f in b.frames)
 
         proxy.drop_commit_reply(r"INSERT INTO hands ")
-        proxy.drop_commit_reply(r"FOR SHARE OF l", when=in_play)  # the group writer's statement: a move
+        proxy.drop_commit_reply(r"FOR KEY SHARE OF l", when=in_play)  # the group writer's statement: a move
         proxy.drop_commit_reply(r"INSERT INTO settlements")
         await asyncio.wait_for(asyncio.gather(*(b.run() for b in bots)), timeout=120)
         assert len(proxy.dropped) == 3, "every trap fired"
