@@ -18,7 +18,7 @@ import pytest
 import pytest_asyncio
 
 from service.cli import Running, start_server
-from service.db import EmbeddedPostgres
+from service.db import EmbeddedPostgres, create_pool, migrate
 from service.table import Settings
 from verifier.signing import Signer
 
@@ -58,6 +58,22 @@ async def fresh_database(pg_dsn: str, prefix: str = "t") -> AsyncIterator[str]:
             await admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
         finally:
             await admin.close()
+
+
+@contextlib.asynccontextmanager
+async def fresh_pool(pg_dsn: str, prefix: str, max_size: int = 10) -> AsyncIterator[tuple[str, asyncpg.Pool]]:
+    """A fresh, migrated database and a pool on it: (its DSN, the pool)."""
+    async with fresh_database(pg_dsn, prefix) as dsn:
+        conn = await asyncpg.connect(dsn)
+        try:
+            await migrate(conn)
+        finally:
+            await conn.close()
+        pool = await create_pool(dsn, max_size=max_size)
+        try:
+            yield dsn, pool
+        finally:
+            await pool.close()
 
 
 @pytest_asyncio.fixture(scope="session")

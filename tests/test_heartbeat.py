@@ -14,24 +14,14 @@ import pytest
 import pytest_asyncio
 
 from service.cluster import RENEW_SQL, Cluster, Fenced, Lease, NodeSettings, fenced
-from service.db import create_pool, migrate
-from tests.conftest import fresh_database
+from tests.conftest import fresh_pool
 from tests.test_writer import TABLES, tables_with_hands
 
 
 @pytest_asyncio.fixture
 async def db(pg_dsn: str) -> AsyncIterator[tuple[str, asyncpg.Pool]]:
-    async with fresh_database(pg_dsn, "hb") as dsn:
-        conn = await asyncpg.connect(dsn)
-        try:
-            await migrate(conn)
-        finally:
-            await conn.close()
-        pool = await create_pool(dsn, max_size=2)
-        try:
-            yield dsn, pool
-        finally:
-            await pool.close()
+    async with fresh_pool(pg_dsn, "hb", max_size=2) as (dsn, pool):
+        yield dsn, pool
 
 
 @pytest.mark.timeout(60)

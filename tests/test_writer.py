@@ -19,27 +19,17 @@ import pytest_asyncio
 
 from service import ledger
 from service.cluster import RENEW_SQL, Fenced, Lease
-from service.db import create_pool, migrate
 from service.handstore import SealedRecord
 from service.writer import RecordWriter, Write
-from tests.conftest import fresh_database
+from tests.conftest import fresh_pool
 
 TABLES = 40
 
 
 @pytest_asyncio.fixture
 async def pool(pg_dsn: str) -> AsyncIterator[asyncpg.Pool]:
-    async with fresh_database(pg_dsn, "w") as dsn:
-        conn = await asyncpg.connect(dsn)
-        try:
-            await migrate(conn)
-        finally:
-            await conn.close()
-        p = await create_pool(dsn, max_size=10)
-        try:
-            yield p
-        finally:
-            await p.close()
+    async with fresh_pool(pg_dsn, "w") as (_, p):
+        yield p
 
 
 async def tables_with_hands(pool: asyncpg.Pool, owner: str) -> dict[str, int]:
