@@ -258,13 +258,10 @@ class TableActor:
         delay = RETRY_FIRST
         while not self._stopping:
             try:
-                if self._loads is None:
+                async with self._loads or contextlib.nullcontext():
+                    if self._stopping:
+                        break
                     await self._load(trusted=old)
-                else:
-                    async with self._loads:
-                        if self._stopping:
-                            break
-                        await self._load(trusted=old)
                 break
             except asyncio.CancelledError:
                 raise

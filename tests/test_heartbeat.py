@@ -24,18 +24,24 @@ async def db(pg_dsn: str) -> AsyncIterator[tuple[str, asyncpg.Pool]]:
         yield dsn, pool
 
 
-@pytest.mark.timeout(60)
-async def test_leases_are_renewed_while_every_pooled_connection_is_busy(db: tuple[str, asyncpg.Pool]) -> None:
+def node_n1(db: tuple[str, asyncpg.Pool], heartbeat_seconds: float) -> tuple[Cluster, list[Lease], list[str]]:
+    """Node n1 with 1 s leases: the cluster, the leases it starts, the tables it stops."""
     dsn, pool = db
-    await tables_with_hands(pool, "n1")
     started: list[Lease] = []
     lost: list[str] = []
 
     async def stop(table_id: str) -> None:
         lost.append(table_id)
 
-    node = NodeSettings(node_id="n1", cluster=True, lease_seconds=1.0, heartbeat_seconds=0.2)
-    cluster = Cluster(pool, dsn, node, started.append, stop)
+    node = NodeSettings(node_id="n1", cluster=True, lease_seconds=1.0, heartbeat_seconds=heartbeat_seconds)
+    return Cluster(pool, dsn, node, started.append, stop), started, lost
+
+
+@pytest.mark.timeout(60)
+async def test_leases_are_renewed_while_every_pooled_connection_is_busy(db: tuple[str, asyncpg.Pool]) -> None:
+    dsn, pool = db
+    await tables_with_hands(pool, "n1")
+    cluster, started, lost = node_n1(db, heartbeat_seconds=0.2)
     await cluster.join()
     assert len(started) == TABLES and len(cluster.owned) == TABLES
     beat = asyncio.create_task(cluster.run())
@@ -69,14 +75,7 @@ async def test_a_table_being_created_is_neither_lost_nor_taken_again_by_its_own_
     its lease row: it must not call the lease lost (it did, and stopped the new table),
     nor take the committed row as a table of its own to start a second time."""
     dsn, pool = db
-    started: list[Lease] = []
-    lost: list[str] = []
-
-    async def stop(table_id: str) -> None:
-        lost.append(table_id)
-
-    node = NodeSettings(node_id="n1", cluster=True, lease_seconds=1.0, heartbeat_seconds=0.1)
-    cluster = Cluster(pool, dsn, node, started.append, stop)
+    cluster, started, lost = node_n1(db, heartbeat_seconds=0.1)
     await cluster.join()
     beat = asyncio.create_task(cluster.run())
     try:
