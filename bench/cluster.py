@@ -262,12 +262,17 @@ async def prove(h: Harness) -> dict[str, Any]:
     out["sigterm_at_ms"] = int(down * 1000)
     h.start_node(leaving)
     await h.ready(leaving)
-    await asyncio.sleep(4)
+    # The bots play on past any turn the hand-over could have cost (a turn and the
+    # resume grace, with room), and clock moves are counted only while they play: a
+    # seat left behind when the bots are stopped runs out its clock then, and that is
+    # no missed turn of the hand-over's.
+    await asyncio.sleep(max(4.0, down + 4 * h.lease_seconds + 5 - time.time()))
+    playing_until = time.time()
 
     await h.stop_bots()
     await h.settle_down()
     out.update(await h.check())
-    out["sigterm_missed_turns"] = await missed_turns(h, theirs, down, down + 4 * h.lease_seconds + 5)
+    out["sigterm_missed_turns"] = await missed_turns(h, theirs, down, playing_until)
     return out
 
 
