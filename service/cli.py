@@ -1120,8 +1120,51 @@ def _fail(code: int, message: str, debug: bool) -> int:
     return code
 
 
+# Options whose value is a secret token. A token may begin with "-" (RUMMY_OPERATOR_TOKEN
+# is chosen by the operator, and older tokens were base64url), which argparse would read
+# as the next option ("expected one argument"); such a value is glued to its option first,
+# unless it is itself one of our options (then the token was forgotten, and argparse says so).
+SECRET_OPTIONS = ("--token", "--operator-token")
+
+
+def option_strings(parser: argparse.ArgumentParser) -> set[str]:
+    """Every option string of ``parser`` and of its sub-commands."""
+    found: set[str] = set()
+    for action in parser._actions:
+        found.update(action.option_strings)
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                found |= option_strings(sub)
+    return found
+
+
+def glue_secret_values(argv: Sequence[str], known: set[str]) -> list[str]:
+    """``--token -abc`` -> ``--token=-abc`` for the options in SECRET_OPTIONS, when the
+    value is not one of the ``known`` options."""
+    out: list[str] = []
+    items = list(argv)
+    i = 0
+    while i < len(items):
+        item = items[i]
+        if item in SECRET_OPTIONS and i + 1 < len(items):
+            value = items[i + 1]
+            if value.startswith("-") and value not in known:
+                out.append(f"{item}={value}")
+                i += 2
+                continue
+        out.append(item)
+        i += 1
+    return out
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = build_parser()
+    given = sys.argv[1:] if argv is None else argv
+    return parser.parse_args(glue_secret_values(given, option_strings(parser)))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = parse_args(argv)
     debug = bool(args.debug)
     setup_logging(bool(args.verbose), getattr(args, "log_format", "text"))
     try:

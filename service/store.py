@@ -20,7 +20,12 @@ TOKEN_BYTES = 32
 
 
 def new_token() -> str:
-    return secrets.token_urlsafe(TOKEN_BYTES)
+    """A bearer token: base64url of 32 random bytes that never begins with "-", so a person
+    can paste it after ``--token`` on a command line (argparse would take it for an option)."""
+    while True:
+        token = secrets.token_urlsafe(TOKEN_BYTES)
+        if not token.startswith("-"):
+            return token
 
 
 def token_hash(token: str) -> bytes:

@@ -20,7 +20,8 @@ import pytest
 
 from service import admin
 from service.bots import Bot
-from service.cli import Running, build_parser, start_server
+from service.cli import Running, parse_args, start_server
+from service.store import new_token
 from tests.conftest import OPERATOR, Api, fresh_database
 from tests.test_cli_errors import Result, clean_env, free_port, one_line, rummy
 from tests.wsclient import Client
@@ -29,7 +30,7 @@ from tests.wsclient import Client
 def run_admin(url: str, *argv: str, token: str | None = OPERATOR) -> tuple[int, str, str]:
     """``rummy-table admin --server URL --token T ARGV…`` in this thread: (exit code,
     stdout, the error line)."""
-    args = build_parser().parse_args(["admin", "--server", url, *(["--token", token] if token else []), *argv])
+    args = parse_args(["admin", "--server", url, *(["--token", token] if token else []), *argv])
     out = io.StringIO()
     try:
         return admin.run(args, out), out.getvalue(), ""
@@ -50,6 +51,36 @@ async def adm_json(url: str, *argv: str, token: str = OPERATOR) -> Any:
 def columns(text: str) -> list[str]:
     """The header of an aligned table: its column names."""
     return re.split(r"\s{2,}", text.splitlines()[0].strip())
+
+
+# ----------------------------------------------------------------------------- tokens on the command line
+def test_a_token_that_begins_with_a_dash_is_taken_as_the_value() -> None:
+    """CI once rotated to a token beginning with "-" and ``--token -…`` failed with
+    "expected one argument": any operator-chosen token must work after --token."""
+    args = parse_args(["admin", "--server", "http://127.0.0.1:1", "--token", "-Ab_9", "players"])
+    assert args.token == "-Ab_9"
+    args = parse_args(["admin", "players", "--token", "--dash-dash"])
+    assert args.token == "--dash-dash"
+    args = parse_args(
+        ["bots", "--server", "http://127.0.0.1:1", "--table", "t_x", "--count", "2", "--operator-token", "-x"]
+    )
+    assert args.operator_token == "-x"
+
+
+def test_a_forgotten_token_is_still_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    """The value is glued only when it is not one of our own options: ``--token --json``
+    means the token was left out, and argparse says so."""
+    with pytest.raises(SystemExit) as e:
+        parse_args(["admin", "--token", "--json", "players"])
+    assert e.value.code == 2
+    assert "--token: expected one argument" in capsys.readouterr().err
+
+
+def test_new_tokens_never_begin_with_a_dash() -> None:
+    """2,000 draws: without the rule about 31 would begin with "-" (1 in 64)."""
+    tokens = [new_token() for _ in range(2_000)]
+    assert not [t for t in tokens if t.startswith("-")]
+    assert len(set(tokens)) == 2_000 and {len(t) for t in tokens} == {43}
 
 
 # ----------------------------------------------------------------------------- players and money
