@@ -46,6 +46,9 @@ class HandRun:
     seed_revealed: bool = True  # False when the sealed server seed could not be opened (D33)
     turn_began: int = 0  # t (ms) of the record that began the current turn
     receipts: dict[tuple[int, str], dict[str, Any]] = field(default_factory=dict)
+    # D32: the graced deadline of a resumed hand and the clock it belongs to (phase, turn):
+    # it holds until that window or turn is over, whatever records come meanwhile.
+    graced: tuple[tuple[str, int], float] | None = None
 
     @property
     def phase(self) -> str:
@@ -82,7 +85,10 @@ class HandRun:
     def arm(self, *, grace: float = 0.0) -> None:
         """Set the clock from the log: the seed window's end, or the turn's end; none
         when finishing.  ``grace`` (D32) is added to a resumed hand's clock, counted
-        from now when the stored deadline has passed."""
+        from now when the stored deadline has passed, and it lasts for the rest of that
+        window or turn: a seat that draws in its graced turn keeps the time to discard
+        (re-arming from the log alone put the clock back to the turn's first end, long
+        past, and the seat was timed out the moment it drew)."""
         phase = self.phase
         if phase in ("commit", "reveal"):
             due = self.window_end() / 1000
@@ -90,7 +96,15 @@ class HandRun:
             due = self.turn_end() / 1000
         else:
             due = time.time()
-        self.deadline = max(due, time.time()) + grace if grace else due
+        clock = (phase, self.turn_began if phase == "play" else 0)
+        if grace:
+            self.deadline = max(due, time.time()) + grace
+            self.graced = (clock, self.deadline)
+        elif self.graced is not None and self.graced[0] == clock:
+            self.deadline = max(due, self.graced[1])
+        else:
+            self.graced = None
+            self.deadline = due
 
 
 @dataclass

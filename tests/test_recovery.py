@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import secrets
 import shutil
 import tempfile
@@ -37,12 +38,19 @@ async def key_of(api: Api) -> bytes:
     return load_public_key((await api.call("GET", "/api/fairness/key"))["public_key_hex"])
 
 
-async def restart_table(server: Running, table: str, keys: ServerKeys | None = None) -> TableActor:
+async def restart_table(
+    server: Running, table: str, keys: ServerKeys | None = None, *, down: float = 0.0, grace: float | None = None
+) -> TableActor:
     """Stop a table's task and start a new one on the same rows: the path a server
-    restart takes for that table."""
+    restart takes for that table, after ``down`` seconds, with a resume ``grace`` (D32)
+    other than the server's when given."""
     old: TableActor = server.app[TABLES][table]
     await old.stop()
-    new = TableActor(table, server.app[POOL], keys or server.app[CONFIG].keys, server.app[CONFIG].settings)
+    await asyncio.sleep(down)
+    settings = server.app[CONFIG].settings
+    if grace is not None:
+        settings = dataclasses.replace(settings, resume_grace=grace)
+    new = TableActor(table, server.app[POOL], keys or server.app[CONFIG].keys, settings)
     new.start()
     server.app[TABLES][table] = new
     await asyncio.wait_for(new.loaded.wait(), 30)
@@ -362,6 +370,38 @@ async def test_a_restart_in_the_reveal_phase_keeps_the_commitments(api: Api, ser
         hand_no = deal["hand_no"]
         for c in (ca, cb):
             await c.leave(table, hand_no, seat_of(c))
+
+
+async def test_a_seat_that_draws_in_its_graced_turn_keeps_the_grace(api: Api, server: Running) -> None:
+    """D32: the grace lasts for the rest of the turn it was given to.  The cluster drill
+    in CI caught the clock going back to the turn's first end when the seat on turn
+    drew after a resume: that end had long passed, and the seat was timed out 8 ms after
+    its draw, its discard forced, a missed turn counted against it."""
+    table, a, b = await seat_two(api, server, turn_seconds=2, max_missed_turns=3)
+    async with Client(server.url, a["token"], a["signer"]) as ca, Client(server.url, b["token"], b["signer"]) as cb:
+        hand_no = await through_seeds(table, ca, cb)
+        view = latest_view(ca)
+        c = ca if view["turn"] == view["me"]["seat"] else cb
+        # The table is down past the turn's end (2 s), and comes back with 4 s of grace.
+        new = await restart_table(server, table, down=2.5, grace=4.0)
+        hand = new.hand
+        assert hand is not None and hand.deadline is not None
+        graced = hand.deadline
+        assert graced >= hand.turn_end() / 1000 + 4.0
+        for cl in (ca, cb):
+            assert (await cl.request({"type": "join", "table_id": table}))["type"] == "reply"
+        assert (await c.act(table, hand_no, seat_of(c), {"kind": "draw_closed"}))["type"] == "reply"
+        assert hand.deadline == graced  # not the turn's first end, long past
+        await wait_for(lambda: latest_view(c)["phase"] == "discard")
+        card = latest_view(c)["me"]["cards"][0]
+        discard = await c.act(table, hand_no, seat_of(c), {"kind": "discard", "card": card})
+        assert discard["type"] == "reply", discard
+        # The next turn has no grace: it runs on the table's own clock.
+        assert hand.graced is None and hand.deadline == hand.turn_end() / 1000
+        kinds = [r["action"]["kind"] for r in hand.recorder.records if r["type"] == "action"]
+        assert kinds == ["draw_closed", "discard"]
+        for cl in (ca, cb):
+            await cl.leave(table, hand_no, seat_of(cl))
 
 
 async def test_a_server_with_other_keys_than_the_card_rooms_is_refused(pg_dsn: str, tmp_path: Path) -> None:
