@@ -40,6 +40,11 @@ class _Reconnect(Exception):
     """Connect again now: to the node that serves the table, or back home."""
 
 
+class _JoinLater(Exception):
+    """The node could not serve our join yet (the table is between nodes, its database
+    is away…): connect to it again after the backoff; it sends us on once it knows."""
+
+
 @dataclass
 class Bot:
     server: str  # http://host:port
@@ -65,6 +70,7 @@ class Bot:
     _records: dict[int, str] = field(default_factory=dict)  # record i -> h, of the current hand
     _acted_on: str | None = None
     _leaving: str | None = None  # the id of our leave message
+    _joining: str | None = None  # the id of our join message
     _ws: aiohttp.ClientWebSocketResponse | None = None
     home: str = ""  # the server first given; any node of a cluster sends us on from there
 
@@ -88,6 +94,8 @@ class Bot:
                         backoff = BACKOFF_FIRST
                     except _Reconnect:
                         continue  # at once, where we were sent
+                    except _JoinLater:
+                        pass
                     except (aiohttp.ClientError, ConnectionError, TimeoutError) as e:
                         log.info("bot %s: connection lost (%s); reconnecting", self.player_id, type(e).__name__)
                         self.server = self.home
@@ -111,11 +119,12 @@ class Bot:
 
     async def _session(self, session: aiohttp.ClientSession, stop: asyncio.Event | None) -> None:
         url = self.server.rstrip("/") + "/ws"
+        log.debug("bot %s: connecting to %s", self.player_id, url)
         async with session.ws_connect(url, headers=self._auth(), heartbeat=20) as ws:
             self._ws = ws
             self.connections += 1
             self._acted_on = None
-            await self.send({"type": "join", "table_id": self.table_id})
+            self._joining = await self.send({"type": "join", "table_id": self.table_id})
             async for msg in ws:
                 if msg.type != aiohttp.WSMsgType.TEXT:
                     break
@@ -152,14 +161,20 @@ class Bot:
                 raise _Reconnect()
             self.errors.append(m)
             log.info("bot %s got an error: %s", self.player_id, m.get("error"))
+            if m.get("id") == self._joining:
+                if code == "no_such_table":
+                    raise BotStop(f"no table {self.table_id}")
+                raise _JoinLater()  # without a join nothing would ever come: ask again
             if m.get("id") == self._leaving:
                 if code == "not_seated":
                     self.left = True
                 else:  # signature_required, stale_head…: sign again over what we see next
                     self._leaving = None
         elif t in ("moved", "shutdown"):
+            log.debug("bot %s: %s", self.player_id, t)
             self.server = self.home  # ask again where the table is served
         elif t == "resumed" and isinstance(m.get("snapshot"), dict):
+            log.debug("bot %s: resumed", self.player_id)
             await self._from_snapshot(m["snapshot"])
         elif t == "table":
             self._seat_from(m.get("seats", {}))
@@ -270,6 +285,7 @@ class Bot:
         if view["turn"] != me["seat"] or me["status"] != "playing" or head is None or self._acted_on == head:
             return
         self._acted_on = head
+        log.debug("bot %s: acting on %s", self.player_id, head[:8])
         if self.think is not None:
             await asyncio.sleep(self.think)
         elif not self.fast:

@@ -187,6 +187,33 @@ async def test_a_bot_that_is_stopped_leaves_its_seat(api: Api, server: Running) 
     assert (await api.call("GET", "/api/me", token=p["token"]))["seats"] == []
 
 
+async def test_a_bot_whose_join_finds_the_table_between_servers_asks_again(api: Api, server: Running) -> None:
+    """A join answered ``unavailable`` (the table is between nodes: its lease given up
+    and not yet taken) was an error the bot noted and then waited on for ever, on a
+    socket that would never carry its table: it sat out every hand until it was stood
+    up.  It asks again, and is seated once the table is served."""
+    table = await api.table(seats=4)
+    old: TableActor = server.app[TABLES][table]
+    await old.stop()
+    del server.app[TABLES][table]  # this node holds the lease but serves nothing: "between servers"
+    p = await api.player("patient")
+    bot = Bot(server.url, p["token"], table, key=p["signer"])
+    task = asyncio.create_task(bot.run())
+    try:
+        await wait_for(lambda: any(e["error"]["code"] == "unavailable" for e in bot.errors))
+        new = TableActor(table, server.app[POOL], server.app[CONFIG].keys, server.app[CONFIG].settings)
+        new.start()
+        server.app[TABLES][table] = new
+        await wait_for(lambda: bot.seat is not None, timeout=20)
+        assert bot.connections >= 2
+        seated = (await api.call("GET", "/api/me", token=p["token"]))["seats"]
+        assert [s["table_id"] for s in seated] == [table]
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
 # ----------------------------------------------------------------------------- message ids (item 5)
 async def test_message_ids_belong_to_one_connection(api: Api, server: Running) -> None:
     table = await api.table(seats=4)
