@@ -272,26 +272,40 @@ async def prove(h: Harness) -> dict[str, Any]:
     await h.stop_bots()
     await h.settle_down()
     out.update(await h.check())
-    out["sigterm_missed_turns"] = await missed_turns(h, theirs, down, playing_until)
+    missed = await missed_turns(h, theirs, down, playing_until)
+    out["sigterm_missed_turns"] = len(missed)
+    out["sigterm_missed"] = missed
     return out
 
 
-async def missed_turns(h: Harness, tables: list[str], start: float, end: float) -> int:
-    """Clock moves on ``tables`` between ``start`` and ``end`` (s since 1970)."""
+async def missed_turns(h: Harness, tables: list[str], start: float, end: float) -> list[dict[str, Any]]:
+    """Clock moves on ``tables`` between ``start`` and ``end`` (s since 1970): which
+    hand, which seat, when (ms after ``start``)."""
     conn = await asyncpg.connect(h.dsn)
     try:
         rows = await conn.fetch(
-            "SELECT transcript::text AS t FROM hands WHERE table_id = ANY($1::text[]) AND transcript IS NOT NULL",
+            "SELECT id, transcript::text AS t FROM hands WHERE table_id = ANY($1::text[]) AND transcript IS NOT NULL",
             tables,
         )
     finally:
         await conn.close()
-    return sum(
-        1
-        for r in rows
-        for rec in json.loads(r["t"])["log"]
-        if rec["type"] == "action" and rec["action"]["kind"] == "timeout" and start * 1000 <= rec["t"] <= end * 1000
-    )
+    found = []
+    for r in rows:
+        transcript = json.loads(r["t"])
+        for rec in transcript["log"]:
+            if (
+                rec["type"] == "action"
+                and rec["action"]["kind"] == "timeout"
+                and start * 1000 <= rec["t"] <= end * 1000
+            ):
+                found.append(
+                    {
+                        "hand": r["id"],
+                        "seat": rec["action"]["seat"],
+                        "after_ms": rec["t"] - int(start * 1000),
+                    }
+                )
+    return found
 
 
 async def takeover(h: Harness, kills: int) -> dict[str, Any]:
