@@ -1121,9 +1121,11 @@ def _fail(code: int, message: str, debug: bool) -> int:
 
 
 # Options whose value is a secret token. A token may begin with "-" (RUMMY_OPERATOR_TOKEN
-# is chosen by the operator, and older tokens were base64url), which argparse would read
-# as the next option ("expected one argument"); such a value is glued to its option first,
-# unless it is itself one of our options (then the token was forgotten, and argparse says so).
+# is chosen by the operator, and tokens made before new tokens avoided it may), which
+# argparse would read as the next option ("expected one argument"); such a value is glued
+# to its option first, unless it is itself one of our options (then the token was
+# forgotten, and argparse says so).  argparse has no public way to list a parser's
+# options, hence ``_actions`` below.
 SECRET_OPTIONS = ("--token", "--operator-token")
 
 
