@@ -65,6 +65,7 @@ CLUSTER = web.AppKey("cluster", Cluster)
 BACKGROUND = web.AppKey("background", set)  # short tasks kept alive until done
 WRITER = web.AppKey("writer", RecordWriter)
 LOADS = web.AppKey("loads", asyncio.Semaphore)  # tables loading at once (service.table)
+HEARTBEAT = web.AppKey("heartbeat", asyncio.Task)  # the cluster's heartbeat (service.cluster)
 TABLE_LOADS_AT_ONCE = 4  # of the pool's 10 connections: group commit, REST and the ledger keep the rest
 METRICS = web.AppKey("metrics", Metrics)
 LEDGER_TOTALS = web.AppKey("ledger_totals", dict)  # read for /metrics just before it is drawn
@@ -781,6 +782,7 @@ async def _tables(app: web.Application) -> AsyncIterator[None]:
     # Every table is loaded (its hand resumed or voided) before the server answers.
     await asyncio.gather(*(asyncio.wait_for(a.loaded.wait(), 60) for a in app[TABLES].values()))
     beat = asyncio.create_task(cluster.run(), name="cluster-heartbeat")
+    app[HEARTBEAT] = beat
     try:
         yield
     finally:
@@ -825,13 +827,27 @@ async def _stop_tables(app: web.Application) -> None:
 
 
 async def _on_shutdown(app: web.Application) -> None:
-    """SIGTERM/SIGINT: the listening socket is already closed; stop every clock first
-    (nothing is charged while the server goes down), then tell every client and close
-    its socket."""
+    """SIGTERM/SIGINT: the listening socket is already closed; stop the heartbeat and
+    every clock first (nothing is charged while the server goes down), hand the leases
+    over, then tell every client, with the other nodes it may reconnect to, and close
+    its socket.  Handed over first, a client that goes to another node at once is sent
+    on to the table's new owner, not back to this one."""
+    beat = app.get(HEARTBEAT)
+    if beat is not None:
+        beat.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await beat
     await _stop_tables(app)
+    servers: list[str] = []
+    if CLUSTER in app:
+        with contextlib.suppress(Exception):  # the database may be away: the leases then run out
+            await asyncio.wait_for(app[CLUSTER].leave(), 2.0)
+            servers = await asyncio.wait_for(app[CLUSTER].others(), 1.0)
     sockets = list(app[SOCKETS].items())
     for _, conn in sockets:
-        conn.push({"type": "shutdown", "message": "the server is going down; reconnect in a moment"})
+        conn.push(
+            {"type": "shutdown", "message": "the server is going down; reconnect in a moment", "servers": servers}
+        )
 
     async def close(ws: web.WebSocketResponse, conn: Connection) -> None:
         await asyncio.sleep(0.05)  # let the writer send the notice

@@ -73,6 +73,7 @@ class Bot:
     _joining: str | None = None  # the id of our join message
     _ws: aiohttp.ClientWebSocketResponse | None = None
     home: str = ""  # the server first given; any node of a cluster sends us on from there
+    others: list[str] = field(default_factory=list)  # other nodes, as named by a node going down
 
     def __post_init__(self) -> None:
         self.home = self.home or self.server
@@ -98,7 +99,7 @@ class Bot:
                         pass
                     except (aiohttp.ClientError, ConnectionError, TimeoutError) as e:
                         log.info("bot %s: connection lost (%s); reconnecting", self.player_id, type(e).__name__)
-                        self.server = self.home
+                        self.server = self._next_server()
                     if self.left or (stop is not None and stop.is_set()):
                         break
                     await asyncio.sleep(backoff + secrets.randbelow(100) / 1000)
@@ -107,6 +108,14 @@ class Bot:
             if not self.left:
                 with contextlib.suppress(Exception):
                     await asyncio.shield(asyncio.wait_for(self._leave_by_rest(), 3))
+
+    def _next_server(self) -> str:
+        """After a failed connection: home, then each node a departing node named, in
+        turn (a cluster's home node may be the one that went down)."""
+        ring = [self.home, *(u for u in self.others if u != self.home)]
+        if self.server not in ring:
+            return ring[0]
+        return ring[(ring.index(self.server) + 1) % len(ring)]
 
     async def _register_key(self, session: aiohttp.ClientSession) -> None:
         url = f"{self.server.rstrip('/')}/api/me/key"
@@ -170,8 +179,16 @@ class Bot:
                     self.left = True
                 else:  # signature_required, stale_head…: sign again over what we see next
                     self._leaving = None
-        elif t in ("moved", "shutdown"):
-            log.debug("bot %s: %s", self.player_id, t)
+        elif t == "shutdown":
+            servers = m.get("servers")
+            if isinstance(servers, list) and all(isinstance(u, str) for u in servers):
+                self.others = servers
+            log.debug("bot %s: shutdown (other nodes: %s)", self.player_id, self.others)
+            # This node goes down and has handed its tables over: ask another node
+            # where the table is served now, else home.
+            self.server = self.others[0] if self.others else self.home
+        elif t == "moved":
+            log.debug("bot %s: moved", self.player_id)
             self.server = self.home  # ask again where the table is served
         elif t == "resumed" and isinstance(m.get("snapshot"), dict):
             log.debug("bot %s: resumed", self.player_id)

@@ -354,6 +354,20 @@ class Cluster:
             )
         return None if row is None else (str(row["owner"]), str(row["public_url"]))
 
+    async def others(self) -> list[str]:
+        """The public URLs of the other live nodes (none for a server alone): where a
+        client of this node may reconnect when this node goes down."""
+        if not self.node.cluster:
+            return []
+        async with connection(self.pool) as conn:
+            rows = await conn.fetch(
+                "SELECT public_url FROM nodes WHERE node_id <> $1 AND public_url <> '' "
+                "AND seen_at > now() - make_interval(secs => $2) ORDER BY node_id",
+                self.node.node_id,
+                self.node.lease_seconds,
+            )
+        return [str(r["public_url"]) for r in rows]
+
     # -- hearing of released and new tables --------------------------------------------
     async def _listen(self) -> None:
         if not self.node.cluster:

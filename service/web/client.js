@@ -431,6 +431,13 @@
           return;
         }
         if (m.type === "replaced") this.replaced = true;
+        if (m.type === "shutdown" && Array.isArray(m.servers) && m.servers.length > 0 && typeof m.servers[0] === "string") {
+          // this node is going down and has handed its tables over: when it closes the
+          // socket, ask another node of the card room at once (it sends us on to the
+          // table's new owner); this page's own server may stay down a while
+          this.node = m.servers[0];
+          this.moving = true;
+        }
         // Until the join is answered, table pushes are older than the snapshot that
         // answers it (the table answers in order), which already holds their effect.
         if (!this.joined && GATED.has(m.type)) return;

@@ -1,0 +1,146 @@
+"""A node given SIGTERM hands its tables over before it tells its clients, and names the
+other nodes (issue 12, item 1): two nodes in this process on one database of their own.
+A bot whose home is the departing node would otherwise knock on its closed port until
+it came back, while its seat's clock ran on the new owner."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shutil
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from service.app import TABLES
+from service.bots import Bot
+from service.cli import Running, start_server
+from service.cluster import NodeSettings
+from service.keys import SEED_KEY_FILE, SIGNING_KEY_FILE
+from service.table import Settings
+from tests.conftest import OPERATOR, Api, fresh_database, wait_for
+from tests.test_cli_errors import free_port
+
+FAST = Settings(commit_seconds=2, reveal_seconds=2, next_hand_delay=0.3, resume_grace=5.0)
+
+
+async def node(dsn: str, data_dir: Path, node_id: str) -> Running:
+    port = free_port()
+    return await start_server(
+        host="127.0.0.1",
+        port=port,
+        data_dir=data_dir,
+        database_url=dsn,
+        operator_token=OPERATOR,
+        settings=FAST,
+        node=NodeSettings(
+            node_id=node_id,
+            public_url=f"http://127.0.0.1:{port}",
+            cluster=True,
+            lease_seconds=3.0,
+            heartbeat_seconds=0.5,
+        ),
+    )
+
+
+def shutdowns(bot: Bot) -> list[dict[str, Any]]:
+    return [f for f in bot.frames if f.get("type") == "shutdown"]
+
+
+async def test_a_departing_node_hands_over_first_and_names_the_others(pg_dsn: str, tmp_path: Path) -> None:
+    async with fresh_database(pg_dsn, "ho") as dsn:
+        a = await node(dsn, tmp_path / "a", "a")
+        (tmp_path / "b").mkdir()
+        for f in (SIGNING_KEY_FILE, SEED_KEY_FILE):  # one card room, one pair of keys
+            shutil.copy2(tmp_path / "a" / f, tmp_path / "b" / f)
+        b = await node(dsn, tmp_path / "b", "b")
+        a_stopped = False
+        bots: list[Bot] = []
+        tasks: list[asyncio.Task[None]] = []
+        try:
+            async with aiohttp.ClientSession() as session:
+                api = Api(a.url, session)
+                table = await api.table(seats=4, point_value=1, turn_seconds=5)
+                assert table in a.app[TABLES]  # the node that creates a table owns it
+                for name in ("h1", "h2"):
+                    p = await api.player(name)
+                    bots.append(Bot(a.url, p["token"], table, key=p["signer"], fast=True, keep_frames=True))
+            tasks = [asyncio.create_task(x.run()) for x in bots]
+            await wait_for(lambda: all(x.hands_seen for x in bots), timeout=30)
+
+            await a.stop()  # SIGTERM's path: runner cleanup, on_shutdown first
+            a_stopped = True
+            for x in bots:
+                notice = shutdowns(x)
+                assert notice and notice[-1]["servers"] == [b.url], notice
+            await wait_for(lambda: table in b.app[TABLES], timeout=10)
+            # Both bots reach the table at its new owner without their home, and play on.
+            seen = [len(x.hands_seen) for x in bots]
+            await wait_for(
+                lambda: all(x.server == b.url and len(x.hands_seen) > n for x, n in zip(bots, seen, strict=True)),
+                timeout=30,
+            )
+            assert all(x.home == a.url for x in bots)
+            # A bot started now with the departed node as its home tries the nodes it
+            # was told of, in turn, after home refuses the connection.
+            async with aiohttp.ClientSession() as session:
+                p = await Api(b.url, session).player("h3")
+            late = Bot(a.url, p["token"], table, key=p["signer"], fast=True, others=[b.url])
+            bots.append(late)
+            tasks.append(asyncio.create_task(late.run()))
+            await wait_for(lambda: late.seat is not None, timeout=20)
+            assert late.server == b.url and late.connections == 1
+        finally:
+            for t in tasks:
+                t.cancel()
+            for t in tasks:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await t
+            if not a_stopped:
+                await a.stop()
+            await b.stop()
+
+
+async def test_the_table_page_follows_a_departing_node_to_another(pg_dsn: str, tmp_path: Path) -> None:
+    """The same for a person at the table page: the page was served by the node that
+    goes down, and it finds its table at the other node without it."""
+    from tests.browser import launch
+    from tests.test_web_table import conn, new_person, person_page, sign_in
+
+    async with fresh_database(pg_dsn, "hop") as dsn:
+        a = await node(dsn, tmp_path / "a", "a")
+        (tmp_path / "b").mkdir()
+        for f in (SIGNING_KEY_FILE, SEED_KEY_FILE):
+            shutil.copy2(tmp_path / "a" / f, tmp_path / "b" / f)
+        b = await node(dsn, tmp_path / "b", "b")
+        a_stopped = False
+        try:
+            async with aiohttp.ClientSession() as session:
+                api = Api(a.url, session)
+                table = await api.table(seats=4, point_value=1, turn_seconds=30)
+                person = await new_person(api, "Noor")
+            async with launch() as browser, person_page(browser) as (_context, page, _console):
+                await sign_in(page, a.url, person["token"], "Noor")
+                await page.goto(a.url + f"/#/table/{table}")
+                await page.locator("#seats button.sit-here").first.click()
+                await page.wait_for_function(
+                    "() => RummyTable.state.t.seats && Object.keys(RummyTable.state.t.seats).length === 1"
+                )
+                await page.wait_for_function(conn("open"))
+                before = await page.evaluate("() => RummyTable.state.t.sock.connections")
+                await a.stop()
+                a_stopped = True
+                # Only node b can answer now: a new connection, open, means the page joined there.
+                await page.wait_for_function(
+                    f"() => RummyTable.state.t.sock.connections > {before} && ({conn('open')})()",
+                    timeout=15_000,
+                )
+                assert await page.evaluate("() => RummyTable.state.t.sock.node") == b.url
+                assert table in b.app[TABLES]
+                seats = await page.evaluate("() => RummyTable.state.t.seats")
+                assert list(seats.values()) == [person["id"]]
+        finally:
+            if not a_stopped:
+                await a.stop()
+            await b.stop()
