@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import shutil
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +21,10 @@ from service.cli import Running, start_server
 from service.cluster import NodeSettings
 from service.keys import SEED_KEY_FILE, SIGNING_KEY_FILE
 from service.table import Settings
+from tests.browser import launch
 from tests.conftest import OPERATOR, Api, fresh_database, wait_for
 from tests.test_cli_errors import free_port
+from tests.test_web_table import conn, new_person, person_page, sign_in, start_bots, stop_bots
 
 FAST = Settings(commit_seconds=2, reveal_seconds=2, next_hand_delay=0.3, resume_grace=5.0)
 
@@ -44,20 +48,47 @@ async def node(dsn: str, data_dir: Path, node_id: str) -> Running:
     )
 
 
+@dataclass
+class TwoNodes:
+    a: Running
+    b: Running
+    a_stopped: bool = False
+
+    async def stop_a(self) -> None:
+        """SIGTERM's path for node a: runner cleanup, on_shutdown first."""
+        self.a_stopped = True
+        await self.a.stop()
+
+
+@contextlib.asynccontextmanager
+async def two_nodes(pg_dsn: str, tmp_path: Path, prefix: str) -> AsyncIterator[TwoNodes]:
+    """Nodes a and b of one card room (one pair of keys) on a database of their own."""
+    async with fresh_database(pg_dsn, prefix) as dsn:
+        a = await node(dsn, tmp_path / "a", "a")
+        nodes: TwoNodes | None = None
+        try:
+            (tmp_path / "b").mkdir()
+            for f in (SIGNING_KEY_FILE, SEED_KEY_FILE):
+                shutil.copy2(tmp_path / "a" / f, tmp_path / "b" / f)
+            nodes = TwoNodes(a, await node(dsn, tmp_path / "b", "b"))
+            try:
+                yield nodes
+            finally:
+                await nodes.b.stop()
+        finally:
+            if nodes is None or not nodes.a_stopped:
+                await a.stop()
+
+
 def shutdowns(bot: Bot) -> list[dict[str, Any]]:
     return [f for f in bot.frames if f.get("type") == "shutdown"]
 
 
 async def test_a_departing_node_hands_over_first_and_names_the_others(pg_dsn: str, tmp_path: Path) -> None:
-    async with fresh_database(pg_dsn, "ho") as dsn:
-        a = await node(dsn, tmp_path / "a", "a")
-        (tmp_path / "b").mkdir()
-        for f in (SIGNING_KEY_FILE, SEED_KEY_FILE):  # one card room, one pair of keys
-            shutil.copy2(tmp_path / "a" / f, tmp_path / "b" / f)
-        b = await node(dsn, tmp_path / "b", "b")
-        a_stopped = False
-        bots: list[Bot] = []
-        tasks: list[asyncio.Task[None]] = []
+    bots: list[Bot] = []
+    tasks: list[asyncio.Task[None]] = []
+    async with two_nodes(pg_dsn, tmp_path, "ho") as n:
+        a, b = n.a, n.b
         try:
             async with aiohttp.ClientSession() as session:
                 api = Api(a.url, session)
@@ -66,11 +97,10 @@ async def test_a_departing_node_hands_over_first_and_names_the_others(pg_dsn: st
                 for name in ("h1", "h2"):
                     p = await api.player(name)
                     bots.append(Bot(a.url, p["token"], table, key=p["signer"], fast=True, keep_frames=True))
-            tasks = [asyncio.create_task(x.run()) for x in bots]
+            tasks = start_bots(bots)
             await wait_for(lambda: all(x.hands_seen for x in bots), timeout=30)
 
-            await a.stop()  # SIGTERM's path: runner cleanup, on_shutdown first
-            a_stopped = True
+            await n.stop_a()
             for x in bots:
                 notice = shutdowns(x)
                 assert notice and notice[-1]["servers"] == [b.url], notice
@@ -87,60 +117,38 @@ async def test_a_departing_node_hands_over_first_and_names_the_others(pg_dsn: st
             async with aiohttp.ClientSession() as session:
                 p = await Api(b.url, session).player("h3")
             late = Bot(a.url, p["token"], table, key=p["signer"], fast=True, others=[b.url])
-            bots.append(late)
-            tasks.append(asyncio.create_task(late.run()))
+            tasks += start_bots([late])
             await wait_for(lambda: late.seat is not None, timeout=20)
             assert late.server == b.url and late.connections == 1
         finally:
-            for t in tasks:
-                t.cancel()
-            for t in tasks:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await t
-            if not a_stopped:
-                await a.stop()
-            await b.stop()
+            await stop_bots(tasks)
 
 
 async def test_the_table_page_follows_a_departing_node_to_another(pg_dsn: str, tmp_path: Path) -> None:
     """The same for a person at the table page: the page was served by the node that
     goes down, and it finds its table at the other node without it."""
-    from tests.browser import launch
-    from tests.test_web_table import conn, new_person, person_page, sign_in
-
-    async with fresh_database(pg_dsn, "hop") as dsn:
-        a = await node(dsn, tmp_path / "a", "a")
-        (tmp_path / "b").mkdir()
-        for f in (SIGNING_KEY_FILE, SEED_KEY_FILE):
-            shutil.copy2(tmp_path / "a" / f, tmp_path / "b" / f)
-        b = await node(dsn, tmp_path / "b", "b")
-        a_stopped = False
-        try:
-            async with aiohttp.ClientSession() as session:
-                api = Api(a.url, session)
-                table = await api.table(seats=4, point_value=1, turn_seconds=30)
-                person = await new_person(api, "Noor")
-            async with launch() as browser, person_page(browser) as (_context, page, _console):
-                await sign_in(page, a.url, person["token"], "Noor")
-                await page.goto(a.url + f"/#/table/{table}")
-                await page.locator("#seats button.sit-here").first.click()
-                await page.wait_for_function(
-                    "() => RummyTable.state.t.seats && Object.keys(RummyTable.state.t.seats).length === 1"
-                )
-                await page.wait_for_function(conn("open"))
-                before = await page.evaluate("() => RummyTable.state.t.sock.connections")
-                await a.stop()
-                a_stopped = True
-                # Only node b can answer now: a new connection, open, means the page joined there.
-                await page.wait_for_function(
-                    f"() => RummyTable.state.t.sock.connections > {before} && ({conn('open')})()",
-                    timeout=15_000,
-                )
-                assert await page.evaluate("() => RummyTable.state.t.sock.node") == b.url
-                assert table in b.app[TABLES]
-                seats = await page.evaluate("() => RummyTable.state.t.seats")
-                assert list(seats.values()) == [person["id"]]
-        finally:
-            if not a_stopped:
-                await a.stop()
-            await b.stop()
+    async with two_nodes(pg_dsn, tmp_path, "hop") as n:
+        a, b = n.a, n.b
+        async with aiohttp.ClientSession() as session:
+            api = Api(a.url, session)
+            table = await api.table(seats=4, point_value=1, turn_seconds=30)
+            person = await new_person(api, "Noor")
+        async with launch() as browser, person_page(browser) as (_context, page, _console):
+            await sign_in(page, a.url, person["token"], "Noor")
+            await page.goto(a.url + f"/#/table/{table}")
+            await page.locator("#seats button.sit-here").first.click()
+            await page.wait_for_function(
+                "() => RummyTable.state.t.seats && Object.keys(RummyTable.state.t.seats).length === 1"
+            )
+            await page.wait_for_function(conn("open"))
+            before = await page.evaluate("() => RummyTable.state.t.sock.connections")
+            await n.stop_a()
+            # Only node b can answer now: a new connection, open, means the page joined there.
+            await page.wait_for_function(
+                f"() => RummyTable.state.t.sock.connections > {before} && ({conn('open')})()",
+                timeout=15_000,
+            )
+            assert await page.evaluate("() => RummyTable.state.t.sock.node") == b.url
+            assert table in b.app[TABLES]
+            seats = await page.evaluate("() => RummyTable.state.t.seats")
+            assert list(seats.values()) == [person["id"]]
