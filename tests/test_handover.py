@@ -8,12 +8,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import shutil
+import tempfile
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
+import asyncpg
 
 from service.app import TABLES
 from service.bots import Bot
@@ -23,19 +26,22 @@ from service.keys import SEED_KEY_FILE, SIGNING_KEY_FILE
 from service.table import Settings
 from tests.browser import launch
 from tests.conftest import OPERATOR, Api, fresh_database, wait_for
+from tests.pgproxy import PgProxy
 from tests.test_cli_errors import free_port
 from tests.test_web_table import conn, new_person, person_page, sign_in, start_bots, stop_bots
+from tests.wsclient import Client
 
 FAST = Settings(commit_seconds=2, reveal_seconds=2, next_hand_delay=0.3, resume_grace=5.0)
 
 
-async def node(dsn: str, data_dir: Path, node_id: str) -> Running:
+async def node(dsn: str, data_dir: Path, node_id: str, database_url: str | None = None) -> Running:
+    """A cluster node on ``dsn`` (reached through ``database_url`` when given)."""
     port = free_port()
     return await start_server(
         host="127.0.0.1",
         port=port,
         data_dir=data_dir,
-        database_url=dsn,
+        database_url=database_url or dsn,
         operator_token=OPERATOR,
         settings=FAST,
         node=NodeSettings(
@@ -152,3 +158,38 @@ async def test_the_table_page_follows_a_departing_node_to_another(pg_dsn: str, t
             assert table in b.app[TABLES]
             seats = await page.evaluate("() => RummyTable.state.t.seats")
             assert list(seats.values()) == [person["id"]]
+
+
+async def test_a_node_whose_database_is_gone_still_goes_down_and_tells_its_clients(pg_dsn: str, tmp_path: Path) -> None:
+    """SIGTERM while PostgreSQL is away: the hand-over cannot be written, so the node
+    gives up on it (the leases run out and another node takes the tables), names no
+    other node, and still tells its clients and goes down."""
+    async with fresh_database(pg_dsn, "hod") as dsn:
+        sock_dir = tempfile.mkdtemp(prefix="pgp-", dir="/tmp")  # a short path: Unix sockets have a length limit
+        proxy = await PgProxy(pg_dsn, sock_dir).start()
+        try:
+            a = await node(dsn, tmp_path / "a", "a", database_url=proxy.dsn(urlsplit(dsn).path.lstrip("/")))
+            async with aiohttp.ClientSession() as session:
+                api = Api(a.url, session)
+                table = await api.table(seats=4)
+                p = await api.player("stays")
+            async with Client(a.url, p["token"], p["signer"]) as c:
+                assert (await c.request({"type": "join", "table_id": table}))["type"] == "reply"
+                proxy.refuse = True
+                proxy.cut()  # PostgreSQL is gone
+                await a.stop()
+                notice = await c.wait_frame(lambda f: f.get("type") == "shutdown", timeout=5)
+                assert notice["servers"] == []
+            proxy.refuse = False
+            conn = await asyncpg.connect(dsn)
+            try:
+                lease = await conn.fetchrow(
+                    "SELECT owner, expires_at > now() AS live FROM table_leases WHERE table_id = $1", table
+                )
+            finally:
+                await conn.close()
+            assert lease is not None and lease["owner"] == "a"  # not released: it runs out instead
+        finally:
+            proxy.refuse = False
+            await proxy.stop()
+            shutil.rmtree(sock_dir, ignore_errors=True)
