@@ -88,20 +88,11 @@
     return hmacSign(await hmacKey(keyBytes), msg);
   }
 
-  /** Ed25519 verification (RFC 8032) with WebCrypto; false for any malformed input. */
+  /** Strict Ed25519 verification (§9, rummypf/ed25519.js): true only for a strict key and
+      signature that verify. */
   async function ed25519Verify(publicKey, signature, message) {
-    if (publicKey.length !== 32 || signature.length !== 64) return false;
-    let key;
-    try {
-      key = await crypto.subtle.importKey("raw", publicKey, { name: "Ed25519" }, false, ["verify"]);
-    } catch (e) {
-      return false;
-    }
-    try {
-      return await crypto.subtle.verify({ name: "Ed25519" }, key, signature, message);
-    } catch (e) {
-      return false;
-    }
+    if (!RummyPF.ed25519) throw new Error("rummypf/ed25519.js is not loaded");
+    return (await RummyPF.ed25519.verify(publicKey, signature, message)).ok;
   }
 
   /** Compare two strings by Unicode code point (not UTF-16 code unit). */
