@@ -346,13 +346,18 @@ async def test_count_matches_a_reference_search(page: Page) -> None:
 
 
 NOT_SAID = "not said"
+SINGLE_FILE_CHECKS = {*CHECKS_V2, "read"}
 
 
 def about_verdict(about: Any) -> str | None:
-    """The verdict a vector's `_about` names (a field whose name holds "expect" or
-    "verdict"): None for a pass, a check's name for a failure, NOT_SAID when it names none."""
+    """The verdict a vector's `_about` names: its "expect" ({"ok", "check", …}) when it has
+    one, else any field whose name holds "expect" or "verdict" (None for a pass, a check's
+    name for a failure), NOT_SAID when it names none."""
     if not isinstance(about, dict):
         return NOT_SAID
+    expect = about.get("expect")
+    if isinstance(expect, dict) and isinstance(expect.get("ok"), bool):
+        return None if expect["ok"] else str(expect.get("check"))
     for key, value in about.items():
         if not any(w in key.lower() for w in ("expect", "verdict")):
             continue
@@ -365,18 +370,48 @@ def about_verdict(about: Any) -> str | None:
     return NOT_SAID
 
 
+def vector_files() -> list[str]:
+    """Every JSON file under verifier/vectors/ (the adversarial ones in their folder too)."""
+    return sorted(str(p.relative_to(VECTORS)) for p in VECTORS.rglob("*.json"))
+
+
 def vector_cases() -> list[Case]:
-    """Every transcript vector with the verdict it must get: what its `_about` names, else
-    (vectors signed before the 2026-12 amendments) the rule of the amendments it breaks,
-    if any. v1 vectors are given with the box ticked, and once more without (refused)."""
+    """Every transcript in verifier/vectors/ with the verdict it must get: what its `_about`
+    names (with the evidence, the box and the warnings it says), else (vectors signed before
+    the 2026-12 amendments) the rule of the amendments it breaks, if any. v1 vectors with no
+    verdict of their own are given with the box ticked, and once more without (refused).
+    A folder vector's transcripts are given one by one: each must fail the single-file
+    check its `_about` names for it, and pass when that is a check across files only."""
     out = []
-    for n in vector_names():
-        text = (VECTORS / n).read_text(encoding="utf-8")
+    for n in vector_files():
         data = read_vector(n)
+        if not isinstance(data, dict):
+            continue
+        about = data.get("_about")
+        expect = about.get("expect") if isinstance(about, dict) else None
+        allow = bool(isinstance(expect, dict) and expect.get("allow_v1"))
+        if "folder" in data and isinstance(expect, dict):
+            failed = expect.get("failed") or {}
+            for fname, t in sorted(data["folder"].items()):
+                check = failed.get(fname)
+                want = check if check in SINGLE_FILE_CHECKS else None
+                out.append(Case(f"{n} {fname}", json.dumps(t), want, allow_v1=allow or t["protocol"] == V1))
+            continue
+        if "transcript" not in data and "log" not in data:
+            continue
         t = load(n)
-        said = about_verdict(data.get("_about") if isinstance(data, dict) else None)
-        expect = amended_verdict(t) if said == NOT_SAID else said
-        out.append(Case(n, text, expect, allow_v1=t["protocol"] == V1))
+        said = about_verdict(about)
+        text = (VECTORS / n).read_text(encoding="utf-8")
+        evidence = (
+            json.dumps(data["evidence"]) if "evidence" in data and (not expect or expect.get("with_evidence")) else None
+        )
+        if said != NOT_SAID:
+            case = Case(n, json.dumps(t), said, evidence=evidence, allow_v1=allow)
+            if isinstance(expect, dict) and expect.get("ok") and "warnings" in expect:
+                case.notes.append("warnings=" + ",".join(sorted(expect["warnings"])))
+            out.append(case)
+            continue
+        out.append(Case(n, text, amended_verdict(t), allow_v1=t["protocol"] == V1))
         if t["protocol"] == V1:
             out.append(Case(f"{n}, no box ticked", text, "format", allow_v1=False, message="refused"))
     return out
@@ -386,16 +421,22 @@ async def test_every_vector_verifies(page: Page) -> None:
     cases = vector_cases()
     assert len(cases) >= 4
     results = await js_verify(page, cases)
+    wrong = []
     for c, r in zip(cases, results, strict=True):
-        assert verdict(r["ok"], r["failure"] and r["failure"]["check"]) == verdict(c.expect is None, c.expect), (
-            c.name,
-            r["failure"],
-        )
-        if c.expect is None:
-            passed, skipped = expected_checks(load(c.name), evidence=False)
+        got = verdict(r["ok"], r["failure"] and r["failure"]["check"])
+        if got != verdict(c.expect is None, c.expect):
+            wrong.append((c.name, verdict(c.expect is None, c.expect), f"{got} {r['failure']}"))
+            continue
+        if c.expect is None and "/" not in c.name and " " not in c.name:
+            passed, skipped = expected_checks(load(c.name), evidence=c.evidence is not None)
             assert (r["passed"], r["skipped"]) == (passed, skipped), c.name
         if c.message:
             assert c.message in r["failure"]["message"], (c.name, r["failure"])
+        for note in c.notes:
+            if note.startswith("warnings="):
+                want = {w for w in note.split("=", 1)[1].split(",") if w}
+                assert set(r["warnings"]) == want, (c.name, r["warnings"])
+    assert not wrong, "\n" + disagreement_table(wrong, ("vector", "expected", "JavaScript"))
     pairs = evidence_pairs()
     if any(p.name.startswith("v2-") for p in VECTORS.glob("*.json")):
         assert pairs, "the v2 evidence vector matches no transcript vector"
@@ -861,11 +902,27 @@ async def test_strict_ed25519(page: Page) -> None:
     assert got["sig"]["good"] is None
     assert got["identity"]["ok"] is False and "small order" in got["identity"]["problem"]
     assert got["sPlusL"]["ok"] is False and "S ≥ L" in got["sPlusL"]["problem"]
-    # the vectors' own list, when the Python side publishes one (its format is read loosely)
+    # the vectors' own cases (verifier/vectors/ed25519_strict.json), when they are there
     strict_file = VECTORS / "ed25519_strict.json"
     if strict_file.exists():
-        listed = set(re.findall(r'"([0-9a-f]{64})"', strict_file.read_text()))
+        data = json.loads(strict_file.read_text())
+        listed = {k["public_key"] for k in data["keys"] if k["verdict"] == "refused"}
         assert set(SMALL_ORDER_KEYS) <= listed
+        verdicts = await page.evaluate(STRICT_VECTORS, data)
+        for k, problem in zip(data["keys"], verdicts["keys"], strict=True):
+            assert (problem is None) == (k["verdict"] == "accepted"), (k, problem)
+        for sig, v in zip(data["signatures"], verdicts["signatures"], strict=True):
+            assert v["ok"] == (sig["verdict"] == "valid"), (sig, v)
+
+
+STRICT_VECTORS = """async (d) => {
+  const E = RummyPF.ed25519, B = RummyPF.bytes, out = {keys: [], signatures: []};
+  for (const k of d.keys) out.keys.push(E.keyProblem(B.hexToBytes(k.public_key)));
+  for (const s of d.signatures) {
+    out.signatures.push(await E.verify(B.hexToBytes(s.public_key), B.hexToBytes(s.signature), B.hexToBytes(s.message)));
+  }
+  return out;
+}"""
 
 
 PAGE_FILES = [

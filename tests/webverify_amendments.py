@@ -258,7 +258,19 @@ def evidence_cases(b: Builder) -> None:
         move = {"kind": "commit", "seat": seat, "commit": "cd" * 32}
         return [refused_ack(t, seat, move, 0, t["log"][0]["t"])]
 
-    ev("evidence: only an item after the void (none applied)", V2VS, commit_ack_only, "evidence")
+    # rule 1 asks for an item "for this hand" (its table and hand): an item after the void is one
+    ev("evidence: only an item after the void (0 applied, 1 after the void)", V2VS, commit_ack_only, None)
+
+    def malformed_other_hand(t: Tx, items: Items) -> None:
+        items.append(item("head", {"table_id": "table-other", "hand_no": 1, "i": 0, "h": "ab" * 32, "x": 1}))
+
+    ev(
+        "evidence: a malformed item of another hand",
+        V2T,
+        whole(seat_at(1), malformed_other_hand),
+        "evidence",
+        message="not a signed object",
+    )
 
     # issue 21 item 3: evidence with no item of this hand proves nothing
     def other_table(t: Tx, items: Items) -> None:
@@ -366,20 +378,35 @@ def evidence_cases(b: Builder) -> None:
     d35_cases(b, ev)
 
 
+def receipts_and_heads(t: Tx, seat: int) -> Items:
+    """Evidence as clients kept it before the amendments (§15: receipts, still read, and heads)."""
+    log = t["log"]
+    c = next(c for c in log[1]["commitments"]["commits"] if c["seat"] == seat)
+    e = next(e for e in log[2]["reveals"] if e["seat"] == seat)
+    base = {"table_id": t["table_id"], "hand_no": t["hand_no"], "seat": seat}
+    items = [
+        item("receipt", {**base, "kind": "commit", "value": c["commit"], "prev": log[0]["h"]}),
+        item("receipt", {**base, "kind": "reveal", "value": e["seed"], "prev": log[1]["h"]}),
+    ]
+    for r in log:
+        items.append(item("head", {"table_id": t["table_id"], "hand_no": t["hand_no"], "i": r["i"], "h": r["h"]}))
+    return items
+
+
 def receipt_cases(b: Builder) -> None:
-    """The receipts and heads of the evidence vector (sent before the amendments, still read)."""
-    if EVID not in b.present or V2T not in b.present:
+    """Receipts and heads (sent before the amendments, still read), made here for V2T re-sealed."""
+    if V2T not in b.present:
         return
-    good = load_evidence(EVID)
+    t = sealed(V2T)
+    good = receipts_and_heads(t, second_seat(V2T))
 
     def ev_case(name: str, edit: Callable[[Items], Any] | None, expect: str | None, base: str = V2T) -> None:
         items = copy.deepcopy(good)
         if edit is not None:
             edit(items)
-        b.cases.append(Case(name, dump(load(base)), expect, evidence=json.dumps(items)))
+        b.cases.append(Case(name, dump(t if base == V2T else sealed(base)), expect, evidence=json.dumps(items)))
 
     def head_of_other_record(items: Items) -> None:
-        t = load(V2T)
         it = next(x for x in items if x["purpose"] == "head" and x["body"]["i"] == 4)
         it["body"]["h"] = t["log"][5]["h"]
         resign(it)
@@ -414,7 +441,8 @@ def receipt_cases(b: Builder) -> None:
         items.append(it)
 
     ev_case("evidence: the player's receipts and heads", None, None)
-    ev_case("evidence: a signature", lambda items: items[3].update(sig=flip(items[3]["sig"])), "evidence")
+    ev_case("evidence: a receipt's signature", lambda items: items[1].update(sig=flip(items[1]["sig"])), "evidence")
+    ev_case("evidence: a head's signature", lambda items: items[3].update(sig=flip(items[3]["sig"])), "evidence")
     ev_case("evidence: a head that is not the record's h", head_of_other_record, "evidence")
     ev_case("evidence: a commit receipt for another commitment", receipt_value, "evidence")
     ev_case("evidence: a reveal receipt over another prev", receipt_prev, "evidence")
@@ -430,6 +458,17 @@ def receipt_cases(b: Builder) -> None:
         Case("evidence: a file that is not a list", dump(load(V2T)), "evidence", evidence='{"purpose": "head"}')
     )
     b.cases.append(Case("read: evidence that is not JSON", dump(load(V2T)), "read", evidence="[{]"))
+
+
+def another_playing_seat(t: Tx, i: int, seat: int) -> int:
+    """A seat other than `seat` still playing after record i (none of its removals logged yet)."""
+    gone = {
+        e["seat"]
+        for r in t["log"][: i + 1]
+        for e in r.get("events", [])
+        if e["kind"] in ("drop", "leave", "forfeit") or (e["kind"] == "declare" and not e["data"]["valid"])
+    }
+    return int(next(s["seat"] for s in t["log"][0]["header"]["seats"] if s["seat"] not in gone | {seat}))
 
 
 def d35_cases(b: Builder, ev: Callable[..., None]) -> None:
@@ -454,7 +493,7 @@ def d35_cases(b: Builder, ev: Callable[..., None]) -> None:
         def make(t: Tx) -> Items:
             j, start, seat, window = turn(t)
             if other:
-                seat = next(s["seat"] for s in t["log"][0]["header"]["seats"] if s["seat"] != seat)
+                seat = another_playing_seat(t, start, seat)
             arrived = t["log"][j]["t"] - window + 1 if early else t["log"][start]["t"]
             prev = t["log"][start - prev_back]["h"]
             return [header_item(t), refused_ack(t, seat, move(t, seat), start, arrived, prev=prev, key=key)]
@@ -470,6 +509,13 @@ def d35_cases(b: Builder, ev: Callable[..., None]) -> None:
 
     def leave(t: Tx, seat: int) -> dict[str, Any]:
         return {"kind": "leave", "seat": seat}
+
+    def timeout(t: Tx, seat: int) -> dict[str, Any]:
+        return {"kind": "timeout", "seat": seat}
+
+    def other_seats_leave(t: Tx, seat: int) -> dict[str, Any]:
+        # legal for that other seat, signed by the seat on turn, in the ack of the seat on turn
+        return {"kind": "leave", "seat": another_playing_seat(t, turn(t)[1], seat)}
 
     ev(
         "evidence: a refused legal draw, then the seat's clock sooner than a whole turn (D35)",
@@ -502,6 +548,31 @@ def d35_cases(b: Builder, ev: Callable[..., None]) -> None:
         refusal(draw, True, prev_back=1),
         None,
     )
+    # A.3: a timeout is legal for the seat on turn, so its refusal is not justified (the text has no
+    # exception for a timeout a player signs)
+    ev(
+        "evidence: a refused timeout signed by the seat on turn, then an early clock",
+        V2E,
+        refusal(timeout, True),
+        "evidence",
+    )
+    # the move (another seat's leave, legal) signed by the seat on turn: nothing justifies the refusal
+    ev(
+        "evidence: a refused move of another seat in the ack of the seat on turn, then an early clock",
+        V2E,
+        refusal(other_seats_leave, True),
+        "evidence",
+    )
+
+    def odd_field(t: Tx, seat: int) -> dict[str, Any]:
+        return {"kind": "draw_closed", "seat": seat, "x": 1}
+
+    def no_such_kind(t: Tx, seat: int) -> dict[str, Any]:
+        return {"kind": "fly", "seat": seat}
+
+    # a malformed move gets no ack (§15): an ack holding one is not of §15's forms
+    ev("evidence: a refused move with a field no action has", V2E, refusal(odd_field, True), "evidence", message="form")
+    ev("evidence: a refused move of no kind of §11", V2E, refusal(no_such_kind, True), "evidence", message="form")
     ev(
         "evidence: another seat's refused leave does not delay the clock of the seat on turn",
         V2E,

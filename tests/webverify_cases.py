@@ -74,7 +74,7 @@ def expected_checks(t: dict[str, Any], evidence: bool) -> tuple[list[str], list[
             skipped.add("deal")
     if log[-1]["type"] == "void":
         skipped |= {"points", "settlement"}
-    if v2 and not evidence:
+    if not evidence:
         skipped.add("evidence")
     return [n for n in names if n not in skipped], [n for n in names if n in skipped]
 

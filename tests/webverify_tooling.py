@@ -41,7 +41,7 @@ CHECKS_V2 = [
     "chain",
     "evidence",
 ]
-CHECKS_V1 = [c for c in CHECKS_V2 if c not in ("player_signatures", "time", "evidence")]
+CHECKS_V1 = [c for c in CHECKS_V2 if c not in ("player_signatures", "time")]
 ALL_CHECKS = {*CHECKS_V2, "read"}
 ZERO_HEAD = "00" * 32
 

@@ -22,6 +22,28 @@
 
   // ---------------------------------------------------------------- the forms of §15
 
+  /** null when m is the seat's move as in §9 (a commit, a reveal, or an action as §13 has it),
+      else why not. A malformed move gets no ack (§15): an ack holding one is not of the form. */
+  function moveProblem(m, seat) {
+    if (!isPlainObject(m)) return "an ack's move is not an object";
+    if (m.seat !== seat) return "an ack's move is the seat's own: its seat is " + show(m.seat) + ", the ack's " + show(seat);
+    const keys = Object.keys(m).sort();
+    if (m.kind === "commit" || m.kind === "reveal") {
+      const f = m.kind === "commit" ? "commit" : "seed";
+      if (!jsonEqual(keys, [f, "kind", "seat"].sort())) return "a " + m.kind + " move has exactly the fields kind, seat, " + f;
+      return B.isHex(m[f], 32) ? null : "a " + m.kind + " move's " + f + " is not hex(32)";
+    }
+    if (!ACTION_KINDS.includes(m.kind)) return "an ack's move is a commit, a reveal or an action (§11), not " + show(m.kind);
+    const want = m.kind === "discard" || m.kind === "declare" ? ["card", "kind", "seat"] : ["kind", "seat"];
+    const extra = keys.filter((k) => !want.includes(k) && !(m.kind === "declare" && k === "hint"));
+    if (extra.length || !want.every((k) => has(m, k))) return "a " + m.kind + " action has exactly the fields " + want.join(", ") + (m.kind === "declare" ? " (and hint)" : "");
+    if (has(m, "card") && !isInt(m.card, -MAX_SAFE, MAX_SAFE)) return "an action's card is not an integer";
+    if (has(m, "hint") && !(Array.isArray(m.hint) && m.hint.every((g) => Array.isArray(g) && g.every((x) => isInt(x, -MAX_SAFE, MAX_SAFE))))) {
+      return "a declare's hint is not a list of lists of integers";
+    }
+    return null;
+  }
+
   /** null when item is a signed object of one of the forms of §15, else why it is not. */
   function formProblem(item) {
     if (!isPlainObject(item)) return "not a signed object {purpose, body, sig}";
@@ -48,7 +70,8 @@
     if (has(b, "psig") && !B.isHex(b.psig, 64)) return "psig is not hex(64)";
     if (p === "receipt" && !["commit", "reveal"].includes(b.kind)) return "a receipt's kind is commit or reveal, not " + show(b.kind);
     if (p === "ack") {
-      if (!isPlainObject(b.move)) return "an ack's move is not an object";
+      const mp = moveProblem(b.move, b.seat);
+      if (mp) return mp;
       if (b.outcome === "accepted") {
         if (b.code !== null) return "an accepted ack's code is null, not " + show(b.code);
       } else if (b.outcome === "refused") {
@@ -111,13 +134,9 @@
     return list.find((e) => e.seat === seat) || null;
   }
 
-  /** A.3 legality of an action in the state after a record (a snapshot of the replay). */
+  /** A.3 legality of an action (of the form moveProblem accepts) in the state after a record
+      (a snapshot of the replay). */
   function illegalBecause(snap, a) {
-    if (!isPlainObject(a) || !ACTION_KINDS.includes(a.kind)) return "not an action";
-    if (a.kind === "timeout") return "a timeout is the server's action, not a player's move";
-    const fields = a.kind === "discard" || a.kind === "declare" ? ["card", "kind", "seat"] : ["kind", "seat"];
-    const extra = Object.keys(a).filter((k) => !fields.includes(k) && !(a.kind === "declare" && k === "hint"));
-    if (extra.length || !fields.every((k) => has(a, k))) return "not an action of §11";
     if (!snap) return "the hand had no state there (it had ended)";
     if (snap.phase === "ended") return "the hand had ended";
     const st = snap.seats[a.seat];
@@ -125,6 +144,7 @@
     if (st.status !== "playing") return "seat " + a.seat + " was not playing (" + st.status + ")";
     if (a.kind === "leave") return null;
     if (snap.turn !== a.seat) return "seat " + a.seat + " was not on turn";
+    if (a.kind === "timeout") return null; // A.3: always legal for the seat on turn
     if (a.kind === "draw_closed" || a.kind === "drop") return snap.phase === "draw" ? null : "not in the draw phase";
     if (a.kind === "draw_open") {
       if (snap.phase !== "draw") return "not in the draw phase";
@@ -133,10 +153,9 @@
     if (snap.phase !== "discard") return "not in the discard phase";
     if (!st.cards.includes(a.card)) return "card " + show(a.card) + " was not in the seat's hand";
     if (a.kind === "declare" && has(a, "hint")) {
-      const flat = Array.isArray(a.hint) && a.hint.every(Array.isArray) ? [].concat(...a.hint) : null;
       const kept = st.cards.slice();
       kept.splice(kept.indexOf(a.card), 1);
-      if (!flat || !RummyPF.verify.sameMultiset(flat, kept)) return "the hint is not the seat's cards without the finish card";
+      if (!RummyPF.verify.sameMultiset([].concat(...a.hint), kept)) return "the hint is not the seat's cards without the finish card";
     }
     return null;
   }
@@ -148,18 +167,16 @@
     if (b.prev !== log[b.i].h) return "prev is not record " + b.i + "'s h";
     const v = await verifyMove(ctx, b.seat, b.prev, m, b.psig);
     if (!v.ok) return "psig is not the seat's move signature over prev (" + v.problem + ")";
-    if (m.seat !== b.seat) return "the move is not the seat's own";
     if (m.kind === "commit") {
       if (b.i !== 0) return "a commit after the commitments were recorded";
       const e = entryOf(ctx.rec("commitments"), b.seat);
-      if (e && e.commit !== null) return "the seat's commitment was already in";
-      return B.isHex(m.commit, 32) ? null : "not a commitment";
+      return e && e.commit !== null ? "the seat's commitment was already in" : null;
     }
     if (m.kind === "reveal") {
       if (b.i !== 1) return "a reveal when record " + b.i + " is not the commitments";
       const e = entryOf(ctx.rec("commitments"), b.seat);
       if (!e || e.commit === null) return "the seat committed nothing";
-      if (!B.isHex(m.seed, 32) || (await F.playerCommit(b.seat, m.seed)) !== e.commit) return "the seed does not match the seat's commitment";
+      if ((await F.playerCommit(b.seat, m.seed)) !== e.commit) return "the seed does not match the seat's commitment";
       return null;
     }
     if (b.i < 3) return "an action before the deal";
@@ -272,9 +289,7 @@
     ctx.evidenceCounts = c;
     const classes = classify(T, items);
     const none = () => {
-      const msg = c.after_void
-        ? "none of the " + c.after_void + " items for " + where + " can be checked (all are for records after the void): evidence that proves nothing does not pass"
-        : "no item of this evidence is for " + where + ": evidence that proves nothing does not pass";
+      const msg = "no item of this evidence is for " + where + ": evidence that proves nothing does not pass";
       throw new CheckFailure("evidence", msg + " — " + countText(c), null, "at least one item for " + where, countText(c));
     };
     if (!ctx.v2) {
@@ -287,13 +302,14 @@
     }
     for (let k = 0; k < items.length; k++) {
       if (classes[k] === "malformed") {
-        const f = new CheckFailure("evidence", "evidence item " + k + " is not a signed object of §15: " + formProblem(items[k]), null, "{purpose, body, sig} of §15", show(items[k], 200));
+        const f = new CheckFailure("evidence", "evidence item " + k + " is not a signed object of one of §15's forms: " + formProblem(items[k]), null, "{purpose, body, sig} of §15", show(items[k], 200));
         f.item = k;
         throw f;
       }
       if (classes[k] === "applied") await checkItem(ctx, k, items[k]);
     }
-    if (c.applied === 0) none();
+    // rule 1: at least one item is for this hand (its table and hand); one counted after_void (rule 8) is
+    if (c.applied + c.after_void === 0) none();
     return true;
   }
 

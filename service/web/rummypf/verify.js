@@ -37,7 +37,8 @@
     "chain",
     "evidence",
   ];
-  const CHECKS_V1 = CHECKS_V2.filter((c) => !["player_signatures", "time", "evidence"].includes(c));
+  // Appendix C: v1 has no player_signatures and no time; evidence, as in v2, is skipped when none is given
+  const CHECKS_V1 = CHECKS_V2.filter((c) => !["player_signatures", "time"].includes(c));
   const ACTION_KINDS = ["draw_closed", "draw_open", "drop", "leave", "timeout", "discard", "declare"];
 
   class CheckFailure extends Error {
@@ -393,7 +394,7 @@
     }
     const v2 = doc.protocol !== V1;
     const ctx = { t: doc, v2, allowV1: opts.allowV1 === true, key, evidence, steps: [], expected: {}, after: {}, hand: null, header: null, rec: () => null };
-    const names = v2 ? CHECKS_V2 : CHECKS_V1.concat(evidence !== null ? ["evidence"] : []);
+    const names = v2 ? CHECKS_V2 : CHECKS_V1;
     out.checks = names.slice();
     // the counts of the evidence are reported whatever the verdict (§14 check 14)
     if (evidence !== null && RummyPF.verifyEvidence) ctx.evidenceCounts = RummyPF.verifyEvidence.counts(doc, evidence);
