@@ -105,6 +105,13 @@ def test_v1_transcripts_verify_only_when_asked_and_say_the_server_alone_vouches(
     with_evidence = run("--key", KEY_HEX, RICH_V1, "--allow-v1", "--receipts", EVIDENCE)
     assert with_evidence.returncode == 1 and "check 'evidence' failed" in with_evidence.stdout
     assert "evidence: 0 of" in with_evidence.stdout
+    # The count is shown even when an earlier check stopped the run (here: v1 refused).
+    n = len(json.loads(Path(EVIDENCE).read_text())["evidence"])
+    stopped = run("--key", KEY_HEX, RICH_V1, "--receipts", EVIDENCE)
+    assert stopped.returncode == 1 and "check 'format' failed" in stopped.stdout
+    assert f"evidence: 0 of {n} items checked, {n} for other hands (not applied: check 'format'" in stopped.stdout
+    j = json.loads(run("--json", "--key", KEY_HEX, RICH_V1, "--receipts", EVIDENCE).stdout)
+    assert j["summary"]["evidence"] == {"items": n, "checked": 0, "other_hands": n, "after_void": 0}
 
 
 @pytest.mark.parametrize("form", ["hex", "base64", "pem", "pem-text", "hex-file", "key-json"])

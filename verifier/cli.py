@@ -273,7 +273,10 @@ def render(report: Report, name: str) -> str:
             + f", house commission: +{s['commission']} (pot {s['pot']})"
         )
     if "evidence" in s:
-        lines.append(f"  evidence: {evidence_line(s['evidence'])}")
+        f = report.failure
+        ran = "evidence" in report.checks_passed + report.checks_skipped or (f is not None and f.check == "evidence")
+        why = f" (not applied: check '{f.check}' failed first)" if f is not None and not ran else ""
+        lines.append(f"  evidence: {evidence_line(s['evidence'])}{why}")
     if "key_fingerprint" in s:
         pin = "pinned" if s["key_pinned"] else "UNPINNED - compare it with the server's published key"
         lines.append(f"  server key fingerprint: {s['key_fingerprint']} ({pin})")

@@ -291,6 +291,21 @@ def _counts(ctx: Ctx, items: Any) -> dict[str, int]:
     return counts
 
 
+def unapplied_counts(t: Any, items: Any) -> dict[str, int]:
+    """The counts of evidence no check applied (a check before ``evidence`` failed):
+    nothing checked; items for other hands as far as they can be read."""
+    mine = (t.get("table_id"), t.get("hand_no")) if isinstance(t, dict) else None
+    listed = items if type(items) is list else []
+    other = sum(
+        1
+        for it in listed
+        if isinstance(it, dict)
+        and isinstance(it.get("body"), dict)
+        and (it["body"].get("table_id"), it["body"].get("hand_no")) != mine
+    )
+    return {"items": len(listed), "checked": 0, "other_hands": other, "after_void": 0}
+
+
 def _typed(items: Any) -> list[dict[str, Any]]:
     if type(items) is not list:
         fail("the evidence is a JSON array of signed items (§15)", None, "an array", type(items).__name__)

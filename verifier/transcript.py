@@ -21,6 +21,7 @@ from verifier.chain import GENESIS as GENESIS
 from verifier.chain import chain_link as chain_link
 from verifier.chain import start_hand as start_hand
 from verifier.checks import CHECK_NAMES, CHECKS_V1, CHECKS_V2, Ctx, Fail, Skip, table_for, warnings_of
+from verifier.evidence import unapplied_counts
 from verifier.fairness import PROTOCOL_V1
 from verifier.schema import describe
 from verifier.strictjson import json_data_problem
@@ -128,4 +129,6 @@ def verify_transcript(
             reasons[name] = outcome.reason
         else:
             passed.append(name)
+    if evidence is not None and "evidence" not in ctx.summary:  # §14.14: the count, whatever the verdict
+        ctx.summary["evidence"] = unapplied_counts(t, evidence)
     return Report(failure is None, failure, ctx.summary, passed, skipped, reasons, warnings_of(ctx))
