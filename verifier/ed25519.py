@@ -47,11 +47,6 @@ SMALL_ORDER: Final = frozenset(
 )
 
 Point = tuple[int, int]  # affine (x, y)
-IDENTITY: Final[Point] = (0, 1)
-
-
-def _inv(a: int) -> int:
-    return pow(a, P - 2, P)
 
 
 def decode(raw: bytes) -> Point | None:
@@ -78,18 +73,19 @@ def decode(raw: bytes) -> Point | None:
     return x, y
 
 
-def add(a: Point, b: Point) -> Point:
-    """Edwards addition on ``-x² + y² = 1 + d·x²·y²`` (complete: no special cases)."""
-    (x1, y1), (x2, y2) = a, b
-    t = D * x1 * x2 * y1 * y2 % P
-    return (x1 * y2 + y1 * x2) * _inv(1 + t) % P, (y1 * y2 + x1 * x2) * _inv(1 - t) % P
-
-
 def small_order(point: Point) -> bool:
-    """``[8]P`` is the identity."""
+    """``[8]P`` is the identity: three doublings in extended coordinates (no
+    inversion; RFC 8032 §5.1.4's doubling for a = -1), then ``X = 0`` and ``Y = Z``."""
+    x, y = point
+    z = 1
     for _ in range(3):
-        point = add(point, point)
-    return point == IDENTITY
+        a, b, c = x * x % P, y * y % P, 2 * z * z % P
+        h = (a + b) % P
+        e = (h - (x + y) * (x + y)) % P
+        g = (a - b) % P
+        f = (c + g) % P
+        x, y, z = e * f % P, g * h % P, f * g % P
+    return x == 0 and (y - z) % P == 0
 
 
 def encoding_problem(raw: bytes) -> str | None:
@@ -104,8 +100,10 @@ def encoding_problem(raw: bytes) -> str | None:
     return None
 
 
+@lru_cache(maxsize=4096)
 def key_problem(raw: bytes) -> str | None:
-    """Why ``raw`` is not a strict Ed25519 public key (§9), or None when it is one."""
+    """Why ``raw`` is not a strict Ed25519 public key (§9), or None when it is one
+    (remembered: a verifier meets the same keys in hand after hand)."""
     if len(raw) != 32:
         return f"a public key is 32 bytes, not {len(raw)}"
     problem = encoding_problem(raw)
