@@ -91,6 +91,7 @@ class Judged:
     psig: str
     arrived: int  # the table's clock when it judged the move (ms)
     i: int  # the last record of the log then (a move refused after a failed write names it, not the lost one)
+    clock: tuple[str, int]  # the window or turn that ran then (HandRun.clock)
 
     def ack(self, code: str | None = None) -> dict[str, Any]:
         """Accepted (``code`` None: a commit or a reveal, acknowledged at the last
@@ -326,8 +327,8 @@ class TableActor:
         (A move the rules refuse owes nothing: the verifier finds the refusal
         justified, docs/fairness.md §15.7.)"""
         j, hand = cmd.judged, self.hand
-        if j is None or hand is None or hand.hand_id != j.hand.hand_id or hand.clock != j.hand.clock:
-            return
+        if j is None or hand is None or hand.hand_id != j.hand.hand_id or hand.clock != j.clock:
+            return  # another hand, or its window or turn is over: nothing is owed any more
         hand.owe(j.seat, j.arrived)
 
     def _let_go(self, why: str, *, release: bool = False) -> None:
@@ -585,7 +586,8 @@ class TableActor:
 
     @staticmethod
     def _judged(hand: HandRun, seat: int, move: dict[str, Any], prev: str, psig: str) -> Judged:
-        return Judged(hand, seat, move, prev, psig, arrived=hand.next_t(), i=len(hand.recorder.records) - 1)
+        i = len(hand.recorder.records) - 1
+        return Judged(hand, seat, move, prev, psig, arrived=hand.next_t(), i=i, clock=hand.clock)
 
     @staticmethod
     def _in_phase(hand: HandRun, phase: str) -> None:

@@ -235,3 +235,46 @@ async def test_the_bots_write_an_evidence_file_rummy_verify_accepts(api: Api, se
         )
         assert r.returncode == 0, r.stdout + r.stderr
         assert f"evidence: {n} of {n} items checked" in r.stdout
+
+
+def test_what_the_house_owes_moves_the_window_and_the_turn_and_only_theirs() -> None:
+    """HandRun.owe (D35): a seat still to send its commitment keeps the window to
+    arrival + commit_ms; a seat on turn keeps the turn to arrival + turn_seconds; what
+    is owed for one window or turn does not carry to the next."""
+    from service.handrun import HandRun
+    from verifier.hand import TableRules
+    from verifier.record import HandRecorder
+
+    keys = {s: vectors.player_signer("owe", s) for s in (0, 1)}
+    rec = HandRecorder(
+        vectors.TEST_SIGNER,
+        "t-owe",
+        1,
+        TableRules(seats=4, turn_seconds=30),
+        [(s, f"p{s}", k.public_bytes) for s, k in keys.items()],
+        0,
+        b"\x02" * 32,
+        commit_ms=10_000,
+        reveal_ms=10_000,
+    )
+    run = HandRun(1, 1, rec, {0: "p0", 1: "p1"}, {0: 1, 1: 1})
+    rec.open(1_000)
+    assert run.window_end() == 11_000
+    run.owe(1, 9_000)
+    assert run.window_end() == 19_000 and run.deadline == 19.0
+    run.commits[1] = (b"\x00" * 32, "00" * 64)  # seat 1 got its commitment in after all: nothing owed for it
+    assert run.window_end() == 11_000
+    rec.commitments({}, 11_000)
+    rec.reveal({}, 12_000)
+    rec.deal(12_005)
+    run.turn_began = 12_005
+    state = rec.state
+    assert state is not None
+    on_turn = state.turn
+    assert run.turn_end() == 42_005
+    run.owe(1 - on_turn, 40_000)  # not on turn: its turn is not running
+    assert run.turn_end() == 42_005
+    run.owe(on_turn, 40_000)
+    assert run.turn_end() == 70_000 and run.deadline == 70.0
+    run.turn_began = 50_000  # the next turn: nothing carried over
+    assert run.turn_end() == 80_000
