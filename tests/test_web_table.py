@@ -31,6 +31,7 @@ from playwright.async_api import Browser, BrowserContext, Page, ViewportSize
 from service.bots import Bot
 from tests.browser import launch
 from tests.conftest import Api, wait_for
+from verifier.signing import Signer
 from verifier.transcript import verify_transcript
 
 SHOTS = pathlib.Path(os.environ.get("RUMMY_SCREENSHOTS") or tempfile.gettempdir() + "/rummy-screenshots")
@@ -694,7 +695,7 @@ async def test_a_header_listing_another_key_gets_no_commitment_and_a_hand_ended_
             await page.wait_for_function(
                 "() => RummyTable.state.t.seats && Object.keys(RummyTable.state.t.seats).length === 1"
             )
-            substitute = "ab" * 32
+            substitute = Signer.generate().public_bytes.hex()  # a strict key: the server refuses others (bad_key)
             await api.call("PUT", "/api/me/key", token=person["token"], body={"public_key": substitute}, expect=200)
             tasks = start_bots([other])
             await page.wait_for_selector("#alert:not([hidden])", timeout=20_000)
