@@ -306,6 +306,9 @@ class TableActor:
             return
         self.paused = False
         self.loaded.set()
+        if old is not None and self.hand is not None and self.hand.hand_id == old.hand_id and old.owed:
+            self.hand.owed.update(old.owed)  # D35: what the house owed before this reload, it still owes
+            self.hand.arm()
         if pending is not None and not pending.reply.done():
             result = pending.settled() if pending.settled is not None else None
             if result is not None:
