@@ -59,6 +59,7 @@ from service.keys import _load_or_create as read_key_file  # reads, as the file 
 from service.store import OperatorTokenMismatch
 from service.table import Settings
 from service.workers import Supervisor, default_workers, free_port, watch_parent
+from verifier.signing import fingerprint_text
 
 log = logging.getLogger("rummy")
 OPERATOR_ENV = "RUMMY_OPERATOR_TOKEN"
@@ -468,7 +469,7 @@ def serve_workers(args: argparse.Namespace, count: int, data_dir: Path, dsn: str
                 f"database: {'embedded' if embedded else source})",
                 flush=True,
             )
-            print(f"fairness key fingerprint: {keys.signer.fingerprint}", flush=True)
+            print(f"server key fingerprint: {fingerprint_text(keys.signer.fingerprint)}", flush=True)
             if token:
                 print(f"operator token (shown once, keep it): {token}", flush=True)
             watcher = asyncio.create_task(sup.watch(stop))
@@ -573,7 +574,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 f"database: {'embedded' if running.embedded else source})",
                 flush=True,
             )
-            print(f"fairness key fingerprint: {signer.fingerprint}", flush=True)
+            print(f"server key fingerprint: {fingerprint_text(signer.fingerprint)}", flush=True)
             if running.new_operator_token:
                 print(f"operator token (shown once, keep it): {running.new_operator_token}", flush=True)
             await stop.wait()
@@ -910,11 +911,8 @@ async def run_demo(seats: int, hands: int, out: Any = sys.stdout) -> int:
                     token,
                     {"seats": seats, "point_value": 10, "commission_bps": 500, "turn_seconds": 30},
                 )
-                print(
-                    f"table {table['id']}: {seats} seats, 10 HT a point, 5% commission; key {key['fingerprint'][:16]}…",
-                    file=out,
-                    flush=True,
-                )
+                print(f"table {table['id']}: {seats} seats, 10 HT a point, 5% commission", file=out, flush=True)
+                print(f"server key fingerprint: {fingerprint_text(key['fingerprint'])}", file=out, flush=True)
                 bots = await create_bots(
                     session, base, token, table["id"], seats, deposit=10_000, fast=True, hands=hands
                 )
