@@ -387,8 +387,8 @@ class TableActor:
             await conn.execute("DELETE FROM seats WHERE table_id = $1", self.table_id)
             await conn.execute("UPDATE tables SET status = 'closed' WHERE id = $1", self.table_id)
         t.status = "closed"
+        self.watchers.tell_seats({}, t.stand(set(t.seats.values()), "closed", None, None))
         t.seats = {}
-        self.watchers.tell_seats(t.seats)
         self.watchers.broadcast({"type": "closed", "table_id": self.table_id, "message": "the table is closed"})
 
     def _schedule_start(self) -> None:
@@ -494,6 +494,7 @@ class TableActor:
             except asyncpg.UniqueViolationError:
                 raise ClientError("seat_taken", f"seat {seat} is taken") from None
         t.seats[seat] = player_id
+        t.stood.pop(player_id, None)
         self.watchers.tell_seats(t.seats)
         return result
 
@@ -520,8 +521,7 @@ class TableActor:
         cmd.settled = lambda: result if seat not in t.seats else None
         async with self.fence() as conn:
             await conn.execute("DELETE FROM seats WHERE table_id = $1 AND player_id = $2", self.table_id, player_id)
-        t.seats.pop(seat, None)
-        self.watchers.tell_seats(t.seats)
+        self.watchers.tell_seats(t.seats, t.stand({player_id}, "left", "D15" if charged else None, None))
         return result
 
     def _hand_for(self, cmd: Command, phase: str) -> tuple[HandRun, int]:
@@ -616,8 +616,7 @@ class TableActor:
             else:
                 await conn.execute("DELETE FROM seats WHERE table_id = $1 AND seat = $2", self.table_id, seat)
         if not later:
-            del t.seats[seat]
-            self.watchers.tell_seats(t.seats)
+            self.watchers.tell_seats(t.seats, t.stand({player_id}, "operator", None, None))
         return {"table_id": self.table_id, "seat": seat, "player_id": player_id, "now": not later}
 
     def snapshot_for(self, player_id: str, events_since: tuple[int, int] | None = None) -> dict[str, Any]:
@@ -634,6 +633,8 @@ class TableActor:
             "seats": {str(s): p for s, p in sorted(t.seats.items())},
             "paused": self.paused,
             "hand": None,
+            # why this player's seat was last stood up, while they have none (docs/api.md)
+            "stood_up": None if player_id in t.seats.values() else t.stood.get(player_id),
         }
         hand = self.hand
         if hand is not None and hand.recorder.records:
