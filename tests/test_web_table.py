@@ -235,8 +235,8 @@ async def first_turn_with_keys_and_dragging(page: Page) -> str:
         return "results"
     drawn = [c for c in after[-1] if c not in arr[-1]]
     assert after[:-1] == arr[:-1] and after[-1][: len(arr[-1])] == arr[-1] and len(drawn) == 1, (arr, after)
-    assert await page.get_attribute(f'#hand button[data-card="{drawn[0]}"]', "aria-label") is not None
-    assert "just drawn" in (await page.get_attribute(f'#hand button[data-card="{drawn[0]}"]', "aria-label") or "")
+    name = await page.locator(f'#hand button[data-card="{drawn[0]}"]').evaluate("e => e.innerText || e.textContent")
+    assert "just drawn" in await page.text_content(f'#hand button[data-card="{drawn[0]}"] .sr-only'), name
     move = await page.get_attribute("#suggestion", "data-move")
     card = await page.get_attribute("#suggestion", "data-card")
     if move == "declare":

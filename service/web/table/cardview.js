@@ -44,7 +44,7 @@ export function cardFace(c, extra) {
   return [
     el("span", { class: "c-rank" }, c.rank),
     el("span", { class: "c-suit" }, c.suit),
-    c.wild ? el("span", { class: "c-wild", "aria-hidden": "true", title: "wild" }, "\u2605") : null,
+    c.wild && !c.joker ? el("span", { class: "c-wild", "aria-hidden": "true", title: "wild" }, "\u2605") : null,
     el("span", { class: "c-pip", "aria-hidden": "true" }, c.joker ? "\u2605" : c.suit),
     extra || null,
   ];

@@ -81,10 +81,11 @@ function handCard(t, id, decks, wr, gi, ctl) {
       "data-face": c.face,
       "data-group": gi,
       "aria-pressed": sel ? "true" : "false",
-      "aria-label": c.name + (fresh ? ", just drawn" : ""),
       title: c.name,
     },
-    cardFace(c, fresh ? el("span", { class: "c-new" }, "new") : null),
+    // what a screen reader says is the card's name; what the eye sees is hidden from it
+    el("span", { class: "c-face", "aria-hidden": "true" }, cardFace(c, fresh ? el("span", { class: "c-new" }, "new") : null)),
+    el("span", { class: "sr-only" }, c.name + (fresh ? ", just drawn" : "")),
   );
   b.addEventListener("click", () => ctl.select(id));
   b.addEventListener("dragstart", (e) => {

@@ -75,7 +75,7 @@ export function renderSeats(t, onSit) {
         entry && count ? el("div", { class: "fan", "aria-hidden": "true" }, Array.from({ length: Math.min(count, 14) }, () => el("span", { class: "back" }))) : null,
         el(
           "div",
-          { class: "picks", "aria-label": "public moves" },
+          { class: "picks", role: "group", "aria-label": "public moves" },
           picks.slice(-5).map((p) =>
             p.card !== null && p.card !== undefined
               ? el("span", { class: "pick " + p.kind, title: p.kind === "took" ? "took from the open pile" : "discarded" }, el("span", { class: "pick-label" }, p.kind === "took" ? "took" : "threw"), cardView(p.card, decks, wr, "tiny"))
