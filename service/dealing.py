@@ -170,7 +170,8 @@ class Dealer:
         t.hand = hand
         if stood:
             log.info("table %s: stood up after %d hands away: %s", t.table_id, t.max_away, stood)
-            self.teller.tell_seats(t.seats, t.stand(stood, "away", "D34", hand_no))
+            told = t.stand(stood, "away", "D34", hand_no)  # (before t.seats is read: stand makes a new dict)
+            self.teller.tell_seats(t.seats, told)
         log.info("table %s: hand %d (id %d) with seats %s", t.table_id, hand_no, hand_id, order)
         self.teller.tell_phase(hand)
         return hand

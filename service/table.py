@@ -387,8 +387,8 @@ class TableActor:
             await conn.execute("DELETE FROM seats WHERE table_id = $1", self.table_id)
             await conn.execute("UPDATE tables SET status = 'closed' WHERE id = $1", self.table_id)
         t.status = "closed"
-        self.watchers.tell_seats({}, t.stand(set(t.seats.values()), "closed", None, None))
-        t.seats = {}
+        told = t.stand(set(t.seats.values()), "closed", None, None)
+        self.watchers.tell_seats(t.seats, told)
         self.watchers.broadcast({"type": "closed", "table_id": self.table_id, "message": "the table is closed"})
 
     def _schedule_start(self) -> None:
@@ -521,7 +521,8 @@ class TableActor:
         cmd.settled = lambda: result if seat not in t.seats else None
         async with self.fence() as conn:
             await conn.execute("DELETE FROM seats WHERE table_id = $1 AND player_id = $2", self.table_id, player_id)
-        self.watchers.tell_seats(t.seats, t.stand({player_id}, "left", "D15" if charged else None, None))
+        told = t.stand({player_id}, "left", "D15" if charged else None, None)
+        self.watchers.tell_seats(t.seats, told)
         return result
 
     def _hand_for(self, cmd: Command, phase: str) -> tuple[HandRun, int]:
@@ -616,7 +617,8 @@ class TableActor:
             else:
                 await conn.execute("DELETE FROM seats WHERE table_id = $1 AND seat = $2", self.table_id, seat)
         if not later:
-            self.watchers.tell_seats(t.seats, t.stand({player_id}, "operator", None, None))
+            told = t.stand({player_id}, "operator", None, None)
+            self.watchers.tell_seats(t.seats, told)
         return {"table_id": self.table_id, "seat": seat, "player_id": player_id, "now": not later}
 
     def snapshot_for(self, player_id: str, events_since: tuple[int, int] | None = None) -> dict[str, Any]:

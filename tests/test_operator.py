@@ -83,9 +83,12 @@ async def test_stand_a_seat_up_now_or_as_its_hand_ends_and_close_a_table(api: Ap
         await cb.leave(table, hand_no, seat_of(cb))
         await ca.wait_frame(lambda f: f.get("type") == "result")
         await ca.wait_frame(lambda f: f.get("type") == "closed")
-        stood = {(e["player_id"], e["reason"]) for f in ca.frames if f.get("type") == "table" for e in f["stood"]}
+        pushes = [f for f in ca.frames if f.get("type") == "table" and f["stood"]]
+        stood = {(e["player_id"], e["reason"]) for f in pushes for e in f["stood"]}
         # b left (charged, D15); a stood up by the operator as the hand ended; nobody else was seated
         assert stood == {(b["id"], "left"), (a["id"], "operator")}, stood
+        for f in pushes:  # each push's seats are those left after it
+            assert not {e["player_id"] for e in f["stood"]} & set(f["seats"].values()), f
     detail = await api.call("GET", f"/api/tables/{table}", token=None)
     assert detail["status"] == "closed" and detail["seated"] == []
     assert server.app[TABLES][table].next_start is None  # no new hand is ever dealt
