@@ -540,6 +540,25 @@ async def test_a_person_plays_whole_hands_in_the_page_and_verifies_them(server: 
             assert await verify.get_attribute("#step-count", "data-step") == str(target)
             await verify.evaluate("document.getElementById('replay-panel').scrollIntoView()")
             await shot(verify, "verify-replay")
+            csp = [line for line in console if "Content Security Policy" in line or "Refused to" in line]
+            assert not csp, csp  # both pages ran under their policies without a refusal
+
+            # "My hands": the hand, its result and tokens, its verify link and its evidence
+            await page.goto(server.url + "/#/hands")
+            row = page.locator(f'#hands-table tr[data-hand="{hand_id}"]')
+            await row.wait_for()
+            mine = str(my_seat["seat"])
+            assert await row.locator("td.tokens").get_attribute("data-delta") == str(settlement["deltas"][mine])
+            won = transcript["result"]["winner"] == my_seat["seat"]
+            assert (await row.locator("td.result").text_content() or "").startswith("won" if won else "lost")
+            link = await row.locator("a[data-verify]").get_attribute("href") or ""
+            assert link.startswith(f"/verify?hand={hand_id}&key=") and key.hex() in link
+            assert await row.locator("a[download]").get_attribute("href") == f"/api/hands/{hand_id}/transcript"
+            async with page.expect_download() as dl:
+                await row.locator("button.evidence").click()
+            again = json.loads(pathlib.Path(await (await dl.value).path()).read_text())
+            assert again == evidence  # the same file as from the results
+            await shot(page, "hands")
         finally:
             await stop_bots(tasks)
             if any("error" in line.lower() for line in console):

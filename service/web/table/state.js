@@ -3,7 +3,7 @@
    which changes the state and returns what the rest of the page must do about it
    ("effects": commit a seed, fetch a transcript, keep an item of evidence…), so a
    change to the messages (slimmer pushes) is a change here alone. */
-import { parseTime, partsText } from "./dom.js";
+import { parseTime, partsText, plural } from "./dom.js";
 import { decksFor, wildRankOf } from "./cardview.js";
 import { bySuit, sync } from "./arranging.js";
 import { eventLine } from "./story.js";
@@ -141,7 +141,7 @@ export function stoodWords(t, entry) {
   switch (entry.reason) {
     case "away":
       return {
-        parts: ["Your seat (" + seat + ") was stood up as hand " + entry.hand_no + " was dealt: this page had no connection to the table for " + (away ? away + " hands" : "several hands") + " in a row, and a seat nobody plays from is stood up (rule D34). Nothing more was charged. Sit again to play."],
+        parts: ["Your seat (" + seat + ") was stood up as hand " + entry.hand_no + " was dealt: this page had no connection to the table for " + (away ? plural(away, "hand") : "several hands") + " in a row, and a seat nobody plays from is stood up (rule D34). Nothing more was charged. Sit again to play."],
         rule: "D34",
       };
     case "clock":
@@ -228,8 +228,8 @@ function connState(t, state, arg, fx) {
   t.conn = state;
   if (state === "open") {
     t.everConnected = true;
-    if (t.goingDown) fx.push({ do: "notice", text: "The server is back." });
-    else if (t.moving) fx.push({ do: "notice", text: "Connected to the table's new server." });
+    // the snapshot that follows says the page is back, and from what
+    t.backFrom = t.goingDown ? "The server is back" : t.moving ? "Connected to the table's new server" : null;
     t.goingDown = null;
     t.moving = false;
   } else if (state === "lost" && was === "open") {
@@ -323,7 +323,8 @@ function fromSnapshot(t, snap, how, fx) {
     t.hand = null;
   }
   if (how.reconnected || how.resumed) {
-    let text = how.resumed ? "The table is back" : "Reconnected";
+    let text = how.resumed ? "The table is back" : t.backFrom || "Reconnected";
+    t.backFrom = null;
     if (missed !== null) text += " — " + missed + (missed === 1 ? " move" : " moves") + " happened while you were away";
     else if (before && !h) text += " — the hand ended while you were away";
     else if (h && (!before || before.hand_no !== h.hand_no)) text += " — hand " + h.hand_no + " is being played";
@@ -442,7 +443,7 @@ function onResult(t, m, fx) {
   if (m.void) logLine(t, "Hand " + m.hand_no + " was voided: " + m.void_reason + ". Nobody was charged.", "bad");
   fx.push({ do: "forget", handNo: m.hand_no });
   t.results = { push: m, hand_no: m.hand_no, hand_id: m.hand_id, transcript: null, error: null };
-  t.resultsMode = "open";
+  t.resultsMode = hand && hand.seat !== null ? "open" : "docked"; // a hand watched: a bar, not the panel
   fx.push({ do: "transcript", res: t.results }, { do: "refreshMe" }, { do: "refreshHands" });
 }
 
@@ -451,7 +452,7 @@ export function endedAway(t, hand) {
   hand.ended = true;
   if (!hand.hand_id) return null;
   t.results = { push: null, hand_no: hand.hand_no, hand_id: hand.hand_id, transcript: null, error: null };
-  t.resultsMode = "open";
+  t.resultsMode = hand.seat !== null ? "open" : "docked";
   return t.results;
 }
 
