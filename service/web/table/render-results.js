@@ -100,7 +100,8 @@ export function renderResults(t, ctl) {
     return;
   }
   const head = headline(res);
-  const deltaEl = head.delta === null ? null : el("b", { class: "delta " + (head.delta > 0 ? "plus" : head.delta < 0 ? "minus" : ""), "data-delta": head.delta }, " · you " + signed(head.delta) + " HT");
+  const won = head.delta !== null && head.delta > 0;
+  const deltaEl = head.delta === null ? null : el("b", { class: "delta " + (won ? "plus" : head.delta < 0 ? "minus" : ""), "data-delta": head.delta }, (won ? " · " : " · you ") + signed(head.delta) + " HT");
   const verify = (id) => el("a", { class: "button primary", id, href: verifyHref(res.hand_id), target: "_blank", rel: "noopener" }, "Verify this hand \u2197");
   if (t.resultsMode === "docked") {
     box.hidden = true;
@@ -152,7 +153,7 @@ export function renderResults(t, ctl) {
     return el(
       "tr",
       { "data-seat": row.seat, class: (row.winner ? "winner" : "") + (isMe ? " me" : "") },
-      el("td", { class: "who" }, el("b", null, isMe ? "You" : nameEl(nameOf(row.player_id))), el("div", { class: "small" }, "seat " + row.seat)),
+      el("td", { class: "rplayer" }, el("b", null, isMe ? "You" : nameEl(nameOf(row.player_id))), el("div", { class: "small" }, "seat " + row.seat)),
       el("td", { class: "how" }, row.winner ? el("span", { class: "trophy", "aria-hidden": "true" }, "\u2605 ") : null, row.how || "—"),
       cell,
       el("td", { class: "num points", "data-points": row.points === null ? "" : row.points, "data-label": "points" }, row.points === null ? "—" : String(row.points)),
