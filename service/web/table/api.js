@@ -30,6 +30,8 @@ const PLAIN = {
   bad_signature: "The server did not accept your signature: this browser's key is not the one registered for you. Sign out and in again to register it.",
   signature_required: "You are in a hand: leaving must be signed. Try again.",
   no_player_key: "Your signing key is not registered yet. Sign out and in again.",
+  key_in_use: "This browser's signing key is registered to another player: sign in as that player here, or use another browser.",
+  bad_key: "The server refused this browser's signing key.",
   already_committed: "Your seed commitment for this hand is already in.",
   already_revealed: "Your seed for this hand is already revealed.",
   not_committed: "You committed no seed in time, so there is nothing to reveal.",

@@ -200,19 +200,28 @@ export async function leave() {
     ui.error(new ServerError("key_mismatch", "this hand lists another key for you"), "The page cannot sign your leave in this hand; you can leave when it is over");
     return false;
   }
-  if (inHand) {
+  // Before the deal a leave is not a move of the hand (D36): it goes unsigned, and the
+  // seat is stood up when the hand ends; a server from before D36 asks for the
+  // signature (signature_required), and gets it.
+  const dealt = !!(hand && hand.view);
+  const signed = async () => {
     const prev = newestHead(hand);
     const move = { kind: "leave", seat: hand.seat };
-    fields.hand_no = hand.hand_no;
-    fields.prev = prev;
-    fields.sig = await sign(S.key, "move", moveBody(t.id, hand.hand_no, prev, move));
-  }
+    return { hand_no: hand.hand_no, prev, sig: await sign(S.key, "move", moveBody(t.id, hand.hand_no, prev, move)) };
+  };
+  if (inHand && dealt) Object.assign(fields, await signed());
   t.busy = true;
   t.confirm = null;
   t.leaving = true;
   ui.renderActions();
   try {
-    const res = await t.sock.send("leave", fields);
+    let res;
+    try {
+      res = await t.sock.send("leave", fields);
+    } catch (e) {
+      if (!(inHand && !dealt && e.code === "signature_required")) throw e;
+      res = await t.sock.send("leave", await signed());
+    }
     keepAll(res);
     logLine(t, "You left seat " + res.left + (res.charged ? " — charged 40 points for leaving during a hand (D15)." : "."), "me");
     ui.notice("You left the table. You are watching now.");

@@ -113,8 +113,9 @@ export function renderPiles(t) {
 function sitOutReason(t, hand) {
   const hold = t.rules ? 130 * t.rules.point_value : 0;
   if (S.me && S.me.available < hold && !S.me.held) return "your available balance (" + ht(S.me.available) + ") is below the hold of " + ht(hold) + " (rule D20)";
-  if (t.satDuring === hand.hand_no) return "you sat down after it was dealt; you play from the next hand";
-  return "this page had no connection to the table when it was dealt (rule D34); you play from the next hand";
+  if (t.satDuring === hand.hand_no || hand.seatedAtStart === false) return "you sat down after it was dealt; you play from the next hand";
+  if (hand.seatedAtStart === true) return "you could not be dealt in (rule D20: the hold of " + ht(hold) + " could not be taken); you play from the next hand you can cover";
+  return "you sat down after it was dealt, or this page had no connection to the table then (rule D34); you play from the next hand";
 }
 
 /** What the table waits for, in one line (parts: strings and {name}). */

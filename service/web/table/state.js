@@ -372,6 +372,7 @@ function onHandPhase(t, m, fx) {
   hand.newest = Math.max(hand.newest, m.record.i);
   fx.push({ do: "keep", item: m.head });
   if (m.phase === "commit") {
+    hand.seatedAtStart = mySeat(t) !== null; // seen as it began: whether the player had a seat then
     hand.header = m.record;
     learnSeat(t, hand, fx);
     const seats = hand.header.header.seats;
