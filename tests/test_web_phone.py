@@ -134,11 +134,39 @@ async def group_by_taps(page: Page) -> None:
         after = await page.evaluate("RummyTable.state.t.hand.arr")
         g = next(x for x in after if card in x)
         assert g.index(card) == len(g) - 2, (moved, after)
+    await lifted_card_hides_nothing(page, card)
     await page.locator(f'#hand button[data-card="{card}"]').tap()  # and unselect it
     assert await page.locator(f'#hand button[data-card="{card}"]').get_attribute("aria-pressed") == "false"
 
 
 MY_TURN = "() => document.querySelector('#turn-status').dataset.myTurn === 'true'"
+SEEN_AT = """([sel, dx, dy]) => {
+  const e = document.querySelector(sel), r = e.getBoundingClientRect();
+  const t = document.elementFromPoint(r.left + dx, r.top + dy);
+  return !!t && (t === e || e.contains(t));
+}"""
+
+
+async def lifted_card_hides_nothing(page: Page, card: int) -> None:
+    """The selected card is lifted, yet the card after it still shows its rank and
+    suit (the tester found the lifted card covering them); and every wild card shows
+    its star where cards overlap (it used to sit in the covered corner)."""
+    after = await page.evaluate(
+        "c => { const b = document.querySelector(`#hand button[data-card='${c}']`); "
+        "const n = b.nextElementSibling; return n ? n.dataset.card : null; }",
+        card,
+    )
+    if after is not None:
+        for part in (".c-rank", ".c-suit"):
+            sel = f'#hand button[data-card="{after}"] {part}'
+            assert await page.evaluate(SEEN_AT, [sel, 3, 3]), f"the lifted card {card} hides the {part} of {after}"
+    for wild in await page.evaluate(
+        "[...document.querySelectorAll('#hand .hand-card .c-wild')].map(e => e.closest('button').dataset.card)"
+    ):
+        sel = f'#hand button[data-card="{wild}"] .c-wild'
+        assert await page.evaluate(SEEN_AT, [sel, 4, 4]), f"the wild star of card {wild} is hidden"
+
+
 RESULTS_SHOWN = """() => {
   const panel = document.querySelector('#results'), bar = document.querySelector('#results-bar');
   return (!panel.hidden && panel.textContent) || (!bar.hidden && bar.textContent) || '';

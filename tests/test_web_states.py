@@ -166,3 +166,30 @@ async def test_a_closed_table_and_a_moved_table_are_said(server: Running, api: A
         text = await page.text_content("#situation-text") or ""
         assert "closed this table" in text, text
         assert "You are watching" in (await page.text_content("#mine-title") or "")
+
+
+async def test_the_log_speaks_to_you_in_the_second_person(server: Running) -> None:
+    """ "You plays first", found by the tester: the person's own seat takes the verbs
+    and pronouns of "you"; another player's the third person, with the name isolated."""
+    async with launch() as browser, person_page(browser) as (_context, page, _console):
+        await page.goto(server.url + "/")
+        await page.wait_for_function("document.body.dataset.ready === 'true'")
+        lines = await page.evaluate(
+            """() => {
+              const ctx = (me) => ({decks: 1, handNo: 4, who: (s) => ({name: 'Asha', you: s === me})});
+              const say = (e, me) => RummyTable.eventLine(e, ctx(me)).parts
+                .map((p) => (typeof p === 'string' ? p : '[' + p.name + ']')).join('');
+              const deal = {kind: 'deal', first: 2, wild_indicator: 5, open: 9};
+              return [say(deal, 2), say(deal, 1), say({kind: 'clock', seat: 2, missed: 1}, 2),
+                      say({kind: 'drop', seat: 2, reason: 'clock', points: 20}, 2),
+                      say({kind: 'drop', seat: 2, reason: 'clock', points: 20}, 1),
+                      say({kind: 'end', winner: 2, reason: 'declare'}, 2),
+                      say({kind: 'forfeit', seat: 2, points: 20}, 2)];
+            }"""
+        )
+    assert lines[0].endswith("; You play first."), lines[0]
+    assert lines[1].endswith("; [Asha] plays first."), lines[1]
+    assert lines[2] == "The clock ran out for you (1 missed turn in a row).", lines[2]
+    assert lines[3] == "You were dropped by the clock: 20 points." and lines[4].startswith("[Asha] was dropped")
+    assert lines[5] == "The hand ends: you won with a valid declare."
+    assert lines[6] == "You withheld the seed and sit this hand out (20 points)."

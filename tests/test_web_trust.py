@@ -31,7 +31,7 @@ async def test_no_script_can_read_the_player_token(server: Running, api: Api, tm
     person = await new_person(api, "Kofi")
     table = await api.table(seats=4)
     (tmp_path / "other.html").write_text("<!doctype html><title>elsewhere</title><p>another site</p>")
-    async with launch() as browser, person_page(browser) as (context, page, _console):
+    async with launch() as browser, person_page(browser) as (context, page, console):
         await sign_in(page, server.url, person["token"], "Kofi")
         await page.goto(server.url + f"/#/table/{table}")
         await page.wait_for_function(conn("open"))  # the page's own socket: the cookie and its Origin
@@ -63,6 +63,9 @@ async def test_no_script_can_read_the_player_token(server: Running, api: Api, tm
         everything = json.dumps(seen)
         assert person["token"] not in everything and session["value"] not in everything
         assert seen["exportable"] == [False]  # the signing key cannot leave the browser either
+        # the page asked for nothing that is not there (the favicon was a 404)
+        missing = [line for line in console if "Failed to load resource" in line]
+        assert not missing, missing
         # another origin's page, in the same browser
         async with serve_directory(tmp_path) as elsewhere:
             other = await context.new_page()
@@ -88,6 +91,7 @@ async def test_no_script_can_read_the_player_token(server: Running, api: Api, tm
             assert tried["put"] == "blocked", tried  # no CORS for it; and the server refused it (403), below
         me = await api.call("GET", "/api/me", token=person["token"])
         assert me["public_key"] != "00" * 32  # the key the page registered is still the one
+
 
 
 # ----------------------------------------------------------------------------- names

@@ -15,6 +15,7 @@ import { evidenceOf } from "./evidence.js";
 import { historyCtl, leaveTablePage, onTableKey, openTable, receive, sortHand, wireTable } from "./table-page.js";
 import * as moves from "./moves.js";
 import { summarize } from "./render-results.js";
+import { eventLine } from "./story.js";
 
 const ui = { error: showError, notice };
 let lobbyTimer = null;
@@ -139,6 +140,7 @@ window.RummyTable = {
   receive,
   evidence: (handNo) => (S.t && S.me ? evidenceOf(S.me.id, S.t.id, handNo) : []),
   summarize,
+  eventLine,
   renderLobby,
 };
 
