@@ -54,6 +54,12 @@ class Config:
     operator_token: str | None = None  # from the environment; else created on first run
     heartbeat: float = 20.0
     node: NodeSettings = field(default_factory=NodeSettings)
+    #: where people open this card room's pages besides this node's own URL (a worker
+    #: of ``serve --workers``: the server's port): origins the session cookie is taken from
+    page_urls: tuple[str, ...] = ()
+
+    def own_urls(self) -> tuple[str, ...]:
+        return (self.node.public_url, *self.page_urls) if self.node.public_url else self.page_urls
 
 
 CONFIG = web.AppKey("config", Config)
@@ -212,7 +218,7 @@ def page(request: web.Request) -> tuple[int, int]:
 
 async def require_player(request: web.Request, *, websocket: bool = False) -> store.Player:
     """The player by bearer token or session cookie (:func:`service.auth.player_of`)."""
-    player = await auth.player_of(request, request.app[POOL], request.app[CONFIG].node.public_url, websocket=websocket)
+    player = await auth.player_of(request, request.app[POOL], request.app[CONFIG].own_urls(), websocket=websocket)
     if player is None:
         raise ApiError(401, "unauthorized", "this needs a player's bearer token or session")
     return player
@@ -340,7 +346,7 @@ async def leave(request: web.Request) -> web.Response:
 async def sign_in(request: web.Request) -> web.Response:
     """A browser session for the player whose token the body carries: the session
     cookie (HttpOnly) and the player's id and name.  Refused from another site's page."""
-    await auth.check_origin(request, request.app[POOL], request.app[CONFIG].node.public_url, required=False)
+    await auth.check_origin(request, request.app[POOL], request.app[CONFIG].own_urls(), required=False)
     data = await body_json(request, wire.SIGN_IN)
     async with connection(request.app[POOL]) as conn:
         player = await store.player_by_token(conn, data["token"])
@@ -367,7 +373,7 @@ async def sign_out(request: web.Request) -> web.Response:
     """End the request's browser session (its cookie is cleared)."""
     session = auth.session_of(request)
     if session is not None:
-        await auth.check_origin(request, request.app[POOL], request.app[CONFIG].node.public_url, required=True)
+        await auth.check_origin(request, request.app[POOL], request.app[CONFIG].own_urls(), required=True)
         async with connection(request.app[POOL]) as conn:
             await store.end_session(conn, session)
     response = web.json_response({"signed_out": session is not None})

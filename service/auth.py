@@ -12,6 +12,7 @@ cluster (``nodes.public_url``).  docs/api.md, "Sessions".
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Final
 from urllib.parse import urlsplit
 
@@ -71,22 +72,23 @@ def _netloc(url: str) -> str:
         return ""
 
 
-async def _allowed(request: web.Request, pool: asyncpg.Pool, origin: str, public_url: str) -> bool:
+async def _allowed(request: web.Request, pool: asyncpg.Pool, origin: str, own: Sequence[str]) -> bool:
     """Is ``origin`` a page of this card room: this server's host (as the request
-    names it; a proxy in front keeps the Host header), this node's public URL, or
-    another node's?  Host and port are compared, not the scheme: behind a proxy that
-    ends TLS the request arrives as http."""
+    names it; a proxy in front keeps the Host header), one of ``own`` (this node's
+    public URL; for a worker, the server's port), or another node's public URL?  Host
+    and port are compared, not the scheme: behind a proxy that ends TLS the request
+    arrives as http."""
     netloc = _netloc(origin)
     if not netloc or origin == "null":
         return False
-    if netloc == request.host.lower() or (public_url and netloc == _netloc(public_url)):
+    if netloc == request.host.lower() or any(netloc == _netloc(u) for u in own if u):
         return True
     async with connection(pool) as conn:
         urls = await conn.fetch("SELECT public_url FROM nodes WHERE public_url <> ''")
     return any(netloc == _netloc(str(r["public_url"])) for r in urls)
 
 
-async def check_origin(request: web.Request, pool: asyncpg.Pool, public_url: str, *, required: bool) -> None:
+async def check_origin(request: web.Request, pool: asyncpg.Pool, own: Sequence[str], *, required: bool) -> None:
     """Refuse a request whose Origin is not this card room's (and, when
     ``required``, one that names none)."""
     origin = request.headers.get("Origin")
@@ -94,12 +96,12 @@ async def check_origin(request: web.Request, pool: asyncpg.Pool, public_url: str
         if required:
             raise OriginRefused("this request needs an Origin header of this card room's pages")
         return
-    if not await _allowed(request, pool, origin, public_url):
+    if not await _allowed(request, pool, origin, own):
         raise OriginRefused(f"requests from {origin[:100]} may not use this card room's session")
 
 
 async def player_of(
-    request: web.Request, pool: asyncpg.Pool, public_url: str, *, websocket: bool = False
+    request: web.Request, pool: asyncpg.Pool, own: Sequence[str], *, websocket: bool = False
 ) -> store.Player | None:
     """The player a request speaks for: by its bearer token, else by its session
     cookie (the Origin checked: required for a WebSocket and for a request that
@@ -111,7 +113,7 @@ async def player_of(
     session = session_of(request)
     if session is None:
         return None
-    await check_origin(request, pool, public_url, required=websocket or request.method not in SAFE_METHODS)
+    await check_origin(request, pool, own, required=websocket or request.method not in SAFE_METHODS)
     async with connection(pool) as conn:
         return await store.player_by_session(conn, session)
 

@@ -314,6 +314,7 @@ async def start_server(
     database_source: str = "DATABASE_URL",
     node: NodeSettings | None = None,
     shared_port: int | None = None,
+    page_urls: tuple[str, ...] = (),
     lock_data_dir: bool = True,
 ) -> Running:
     """Start the database (embedded unless a URL is given), the keys, the app.
@@ -357,7 +358,14 @@ async def start_server(
         if not node.public_url and port:
             node = dataclasses.replace(node, public_url=f"http://{host}:{port}")
         app = make_app(
-            Config(dsn=url.dsn, keys=keys, settings=settings or Settings(), operator_token=operator_token, node=node)
+            Config(
+                dsn=url.dsn,
+                keys=keys,
+                settings=settings or Settings(),
+                operator_token=operator_token,
+                node=node,
+                page_urls=page_urls,
+            )
         )
         runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=1.0)
         try:
@@ -459,6 +467,7 @@ def serve_workers(args: argparse.Namespace, count: int, data_dir: Path, dsn: str
                 public_host,
                 count,
                 env,
+                page_url=(args.public_url or f"http://{public_host}:{port}").rstrip("/"),
             )
             sup.plan()
             for w in sup.workers:
@@ -560,6 +569,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             ),
             node=node,
             shared_port=args.shared_port,
+            page_urls=(args.page_url,) if args.page_url else (),
             lock_data_dir=args.worker_of is None,
         )
         try:
@@ -1068,6 +1078,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sp.add_argument("--worker-of", type=int, default=None, help=argparse.SUPPRESS)
     sp.add_argument("--shared-port", type=int, default=None, help=argparse.SUPPRESS)
+    sp.add_argument("--page-url", default=None, help=argparse.SUPPRESS)  # a worker: where people open the pages
     sp.add_argument(
         "--log-format", choices=("text", "json"), default="text", help="log lines on stderr: text, or one JSON a line"
     )
