@@ -184,7 +184,23 @@ async def test_a_hand_on_a_phone_by_taps(server: Any, api: Api) -> None:
     tasks: list[asyncio.Task[None]] = []
     try:
         async with launch() as browser, phone(browser, {"width": 390, "height": 844}) as page:
+            await page.goto(server.url + "/")
+            await page.wait_for_selector("#signin-view:not([hidden])")
+            await page.click("#operator-panel summary")  # the operator's form open too
+            for v in PORTRAIT:
+                await page.set_viewport_size(v)
+                await every_control_is_reachable(page, f"signing in at {v['width']}")
+            await page.set_viewport_size({"width": 390, "height": 844})
             await sign_in(page, server.url, person["token"], "Maya Raghunathan-Oyelaran")
+            await page.locator("article.tcard").first.wait_for()
+            if await page.is_visible("#notice"):
+                await page.locator("#notice").tap()
+            for v in PORTRAIT:
+                await page.set_viewport_size(v)
+                lobby = ("header", "#lobby-view .lobby-head", "#tables article:nth-child(-n+3)")
+                await every_control_is_reachable(page, f"the lobby at {v['width']}", lobby)
+            await page.set_viewport_size({"width": 390, "height": 844})
+            await page.evaluate("window.scrollTo(0, 0)")
             await shot(page, "phone-lobby")
             tasks = start_bots(bots)
             await wait_for(lambda: all(b.seat is not None for b in bots), timeout=20)
@@ -222,6 +238,7 @@ async def test_a_hand_on_a_phone_by_taps(server: Any, api: Api) -> None:
                     pictured = True
                 move = await tap_my_turn(page)
             await page.locator("#results-table").wait_for(timeout=15_000)
+            hand_id = await page.evaluate("RummyTable.state.t.results.hand_id")
             await every_control_is_reachable(page, "the results", ("#results",))  # over the whole page
             await page.evaluate("document.querySelector('#results').scrollTo(0, 0)")
             await shot(page, "phone-results")
@@ -237,9 +254,14 @@ async def test_a_hand_on_a_phone_by_taps(server: Any, api: Api) -> None:
             assert f"Hand {hand_no}" in (await page.text_content("#results-bar") or "")
             await every_control_is_reachable(page, "the next hand, its results docked")
             assert (await tap_my_turn(page)) in ("discard", "declare", "results")
-            if await page.is_visible("#results-bar"):
+            if await page.is_visible("#results-bar"):  # (unless that move ended the hand: new results)
                 assert f"Hand {hand_no}" in (await page.text_content("#results-bar") or "")
                 await page.locator("#results-bar-close").tap()
                 assert await page.is_hidden("#results-bar") and await page.is_hidden("#results")
+            # "My hands" on a phone: the hand played, its links within reach
+            await page.goto(server.url + "/#/hands")
+            await page.locator(f'#hands-table tbody tr[data-hand="{hand_id}"]').wait_for()
+            await every_control_is_reachable(page, "my hands", ("header", "#hands-view"))
+            await shot(page, "phone-hands")
     finally:
         await stop_bots(tasks)

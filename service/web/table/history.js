@@ -41,9 +41,9 @@ export function renderHands(ctl) {
     return el(
       "tr",
       { "data-hand": h.hand_id, class: h.winner === h.seat && h.status === "ended" ? "won" : "" },
-      el("td", { "data-label": "hand" }, el("b", null, "Hand " + h.hand_no), el("div", { class: "small" }, "table " + h.table_id + " · seat " + h.seat), when ? el("div", { class: "small" }, when) : null),
-      el("td", { class: "result", "data-label": "result" }, resultText(h)),
-      el("td", { class: "num tokens " + (h.delta > 0 ? "plus" : h.delta < 0 ? "minus" : ""), "data-delta": h.delta === null ? "" : h.delta, "data-label": "tokens" }, h.delta === null ? "—" : signed(h.delta) + " HT"),
+      el("td", { class: "hand" }, el("b", null, "Hand " + h.hand_no), el("div", { class: "small" }, "table " + h.table_id + " · seat " + h.seat), when ? el("div", { class: "small" }, when) : null),
+      el("td", { class: "result" }, resultText(h)),
+      el("td", { class: "num tokens " + (h.delta > 0 ? "plus" : h.delta < 0 ? "minus" : ""), "data-delta": h.delta === null ? "" : h.delta }, h.delta === null ? "—" : signed(h.delta) + " HT"),
       el(
         "td",
         { class: "links" },

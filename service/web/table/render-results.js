@@ -156,7 +156,7 @@ export function renderResults(t, ctl) {
       el("td", { class: "rplayer" }, el("b", null, isMe ? "You" : nameEl(nameOf(row.player_id))), el("div", { class: "small" }, "seat " + row.seat)),
       el("td", { class: "how" }, row.winner ? el("span", { class: "trophy", "aria-hidden": "true" }, "\u2605 ") : null, row.how || "—"),
       cell,
-      el("td", { class: "num points", "data-points": row.points === null ? "" : row.points, "data-label": "points" }, row.points === null ? "—" : String(row.points)),
+      el("td", { class: "num points", "data-points": row.points === null ? "" : row.points }, row.points === null ? "—" : String(row.points)),
       el("td", { class: "num tokens " + (row.delta > 0 ? "plus" : row.delta < 0 ? "minus" : ""), "data-delta": row.delta === null ? "" : row.delta }, row.delta === null ? "—" : signed(row.delta) + " HT"),
     );
   });
