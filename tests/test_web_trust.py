@@ -93,7 +93,6 @@ async def test_no_script_can_read_the_player_token(server: Running, api: Api, tm
         assert me["public_key"] != "00" * 32  # the key the page registered is still the one
 
 
-
 # ----------------------------------------------------------------------------- names
 def name_order(page: Page, selector: str) -> Any:
     """The x of the first and last characters of the text after a name's <bdi> in
@@ -194,3 +193,20 @@ async def test_verify_runs_under_its_policy_and_saved_offline(server: Running, t
         await offline.wait_for_function(VERIFIED)
         assert await offline.get_attribute("#verdict", "data-ok") == "true"
         assert all(u.startswith(("file://", "data:")) for u in requests), requests
+
+
+async def test_a_token_an_older_page_kept_is_traded_for_a_session_and_removed(server: Running, api: Api) -> None:
+    """The page before sessions kept the token in localStorage: the new page trades it
+    for a session once (the player stays signed in) and removes it."""
+    person = await new_person(api, "Ola")
+    async with launch() as browser, person_page(browser) as (_context, page, _console):
+        await page.goto(server.url + "/")
+        await page.wait_for_function("document.body.dataset.ready === 'true'")
+        await page.evaluate("t => localStorage.setItem('rummypf.token', t)", person["token"])
+        await page.reload()
+        await page.wait_for_function("() => document.body.dataset.view === 'lobby'", timeout=10_000)
+        assert await page.text_content("#me-name") == "Ola"
+        assert await page.evaluate("localStorage.getItem('rummypf.token')") is None
+        await page.reload()  # the session alone, from now on
+        await page.wait_for_function("() => document.body.dataset.view === 'lobby'", timeout=10_000)
+        assert await page.text_content("#me-name") == "Ola"

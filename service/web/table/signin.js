@@ -8,10 +8,22 @@ import { fingerprintOf, playerKey } from "./keys.js";
 import { S } from "./state.js";
 import { store } from "./store.js";
 
-/** Who the session cookie says the page is (null: nobody). */
+/** Who the session cookie says the page is (null: nobody).  A token an older version
+    of this page kept in localStorage is traded for a session once, and removed. */
 export async function resume() {
   const s = await api("GET", "/api/session");
-  return s.player ? api("GET", "/api/me") : null;
+  if (s.player) {
+    store.remove("token");
+    return api("GET", "/api/me");
+  }
+  const old = store.get("token");
+  if (!old) return null;
+  store.remove("token");
+  try {
+    return await signIn(old);
+  } catch (e) {
+    return null;
+  }
 }
 
 /** Sign in with a player token: the session cookie, then the player. */

@@ -41,8 +41,6 @@ export const store = {
   },
 };
 
-/* A token kept by an older version of this page: it is dropped at once. */
-store.remove("token");
 
 // ------------------------------------------------------------------ seeds (§5)
 

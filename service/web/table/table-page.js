@@ -85,6 +85,7 @@ function run(t, fx) {
     case "ended": {
       const res = endedAway(t, fx.hand);
       moves.forget(t, fx.hand.hand_no);
+      forgetHand(t, fx.hand.hand_no);
       if (res) loadTranscript(res).then(refreshMe);
       break;
     }
