@@ -57,6 +57,11 @@ async def shot(page: Page, name: str) -> None:
 async def every_control_is_reachable(page: Page, where: str, within: tuple[str, ...] = ("main", "header")) -> int:
     """No sideways scrolling; each visible control, scrolled into view, lies within
     the screen and is what a tap at its point would hit.  Returns how many."""
+    # a notice or an error floats over the top of the page for a few seconds (it says
+    # something the person reads, then goes): put it away, as a person would
+    for floating in ("#notice", "#alert-close"):
+        if await page.is_visible(floating):
+            await page.locator(floating).tap()
     assert await page.evaluate(NO_SIDEWAYS_SCROLL), (
         where,
         await page.evaluate("document.scrollingElement.scrollWidth"),
@@ -79,11 +84,12 @@ async def every_control_is_reachable(page: Page, where: str, within: tuple[str, 
         is_card = await h.evaluate("e => e.classList.contains('hand-card')")
         x = box["x"] + (min(8, box["width"] / 2) if is_card else box["width"] / 2)
         y = box["y"] + (min(14, box["height"] / 2) if is_card else box["height"] / 2)
-        hit = await h.evaluate(
-            "(e, p) => { const t = document.elementFromPoint(p[0], p[1]); return !!t && (t === e || e.contains(t)); }",
+        cover = await h.evaluate(
+            """(e, p) => { const t = document.elementFromPoint(p[0], p[1]);
+                 return !t || t === e || e.contains(t) ? '' : (t.id || t.className || t.tagName); }""",
             [x, y],
         )
-        assert hit, (where, name, "is covered where a finger would tap it", box)
+        assert not cover, (where, name, "is covered where a finger would tap it, by", cover, box)
         n += 1
     return n
 

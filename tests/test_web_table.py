@@ -1,4 +1,4 @@
-"""The lobby and table client (``/``: service/web/index.html, client.js, table.js) in a
+"""The lobby and table client (``/``: service/web/index.html and its modules in service/web/table/) in a
 real headless Chromium, against the real server (PostgreSQL, WebSockets on 127.0.0.1).
 
 A scripted person signs in with a token, finds a table in the lobby, sits, and plays
