@@ -207,8 +207,10 @@ class Starve:
 
     def start(self) -> subprocess.Popen[bytes]:
         cmd = ["stress-ng", "--cpu", str(self.hogs), "--taskset", str(self.core), "--quiet"]
-        # its own session: stopped as a group, never by name
-        return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        # Its own process group (stopped as a group, never by name) but the bench's
+        # session: with the kernel's autogroup scheduling a new session would be a
+        # scheduling group of its own, and two hogs would weigh as one.
+        return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, process_group=0)
 
     @staticmethod
     def stop(hog: subprocess.Popen[bytes]) -> None:
@@ -590,6 +592,10 @@ def rss_trend(samples: list[tuple[float, int, int]]) -> dict[str, Any]:
     acks = [float(s[2]) for s in samples]
     per_min = slope(ts, kb)
     per_ack = slope(acks, kb)
+    # the second half alone: growth that goes on after the first minutes' ramp (caches, pools)
+    half = [k for k, t in enumerate(ts) if t - ts[0] >= (ts[-1] - ts[0]) / 2] if ts else []
+    late_min = slope([ts[k] for k in half], [kb[k] for k in half])
+    late_ack = slope([acks[k] for k in half], [kb[k] for k in half])
     return {
         "samples": [list(s) for s in samples],
         "minutes": round(ts[-1] - ts[0], 2) if ts else 0,
@@ -598,6 +604,8 @@ def rss_trend(samples: list[tuple[float, int, int]]) -> dict[str, Any]:
         "acks": samples[-1][2] - samples[0][2] if samples else 0,
         "slope_kb_per_min": None if per_min is None else round(per_min, 1),
         "slope_kb_per_action": None if per_ack is None else round(per_ack, 3),
+        "late_slope_kb_per_min": None if late_min is None else round(late_min, 1),
+        "late_slope_kb_per_action": None if late_ack is None else round(late_ack, 3),
     }
 
 

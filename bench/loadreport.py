@@ -95,7 +95,8 @@ def summary_rows(entries: list[dict[str, Any]]) -> list[str]:
 
 
 def rss_rows(points: list[dict[str, Any]]) -> list[str]:
-    out = [["who", "seats", "minutes", "actions", "start MB", "end MB", "KB/min", "KB/action", "p99 ms", "load 1m"]]
+    out = [["who", "seats", "minutes", "actions", "start MB", "end MB", "KB/min", "KB/action"]]
+    out[0] += ["2nd half KB/min", "2nd half KB/action", "p99 ms", "load 1m"]
     for p in points:
         t = p["rss"]
         out.append(
@@ -108,6 +109,8 @@ def rss_rows(points: list[dict[str, Any]]) -> list[str]:
                 n((t["end_kb"] or 0) / 1024, 1),
                 n(t["slope_kb_per_min"], 1),
                 n(t["slope_kb_per_action"], 2),
+                n(t.get("late_slope_kb_per_min"), 1),
+                n(t.get("late_slope_kb_per_action"), 2),
                 n(p["p99_ms"], 1),
                 load(p),
             ]
@@ -133,6 +136,8 @@ def starved_rows(rows: list[dict[str, Any]]) -> list[str]:
             "of them timeouts",
             "load retries",
             "handshakes failed/tried",
+            "reconnects",
+            "clock moves",
             "lost",
             "load 1m",
         ]
@@ -159,6 +164,8 @@ def starved_rows(rows: list[dict[str, Any]]) -> list[str]:
                     n(log["reload_timeouts"]) if project else "n/a",
                     n(log["load_retries"]) if project else "n/a",
                     f"{p['handshakes_failed']:,}/{p['handshakes']:,}",
+                    n(p.get("reconnects")) if project else "n/a",
+                    n(p.get("clock_moves")) if project else "n/a",
                     n(p["lost"]),
                     load(p),
                 ]
@@ -186,7 +193,8 @@ def table(report: dict[str, Any]) -> str:
         if entries and max(e["rounds"] for e in entries) > 1:
             lines += ["", f"{scenario}: ranges over the rounds", *summary_rows(entries)]
     if report.get("rss"):
-        lines += ["", "memory: the server's RSS (all its processes) over a human-pace run; least-squares slopes"]
+        lines += ["", "memory: the server's RSS (all its processes) over a human-pace run; least-squares slopes,"]
+        lines[-1] += " over the window and over its second half"
         lines += rss_rows(report["rss"])
     if report.get("starved"):
         st = report["settings"]["starved"]
