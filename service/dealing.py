@@ -28,8 +28,9 @@ from service.keys import ServerKeys
 from service.metrics import Metrics
 from service.telling import Teller, iso
 from service.writer import RecordWriter, Write
+from verifier.ed25519 import key_problem
 from verifier.fairness import SEED_BYTES
-from verifier.hand import Action, Leave, Phase, TableRules, TimeOut
+from verifier.hand import Action, TableRules, TimeOut, action_to_json
 from verifier.record import HandRecorder
 from verifier.settle import hold_amount
 
@@ -60,13 +61,17 @@ class TableState:
     #: player id -> why and when their seat was last stood up, for the snapshot of a
     #: player who comes back to find it gone (memory only: lost with a restart or a move)
     stood: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: player id -> (reason, rule) of a stand-up asked for during the hand, done as it ends
+    after_hand: dict[str, tuple[str, str | None]] = field(default_factory=dict)
 
     def stand(
         self, players: Collection[str], reason: str, rule: str | None, hand_no: int | None
     ) -> list[dict[str, Any]]:
         """Stand these players' seats up (in memory; the caller has written it): what
         the ``table`` push tells everyone and a later snapshot tells the player.
-        ``reason``: ``away`` (D34), ``clock`` (D31), ``operator``, ``closed``, ``left``."""
+        ``reason``: ``away`` (D34), ``clock`` (D31), ``operator``, ``closed``, ``left``
+        (D15 charged, D36 before the deal), ``after_hand`` (asked for during the hand,
+        by whom not known to this node)."""
         out = []
         for seat, player_id in sorted(self.seats.items()):
             if player_id in players:
@@ -179,8 +184,9 @@ class Dealer:
     async def _hold(
         self, conn: asyncpg.Connection, hand_id: int, candidates: list[tuple[int, str]], need: int
     ) -> tuple[dict[int, str], dict[str, bytes]]:
-        """Hold each candidate's D20 amount (a savepoint each); who has no key or cannot
-        cover it sits the hand out."""
+        """Hold each candidate's D20 amount (a savepoint each); who has no strict key
+        (§9: one registered before the check), shares one with a seat before it (§13),
+        or cannot cover the hold sits the hand out."""
         keys = {
             r["id"]: bytes(r["public_key"])
             for r in await conn.fetch(
@@ -190,7 +196,8 @@ class Dealer:
         }
         players: dict[int, str] = {}
         for seat, player_id in candidates:
-            if player_id not in keys:
+            key = keys.get(player_id)
+            if key is None or key_problem(key) is not None or key in {keys[p] for p in players.values()}:
                 continue
             try:
                 async with conn.transaction():
@@ -252,8 +259,9 @@ class Dealer:
         await self.deal(hand)
 
     async def deal(self, hand: HandRun) -> None:
-        """Record 3: the deal (stored with the reveals in one transaction), then the
-        departures signed during the seed phases."""
+        """Record 3: the deal, stored with the reveals in one transaction.  (A seat
+        that left during the seed phases is stood up when the hand ends, D36: the
+        clock plays for it meanwhile.)"""
         rec = hand.recorder
         record, events = rec.deal(hand.next_t())
         if rec.voided:  # no seat was dealt in (D29)
@@ -266,12 +274,6 @@ class Dealer:
         self.teller.tell_update(hand, record, events)
         if rec.ended:  # one seat dealt in wins at once (D29, D14)
             await self.finish(hand)
-            return
-        for seat, psig in sorted(hand.leaves.items()):
-            state = rec.state
-            if self.t.hand is hand and state is not None and state.phase is not Phase.ENDED:
-                if state.seat(seat).status.value == "playing":
-                    await self.apply(hand, Leave(seat), psig)
 
     # -- moves -------------------------------------------------------------------------
     async def apply(
@@ -282,11 +284,21 @@ class Dealer:
         on_unknown: Callable[[Settled], None] | None = None,
     ) -> dict[str, Any]:
         """Check, store, then tell: the one path every move takes.  ``on_unknown``
-        receives, before the write, how to tell later whether it was stored."""
+        receives, before the write, how to tell later whether it was stored.  A
+        player's move is answered with the server's signed ack (docs/fairness.md §15),
+        which is also the signed head of its record: ``arrived`` is the record's ``t``,
+        the table's clock when it judged the move."""
         rec = hand.recorder
         at_least = hand.turn_end() if isinstance(action, TimeOut) else 0
         state, record, events = rec.prepare(action, psig, hand.next_t(at_least))
-        result = {"i": record["i"], "h": record["h"], "head": None}
+        result: dict[str, Any] = {"i": record["i"], "h": record["h"], "ack": None}
+
+        def ack(of: HandRecorder) -> dict[str, Any] | None:
+            if psig is None:  # the clock's move: nobody to answer
+                return None
+            move = action_to_json(action)
+            return of.ack(action.seat, move, psig["prev"], psig["sig"], arrived=record["t"], i=record["i"])
+
         if on_unknown is not None:
 
             def settled() -> dict[str, Any] | None:
@@ -294,7 +306,7 @@ class Dealer:
                 if now is None or now.hand_id != hand.hand_id:
                     return None  # the hand ended meanwhile; its update says what happened
                 ok = len(now.recorder.records) > record["i"] and now.recorder.records[record["i"]]["h"] == record["h"]
-                return {**result, "head": now.recorder.head_evidence(record["i"])} if ok else None
+                return {**result, "ack": ack(now.recorder)} if ok else None
 
             on_unknown(settled)
         # Memory moves first; if the store fails the table reloads from the database
@@ -305,7 +317,7 @@ class Dealer:
         await self.store(hand, [record])
         if self.metrics is not None:
             self.metrics.actions.labels(action.kind).inc()
-        result["head"] = rec.head_evidence(record["i"])
+        result["ack"] = ack(rec)
         self.teller.tell_update(hand, record, events)
         if rec.ended:
             await self.finish(hand)
@@ -356,11 +368,15 @@ class Dealer:
                 stand_up=absent,
             )
         t.head = str(transcript["head"])
-        if stood:  # D31, and seats the operator stands up as the hand ends
+        if stood:  # D31; seats left before the deal (D36) or stood up by the operator, as the hand ends
             clock = set(absent) & set(stood)
             told = t.stand(clock, "clock", "D31", hand.hand_no)
-            told += t.stand(set(stood) - clock, "operator", None, hand.hand_no)
+            for player_id in sorted(set(stood) - clock):
+                # why it was asked for, if this node heard it ("after_hand" when it did not: a reload between)
+                reason, rule = t.after_hand.get(player_id, ("after_hand", None))
+                told += t.stand({player_id}, reason, rule, hand.hand_no)
             self.teller.tell_seats(t.seats, told)
+        t.after_hand = {p: why for p, why in t.after_hand.items() if p in t.seats.values()}
         t.hand = None
         t.hands_finished += 1
         if self.metrics is not None:

@@ -223,8 +223,15 @@ export async function leave() {
       res = await t.sock.send("leave", await signed());
     }
     keepAll(res);
-    logLine(t, "You left seat " + res.left + (res.charged ? " — charged 40 points for leaving during a hand (D15)." : "."), "me");
-    ui.notice("You left the table. You are watching now.");
+    if (res.after_hand) {
+      // D36: before the deal the seat stays in the hand, and stands up when it ends
+      t.leftAfterHand = hand.hand_no;
+      logLine(t, "You left seat " + res.left + " before the deal: the seat stays in hand " + hand.hand_no + " — its seed missed, then the clock playing for it — and is stood up when the hand ends (rule D36).", "me");
+      ui.notice("You left: your seat is stood up when this hand ends.");
+    } else {
+      logLine(t, "You left seat " + res.left + (res.charged ? " — charged 40 points for leaving during a hand (D15)." : "."), "me");
+      ui.notice("You left the table. You are watching now.");
+    }
     return true;
   } catch (e) {
     ui.error(e, "Leaving failed");

@@ -154,7 +154,10 @@ export function stoodWords(t, entry) {
     case "closed":
       return { parts: ["The operator closed this table: every seat was stood up, yours (" + seat + ") too. No hand is dealt here any more."], rule: null };
     case "left":
+      if (entry.rule === "D36") return { parts: ["You left before hand " + entry.hand_no + " was dealt: your seat (" + seat + ") was stood up as it ended (rule D36)."], rule: "D36" };
       return { parts: ["You left " + seat + " (from another window, or through the API)" + (entry.rule ? ", during a hand: 40 points (rule D15)." : ".")], rule: entry.rule };
+    case "after_hand":
+      return { parts: ["Your seat (" + seat + ") was stood up as hand " + entry.hand_no + " ended, as was asked during the hand: by you, leaving before the deal (rule D36), or by the card room's operator."], rule: null };
     default:
       return { parts: ["Your seat (" + seat + ") was stood up (" + entry.reason + ")."], rule: entry.rule };
   }
@@ -246,13 +249,13 @@ function onSeats(t, m, fx) {
   t.seats = m.seats;
   for (const entry of m.stood || []) {
     if (S.me && entry.player_id === S.me.id) {
-      if (entry.reason !== "left" || !t.leaving) {
+      if (entry.reason !== "left" || !(t.leaving || t.leftAfterHand)) {
         const words = stoodWords(t, entry);
         t.situation = { kind: "stood", parts: words.parts, rule: words.rule };
         logLine(t, words.parts, "bad");
       }
     } else if (entry.reason !== "left") {
-      const why = { away: "after hands away (D34)", clock: "after the clock dropped them (D31)", operator: "by the operator", closed: "as the table closed" }[entry.reason] || "";
+      const why = { away: "after hands away (D34)", clock: "after the clock dropped them (D31)", operator: "by the operator", closed: "as the table closed", after_hand: "as the hand ended" }[entry.reason] || "";
       logLine(t, ["The seat of ", { name: nameOf(entry.player_id) }, " (seat " + entry.seat + ") was stood up " + why + "."], "sys");
     }
   }

@@ -1,4 +1,4 @@
--- 006: browser sessions (docs/api.md, "Sessions").  The page signs in once with the
+-- 007: browser sessions (docs/api.md, "Sessions").  The page signs in once with the
 -- player token and is then known by an HttpOnly cookie, so that no script on the page
 -- can read a credential.  Only the SHA-256 of a session id is kept, as for tokens.
 
