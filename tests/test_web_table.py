@@ -32,8 +32,8 @@ from service.bots import Bot
 from tests.browser import launch
 from tests.conftest import Api, wait_for
 from verifier.fairness import PROTOCOL_V2
-from verifier.signing import verify as signature_ok
 from verifier.signing import Signer
+from verifier.signing import verify as signature_ok
 from verifier.transcript import verify_transcript
 
 SHOTS = pathlib.Path(os.environ.get("RUMMY_SCREENSHOTS") or tempfile.gettempdir() + "/rummy-screenshots")
