@@ -369,10 +369,11 @@ class Dealer:
             )
         t.head = str(transcript["head"])
         if stood:  # D31; seats left before the deal (D36) or stood up by the operator, as the hand ends
-            clock = set(absent) & set(stood)
+            asked = set(stood) & set(t.after_hand)  # left before the deal (D36) or the operator: why it was asked
+            clock = set(absent) & set(stood) - asked
             told = t.stand(clock, "clock", "D31", hand.hand_no)
             for player_id in sorted(set(stood) - clock):
-                # why it was asked for, if this node heard it ("after_hand" when it did not: a reload between)
+                # "after_hand" when this node did not hear why (a reload in between)
                 reason, rule = t.after_hand.get(player_id, ("after_hand", None))
                 told += t.stand({player_id}, reason, rule, hand.hand_no)
             self.teller.tell_seats(t.seats, told)
