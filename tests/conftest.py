@@ -22,11 +22,12 @@ import asyncpg
 import pytest
 import pytest_asyncio
 from hypothesis import settings
+from playwright.async_api import Browser
 
 from service.cli import Running, start_server
 from service.db import EmbeddedPostgres, create_pool, migrate
 from service.table import Settings
-from tests.browser import CHROMIUM, chromium_missing
+from tests.browser import CHROMIUM, chromium_missing, launch
 from verifier.signing import Signer
 
 OPERATOR = "test-operator-token"
@@ -68,11 +69,14 @@ _FAILED = pytest.StashKey[bool]()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """A test in a module that drives Chromium (it uses ``tests.browser``) is marked
-    ``browser``."""
+    """A test that drives Chromium (it takes the ``browser`` fixture, or its module
+    uses ``tests.browser``) is marked ``browser``."""
     for item in items:
         module = getattr(item, "module", None)
-        if module is not None and any(getattr(v, "__module__", None) == "tests.browser" for v in vars(module).values()):
+        uses_module = module is not None and any(
+            getattr(v, "__module__", None) == "tests.browser" for v in vars(module).values()
+        )
+        if uses_module or "browser" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.browser)
 
 
@@ -136,6 +140,14 @@ async def fresh_pool(pg_dsn: str, prefix: str, max_size: int = 10) -> AsyncItera
             yield dsn, pool
         finally:
             await pool.close()
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def browser() -> AsyncIterator[Browser]:
+    """One headless Chromium for the session's browser tests; each test opens contexts
+    (its own cookies, storage and pages) in it."""
+    async with launch() as b:
+        yield b
 
 
 TEST_SETTINGS = Settings(commit_seconds=3, reveal_seconds=3, next_hand_delay=1.0, queue_size=64)

@@ -29,7 +29,6 @@ import pytest
 from playwright.async_api import Browser, BrowserContext, Page, ViewportSize
 
 from service.bots import Bot
-from tests.browser import launch
 from tests.conftest import Api, wait_for
 from verifier.transcript import verify_transcript
 
@@ -300,7 +299,7 @@ async def test_pages_are_served_with_their_types_and_no_cache(server: Any) -> No
 
 # ----------------------------------------------------------------------------- the lobby
 @pytest.mark.timeout(90)
-async def test_lobby_lists_tables_with_stakes_and_players(server: Any, api: Api) -> None:
+async def test_lobby_lists_tables_with_stakes_and_players(server: Any, api: Api, browser: Browser) -> None:
     """An operator token creates a player in the page; a bad token gets plain words;
     the lobby shows each table's stakes, hold, commission and who sits where."""
     tables = [
@@ -317,7 +316,7 @@ async def test_lobby_lists_tables_with_stakes_and_players(server: Any, api: Api)
             await api.call("POST", f"/api/tables/{table_id}/sit", token=p["token"], body={}, expect=200)
             seated.append((table_id, p))
     try:
-        async with launch() as browser, person_page(browser) as (_, page, _console):
+        async with person_page(browser) as (_, page, _console):
             await page.goto(server.url + "/")
             # a token the server does not know
             await page.fill("#token-input", "not-a-real-token")
@@ -379,7 +378,9 @@ async def test_lobby_lists_tables_with_stakes_and_players(server: Any, api: Api)
 
 
 # ----------------------------------------------------------------------------- a whole hand
-async def test_a_person_plays_whole_hands_in_the_page_and_verifies_them(server: Any, api: Api, tmp_path: Any) -> None:
+async def test_a_person_plays_whole_hands_in_the_page_and_verifies_them(
+    server: Any, api: Api, tmp_path: Any, browser: Browser
+) -> None:
     """Sign in, sit from the lobby, and play every turn through the buttons against two
     bots until the hand ends (again, with new bots, if a hand ended before the person
     had played three turns); the results show every seat's points and tokens; the link
@@ -387,7 +388,7 @@ async def test_a_person_plays_whole_hands_in_the_page_and_verifies_them(server: 
     table_id = await api.table(seats=4, point_value=2, commission_bps=500, turn_seconds=30, min_players=3)
     person = await new_person(api, "Maya")
     key = await server_key(api)
-    async with launch() as browser, person_page(browser) as (context, page, console):
+    async with person_page(browser) as (context, page, console):
         await sign_in(page, server.url, person["token"], "Maya")
         bots: list[Bot] = []
         tasks: list[asyncio.Task[None]] = []
@@ -520,7 +521,9 @@ async def test_a_person_plays_whole_hands_in_the_page_and_verifies_them(server: 
 
 # ----------------------------------------------------------------------------- out of turn, and reconnecting
 @pytest.mark.timeout(120)
-async def test_a_move_out_of_turn_is_refused_and_a_dropped_connection_rejoins(server: Any, api: Api) -> None:
+async def test_a_move_out_of_turn_is_refused_and_a_dropped_connection_rejoins(
+    server: Any, api: Api, browser: Browser
+) -> None:
     table_id = await api.table(seats=4, point_value=1, turn_seconds=30, min_players=2)
     person = await new_person(api, "Noor")
     p = await api.player("slow-bot")
@@ -528,7 +531,7 @@ async def test_a_move_out_of_turn_is_refused_and_a_dropped_connection_rejoins(se
     slow.think = 3.0
     tasks = start_bots([slow])
     try:
-        async with launch() as browser, person_page(browser) as (context, page, _console):
+        async with person_page(browser) as (context, page, _console):
             # This person's computer clock is ten minutes fast: the turn clock still
             # counts down the server's deadline (hello carries the server's time).
             await context.add_init_script("Date.now = ((now) => () => now() + 600000)(Date.now);")
@@ -670,7 +673,7 @@ async def test_a_move_out_of_turn_is_refused_and_a_dropped_connection_rejoins(se
 # ----------------------------------------------------------------------------- a header with another key
 @pytest.mark.timeout(90)
 async def test_a_header_listing_another_key_gets_no_commitment_and_a_hand_ended_away_is_shown(
-    server: Any, api: Api
+    server: Any, api: Api, browser: Browser
 ) -> None:
     """The key the signed header lists for the person's seat is not the page's (another
     device registered its own after the page did): the page says so and commits
@@ -683,7 +686,7 @@ async def test_a_header_listing_another_key_gets_no_commitment_and_a_hand_ended_
     other = PatientBot(server.url, p["token"], table_id, fast=True, key=p["signer"], max_hands=1)
     tasks: list[asyncio.Task[None]] = []
     try:
-        async with launch() as browser, person_page(browser) as (context, page, _console):
+        async with person_page(browser) as (context, page, _console):
             await sign_in(page, server.url, person["token"], "Omar")
             mine = (await me(api, person["token"]))["public_key"]
             await page.goto(server.url + f"/#/table/{table_id}")

@@ -31,7 +31,7 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from playwright.async_api import Browser, Page
 
 from service.webpage import inline_page
-from tests.browser import launch, new_page, serve_directory
+from tests.browser import new_page, serve_directory
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 WEB = ROOT / "service" / "web"
@@ -1073,12 +1073,6 @@ def face(card: int, decks: int) -> str:
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="session")
-async def browser() -> AsyncIterator[Browser]:
-    async with launch() as b:
-        yield b
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="session")
 async def base_url() -> AsyncIterator[str]:
     async with serve_directory(WEB) as url:
         yield url
@@ -1496,8 +1490,7 @@ async def test_javascript_agrees_with_rummy_verify(page: Page, tmp_path: pathlib
         for e, t in evidence_pairs()
     ]
     cases = vectors + build_cases()
-    js = await js_verify(page, cases)
-    py = await run_rummy_verify(cases, tmp_path)
+    js, py = await asyncio.gather(js_verify(page, cases), run_rummy_verify(cases, tmp_path))  # two cores
     rows = []
     known = []
     lists = []  # for information: where the two name passed and skipped checks differently
