@@ -61,7 +61,6 @@ def stop(proc: subprocess.Popen[str], sig: int) -> str:
     return out
 
 
-@pytest.mark.timeout(240)
 def test_serve_embedded_first_run_and_reuse(tmp_path: Path) -> None:
     data = tmp_path / "data"
     proc, url, lines = start(data)
@@ -130,7 +129,7 @@ def serve(data_dir: Path, port: int, token: str) -> subprocess.Popen[bytes]:
     return proc
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(600)
 async def test_sigterm_mid_hand_tells_every_client_and_a_restart_resumes_the_hand(tmp_path: Path) -> None:
     """SIGTERM in the middle of a hand with 60 clients connected: the server tells them,
     exits 0, records nothing while it goes down; started again on the same data
@@ -170,7 +169,7 @@ async def test_sigterm_mid_hand_tells_every_client_and_a_restart_resumes_the_han
             def updates() -> list[dict[str, object]]:
                 return [f for b in bots for f in b.frames if f.get("type") == "update"]
 
-            deadline = time.time() + 60
+            deadline = time.time() + 120
             while not any(int(f["i"]) >= 5 for f in updates()):  # type: ignore[call-overload]
                 assert time.time() < deadline, "no hand got under way"
                 await asyncio.sleep(0.05)
@@ -210,7 +209,7 @@ async def test_sigterm_mid_hand_tells_every_client_and_a_restart_resumes_the_han
             proc.wait(30)
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(600)
 async def test_workers_share_the_tables_and_a_dead_worker_is_replaced(tmp_path: Path) -> None:
     """serve --workers 2 (issue 13): clients on the server's port are sent to the worker
     that serves their table; a worker killed mid-hand is started again, its tables move
@@ -284,14 +283,14 @@ async def test_workers_share_the_tables_and_a_dead_worker_is_replaced(tmp_path: 
             tasks = [asyncio.create_task(b.run()) for b in bots]
             # Once every table has played a hand (the next ones under way), kill the
             # first worker: the supervisor starts it again.
-            deadline = time.time() + 60
+            deadline = time.time() + 120
             while not all(b.hands_seen for b in bots):
                 assert time.time() < deadline, [len(b.hands_seen) for b in bots]
                 await asyncio.sleep(0.05)
             pids = subprocess.run(["pgrep", "-f", f"node-id {workers[0][0]}"], capture_output=True, text=True).stdout
             os.kill(int(pids.split()[0]), signal.SIGKILL)
             await asyncio.wait_for(asyncio.gather(*tasks), 200)
-            deadline = time.time() + 30
+            deadline = time.time() + 120
             while (text := log.read_text(errors="replace")).count(f"worker {workers[0][0]} serving on") < 2:
                 assert time.time() < deadline, text[-4000:]
                 await asyncio.sleep(0.1)
@@ -327,7 +326,7 @@ async def each_table_is_served_by_one_worker_and_the_other_sends_there(
     async with aiohttp.ClientSession() as s, s.post(url + "/api/players", json={"name": "asker"}, headers=auth) as r:
         token = (await r.json())["token"]
     answers: dict[str, dict[str, str]] = {}
-    deadline = time.time() + 60
+    deadline = time.time() + 120
     for table in tables:
         while True:
             answers[table] = {}

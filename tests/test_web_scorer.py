@@ -10,7 +10,6 @@ import json
 import random
 from pathlib import Path
 
-import pytest
 from playwright.async_api import Browser
 
 from bench.score import near_complete_hand, random_hand
@@ -35,7 +34,6 @@ def hands(n: int) -> list[tuple[list[Card], Card]]:
     return out
 
 
-@pytest.mark.timeout(180)
 async def test_the_javascript_count_agrees_with_the_python_count(browser: Browser) -> None:
     cases = hands(300)
     async with serve_directory(WEB) as base, new_page(browser) as page:

@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
-import pytest
 from playwright.async_api import Browser, BrowserContext, Page, ViewportSize
 
 from service.bots import Bot
@@ -68,7 +67,7 @@ async def sign_in(page: Page, base: str, token: str, name: str) -> None:
     await page.goto(base + "/")
     await page.fill("#token-input", token)
     await page.get_by_role("button", name="Sign in").click()
-    await page.wait_for_function("() => document.body.dataset.view === 'lobby'", timeout=10_000)
+    await page.wait_for_function("() => document.body.dataset.view === 'lobby'", timeout=60_000)
     assert await page.text_content("#me-name") == name
 
 
@@ -186,7 +185,7 @@ async def finish_turn(page: Page, *, picture: bool = False) -> tuple[str, bytes 
     await page.wait_for_function(
         f"""() => !document.querySelector('#results').hidden
              || !document.querySelector('#hand button[data-card="{card}"]')""",
-        timeout=30_000,
+        timeout=60_000,
     )
     return move, png
 
@@ -200,7 +199,7 @@ async def play_my_turn(page: Page, *, picture: bool = False) -> tuple[str, bytes
     if await handle.json_value() == "draw":
         move = await page.get_attribute("#suggestion", "data-move")
         await page.click("#btn-draw-open" if move == "draw_open" else "#btn-draw-closed")
-        handle = await page.wait_for_function(MY_MOVE, timeout=30_000)
+        handle = await page.wait_for_function(MY_MOVE, timeout=60_000)
     if await handle.json_value() == "results":
         return "results", None
     return await finish_turn(page, picture=picture)
@@ -226,7 +225,7 @@ async def first_turn_with_keys_and_dragging(page: Page) -> str:
         assert moved[0][:2] == [b, a], moved
         arr = moved
     await page.keyboard.press("c")  # draw closed, from the keyboard
-    await page.wait_for_function(MY_MOVE, timeout=30_000)
+    await page.wait_for_function(MY_MOVE, timeout=60_000)
     after = await arrangement(page)
     if await page.is_visible("#results"):
         return "results"
@@ -245,7 +244,7 @@ async def first_turn_with_keys_and_dragging(page: Page) -> str:
     await page.wait_for_function(
         f"""() => !document.querySelector('#results').hidden
              || !document.querySelector('#hand button[data-card="{card}"]')""",
-        timeout=30_000,
+        timeout=60_000,
     )
     return "discard"
 
@@ -298,7 +297,6 @@ async def test_pages_are_served_with_their_types_and_no_cache(server: Any) -> No
 
 
 # ----------------------------------------------------------------------------- the lobby
-@pytest.mark.timeout(90)
 async def test_lobby_lists_tables_with_stakes_and_players(server: Any, api: Api, browser: Browser) -> None:
     """An operator token creates a player in the page; a bad token gets plain words;
     the lobby shows each table's stakes, hold, commission and who sits where."""
@@ -330,7 +328,7 @@ async def test_lobby_lists_tables_with_stakes_and_players(server: Any, api: Api,
             await page.fill("#new-name", "Gita")
             await page.fill("#new-deposit", "5000")
             await page.get_by_role("button", name="Create the player and sign in").click()
-            await page.wait_for_function("() => document.body.dataset.view === 'lobby'", timeout=10_000)
+            await page.wait_for_function("() => document.body.dataset.view === 'lobby'", timeout=60_000)
             assert await page.text_content("#me-name") == "Gita"
             assert "5,000 HT" in (await page.text_content("#me-balance") or "")
             token = await page.text_content("#created-token")
@@ -358,7 +356,7 @@ async def test_lobby_lists_tables_with_stakes_and_players(server: Any, api: Api,
             assert "Asha" in (await first.locator(".seat-list").text_content() or "")
             # the token is kept: a reload signs in again by itself
             await page.reload()
-            await page.wait_for_function("() => document.body.dataset.view === 'lobby'", timeout=10_000)
+            await page.wait_for_function("() => document.body.dataset.view === 'lobby'", timeout=60_000)
             assert await page.text_content("#me-name") == "Gita"
             await card.wait_for()
             assert await page.is_hidden("#alert") and await page.is_hidden("#notice")
@@ -398,7 +396,7 @@ async def test_a_person_plays_whole_hands_in_the_page_and_verifies_them(
             for attempt in range(3):
                 bots = [await bot(api, server.url, table_id, f"bot-{attempt}{k}") for k in "ab"]
                 tasks = start_bots(bots)
-                await wait_for(seated(bots), timeout=20)
+                await wait_for(seated(bots), timeout=60)
                 if attempt == 0:  # the person sits from the lobby
                     await page.click("#lobby-refresh")
                     card = page.locator(f'article.tcard[data-table="{table_id}"]')
@@ -408,7 +406,7 @@ async def test_a_person_plays_whole_hands_in_the_page_and_verifies_them(
                     """n => { const t = RummyTable.state.t;
                               return t && t.hand && t.hand.hand_no > n && t.hand.view && t.hand.view.me; }""",
                     arg=hand_no,
-                    timeout=30_000,
+                    timeout=60_000,
                 )
                 st = await page_state(page)
                 assert st["committed"] and st["revealed"] and st["keyOk"], st
@@ -448,7 +446,7 @@ async def test_a_person_plays_whole_hands_in_the_page_and_verifies_them(
 
             # the results: every seat of the hand, its points and its tokens
             results = page.locator("#results")
-            await results.locator("#results-table").wait_for(timeout=15_000)
+            await results.locator("#results-table").wait_for(timeout=60_000)
             hand_id = (await page_state(page))["hand_id"]
             transcript = await api.call("GET", f"/api/hands/{hand_id}/transcript", token=None)
             assert transcript["hand_no"] == hand_no
@@ -520,7 +518,6 @@ async def test_a_person_plays_whole_hands_in_the_page_and_verifies_them(
 
 
 # ----------------------------------------------------------------------------- out of turn, and reconnecting
-@pytest.mark.timeout(120)
 async def test_a_move_out_of_turn_is_refused_and_a_dropped_connection_rejoins(
     server: Any, api: Api, browser: Browser
 ) -> None:
@@ -536,19 +533,19 @@ async def test_a_move_out_of_turn_is_refused_and_a_dropped_connection_rejoins(
             # counts down the server's deadline (hello carries the server's time).
             await context.add_init_script("Date.now = ((now) => () => now() + 600000)(Date.now);")
             await sign_in(page, server.url, person["token"], "Noor")
-            await wait_for(lambda: slow.seat is not None, timeout=20)
+            await wait_for(lambda: slow.seat is not None, timeout=60)
             await page.goto(server.url + f"/#/table/{table_id}")
             await page.locator("#seats button.sit-here").first.click()
             await page.wait_for_function(
                 "() => { const t = RummyTable.state.t; return t && t.hand && t.hand.view && t.hand.view.me; }",
-                timeout=30_000,
+                timeout=60_000,
             )
             # if the person is first, they play a turn; then the bot is on turn
             st = await page_state(page)
             if st["turn"] == st["seat"]:
                 assert (await play_my_turn(page))[0] != "results"
             await page.wait_for_function(
-                "() => document.querySelector('#turn-status').dataset.myTurn === 'false'", timeout=10_000
+                "() => document.querySelector('#turn-status').dataset.myTurn === 'false'", timeout=60_000
             )
             assert await page.is_disabled("#btn-draw-closed")
             assert await page.is_disabled("#btn-discard")
@@ -577,11 +574,11 @@ async def test_a_move_out_of_turn_is_refused_and_a_dropped_connection_rejoins(
             await page.wait_for_function(conn("lost"))
             newest = before["newest"]
             try:  # its draw and its discard
-                await wait_for(lambda: bool(slow._records) and max(slow._records) >= newest + 2, timeout=15)
+                await wait_for(lambda: bool(slow._records) and max(slow._records) >= newest + 2, timeout=60)
             except AssertionError:
                 raise AssertionError((newest, sorted(slow._records), slow.errors)) from None
             await context.set_offline(False)
-            await page.wait_for_function(conn("open"), timeout=15_000)
+            await page.wait_for_function(conn("open"), timeout=60_000)
             await page.wait_for_selector("#notice:not([hidden])")
             note = await page.text_content("#notice") or ""
             assert note.startswith("Reconnected — ") and "moves happened while you were away" in note, note
@@ -600,7 +597,7 @@ async def test_a_move_out_of_turn_is_refused_and_a_dropped_connection_rejoins(
             # signed over a head that is not the newest (as when an update crosses the
             # move on the wire): refused as stale_head, the page signs it again over the
             # newest head, and it goes through
-            assert await (await page.wait_for_function(MY_MOVE, timeout=30_000)).json_value() == "draw"
+            assert await (await page.wait_for_function(MY_MOVE, timeout=60_000)).json_value() == "draw"
             drew = await page.evaluate(
                 """async () => {
                   const h = RummyTable.state.t.hand, i = h.newest, newest = h.records.get(i);
@@ -613,7 +610,7 @@ async def test_a_move_out_of_turn_is_refused_and_a_dropped_connection_rejoins(
             )
             assert drew is True, await page.text_content("#alert")
             assert await page.is_hidden("#alert")
-            await page.wait_for_function(MY_MOVE, timeout=30_000)
+            await page.wait_for_function(MY_MOVE, timeout=60_000)
             assert (await finish_turn(page))[0] in ("discard", "declare")
             assert slow.connections == 1
 
@@ -624,7 +621,7 @@ async def test_a_move_out_of_turn_is_refused_and_a_dropped_connection_rejoins(
             await page.click("#btn-leave")
             assert "Confirm: leave (40 points)" in (await page.text_content("#btn-leave") or "")
             await page.click("#btn-leave")
-            await page.locator("#results-table").wait_for(timeout=20_000)
+            await page.locator("#results-table").wait_for(timeout=60_000)
             hand_id = (await page_state(page))["hand_id"]
             transcript = await api.call("GET", f"/api/hands/{hand_id}/transcript", token=None)
             assert verify_transcript(transcript, await server_key(api)).ok
@@ -671,7 +668,6 @@ async def test_a_move_out_of_turn_is_refused_and_a_dropped_connection_rejoins(
 
 
 # ----------------------------------------------------------------------------- a header with another key
-@pytest.mark.timeout(90)
 async def test_a_header_listing_another_key_gets_no_commitment_and_a_hand_ended_away_is_shown(
     server: Any, api: Api, browser: Browser
 ) -> None:
@@ -697,7 +693,7 @@ async def test_a_header_listing_another_key_gets_no_commitment_and_a_hand_ended_
             substitute = "ab" * 32
             await api.call("PUT", "/api/me/key", token=person["token"], body={"public_key": substitute}, expect=200)
             tasks = start_bots([other])
-            await page.wait_for_selector("#alert:not([hidden])", timeout=20_000)
+            await page.wait_for_selector("#alert:not([hidden])", timeout=60_000)
             assert "does not list your key" in (await page.text_content("#alert-text") or "")
             assert "The header lists another key for you" in (await page.text_content("#key-check") or "")
             async with page.expect_download() as dl:  # the signed proof of the substitution
@@ -717,10 +713,10 @@ async def test_a_header_listing_another_key_gets_no_commitment_and_a_hand_ended_
                 await asyncio.sleep(0.2)
             assert "log" in transcript, transcript
             await context.set_offline(False)
-            await page.wait_for_function(conn("open"), timeout=15_000)
+            await page.wait_for_function(conn("open"), timeout=60_000)
             await page.wait_for_selector("#notice:not([hidden])")
             assert "the hand ended while you were away" in (await page.text_content("#notice") or "")
-            await page.locator("#results-table").wait_for(timeout=10_000)
+            await page.locator("#results-table").wait_for(timeout=60_000)
             assert await page.locator("#results-table tbody tr").count() == 2
             assert verify_transcript(transcript, await server_key(api)).ok
             header = transcript["log"][0]["header"]
