@@ -15,7 +15,7 @@ import contextlib
 import logging
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,7 +26,7 @@ from service.cluster import Lease
 from service.handrun import HandRun
 from service.keys import ServerKeys
 from service.metrics import Metrics
-from service.telling import Teller
+from service.telling import Teller, iso
 from service.writer import RecordWriter, Write
 from verifier.ed25519 import key_problem
 from verifier.fairness import SEED_BYTES
@@ -39,6 +39,9 @@ log = logging.getLogger("rummy.table")
 
 class NotEnough(Exception):
     """Fewer than min_players are connected and can cover their hold: no hand."""
+
+
+STOOD_KEPT = 1000  # players whose last stand-up a table remembers
 
 
 @dataclass
@@ -55,6 +58,31 @@ class TableState:
     status: str = "open"  # open, closing (no new hand), closed
     hand: HandRun | None = None
     hands_finished: int = 0
+    #: player id -> why and when their seat was last stood up, for the snapshot of a
+    #: player who comes back to find it gone (memory only: lost with a restart or a move)
+    stood: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: player id -> (reason, rule) of a stand-up asked for during the hand, done as it ends
+    after_hand: dict[str, tuple[str, str | None]] = field(default_factory=dict)
+
+    def stand(
+        self, players: Collection[str], reason: str, rule: str | None, hand_no: int | None
+    ) -> list[dict[str, Any]]:
+        """Stand these players' seats up (in memory; the caller has written it): what
+        the ``table`` push tells everyone and a later snapshot tells the player.
+        ``reason``: ``away`` (D34), ``clock`` (D31), ``operator``, ``closed``, ``left``
+        (D15 charged, D36 before the deal), ``after_hand`` (asked for during the hand,
+        by whom not known to this node)."""
+        out = []
+        for seat, player_id in sorted(self.seats.items()):
+            if player_id in players:
+                entry = {"seat": seat, "player_id": player_id, "reason": reason, "rule": rule, "hand_no": hand_no}
+                out.append(entry)
+                self.stood.pop(player_id, None)
+                self.stood[player_id] = {**entry, "at": iso(time.time())}
+        self.seats = {s: p for s, p in self.seats.items() if p not in players}
+        while len(self.stood) > STOOD_KEPT:
+            del self.stood[next(iter(self.stood))]
+        return out
 
 
 #: after an unknown outcome, the reply to a move if its record is stored, else None
@@ -147,8 +175,8 @@ class Dealer:
         t.hand = hand
         if stood:
             log.info("table %s: stood up after %d hands away: %s", t.table_id, t.max_away, stood)
-            t.seats = {s: p for s, p in t.seats.items() if p not in stood}
-            self.teller.tell_seats(t.seats)
+            told = t.stand(stood, "away", "D34", hand_no)  # (before t.seats is read: stand makes a new dict)
+            self.teller.tell_seats(t.seats, told)
         log.info("table %s: hand %d (id %d) with seats %s", t.table_id, hand_no, hand_id, order)
         self.teller.tell_phase(hand)
         return hand
@@ -340,9 +368,16 @@ class Dealer:
                 stand_up=absent,
             )
         t.head = str(transcript["head"])
-        if stood:  # D31, and seats the operator stands up as the hand ends
-            t.seats = {s: p for s, p in t.seats.items() if p not in stood}
-            self.teller.tell_seats(t.seats)
+        if stood:  # D31; seats left before the deal (D36) or stood up by the operator, as the hand ends
+            asked = set(stood) & set(t.after_hand)  # left before the deal (D36) or the operator: why it was asked
+            clock = set(absent) & set(stood) - asked
+            told = t.stand(clock, "clock", "D31", hand.hand_no)
+            for player_id in sorted(set(stood) - clock):
+                # "after_hand" when this node did not hear why (a reload in between)
+                reason, rule = t.after_hand.get(player_id, ("after_hand", None))
+                told += t.stand({player_id}, reason, rule, hand.hand_no)
+            self.teller.tell_seats(t.seats, told)
+        t.after_hand = {p: why for p, why in t.after_hand.items() if p in t.seats.values()}
         t.hand = None
         t.hands_finished += 1
         if self.metrics is not None:

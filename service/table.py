@@ -430,8 +430,8 @@ class TableActor:
             await conn.execute("DELETE FROM seats WHERE table_id = $1", self.table_id)
             await conn.execute("UPDATE tables SET status = 'closed' WHERE id = $1", self.table_id)
         t.status = "closed"
-        t.seats = {}
-        self.watchers.tell_seats(t.seats)
+        told = t.stand(set(t.seats.values()), "closed", None, None)
+        self.watchers.tell_seats(t.seats, told)
         self.watchers.broadcast({"type": "closed", "table_id": self.table_id, "message": "the table is closed"})
 
     def _schedule_start(self) -> None:
@@ -537,6 +537,7 @@ class TableActor:
             except asyncpg.UniqueViolationError:
                 raise ClientError("seat_taken", f"seat {seat} is taken") from None
         t.seats[seat] = player_id
+        t.stood.pop(player_id, None)
         self.watchers.tell_seats(t.seats)
         return result
 
@@ -560,8 +561,8 @@ class TableActor:
         cmd.settled = lambda: result if seat not in t.seats else None
         async with self.fence() as conn:
             await conn.execute("DELETE FROM seats WHERE table_id = $1 AND player_id = $2", self.table_id, player_id)
-        t.seats.pop(seat, None)
-        self.watchers.tell_seats(t.seats)
+        told = t.stand({player_id}, "left", "D15" if result["charged"] else None, None)
+        self.watchers.tell_seats(t.seats, told)
         return result
 
     async def _stand_after_hand(self, seat: int, result: dict[str, Any]) -> dict[str, Any]:
@@ -572,6 +573,7 @@ class TableActor:
             await conn.execute(
                 "UPDATE seats SET stand_after_hand = true WHERE table_id = $1 AND seat = $2", self.table_id, seat
             )
+        self.t.after_hand[self.t.seats[seat]] = ("left", "D36")
         return {**result, "after_hand": True}
 
     def _hand_for(self, cmd: Command) -> tuple[HandRun, int]:
@@ -679,14 +681,15 @@ class TableActor:
         later = hand is not None and hand.seat_of(player_id) is not None and not hand.recorder.ended
         async with self.fence() as conn:
             if later:
+                t.after_hand[player_id] = ("operator", None)
                 await conn.execute(
                     "UPDATE seats SET stand_after_hand = true WHERE table_id = $1 AND seat = $2", self.table_id, seat
                 )
             else:
                 await conn.execute("DELETE FROM seats WHERE table_id = $1 AND seat = $2", self.table_id, seat)
         if not later:
-            del t.seats[seat]
-            self.watchers.tell_seats(t.seats)
+            told = t.stand({player_id}, "operator", None, None)
+            self.watchers.tell_seats(t.seats, told)
         return {"table_id": self.table_id, "seat": seat, "player_id": player_id, "now": not later}
 
     def snapshot_for(self, player_id: str, events_since: tuple[int, int] | None = None) -> dict[str, Any]:
@@ -703,6 +706,8 @@ class TableActor:
             "seats": {str(s): p for s, p in sorted(t.seats.items())},
             "paused": self.paused,
             "hand": None,
+            # why this player's seat was last stood up, while they have none (docs/api.md)
+            "stood_up": None if player_id in t.seats.values() else t.stood.get(player_id),
         }
         hand = self.hand
         if hand is not None and hand.recorder.records:
