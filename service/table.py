@@ -30,7 +30,7 @@ from service.handrun import HandRun
 from service.keys import ServerKeys
 from service.metrics import Metrics
 from service.tablecore import io
-from service.tablecore.core import Mode, TableCore
+from service.tablecore.core import TableCore
 from service.tablecore.errors import ClientError, moved, shutting_down, unavailable
 from service.tablecore.state import CoreConfig, TableFacts
 from service.tablestore import TableStore, outcome
@@ -210,7 +210,7 @@ class TableActor:
 
     def _step(self, inp: io.Input) -> None:
         self._do_all(self.core.step(inp, self.now()))
-        if not self.loaded.is_set() and self.core.mode is Mode.SERVING:
+        if not self.loaded.is_set() and self.core.ready:
             self.loaded.set()
 
     # -- effects --------------------------------------------------------------------------

@@ -412,19 +412,23 @@ async def test_a_seat_that_draws_in_its_graced_turn_keeps_the_grace(api: Api, se
         # The table is down past the turn's end (2 s), and comes back with 4 s of grace.
         new = await restart_table(server, table, down=2.5, grace=4.0)
         hand = new.hand
-        assert hand is not None and hand.deadline is not None
-        graced = hand.deadline
-        assert graced >= hand.turn_end() / 1000 + 4.0
+        assert hand is not None
         for cl in (ca, cb):
             assert (await cl.request({"type": "join", "table_id": table}))["type"] == "reply"
+        graced = new.core.deadline(hand)
+        assert graced is not None and graced >= hand.turn_end() + 4000  # D35: 4 s from its reconnection
         assert (await c.act(table, hand_no, seat_of(c), {"kind": "draw_closed"}))["type"] == "reply"
-        assert hand.deadline == graced  # not the turn's first end, long past
+        assert new.core.deadline(hand) == graced  # not the turn's first end, long past
         await wait_for(lambda: latest_view(c)["phase"] == "discard")
         card = latest_view(c)["me"]["cards"][0]
         discard = await c.act(table, hand_no, seat_of(c), {"kind": "discard", "card": card})
         assert discard["type"] == "reply", discard
-        # The next turn has no grace: it runs on the table's own clock.
-        assert hand.graced is None and hand.deadline == hand.turn_end() / 1000
+        # The next turn runs on the table's own clock, held back only for its seat's own
+        # grace from its reconnection (D35).
+        state = hand.recorder.state
+        assert state is not None
+        other = hand.players[state.turn]
+        assert new.core.deadline(hand) == max(hand.turn_end(), new.core.reach.charge_from(other, new.core.cfg))
         kinds = [r["action"]["kind"] for r in hand.recorder.records if r["type"] == "action"]
         assert kinds == ["draw_closed", "discard"]
         for cl in (ca, cb):

@@ -96,6 +96,18 @@ class TableCore(Commands):
         return self.mode is not Mode.SERVING or self.hung
 
     @property
+    def ready(self) -> bool:
+        """Loaded, and done with what a load may leave to do (a hand to void or settle)."""
+        hand = self.hand
+        return (
+            self.mode is Mode.SERVING
+            and self.pending is None
+            and self.to_void is None
+            and self.unreadable is None
+            and (hand is None or hand.phase is not HandPhase.FINISHING)
+        )
+
+    @property
     def gone(self) -> bool:
         return self.mode is Mode.GONE
 
