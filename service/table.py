@@ -223,7 +223,7 @@ class TableActor:
         if isinstance(e, io.Reply):
             fut = self.replies.pop(e.cmd_id, None)
             if fut is not None and not fut.done():
-                fut.set_exception(e.error) if e.error is not None else fut.set_result(e.result or {})
+                fut.set_exception(e.error) if e.error is not None else fut.set_result(io.resolve(e.result))
         elif isinstance(e, io.Write):
             if not self._stopping:  # stopping: the op is answered by refuse_all
                 self._spawn(self._write(e))

@@ -204,12 +204,13 @@ class HandRecorder:
         return self._append({"type": "header", "header": self.header, "sig": sig, "t": t})
 
     # -- record 1: commitments -------------------------------------------------------
-    def check_commit(self, seat: int, commit: bytes, psig: str) -> dict[str, Any]:
-        """A player's signed commitment, checked; returns the server's signed receipt."""
+    def check_commit(self, seat: int, commit: bytes, psig: str, *, sign: bool = True) -> dict[str, Any]:
+        """A player's signed commitment, checked; returns the server's signed receipt
+        (unless ``sign`` is false: the caller signs it with :meth:`receipt` when it is sent)."""
         self._need(1, "a commitment")
         prev = str(self.records[0]["h"])
         self._check_signature(seat, prev, commit_move(seat, commit), psig)
-        return self.receipt(seat, "commit", commit, prev)
+        return self.receipt(seat, "commit", commit, prev) if sign else {}
 
     def commitments(self, commits: Mapping[int, tuple[bytes, str]], t: int) -> dict[str, Any]:
         """Record 1: every seat's (commitment, player signature), or null for a seat
@@ -237,8 +238,9 @@ class HandRecorder:
         return None
 
     # -- record 2: reveals -----------------------------------------------------------
-    def check_reveal(self, seat: int, seed: bytes, psig: str) -> dict[str, Any]:
-        """A player's signed seed, checked against its commitment; returns the receipt."""
+    def check_reveal(self, seat: int, seed: bytes, psig: str, *, sign: bool = True) -> dict[str, Any]:
+        """A player's signed seed, checked against its commitment; returns the receipt
+        (unless ``sign`` is false)."""
         self._need(2, "a reveal")
         commit = self.commit_of(seat)
         if commit is None:
@@ -247,7 +249,7 @@ class HandRecorder:
             raise RuleError("seed_mismatch", "that seed does not match your commitment")
         prev = str(self.records[1]["h"])
         self._check_signature(seat, prev, reveal_move(seat, seed), psig)
-        return self.receipt(seat, "reveal", seed, prev)
+        return self.receipt(seat, "reveal", seed, prev) if sign else {}
 
     def reveal(self, seeds: Mapping[int, tuple[bytes, str]], t: int) -> dict[str, Any]:
         """Record 2: a seat with no commitment takes part with the empty seed; a seat

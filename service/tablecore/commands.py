@@ -93,7 +93,6 @@ class Commands(Steps):
             self.emit(io.TellSeats(facts.seats))
             for t in tell:
                 assert isinstance(t, io.TellUpdate) and hand is not None
-                hand.head(t.record["i"])
                 self.emit(io.TellUpdate(t.hand, t.record, t.events, self.deadline(hand)))
             return result
 
@@ -126,7 +125,12 @@ class Commands(Steps):
             code, what = ("already_committed", "commitment") if commit else ("already_revealed", "seed")
             raise ClientError(code, f"your {what} is already in")
         rec = hand.recorder
-        receipt = rec.check_commit(seat, value, psig) if commit else rec.check_reveal(seat, value, psig)
+        if commit:
+            rec.check_commit(seat, value, psig, sign=False)
+        else:
+            rec.check_reveal(seat, value, psig, sign=False)
+        prev = str(rec.records[0 if commit else 1]["h"])
+        receipt = io.Signed(lambda: rec.receipt(seat, kind, value, prev))
         result = {"committed" if commit else "revealed": seat, "receipt": receipt}
         if earlier is not None:
             return result  # the same value again: the same receipt

@@ -253,6 +253,21 @@ class TellResumed:
 
 
 @dataclass(frozen=True, slots=True)
+class Signed:
+    """A signature a reply carries (a head, a receipt), made by the shell as it sends
+    the reply: signed once, and never for a reply nobody reads (the simulator)."""
+
+    make: Callable[[], dict[str, Any]]
+
+
+def resolve(result: dict[str, Any] | None) -> dict[str, Any]:
+    """A reply as it is sent: its :class:`Signed` parts signed."""
+    if not result:
+        return {}
+    return {k: v.make() if isinstance(v, Signed) else v for k, v in result.items()}
+
+
+@dataclass(frozen=True, slots=True)
 class Reply:
     cmd_id: int
     result: dict[str, Any] | None = None

@@ -262,7 +262,6 @@ class Steps:
         self._store(hand, rec.records[2:4], now, status="playing", on_commit=lambda _: self._told(hand, record, events))
 
     def _told(self, hand: HandRun, record: dict[str, Any], events: list[Any]) -> None:
-        hand.head(record["i"])
         self.emit(io.TellUpdate(hand, record, events, self.deadline(hand)))
 
     # -- moves ------------------------------------------------------------------------------
@@ -279,14 +278,16 @@ class Steps:
 
         def committed(_: Any) -> dict[str, Any]:
             self._told(hand, record, events)
-            return {"i": i, "h": h, "head": hand.head(i)}
+            return {"i": i, "h": h, "head": io.Signed(lambda: hand.head(i))}
 
         def settled() -> dict[str, Any] | None:
             now_hand = self.hand
             if now_hand is None or now_hand.hand_id != hand.hand_id:
                 return None  # the hand ended meanwhile; its result says what happened
             recs = now_hand.recorder.records
-            return {"i": i, "h": h, "head": now_hand.head(i)} if len(recs) > i and recs[i]["h"] == h else None
+            if len(recs) > i and recs[i]["h"] == h:
+                return {"i": i, "h": h, "head": io.Signed(lambda: now_hand.head(i))}
+            return None
 
         self._store(hand, [record], now, cmd=cmd, on_commit=committed, settled=settled)
 

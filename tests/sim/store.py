@@ -30,7 +30,7 @@ class Hand:
     sealed: bytes
     players: dict[int, tuple[str, int]]
     status: str = "seeding"
-    records: dict[int, tuple[str, bytes, str]] = field(default_factory=dict)  # i -> (public, sealed, h)
+    records: dict[int, dict[str, Any]] = field(default_factory=dict)  # i -> record (sealed when loaded)
     seeds: dict[int, list[Any]] = field(default_factory=dict)  # seat -> [commit, psig, seed, psig]
     transcript: dict[str, Any] | None = None
     settlements: int = 0
@@ -56,6 +56,7 @@ class SimStore:
         self.total = 0
         self.hands: dict[int, Hand] = {}
         self.ended: list[int] = []  # hand ids in the order they ended
+        self.rngs: dict[str, random.Random] = {}  # per table: its server seeds
 
     # -- setup ---------------------------------------------------------------------
     def add_player(self, player_id: str, key: bytes, balance: int) -> None:
@@ -65,7 +66,7 @@ class SimStore:
         self.total += balance
 
     def add_table(self, table_id: str, rules: TableRules, max_away: int = 3) -> None:
-        self.tables[table_id] = Table(TableFacts(rules=rules, max_away=max_away))
+        self.tables[table_id] = Table(TableFacts(rules=rules, max_away=max_away, head="0" * 64))
 
     # -- the ledger ------------------------------------------------------------------
     def check_ledger(self) -> str | None:
@@ -93,7 +94,9 @@ class SimStore:
                     stored.commits[s] = (c, cp)
                 if sd is not None and rp is not None:
                     stored.seeds[s] = (sd, rp)
-            stored.records = [(i, pub, sealed, hh) for i, (pub, sealed, hh) in sorted(h.records.items())]
+            for i, r in sorted(h.records.items()):  # sealed as PostgreSQL holds them (service.handstore)
+                sr = handstore.seal(self.keys, table_id, h.hand_no, r)
+                stored.records.append((i, sr.public, sr.sealed, sr.h))
         ended = None
         if ended_of is not None and (stored is None or stored.hand_id != ended_of):
             old = self.hands.get(ended_of)
@@ -157,15 +160,13 @@ class SimStore:
         h = self.hands[hand_id]
         for r in records:
             got = h.records.get(r["i"])
-            if got is not None and got[2] != r["h"]:
+            if got is not None and got["h"] != r["h"]:
                 raise handstore.StoreConflict(f"hand {hand_id} already holds another record {r['i']}")
         for r in records:
-            if r["i"] not in h.records:
-                s = handstore.seal(self.keys, h.table_id, h.hand_no, r)
-                h.records[r["i"]] = (s.public, s.sealed, s.h)
+            h.records.setdefault(r["i"], r)
 
     def _start(self, table_id: str, t: Table, op: io.StartOp) -> tuple[HandRun, int, list[str]]:
-        seed = self.rng.randbytes(32)
+        seed = self.rngs[table_id].randbytes(32)
         nonce, sealed = self.keys.seal_seed(seed, table_id, op.hand_no)
         players: dict[int, str] = {}
         for seat, p in op.candidates:
@@ -173,7 +174,7 @@ class SimStore:
                 players[seat] = p
         if len(players) < op.min_players:
             raise ClientError("not_enough", "fewer than min_players can cover their hold")
-        hand_id = len(self.hands) + 1
+        hand_id = int(table_id[1:]) * 1_000_000 + op.hand_no  # the same ids when a table replays alone
         hand, dealer = op.begin(io.Started(hand_id, seed, players, {p: self.player_keys[p] for p in players.values()}))
         for p in players.values():  # the transaction commits from here on
             self.available[p] -= op.need

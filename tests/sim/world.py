@@ -13,6 +13,7 @@ first broken one); see tests/test_sim.py and bench/sim_soak.py.
 from __future__ import annotations
 
 import heapq
+import logging
 import random
 from collections import deque
 from collections.abc import Callable
@@ -33,9 +34,12 @@ from verifier.hand import Discard, Drop, Phase, TableRules, action_to_json
 from verifier.signing import Signer
 from verifier.transcript import verify_transcript
 
+logging.getLogger("rummy.table").setLevel(logging.ERROR)  # the faults are many; their log is the trace
+
 SECOND = 1000
 BEAT = SECOND  # the shell's steady tick (service.table: beat_seconds)
 LEASE = 8 * SECOND  # a frozen node loses its leases after this long
+STORE_WIDE = ("unreachable", "hung", "slow", "full")
 KINDS = ("crash", "unreachable", "hung", "slow", "full", "lost_reply", "takeover", "freeze", "drop", "slow_reader")
 
 
@@ -86,7 +90,10 @@ class SimTable:
     ok_at: int = -(10**12)
     last_progress: int = 0
     touched: set[int] = field(default_factory=set)  # hand ids a fault touched
-    trace: deque[str] = field(default_factory=lambda: deque(maxlen=60))
+    reached: dict[str, int] = field(default_factory=dict)  # since ok_at: when each player could reach the owner
+    seq: int = 0
+    trace: deque[str] = field(default_factory=lambda: deque(maxlen=80))
+    rng: random.Random = field(default_factory=random.Random)
 
 
 class World:
@@ -99,6 +106,7 @@ class World:
         duration: int = 600 * SECOND,
         faults: list[Fault] | None = None,
         fault_rate: float = 1.0,
+        only: set[int] | None = None,
         verify_every: int = 25,
         cfg: CoreConfig | None = None,
     ) -> None:
@@ -113,7 +121,7 @@ class World:
         self.store = SimStore(self.keys, self.rng)
         self.duration = duration
         self.now = 0
-        self.events: list[tuple[int, int, Callable[[], None]]] = []
+        self.events: list[tuple[int, int, int, Callable[[], object]]] = []
         self._seq = 0
         self.tables: list[SimTable] = []
         self.hands_ended = 0
@@ -122,12 +130,17 @@ class World:
         self.steps = 0
         self.store_faults: list[Fault] = []
         rules = TableRules(seats=4 if seats <= 4 else 6, turn_seconds=4, max_missed_turns=2, min_players=2)
+        self.n_tables = tables
         for n in range(tables):
+            if only is not None and n not in only:
+                continue
             tid = f"t{n}"
             self.store.add_table(tid, rules)
-            t = SimTable(tid, n)
+            # each table draws from its own stream: a table replays alone (shrinking)
+            t = SimTable(tid, n, rng=random.Random(f"{seed}/{tid}"))
+            self.store.rngs[tid] = random.Random(f"{seed}/{tid}/store")
             for k in range(seats):
-                signer = Signer(Ed25519PrivateKey.from_private_bytes(self.rng.randbytes(32)))
+                signer = Signer(Ed25519PrivateKey.from_private_bytes(t.rng.randbytes(32)))
                 pid = f"p{n}_{k}"
                 self.store.add_player(pid, signer.public_bytes, 10**7)
                 self.store.tables[tid].facts.seats[k] = pid
@@ -135,12 +148,13 @@ class World:
             self.tables.append(t)
         if faults is None:
             faults = self.random_faults(fault_rate)
-        self.faults = sorted(faults)
+        self.by_index = {t.index: t for t in self.tables}
+        self.faults = sorted(f for f in faults if f.kind in STORE_WIDE or f.table in self.by_index)
         for f in self.faults:
             self.at(f.at, lambda f=f: self._fault(f))
         for t in self.tables:
-            self.at(self.rng.randrange(0, 200), lambda t=t: self._boot(t))
-            self.at(BEAT, lambda t=t: self._beat(t))
+            self.at(t.rng.randrange(0, 200), lambda t=t: self._boot(t), t)
+            self.at(BEAT, lambda t=t: self._beat(t), t)
         self.at(10 * SECOND, self._stall_check)
 
     # -- the schedule ---------------------------------------------------------------------
@@ -148,7 +162,7 @@ class World:
         """About ``rate`` faults a table every 5 virtual minutes, none in the last minute
         (the run drains)."""
         out: list[Fault] = []
-        n = int(rate * len(self.tables) * self.duration / (300 * SECOND))
+        n = int(rate * self.n_tables * self.duration / (300 * SECOND))
         end = max(1, self.duration - 60 * SECOND)
         for _ in range(n):
             kind = self.rng.choice(KINDS)
@@ -166,20 +180,26 @@ class World:
                 Fault(
                     self.rng.randrange(5 * SECOND, end),
                     kind,
-                    self.rng.randrange(len(self.tables)),
+                    self.rng.randrange(self.n_tables),
                     dur,
                     self.rng.randrange(4),
                 )
             )
         return out
 
-    def at(self, when: int, fn: Callable[[], None]) -> None:
-        self._seq += 1
-        heapq.heappush(self.events, (when, self._seq, fn))
+    def at(self, when: int, fn: Callable[[], object], t: SimTable | None = None) -> None:
+        """Run ``fn`` at ``when``; events of one table at one moment keep their order
+        whatever the other tables do (a table replays alone)."""
+        if t is None:
+            self._seq += 1
+            heapq.heappush(self.events, (when, -1, self._seq, fn))
+        else:
+            t.seq += 1
+            heapq.heappush(self.events, (when, t.index, t.seq, fn))
 
     def run(self) -> World:
         while self.events:
-            when, _, fn = heapq.heappop(self.events)
+            when, _, _, fn = heapq.heappop(self.events)
             if when > self.duration:
                 break
             self.now = when
@@ -200,7 +220,8 @@ class World:
         self._effects(t, core, fx)
 
     def _effects(self, t: SimTable, core: TableCore, fx: list[io.Effect]) -> None:
-        charges = [e for e in fx if isinstance(e, io.Charge)]
+        # a charge is judged by what was known of the house's faults when it was made
+        charges = [(e, self._grace_of(t, core, e)) for e in fx if isinstance(e, io.Charge)]
         for e in fx:
             if isinstance(e, io.Write):
                 self._write(t, core, e, charges)
@@ -211,7 +232,7 @@ class World:
                 if core is t.core and e.at is not None:
                     t.arm_gen += 1
                     gen = t.arm_gen
-                    self.at(max(e.at, self.now), lambda gen=gen: gen == t.arm_gen and self._tick(t))
+                    self.at(max(e.at, self.now), lambda gen=gen: gen == t.arm_gen and self._tick(t), t)
             elif isinstance(e, io.Reply):
                 if e.error is not None and e.error.code in ("unavailable", "moved", "shutting_down"):
                     self._retry_soon(t)
@@ -230,7 +251,7 @@ class World:
 
     def _beat(self, t: SimTable) -> None:
         self._tick(t)
-        self.at(self.now + BEAT, lambda: self._beat(t))
+        self.at(self.now + BEAT, lambda: self._beat(t), t)
 
     # -- the store, with its faults ------------------------------------------------------------
     def _store_fault(self, kind: str, when: int) -> Fault | None:
@@ -250,20 +271,22 @@ class World:
 
     def _house_ok(self, t: SimTable) -> None:
         if t.fault_open and self.now >= t.cause_end:
-            t.fault_open = False
-            t.ok_at = self.now
-            t.trace.append(f"{self.now / 1000:.3f} HOUSE OK")
+            self._ok(t)
 
-    def _latency(self) -> int:
-        lat = self.rng.randrange(1, 6)
-        slow = self._store_fault("slow", self.now)
-        if slow is not None:
-            lat = self.rng.randrange(100, 3000)
-        return lat
+    def _ok(self, t: SimTable) -> None:
+        t.fault_open = False
+        t.ok_at = self.now
+        t.reached = {p.pid: self.now for p in t.players if p.conn is not None and p.conn is t.core}
+        t.trace.append(f"{self.now / 1000:.3f} HOUSE OK")
 
-    def _answer_at(self, kind_write: bool) -> tuple[int, io.Result | None]:
+    def _latency(self, t: SimTable) -> int:
+        if self._store_fault("slow", self.now) is not None:
+            return t.rng.randrange(100, 3000)
+        return t.rng.randrange(1, 6)
+
+    def _answer_at(self, t: SimTable, kind_write: bool) -> tuple[int, io.Result | None]:
         """When and how an op sent now comes back (None: it applies)."""
-        lat = self._latency()
+        lat = self._latency(t)
         f = self._store_fault("unreachable", self.now)
         if f is not None:
             return self.now + lat, io.Result.FAILED
@@ -274,16 +297,16 @@ class World:
             return h.at + h.duration + lat, None
         return self.now + lat, None
 
-    def _write(self, t: SimTable, core: TableCore, e: io.Write, charges: list[io.Charge]) -> None:
+    def _write(self, t: SimTable, core: TableCore, e: io.Write, charges: list[tuple[io.Charge, str | None]]) -> None:
         sent = self.now
-        when, result = self._answer_at(True)
+        when, result = self._answer_at(t, True)
         epoch = t.epoch if core is t.core else t.epoch - 1
 
         def done() -> None:
             res, data, err = result, None, None
             if res is None and self._store_fault("unreachable", self.now) is not None:
                 res = io.Result.AMBIGUOUS  # the connection broke with the COMMIT in flight
-                if self.rng.random() < 0.5:
+                if t.rng.random() < 0.5:
                     res = None
             if res is None:
                 try:
@@ -305,8 +328,9 @@ class World:
                 if core is t.core:
                     self._house_ok(t)
                     t.last_progress = self.now
-                for c in charges:
-                    self._check_charge(t, core, c)
+                for c, bad in charges:  # the charge took effect: it must have been fair
+                    if bad is not None:
+                        raise Violation(c.at, t.tid, bad)
                 if isinstance(e.op, io.FinishOp):
                     self._ended(t, e.op)
             if core.gone or (core is not t.core and t.core is not None and core not in (t.core,)):
@@ -315,10 +339,10 @@ class World:
                 return
             self.feed(t, core, io.Outcome(e.op_id, res, data, err))
 
-        self.at(when, done)
+        self.at(when, done, t)
 
     def _load(self, t: SimTable, core: TableCore, e: io.Load) -> None:
-        when, result = self._answer_at(False)
+        when, result = self._answer_at(t, False)
 
         def done() -> None:
             if core is not t.core:
@@ -330,7 +354,7 @@ class World:
             self._house_ok(t)
             self.feed(t, core, io.Outcome(e.op_id, io.Result.COMMITTED, self.store.load(t.tid, e.ended_of)))
 
-        self.at(when, done)
+        self.at(when, done, t)
 
     # -- nodes ----------------------------------------------------------------------------------
     def _boot(self, t: SimTable) -> None:
@@ -343,14 +367,15 @@ class World:
             self._disconnect(t, p, reconnect=True)
 
     def _fault(self, f: Fault) -> None:
-        t = self.tables[f.table % len(self.tables)]
-        t.trace.append(f"{self.now / 1000:.3f} FAULT {f}")
         k = f.kind
-        if k in ("unreachable", "hung", "slow", "full"):
+        if k in STORE_WIDE:
             self.store_faults.append(f)
-            if k == "slow" and f.duration > 0:
-                pass
-        elif k == "lost_reply":
+            for t in self.tables:
+                t.trace.append(f"{self.now / 1000:.3f} FAULT {f}")
+            return
+        t = self.by_index[f.table]
+        t.trace.append(f"{self.now / 1000:.3f} FAULT {f}")
+        if k == "lost_reply":
             t.lost_reply += 1
         elif k == "crash":
             if t.core is None:
@@ -363,7 +388,7 @@ class World:
                     self._disconnect(t, p, reconnect=True)
             t.epoch += 1
             self.store.tables[t.tid].epoch = t.epoch
-            self.at(self.now + f.duration, lambda: self._boot(t))
+            self.at(self.now + f.duration, lambda: self._boot(t), t)
         elif k == "takeover":
             self._takeover(t)
         elif k == "freeze":
@@ -372,8 +397,8 @@ class World:
             self._house_fault(t, self.now + f.duration)
             t.frozen_until = self.now + f.duration
             if f.duration > LEASE:  # its lease runs out: another node takes the table
-                self.at(self.now + LEASE, lambda: self._takeover(t, frozen=True))
-            self.at(self.now + f.duration, lambda: self._thaw(t))
+                self.at(self.now + LEASE, lambda: self._takeover(t, frozen=True), t)
+            self.at(self.now + f.duration, lambda: self._thaw(t), t)
         elif k == "drop":
             p = t.players[f.player % len(t.players)]
             if p.conn is not None and t.core is not None:
@@ -387,6 +412,7 @@ class World:
         if old is None:
             return
         self._house_fault(t, self.now)
+        t.cause_end = self.now  # the new owner serves once it has loaded, whatever the old node does
         t.epoch += 1
         self.store.tables[t.tid].epoch = t.epoch
         held = list(t.held) if frozen else []
@@ -395,9 +421,9 @@ class World:
         t.frozen_until = 0
         self._boot(t)
         if frozen:  # the old node thaws later: it hears it lost the lease then
-            self.at(was_frozen, lambda: self._zombie(t, old, held))
+            self.at(was_frozen, lambda: self._zombie(t, old, held), t)
         else:  # its heartbeat notices within a lease
-            self.at(self.now + self.rng.randrange(0, LEASE), lambda: self.feed(t, old, io.LeaseEvent(io.Lease.LOST)))
+            self.at(self.now + t.rng.randrange(0, LEASE), lambda: self.feed(t, old, io.LeaseEvent(io.Lease.LOST)), t)
 
     def _zombie(self, t: SimTable, old: TableCore, held: list[io.Input]) -> None:
         for inp in held:
@@ -419,8 +445,7 @@ class World:
 
     def _house_ok_at_thaw(self, t: SimTable) -> None:
         if self.now >= t.cause_end and t.fault_open:
-            t.fault_open = False
-            t.ok_at = self.now
+            self._ok(t)
 
     # -- players --------------------------------------------------------------------------------
     def _disconnect(self, t: SimTable, p: Player, *, reconnect: bool, after: int | None = None) -> None:
@@ -429,18 +454,19 @@ class World:
         if old is not None and not old.gone and old is t.core:
             self.feed(t, old, io.Reach(p.pid, False))
         if reconnect:
-            delay = after if after is not None else self.rng.randrange(100, 4000)
-            self.at(self.now + delay, lambda: self._connect(t, p))
+            delay = after if after is not None else t.rng.randrange(100, 4000)
+            self.at(self.now + delay, lambda: self._connect(t, p), t)
 
     def _connect(self, t: SimTable, p: Player) -> None:
         core = t.core
         if p.conn is not None:
             return
         if core is None or core.gone:
-            self.at(self.now + self.rng.randrange(200, 3000), lambda: self._connect(t, p))
+            self.at(self.now + t.rng.randrange(200, 3000), lambda: self._connect(t, p), t)
             return
         p.conn = core
         p.connected_at = self.now
+        t.reached.setdefault(p.pid, self.now)
         self.feed(t, core, io.Reach(p.pid, True))
         self._look(t, p)
 
@@ -450,15 +476,15 @@ class World:
 
     def _retry_soon(self, t: SimTable) -> None:
         for p in t.players:
-            self._look(t, p, self.rng.randrange(300, 2000))
+            self._look(t, p, t.rng.randrange(300, 2000))
 
     def _look(self, t: SimTable, p: Player, delay: int | None = None) -> None:
         p.look_gen += 1
         gen = p.look_gen
-        think = delay if delay is not None else self.rng.randrange(50, 1200)
+        think = delay if delay is not None else t.rng.randrange(50, 1200)
         if self.now < p.slow_until:
-            think += self.rng.randrange(1000, 6000)
-        self.at(self.now + think, lambda: gen == p.look_gen and self._act(t, p))
+            think += t.rng.randrange(1000, 6000)
+        self.at(self.now + think, lambda: gen == p.look_gen and self._act(t, p), t)
 
     def _act(self, t: SimTable, p: Player) -> None:
         """What a bot does with what it was last told."""
@@ -480,7 +506,7 @@ class World:
         phase = hand.phase
         hb = (t.tid, hand.hand_no)
         if phase is HandPhase.COMMIT and seat not in hand.commits:
-            seed = p.seeds.setdefault(hand.hand_id, self.rng.randbytes(32))
+            seed = p.seeds.setdefault(hand.hand_id, t.rng.randbytes(32))
             c = player_commit(seat, seed)
             sig = p.signer.sign("move", move_body(*hb, rec.records[0]["h"], commit_move(seat, c)), PROTOCOL_V2)
             self._send(t, p, "commit", {"hand_no": hand.hand_no, "commit": c.hex(), "sig": sig})
@@ -494,14 +520,14 @@ class World:
             state = rec.state
             me = state.seat(seat)
             if state.phase is Phase.DRAW:
-                first = not me.drawn_any and self.rng.random() < 0.25
-                late = me.drawn_any and state.turn_no > 2 * len(state.seats) and self.rng.random() < 0.3
+                first = not me.drawn_any and t.rng.random() < 0.3
+                late = me.drawn_any and state.turn_no > len(state.seats) and t.rng.random() < 0.4
                 move: dict[str, Any] = (
                     action_to_json(Drop(seat)) if first or late else {"kind": "draw_closed", "seat": seat}
                 )
             else:
                 cards = [c for c in me.cards if c != me.drawn_this_turn] or list(me.cards)
-                move = action_to_json(Discard(seat, self.rng.choice(cards)))
+                move = action_to_json(Discard(seat, t.rng.choice(cards)))
             sig = p.signer.sign("move", move_body(*hb, rec.head, move), PROTOCOL_V2)
             body = {k: v for k, v in move.items() if k != "seat"}
             self._send(t, p, "action", {"hand_no": hand.hand_no, "action": body, "prev": rec.head, "sig": sig})
@@ -509,9 +535,9 @@ class World:
     def _send(self, t: SimTable, p: Player, kind: str, payload: dict[str, Any]) -> None:
         core = p.conn
         assert core is not None
-        self._seq += 1
-        cmd = io.Command(self._seq, kind, p.pid, payload)
-        self.at(self.now + self.rng.randrange(1, 30), lambda: p.conn is core and self.feed(t, core, cmd))
+        t.seq += 1
+        cmd = io.Command(t.seq, kind, p.pid, payload)
+        self.at(self.now + t.rng.randrange(1, 30), lambda: p.conn is core and self.feed(t, core, cmd), t)
 
     # -- the invariants --------------------------------------------------------------------------
     def _check_money(self, t: SimTable) -> None:
@@ -519,27 +545,28 @@ class World:
         if bad is not None:
             raise Violation(self.now, t.tid, bad)
 
-    def _check_charge(self, t: SimTable, core: TableCore, c: io.Charge) -> None:
-        """No clock charge while the house is at fault, nor before the seat has had its
-        full grace from the moment it could reach the table again (D35)."""
+    def _grace_of(self, t: SimTable, core: TableCore, c: io.Charge) -> str | None:
+        """Why this clock charge is unfair, or None: no charge while the house is at
+        fault, nor before the seat has had its full grace from the moment it could
+        reach the table again (D35).  The house is at fault for a table from the first
+        of its ops a fault touched (failed, ambiguous, or unanswered for hung_ms), its
+        node's crash, freeze or loss of the lease, until the table's first op succeeds
+        after the fault's cause has ended (or its node thaws)."""
         if core is not t.core:
-            raise Violation(c.at, t.tid, f"a node that no longer owns the table charged seat {c.seat}")
+            return f"a node that no longer owns the table charged seat {c.seat}"
         if t.fault_open:
-            raise Violation(c.at, t.tid, f"seat {c.seat} charged ({c.kind}) while the house is at fault")
-        hand = self.store.hands[c.hand_id]
+            return f"seat {c.seat} charged ({c.kind}) while the house is at fault"
+        hand = self.store.hands.get(c.hand_id)
+        if hand is None:
+            return None
         pid = hand.players[c.seat][0]
-        p = next(x for x in t.players if x.pid == pid)
-        reach = t.ok_at if p.conn is core and p.connected_at <= t.ok_at else p.connected_at
-        if p.conn is not core:
-            reach = t.ok_at + self.cfg.reach_ms
-        reach = min(max(reach, t.ok_at), t.ok_at + self.cfg.reach_ms)
+        reach = min(t.reached.get(pid, t.ok_at + self.cfg.reach_ms), t.ok_at + self.cfg.reach_ms)
         if c.at < reach + self.cfg.grace_ms:
-            raise Violation(
-                c.at,
-                t.tid,
+            return (
                 f"seat {c.seat} charged ({c.kind}) {(c.at - reach) / 1000:.3f}s after it could reach the table "
-                f"again (the house was back at {t.ok_at / 1000:.3f}s); its grace is {self.cfg.grace_ms / 1000:.1f}s",
+                f"again (the house was back at {t.ok_at / 1000:.3f}s); its grace is {self.cfg.grace_ms / 1000:.1f}s"
             )
+        return None
 
     def _ended(self, t: SimTable, op: io.FinishOp) -> None:
         h = self.store.hands[op.hand_id]
