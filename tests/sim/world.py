@@ -107,6 +107,7 @@ class World:
         faults: list[Fault] | None = None,
         fault_rate: float = 1.0,
         only: set[int] | None = None,
+        stop_after_hands: int | None = None,
         verify_every: int = 25,
         cfg: CoreConfig | None = None,
     ) -> None:
@@ -128,7 +129,9 @@ class World:
         self.verified = 0
         self.verify_every = verify_every
         self.steps = 0
+        self.stop_after_hands = stop_after_hands
         self.store_faults: list[Fault] = []
+        self.injected: dict[str, int] = {}
         rules = TableRules(seats=4 if seats <= 4 else 6, turn_seconds=4, max_missed_turns=2, min_players=2)
         self.n_tables = tables
         for n in range(tables):
@@ -202,6 +205,8 @@ class World:
             when, _, _, fn = heapq.heappop(self.events)
             if when > self.duration:
                 break
+            if self.stop_after_hands is not None and self.hands_ended >= self.stop_after_hands:
+                break
             self.now = when
             fn()
         self._final_check()
@@ -214,9 +219,12 @@ class World:
             return
         if core.gone and not isinstance(inp, io.Command):
             return
-        t.trace.append(f"{self.now / 1000:.3f} {'' if core is t.core else 'old '}{_short(inp)}")
         self.steps += 1
         fx = core.step(inp, self.now)
+        done = [_effect(e) for e in fx if not isinstance(e, io.Arm)]
+        if done or not isinstance(inp, io.Tick):  # a tick that did nothing is left out of the trace
+            who = "" if core is t.core else "old node: "
+            t.trace.append(f"{self.now / 1000:.3f} {who}{_short(inp)} -> {', '.join(done) or '-'}")
         self._effects(t, core, fx)
 
     def _effects(self, t: SimTable, core: TableCore, fx: list[io.Effect]) -> None:
@@ -368,6 +376,7 @@ class World:
 
     def _fault(self, f: Fault) -> None:
         k = f.kind
+        self.injected[k] = self.injected.get(k, 0) + 1
         if k in STORE_WIDE:
             self.store_faults.append(f)
             for t in self.tables:
@@ -608,6 +617,20 @@ def _gone() -> Any:
     from service.tablecore.errors import shutting_down
 
     return shutting_down()
+
+
+def _effect(e: io.Effect) -> str:
+    if isinstance(e, io.Write):
+        return f"write {e.op_id} {type(e.op).__name__}"
+    if isinstance(e, io.Load):
+        return f"load {e.op_id}"
+    if isinstance(e, io.Reply):
+        return f"reply {e.cmd_id}" + (f" {e.error.code}" if e.error is not None else "")
+    if isinstance(e, io.TellAll):
+        return f"tell {e.message['type']}"
+    if isinstance(e, io.Charge):
+        return f"CHARGE seat {e.seat} ({e.kind})"
+    return type(e).__name__
 
 
 def _short(inp: io.Input) -> str:
