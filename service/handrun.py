@@ -3,7 +3,7 @@
 A :class:`HandRun` is built in one of two ways, and only these: a new hand
 (the core's start makes the header) or :func:`restore` from the stored
 rows, which feeds every stored record through the recorder — the same code path the
-live hand took (D32); the clock and its grace are the core's (D35).  Its phase is derived
+live hand took (D32); the clock and its grace are the core's (D37).  Its phase is derived
 from the recorder's log, never kept beside it: one record is the commit phase, two the
 reveal phase, three (reveals stored, deal not yet) the deal, more is play, and an
 ended or void log is finishing.
@@ -93,7 +93,7 @@ class HandRun:
     def base_deadline(self) -> int | None:
         """When the hand's clock runs out by the log alone (ms): the seed window's
         end, the turn's end; None when nothing waits for a seat (the deal, the end).
-        The grace of D35 is the core's (service.tablecore.clock)."""
+        The grace of D37 is the core's (service.tablecore.clock)."""
         phase = self.phase
         if phase in (HandPhase.COMMIT, HandPhase.REVEAL):
             return self.window_end()

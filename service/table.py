@@ -8,7 +8,7 @@ a tick, a store op's outcome, a lease event, a player's connection coming or goi
 Effects are carried out in the order the core gives them; a write's tells come only
 after its outcome is fed back (stored before told).  Time comes from an injectable
 clock: the core never reads one.  Store ops run in tasks of their own, so the table
-keeps its beat while a write hangs (D35: a write unanswered for a while pauses the
+keeps its beat while a write hangs (D37: a write unanswered for a while pauses the
 table; its clock never runs while one is pending).
 """
 
@@ -48,10 +48,10 @@ class Settings:
     reveal_seconds: float = 10.0
     next_hand_delay: float = 2.0
     queue_size: int = 256
-    resume_grace: float = 10.0  # D32, D35
+    resume_grace: float = 10.0  # D32, D37
     group_commit_seconds: float = 0.002  # records of many tables that arrive this close go in one statement
-    reach_seconds: float | None = None  # D35: how long a client may take to find the table again (default: the grace)
-    write_hung_seconds: float = 2.0  # D35: a write unanswered this long pauses the table
+    reach_seconds: float | None = None  # D37: how long a client may take to find the table again (default: the grace)
+    write_hung_seconds: float = 2.0  # D37: a write unanswered this long pauses the table
     beat_seconds: float = 1.0  # the shell ticks its core at least this often (a longer gap: the node stood still)
     retry_max_seconds: float = 5.0  # the ceiling of the backoff between reloads
 

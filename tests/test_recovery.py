@@ -416,7 +416,7 @@ async def test_a_seat_that_draws_in_its_graced_turn_keeps_the_grace(api: Api, se
         for cl in (ca, cb):
             assert (await cl.request({"type": "join", "table_id": table}))["type"] == "reply"
         graced = new.core.deadline(hand)
-        assert graced is not None and graced >= hand.turn_end() + 4000  # D35: 4 s from its reconnection
+        assert graced is not None and graced >= hand.turn_end() + 4000  # D37: 4 s from its reconnection
         assert (await c.act(table, hand_no, seat_of(c), {"kind": "draw_closed"}))["type"] == "reply"
         assert new.core.deadline(hand) == graced  # not the turn's first end, long past
         await wait_for(lambda: latest_view(c)["phase"] == "discard")
@@ -424,7 +424,7 @@ async def test_a_seat_that_draws_in_its_graced_turn_keeps_the_grace(api: Api, se
         discard = await c.act(table, hand_no, seat_of(c), {"kind": "discard", "card": card})
         assert discard["type"] == "reply", discard
         # The next turn runs on the table's own clock, held back only for its seat's own
-        # grace from its reconnection (D35).
+        # grace from its reconnection (D37).
         state = hand.recorder.state
         assert state is not None
         other = hand.players[state.turn]

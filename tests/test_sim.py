@@ -3,7 +3,7 @@ every effect boundary and checks the invariants after every step (issue 17): the
 ledger sums to zero and is never negative, no hand is settled twice, every hand ends
 or is voided by rule, no table with seated, connected players stalls, no clock charge
 while the house is at fault nor within a seat's grace after it could reach the table
-again (D35), every verified transcript verifies."""
+again (D37), every verified transcript verifies."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def test_the_same_seed_replays_the_same_run() -> None:
 def test_a_clock_that_ignores_the_grace_is_caught_and_shrunk_to_its_seed_and_trace(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The checks can fail: a core whose clock forgets D35's grace is caught, and the
+    """The checks can fail: a core whose clock forgets D37's grace is caught, and the
     failure is shrunk to one table, a few faults and the trace that shows it."""
 
     def no_grace(self: Steps, hand: object) -> int | None:

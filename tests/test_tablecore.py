@@ -1,4 +1,4 @@
-"""The table core's rules, driven step by step with a virtual clock (issue 17, D35):
+"""The table core's rules, driven step by step with a virtual clock (issue 17, D37):
 no clock while a write is pending, hung or failing; a seat's grace counted from the
 moment it can reach the table again; a paused/resumed pair, not a flood, and a
 backoff between reloads when the store keeps failing; no deal before the seated
@@ -31,12 +31,12 @@ TURN_MS = 4000
 
 
 class Harness:
-    def __init__(self, players: int = 2, connected: bool = True) -> None:
+    def __init__(self, players: int = 2, connected: bool = True, turn_ms: int = TURN_MS) -> None:
         rng = random.Random(7)
         self.keys = ServerKeys(Signer(Ed25519PrivateKey.from_private_bytes(rng.randbytes(32))), rng.randbytes(32))
         self.store = SimStore(self.keys, rng)
         self.store.rngs["t0"] = random.Random(1)
-        self.store.add_table("t0", TableRules(seats=4, turn_seconds=TURN_MS // 1000, max_missed_turns=3))
+        self.store.add_table("t0", TableRules(seats=4, turn_seconds=turn_ms // 1000, max_missed_turns=3))
         self.store.tables["t0"].facts.head = "0" * 64
         self.signers: dict[str, Signer] = {}
         for k in range(players):
@@ -280,3 +280,23 @@ def test_a_lost_lease_lets_the_table_go_and_answers_moved() -> None:
     assert replies and all(r.error is not None and r.error.code == "moved" for r in replies)
     h.send("p0", "sit", {})
     assert h.of(io.Reply)[-1].error.code == "moved"
+
+
+def test_a_move_the_house_refused_keeps_the_seats_whole_turn() -> None:
+    """D35: the store fails the move of the seat on turn; the table is back at once, but
+    the seat is not charged before a whole turn from the refusal (longer than its grace)."""
+    turn = 10_000
+    assert turn > CFG.grace_ms
+    h = Harness(turn_ms=turn)
+    h.through_seeds()
+    h.advance(turn_began(h) + turn - 2000)  # late in its turn
+    h.draw()
+    (op_id,) = h.inflight
+    h.answer(op_id, io.Result.FAILED)
+    refused = h.now
+    h.answer_all()  # the reload works at once
+    replies = h.of(io.Reply)
+    assert replies[-1].error is not None and replies[-1].error.code == "unavailable"
+    h.advance(refused + turn + 1000)
+    at, _ = h.charges()[0]
+    assert at >= refused + turn

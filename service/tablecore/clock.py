@@ -1,4 +1,4 @@
-"""D35: when the clock may charge a seat, and the backoff after repeated failures.
+"""D37: when the clock may charge a seat, and the backoff after repeated failures.
 
 The house is at fault while the table cannot store (the store unreachable, hung — a
 write unanswered for ``hung_ms`` — or refusing), while it reloads, while its node
@@ -27,6 +27,8 @@ class Reachability:
     connected: set[str] = field(default_factory=set)
     #: since the last fault: the moment each player could reach the owner again
     reach: dict[str, int] = field(default_factory=dict)
+    #: D35: when the house last refused a player's move (it keeps its whole window from then)
+    refused: dict[str, int] = field(default_factory=dict)
 
     def fault_over(self, now: int) -> None:
         """The house serves again: every grace starts again from here."""
@@ -45,9 +47,13 @@ class Reachability:
         got = self.reach.get(player_id)
         return self.recovered_at + cfg.reach_ms if got is None else min(got, self.recovered_at + cfg.reach_ms)
 
-    def charge_from(self, player_id: str, cfg: CoreConfig) -> int:
-        """The earliest moment the clock may charge this player's seat (D35)."""
-        return self.reached(player_id, cfg) + cfg.grace_ms
+    def charge_from(self, player_id: str, cfg: CoreConfig, window: int = 0) -> int:
+        """The earliest moment the clock may charge this player's seat: its grace after
+        it could reach the table (D37), and ``window`` after a move of its the house
+        refused (D35)."""
+        at = self.reached(player_id, cfg) + cfg.grace_ms
+        refused = self.refused.get(player_id)
+        return at if refused is None else max(at, refused + window)
 
 
 def backoff(table_id: str, streak: int, cfg: CoreConfig) -> int:

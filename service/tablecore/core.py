@@ -2,7 +2,7 @@
 
 One object per table holds its state (mutated in place, for speed; nothing outside
 it changes it).  At most one store op is in flight: commands that arrive meanwhile
-wait in order, and the clock waits too (D35: no clock while a write is pending).
+wait in order, and the clock waits too (D37: no clock while a write is pending).
 Memory moves first for a record (the recorder accepts it), then the op goes out;
 what it tells comes out of the core only once its outcome says committed (stored
 before told).  A failed, conflicting or ambiguous write drops memory: the table
@@ -31,6 +31,8 @@ from verifier.errors import RuleError
 from verifier.record import RestoreError
 
 log = logging.getLogger("rummy.table")
+HOUSE_REFUSALS = frozenset({"unavailable", "moved", "shutting_down"})  # the house's fault (D35)
+MOVES = frozenset({"commit", "reveal", "action"})
 
 
 class Mode(Enum):
@@ -119,6 +121,8 @@ class TableCore(Commands):
     ) -> None:
         if cmd is not None:
             self.fx.append(io.Reply(cmd.cmd_id, result, error))
+            if error is not None and error.code in HOUSE_REFUSALS and cmd.kind in MOVES and self.last_now is not None:
+                self.reach.refused[cmd.player_id] = self.last_now  # D35: its whole window from now
 
     # -- time ---------------------------------------------------------------------------
     def _time(self, now: int) -> None:

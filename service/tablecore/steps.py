@@ -1,4 +1,4 @@
-"""The hand's own steps, from its start to its settlement, and the clock (D35).
+"""The hand's own steps, from its start to its settlement, and the clock (D37).
 
 :meth:`Steps.advance` moves the table on when nobody needs to be waited for (every
 commitment in, the hand ended, a departure signed during the seed phases, a table
@@ -71,12 +71,20 @@ class Steps:
 
     def deadline(self, hand: HandRun) -> int | None:
         """The hand's clock: its deadline by the log, held back for every seat it would
-        charge until that seat has had its grace (D35)."""
+        charge until that seat has had its grace (D37)."""
         base = hand.base_deadline()
         if base is None:
             return None
+        phase = hand.phase
+        window = (
+            self.cfg.commit_ms
+            if phase is HandPhase.COMMIT
+            else self.cfg.reveal_ms
+            if phase is HandPhase.REVEAL
+            else 1000 * hand.recorder.rules.turn_seconds
+        )
         for s in self.charged(hand):
-            base = max(base, self.reach.charge_from(hand.players[s], self.cfg))
+            base = max(base, self.reach.charge_from(hand.players[s], self.cfg, window))
         return base
 
     def due(self, now: int) -> int | None:

@@ -39,6 +39,7 @@ logging.getLogger("rummy.table").setLevel(logging.ERROR)  # the faults are many;
 SECOND = 1000
 BEAT = SECOND  # the shell's steady tick (service.table: beat_seconds)
 LEASE = 8 * SECOND  # a frozen node loses its leases after this long
+TURN_MS = 4 * SECOND
 STORE_WIDE = ("unreachable", "hung", "slow", "full")
 KINDS = ("crash", "unreachable", "hung", "slow", "full", "lost_reply", "takeover", "freeze", "drop", "slow_reader")
 
@@ -91,6 +92,8 @@ class SimTable:
     last_progress: int = 0
     touched: set[int] = field(default_factory=set)  # hand ids a fault touched
     reached: dict[str, int] = field(default_factory=dict)  # since ok_at: when each player could reach the owner
+    refused: dict[str, int] = field(default_factory=dict)  # D35: when the house last refused a player's move
+    cmds: dict[int, tuple[str, str]] = field(default_factory=dict)  # command id -> (player, kind)
     seq: int = 0
     trace: deque[str] = field(default_factory=lambda: deque(maxlen=80))
     rng: random.Random = field(default_factory=random.Random)
@@ -132,7 +135,7 @@ class World:
         self.stop_after_hands = stop_after_hands
         self.store_faults: list[Fault] = []
         self.injected: dict[str, int] = {}
-        rules = TableRules(seats=4 if seats <= 4 else 6, turn_seconds=4, max_missed_turns=2, min_players=2)
+        rules = TableRules(seats=4, turn_seconds=TURN_MS // 1000, max_missed_turns=2, min_players=2)
         self.n_tables = tables
         for n in range(tables):
             if only is not None and n not in only:
@@ -242,7 +245,10 @@ class World:
                     gen = t.arm_gen
                     self.at(max(e.at, self.now), lambda gen=gen: gen == t.arm_gen and self._tick(t), t)
             elif isinstance(e, io.Reply):
+                sent = t.cmds.pop(e.cmd_id, None)
                 if e.error is not None and e.error.code in ("unavailable", "moved", "shutting_down"):
+                    if sent is not None and sent[1] in ("commit", "reveal", "action") and core is t.core:
+                        t.refused[sent[0]] = self.now
                     self._retry_soon(t)
             elif isinstance(e, io.TellPhase | io.TellUpdate | io.TellResumed | io.TellSeats):
                 self._look_all(t)
@@ -546,6 +552,7 @@ class World:
         assert core is not None
         t.seq += 1
         cmd = io.Command(t.seq, kind, p.pid, payload)
+        t.cmds[t.seq] = (p.pid, kind)
         self.at(self.now + t.rng.randrange(1, 30), lambda: p.conn is core and self.feed(t, core, cmd), t)
 
     # -- the invariants --------------------------------------------------------------------------
@@ -557,7 +564,7 @@ class World:
     def _grace_of(self, t: SimTable, core: TableCore, c: io.Charge) -> str | None:
         """Why this clock charge is unfair, or None: no charge while the house is at
         fault, nor before the seat has had its full grace from the moment it could
-        reach the table again (D35).  The house is at fault for a table from the first
+        reach the table again (D37).  The house is at fault for a table from the first
         of its ops a fault touched (failed, ambiguous, or unanswered for hung_ms), its
         node's crash, freeze or loss of the lease, until the table's first op succeeds
         after the fault's cause has ended (or its node thaws)."""
@@ -570,6 +577,13 @@ class World:
             return None
         pid = hand.players[c.seat][0]
         reach = min(t.reached.get(pid, t.ok_at + self.cfg.reach_ms), t.ok_at + self.cfg.reach_ms)
+        refused = t.refused.get(pid)
+        if refused is not None:
+            window = {"commit": self.cfg.commit_ms, "reveal": self.cfg.reveal_ms}.get(c.kind, TURN_MS)
+            if c.at < refused + window:
+                return (
+                    f"seat {c.seat} charged ({c.kind}) {(c.at - refused) / 1000:.3f}s after its move was refused (D35)"
+                )
         if c.at < reach + self.cfg.grace_ms:
             return (
                 f"seat {c.seat} charged ({c.kind}) {(c.at - reach) / 1000:.3f}s after it could reach the table "
