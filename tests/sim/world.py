@@ -269,6 +269,8 @@ class World:
 
     # -- the store, with its faults ------------------------------------------------------------
     def _store_fault(self, kind: str, when: int) -> Fault | None:
+        if self.store_faults and self.store_faults[0].at + self.store_faults[0].duration < self.now - 60 * SECOND:
+            self.store_faults = [f for f in self.store_faults if f.at + f.duration >= self.now - 60 * SECOND]
         for f in self.store_faults:
             if f.kind == kind and f.at <= when < f.at + f.duration:
                 return f
@@ -331,7 +333,8 @@ class World:
 
                     o = outcome(e.op_id, exc)
                     res, err = o.result, o.error
-                self._check_money(t)
+                if isinstance(e.op, io.StartOp | io.FinishOp | io.VoidUnreadableOp):  # the ops that move money
+                    self._check_money(t)
                 if res is io.Result.COMMITTED and t.lost_reply and core is t.core:
                     t.lost_reply -= 1
                     res = io.Result.AMBIGUOUS
