@@ -223,7 +223,13 @@ class TableActor:
         if isinstance(e, io.Reply):
             fut = self.replies.pop(e.cmd_id, None)
             if fut is not None and not fut.done():
-                fut.set_exception(e.error) if e.error is not None else fut.set_result(io.resolve(e.result))
+                if e.error is None:
+                    fut.set_result(io.resolve(e.result))
+                else:
+                    ack = getattr(e.error, "ack", None)
+                    if isinstance(ack, io.Signed):  # the refusal's ack, signed as it is sent
+                        e.error.ack = ack.make()  # type: ignore[attr-defined]
+                    fut.set_exception(e.error)
         elif isinstance(e, io.Write):
             if not self._stopping:  # stopping: the op is answered by refuse_all
                 self._spawn(self._write(e))

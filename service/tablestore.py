@@ -27,6 +27,7 @@ from service.tablecore import io
 from service.tablecore.errors import ClientError
 from service.tablecore.state import TableFacts
 from service.writer import RecordWriter, Write
+from verifier.ed25519 import key_problem
 from verifier.errors import RuleError
 from verifier.fairness import SEED_BYTES
 
@@ -214,8 +215,9 @@ class TableStore:
     async def _hold(
         self, conn: asyncpg.Connection, hand_id: int, candidates: tuple[tuple[int, str], ...], need: int
     ) -> tuple[dict[int, str], dict[str, bytes]]:
-        """Hold each candidate's D20 amount (a savepoint each); who has no key or cannot
-        cover it sits the hand out."""
+        """Hold each candidate's D20 amount (a savepoint each); who has no strict key
+        (§9: one registered before the check), shares one with a seat before it (§13),
+        or cannot cover the hold sits the hand out."""
         keys = {
             r["id"]: bytes(r["public_key"])
             for r in await conn.fetch(
@@ -225,7 +227,8 @@ class TableStore:
         }
         players: dict[int, str] = {}
         for seat, player_id in candidates:
-            if player_id not in keys:
+            key = keys.get(player_id)
+            if key is None or key_problem(key) is not None or key in {keys[p] for p in players.values()}:
                 continue
             try:
                 async with conn.transaction():

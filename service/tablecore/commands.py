@@ -4,6 +4,7 @@ answers it (:mod:`service.tablecore.core`)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from service.handrun import HandRun
@@ -12,13 +13,42 @@ from service.tablecore.errors import ClientError
 from service.tablecore.phase import HandPhase
 from service.tablecore.steps import Steps
 from service.telling import iso_ms
-from verifier.hand import Event, Leave, Status, action_from_json, seat_view
+from verifier.chain import commit_move, reveal_move
+from verifier.hand import Event, Leave, Status, action_from_json, action_to_json, seat_view
 from verifier.settle import hold_amount
 
 
+@dataclass(frozen=True)
+class Judged:
+    """A move the table judged (docs/fairness.md §15): what its signed ack names,
+    whichever way the move is answered."""
+
+    hand: HandRun
+    seat: int
+    move: dict[str, Any]
+    prev: str
+    psig: str
+    arrived: int  # the table's clock when it judged the move (ms)
+    i: int  # the last record of the log then (a move refused after a failed write names it, not the lost one)
+    clock: tuple[str, int]  # the window or turn that ran then (HandRun.clock)
+
+    def ack(self, code: str | None = None) -> dict[str, Any]:
+        """Accepted (``code`` None: a commit or a reveal, acknowledged at the last
+        record) or refused with ``code``; an accepted action's ack is made with its
+        record (:meth:`service.tablecore.steps.Steps.apply`)."""
+        rec = self.hand.recorder
+        return rec.ack(self.seat, self.move, self.prev, self.psig, arrived=self.arrived, code=code, i=self.i)
+
+    def signed(self, code: str | None = None) -> io.Signed:
+        return io.Signed(lambda: self.ack(code))
+
+
 class Commands(Steps):
+    judged: Judged | None = None  # the move of the command in hand, once the table judged it
+
     def handle(self, cmd: io.Command, now: int) -> dict[str, Any] | None:
         """The reply now, or None: the reply comes when the command's op commits."""
+        self.judged = None
         handler = _HANDLERS.get(cmd.kind)
         if handler is None:
             raise ClientError("bad_message", f"unknown command {cmd.kind!r}")
@@ -68,32 +98,34 @@ class Commands(Steps):
             raise ClientError("not_seated", "you have no seat at this table")
         hand = self.hand
         records: tuple[dict[str, Any], ...] = ()
-        tell: list[io.Effect] = []
-        charged = False
+        tell: list[io.TellUpdate] = []
+        result: dict[str, Any] = {"left": seat, "charged": False}
         if hand is not None and hand.seat_of(player_id) is not None and not hand.recorder.ended:
             rec = hand.recorder
             state = rec.state
-            still_in = state is None or state.seat(seat).status is Status.PLAYING
-            if still_in and seat not in hand.leaves:
+            if state is None:  # D36: leaving in the seed phases is no move of the hand
+                after = {**result, "after_hand": True}
+                self.write(io.StandLaterOp(seat), now, cmd=cmd, on_commit=lambda _: after)
+                return None
+            if state.seat(seat).status is Status.PLAYING:  # D15: 40 points, recorded where it was signed
                 psig = _signed(cmd.payload, hand)
-                if state is not None:  # D15: 40 points, recorded where it was signed
-                    new, record, events = rec.prepare(Leave(seat), psig, hand.next_t(now))
-                    rec.accept(new, record)
-                    hand.note_turns(record)
-                    records = (record,)
-                    tell.append(io.TellUpdate(hand, record, events, None))
-                else:
-                    rec.check_move(Leave(seat), psig)
-                    hand.leaves[seat] = psig  # charged as a departure once the cards are dealt (D15)
-                charged = True
-        result = {"left": seat, "charged": charged}
+                move = {"kind": "leave", "seat": seat}
+                self.judged = self._judge(hand, seat, move, psig["prev"], psig["sig"], now)
+                new, record, events = rec.prepare(Leave(seat), psig, hand.next_t(now))
+                rec.accept(new, record)
+                hand.note_turns(record)
+                records = (record,)
+                tell.append(io.TellUpdate(hand, record, events, None))
+                i, t = record["i"], record["t"]
+                ack = io.Signed(lambda: rec.ack(seat, move, psig["prev"], psig["sig"], arrived=t, i=i))
+                result = {"left": seat, "charged": True, "ack": ack}
 
         def left(_: Any) -> dict[str, Any]:
             facts.seats.pop(seat, None)
             self.emit(io.TellSeats(facts.seats))
-            for t in tell:
-                assert isinstance(t, io.TellUpdate) and hand is not None
-                self.emit(io.TellUpdate(t.hand, t.record, t.events, self.deadline(hand)))
+            for u in tell:
+                assert hand is not None
+                self.emit(io.TellUpdate(u.hand, u.record, u.events, self.deadline(hand)))
             return result
 
         op = io.UnseatOp(player_id)
@@ -102,7 +134,9 @@ class Commands(Steps):
         self.write(op, now, cmd=cmd, on_commit=left, settled=lambda: result if seat not in facts.seats else None)
         return None
 
-    def _hand_for(self, cmd: io.Command, phase: HandPhase) -> tuple[HandRun, int]:
+    def _hand_for(self, cmd: io.Command) -> tuple[HandRun, int]:
+        """The hand a move is for, and the mover's seat in it; a move for no hand the
+        table is dealing, or from no seat of it, is refused unjudged (no ack, §15)."""
         hand = self.hand
         if hand is None:
             raise ClientError("no_hand", "no hand is being dealt at this table")
@@ -111,29 +145,40 @@ class Commands(Steps):
         seat = hand.seat_of(cmd.player_id)
         if seat is None:
             raise ClientError("not_in_hand", "you take no part in this hand")
+        return hand, seat
+
+    def _judge(self, hand: HandRun, seat: int, move: dict[str, Any], prev: str, psig: str, now: int) -> Judged:
+        i = len(hand.recorder.records) - 1
+        return Judged(hand, seat, move, prev, psig, arrived=hand.next_t(now), i=i, clock=hand.clock)
+
+    @staticmethod
+    def _in_phase(hand: HandRun, phase: HandPhase) -> None:
         if hand.phase is not phase:
             raise ClientError("wrong_phase", f"this needs the {phase} phase; the hand is in the {hand.phase} phase")
-        return hand, seat
 
     def _seed(self, cmd: io.Command, now: int, kind: str) -> dict[str, Any] | None:
         commit = kind == "commit"
-        hand, seat = self._hand_for(cmd, HandPhase.COMMIT if commit else HandPhase.REVEAL)
+        hand, seat = self._hand_for(cmd)
         value, psig = bytes.fromhex(cmd.payload[kind if commit else "seed"]), str(cmd.payload["sig"])
-        held = hand.commits if commit else hand.seeds
-        earlier = held.get(seat)
-        if earlier is not None and earlier[0] != value:
-            code, what = ("already_committed", "commitment") if commit else ("already_revealed", "seed")
-            raise ClientError(code, f"your {what} is already in")
         rec = hand.recorder
         if commit:
-            rec.check_commit(seat, value, psig, sign=False)
+            prev, move = str(rec.records[0]["h"]), commit_move(seat, value)
+        else:  # before record 1 there is no such prev
+            prev, move = (str(rec.records[1]["h"]) if len(rec.records) > 1 else rec.head), reveal_move(seat, value)
+        judged = self.judged = self._judge(hand, seat, move, prev, psig, now)
+        self._in_phase(hand, HandPhase.COMMIT if commit else HandPhase.REVEAL)
+        held = hand.commits if commit else hand.seeds
+        earlier = held.get(seat)
+        if earlier is not None and earlier != (value, psig):
+            code, what = ("already_committed", "commitment") if commit else ("already_revealed", "seed")
+            raise ClientError(code, f"your {what} is already in")
+        if commit:
+            rec.check_commit(seat, value, psig)
         else:
-            rec.check_reveal(seat, value, psig, sign=False)
-        prev = str(rec.records[0 if commit else 1]["h"])
-        receipt = io.Signed(lambda: rec.receipt(seat, kind, value, prev))
-        result = {"committed" if commit else "revealed": seat, "receipt": receipt}
+            rec.check_reveal(seat, value, psig)
+        result = {"committed" if commit else "revealed": seat, "ack": judged.signed()}
         if earlier is not None:
-            return result  # the same value again: the same receipt
+            return result  # the same move again: acknowledged again
 
         def stored(_: Any) -> dict[str, Any]:
             held[seat] = (value, psig)
@@ -155,9 +200,11 @@ class Commands(Steps):
         return self._seed(cmd, now, "reveal")
 
     def _action(self, cmd: io.Command, now: int) -> dict[str, Any] | None:
-        hand, seat = self._hand_for(cmd, HandPhase.PLAY)
+        hand, seat = self._hand_for(cmd)
         action = action_from_json({**cmd.payload["action"], "seat": seat})
         psig = {"prev": cmd.payload["prev"], "sig": cmd.payload["sig"]}
+        self.judged = self._judge(hand, seat, action_to_json(action), psig["prev"], psig["sig"], now)
+        self._in_phase(hand, HandPhase.PLAY)
         self.apply(hand, action, psig, now, cmd)
         return None
 
@@ -271,10 +318,12 @@ _HANDLERS = {
 
 
 def _signed(payload: dict[str, Any], hand: HandRun) -> dict[str, Any]:
-    """A leave during a hand is a move: it carries the player's signature (§9)."""
+    """A leave from the deal on is a move: it carries the player's signature over the
+    newest record (§9)."""
     if payload.get("hand_no") != hand.hand_no or "prev" not in payload or "sig" not in payload:
         raise ClientError(
             "signature_required",
-            f"you are in hand {hand.hand_no}: leaving is a move, signed over a record of the hand (hand_no, prev, sig)",
+            f"you are in hand {hand.hand_no}: leaving is a move, signed over the newest record of the hand "
+            "(hand_no, prev, sig)",
         )
     return {"prev": payload["prev"], "sig": payload["sig"]}

@@ -174,6 +174,8 @@ class TableCore(Commands):
                 try:
                     result = self.handle(cmd, now)
                 except RuleError as e:  # the kernel's, or the server's own: nothing changed
+                    if self.judged is not None:  # a move the table judged: its refusal is acknowledged (§15)
+                        e.ack = self.judged.signed(e.code)  # type: ignore[attr-defined]
                     self.reply(cmd, error=e)
                 else:
                     if result is not None:
@@ -187,6 +189,8 @@ class TableCore(Commands):
     def write(self, op: io.Op, now: int, **kw: Any) -> io.Pending:
         self._ops += 1
         p = io.Pending(self._ops, op, now, **kw)
+        if p.cmd is not None:
+            p.judged = self.judged
         self.pending = p
         self.emit(io.Write(p.op_id, op))
         return p
@@ -277,15 +281,34 @@ class TableCore(Commands):
                     log.info("table %s: hand %d resumed in the %s phase", self.table_id, run.hand_no, run.phase)
         self.mode = Mode.SERVING
         self.reach.fault_over(now)
+        hand = self.hand
+        if old is not None and hand is not None and hand.hand_id == old.hand_id and old.owed:
+            hand.owed.update(old.owed)  # D35: what the house owed before this reload, it still owes
         p, self.unsettled = self.unsettled, None
         if p is not None and p.cmd is not None:
             result = p.settled() if p.settled is not None else None
-            self.reply(p.cmd, result) if result is not None else self.reply(p.cmd, error=unavailable())
+            if result is not None:
+                self.reply(p.cmd, result)
+            else:
+                self._refuse_unstored(p)
         if old is not None and data.ended_transcript is not None:
             if self.hand is None or self.hand.hand_id != old.hand_id:
                 self.emit(io.TellResult(old, data.ended_transcript))
         if not first:
             self._tell_resumed()
+
+    def _refuse_unstored(self, p: io.Pending) -> None:
+        """The move in flight was not stored: refused ``unavailable``, with its ack when
+        the table had judged it; D35: its seat keeps its whole window from the move's
+        arrival, if that window or turn is still the one running."""
+        error = unavailable()
+        j = p.judged
+        if j is not None:
+            error.ack = j.signed(error.code)  # type: ignore[attr-defined]
+            hand = self.hand
+            if hand is not None and hand.hand_id == j.hand.hand_id and hand.clock == j.clock:
+                hand.owe(j.seat, j.arrived)
+        self.reply(p.cmd, error=error)
 
     def _tell_paused(self) -> None:
         if not self.paused_told:

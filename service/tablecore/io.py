@@ -319,3 +319,4 @@ class Pending:
     settled: Callable[[], dict[str, Any] | None] | None = None
     on_commit: Callable[[Any], dict[str, Any] | None] | None = None  # may give the reply
     on_refused: Callable[[RuleError | None], None] | None = None
+    judged: Any = None  # the command's move as the table judged it (service.tablecore.commands.Judged)

@@ -18,7 +18,7 @@ from service.tablecore.clock import Reachability
 from service.tablecore.phase import HandPhase
 from service.tablecore.state import CoreConfig, TableFacts
 from verifier.errors import RuleError
-from verifier.hand import Action, Leave, Status, TimeOut
+from verifier.hand import Action, TimeOut, action_to_json
 from verifier.record import HandRecorder
 from verifier.settle import hold_amount
 
@@ -124,7 +124,6 @@ class Steps:
                 return True
             self._schedule_start(now)
             return False
-        rec = hand.recorder
         if self.to_void is not None:
             reason, keep = self.to_void
             if keep is not None:
@@ -143,13 +142,6 @@ class Steps:
             return True
         if phase is HandPhase.REVEAL and not self.charged(hand):
             self.close_reveals(hand, now)
-            return True
-        if phase is HandPhase.PLAY and hand.leaves:
-            seat = min(hand.leaves)
-            psig = hand.leaves.pop(seat)
-            state = rec.state
-            if state is not None and state.seat(seat).status is Status.PLAYING:
-                self.apply(hand, Leave(seat), psig, now)  # D15, signed during the seed phases
             return True
         return False
 
@@ -282,20 +274,26 @@ class Steps:
         state, record, events = rec.prepare(action, psig, hand.next_t(now, at_least))
         rec.accept(state, record)  # memory first; if the store fails, the table reloads
         hand.note_turns(record)
-        i, h = record["i"], record["h"]
+        i, h, t = record["i"], record["h"], record["t"]
+
+        def ack(of: HandRun) -> io.Signed | None:
+            """A player's move is answered with the server's signed ack (docs/fairness.md
+            §15), which is also its record's signed head: ``arrived`` is the record's t."""
+            if psig is None:  # the clock's move: nobody to answer
+                return None
+            move = action_to_json(action)
+            return io.Signed(lambda: of.recorder.ack(action.seat, move, psig["prev"], psig["sig"], arrived=t, i=i))
 
         def committed(_: Any) -> dict[str, Any]:
             self._told(hand, record, events)
-            return {"i": i, "h": h, "head": io.Signed(lambda: hand.head(i))}
+            return {"i": i, "h": h, "ack": ack(hand)}
 
         def settled() -> dict[str, Any] | None:
             now_hand = self.hand
             if now_hand is None or now_hand.hand_id != hand.hand_id:
                 return None  # the hand ended meanwhile; its result says what happened
             recs = now_hand.recorder.records
-            if len(recs) > i and recs[i]["h"] == h:
-                return {"i": i, "h": h, "head": io.Signed(lambda: now_hand.head(i))}
-            return None
+            return {"i": i, "h": h, "ack": ack(now_hand)} if len(recs) > i and recs[i]["h"] == h else None
 
         self._store(hand, [record], now, cmd=cmd, on_commit=committed, settled=settled)
 
