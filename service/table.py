@@ -177,16 +177,14 @@ class TableActor:
         within ``timeout`` (a write is never cut in half on purpose)."""
         self._stopping = True
         self.inputs.put_nowait(None)
-        if self.task is not None:
-            done, _ = await asyncio.wait({self.task}, timeout=timeout)
-            if not done:
-                self.task.cancel()
+        running = set(self._ops) | ({self.task} if self.task is not None else set())
+        if running:  # the loop and the ops in flight, within one bound
+            await asyncio.wait(running, timeout=timeout)
+        for task in [*self._ops, *([self.task] if self.task is not None else [])]:
+            if not task.done():
+                task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
-                    await self.task
-        if self._ops:
-            await asyncio.wait(set(self._ops), timeout=timeout)
-        for task in list(self._ops):
-            task.cancel()
+                    await task
         self._do_all(self.core.refuse_all(shutting_down()))
         for fut in self.replies.values():
             if not fut.done():

@@ -254,7 +254,7 @@ class TellResumed:
 
 @dataclass(frozen=True, slots=True)
 class Signed:
-    """A signature a reply carries (a head, a receipt), made by the shell as it sends
+    """A signature a reply carries (an ack, a head), made by the shell as it sends
     the reply: signed once, and never for a reply nobody reads (the simulator)."""
 
     make: Callable[[], dict[str, Any]]
