@@ -38,6 +38,8 @@ def outcome(op_id: int, error: BaseException | None, data: Any = None) -> io.Out
         return io.Outcome(op_id, io.Result.COMMITTED, data)
     if isinstance(error, RuleError):
         return io.Outcome(op_id, io.Result.REFUSED, error=error)
+    if isinstance(error, io.NotEnough):
+        return io.Outcome(op_id, io.Result.REFUSED)
     if isinstance(error, ledger.LedgerError):
         return io.Outcome(op_id, io.Result.REFUSED, error=ClientError(error.code, error.message, "D20"))
     if isinstance(error, Fenced):
@@ -196,7 +198,7 @@ class TableStore:
             )
             players, keys = await self._hold(conn, hand_id, op.candidates, op.need)
             if len(players) < op.min_players:
-                raise ClientError("not_enough", "fewer than min_players can cover their hold")  # rolled back
+                raise io.NotEnough()  # rolled back
             hand, dealer = op.begin(io.Started(hand_id, seed, players, keys))
             rec = hand.recorder
             await handstore.insert_records(conn, hand_id, self.seal(op.hand_no, (rec.records[0],)))

@@ -170,8 +170,9 @@ class Commands(Steps):
         held = hand.commits if commit else hand.seeds
         earlier = held.get(seat)
         if earlier is not None and earlier != (value, psig):
-            code, what = ("already_committed", "commitment") if commit else ("already_revealed", "seed")
-            raise ClientError(code, f"your {what} is already in")
+            if commit:
+                raise ClientError("already_committed", "your commitment is already in")
+            raise ClientError("already_revealed", "your seed is already in")
         if commit:
             rec.check_commit(seat, value, psig)
         else:

@@ -114,6 +114,11 @@ class CloseOp:
     """Every seat stood up, the table closed."""
 
 
+class NotEnough(Exception):
+    """A new hand could not be held: fewer than min_players can cover their hold (the
+    store's transaction rolled back; the table tries again later)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Started:
     """What the store held for a new hand: its id, the seats that could cover their
@@ -131,7 +136,7 @@ class StartOp:
     """A new hand: the hand row with its sealed server seed, a hold per candidate
     that can cover it (the others sit out), the header made by ``begin`` (pure: the
     core's) stored as record 0, the table's next hand number and dealer, and D34's
-    count of hands away — one transaction.  Refused with ``not_enough`` when fewer
+    count of hands away — one transaction.  Refused (:class:`NotEnough`) when fewer
     than min_players can be held.  Answer: (HandRun, stood-up players)."""
 
     hand_no: int

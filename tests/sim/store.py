@@ -173,7 +173,7 @@ class SimStore:
             if self.available[p] >= op.need:
                 players[seat] = p
         if len(players) < op.min_players:
-            raise ClientError("not_enough", "fewer than min_players can cover their hold")
+            raise io.NotEnough()
         hand_id = int(table_id[1:]) * 1_000_000 + op.hand_no  # the same ids when a table replays alone
         hand, dealer = op.begin(io.Started(hand_id, seed, players, {p: self.player_keys[p] for p in players.values()}))
         for p in players.values():  # the transaction commits from here on
