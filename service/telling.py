@@ -127,9 +127,16 @@ class Teller(Watchers):
     """What a table tells its connections, each message built once (docs/api.md,
     "Server → client pushes")."""
 
-    def tell_seats(self, seats: dict[int, str]) -> None:
+    def tell_seats(self, seats: dict[int, str], stood: list[dict[str, Any]] | None = None) -> None:
+        """Who sits where now; ``stood``: the seats this change stood up, and why
+        (:meth:`service.dealing.TableState.stand`)."""
         self.broadcast(
-            {"type": "table", "table_id": self.table_id, "seats": {str(s): p for s, p in sorted(seats.items())}}
+            {
+                "type": "table",
+                "table_id": self.table_id,
+                "seats": {str(s): p for s, p in sorted(seats.items())},
+                "stood": stood or [],
+            }
         )
 
     def tell_phase(self, hand: HandRun, deadline: int | None) -> None:

@@ -146,6 +146,9 @@ async def test_leaving_in_the_seed_phases_stands_the_seat_up_after_the_hand(api:
                     await ca.act(table, hand["hand_no"], seat_a, {"kind": "discard", "card": card})
             await asyncio.sleep(0.1)
         result = next(f for f in ca.frames if f.get("type") == "result")
+        # the table tells why the seat went: its player left before the deal (D36)
+        told = await ca.wait_frame(lambda f: f.get("type") == "table" and f["stood"])
+        assert [(e["player_id"], e["reason"], e["rule"]) for e in told["stood"]] == [(b["id"], "left", "D36")]
         await ca.leave(table)
     t = await api.call("GET", result["transcript"], expect=200)
     assert verify_transcript(t, key).ok

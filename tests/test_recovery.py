@@ -175,6 +175,16 @@ async def test_a_seat_with_no_connection_sits_out_and_is_stood_up(api: Api, serv
         assert me["held"] == 0 and me["seats"] == []  # nothing held; after 1 hand away, stood up
         tables = (await api.call("GET", "/api/tables"))["tables"]
         assert ghost["id"] not in {s["player_id"] for s in next(x for x in tables if x["id"] == table)["seated"]}
+        # the others are told whose seat went, and why; the ghost, when it comes back
+        pushes = [f for f in ca.frames if f.get("type") == "table" and f["stood"]]
+        assert [e for f in pushes for e in f["stood"]] == [
+            {"seat": 0, "player_id": ghost["id"], "reason": "away", "rule": "D34", "hand_no": hand_no}
+        ]
+        assert ghost["id"] not in pushes[0]["seats"].values()  # and the seats it tells are without it
+        async with Client(server.url, ghost["token"], ghost["signer"]) as cg:
+            snap = (await cg.request({"type": "join", "table_id": table}))["result"]
+            assert snap["stood_up"]["reason"] == "away" and snap["stood_up"]["rule"] == "D34", snap["stood_up"]
+            assert snap["stood_up"]["seat"] == 0 and snap["stood_up"]["hand_no"] == hand_no and snap["stood_up"]["at"]
         for c in (ca, cb):
             await c.leave(table, hand_no, seat_of(c))
 

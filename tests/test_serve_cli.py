@@ -12,6 +12,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,7 +34,7 @@ def start(data_dir: Path) -> tuple[subprocess.Popen[str], str, list[str]]:
         if not line:
             break
         lines.append(line)
-        if line.startswith("fairness key fingerprint"):
+        if line.startswith("server key fingerprint"):
             break
     found = [m.group(0) for x in lines if "serving on" in x and (m := re.search(r"http://\S+", x))]
     if not found:
@@ -68,8 +69,9 @@ def test_serve_embedded_first_run_and_reuse(tmp_path: Path) -> None:
     try:
         assert get(url + "/healthz")["ok"] is True
         key = get(url + "/api/fairness/key")
-        fingerprint = next(x.split(": ")[1].strip() for x in lines if x.startswith("fairness key fingerprint"))
-        assert key["fingerprint"] == fingerprint
+        fingerprint = next(x.split(": ")[1].strip() for x in lines if x.startswith("server key fingerprint"))
+        # one form on every page and by every command: 64 hex digits in groups of four
+        assert fingerprint == " ".join(str(key["fingerprint"])[k : k + 4] for k in range(0, 64, 4))
     finally:
         out = stop(proc, signal.SIGTERM)
     text = "".join(lines) + out
@@ -210,6 +212,10 @@ async def test_sigterm_mid_hand_is_quick_and_a_restart_resumes_the_hand(tmp_path
 
 
 @pytest.mark.timeout(300)
+def s_post(session: Any, url: str, body: Any, origin: str) -> Any:
+    return session.post(url, json=body, headers={"Origin": origin})
+
+
 async def test_workers_share_the_tables_and_a_dead_worker_is_replaced(tmp_path: Path) -> None:
     """serve --workers 2 (issue 13): clients on the server's port are sent to the worker
     that serves their table; a worker killed mid-hand is started again, its tables move
@@ -302,6 +308,23 @@ async def test_workers_share_the_tables_and_a_dead_worker_is_replaced(tmp_path: 
                     assert verify_transcript(await resp.json(), key).ok
             async with s.get(url + "/api/ledger", headers=auth) as r:
                 assert (await r.json())["ok"] is True
+        # The table page, opened on the server's port, follows a table to the worker
+        # that serves it: that worker takes the session cookie from the page's origin
+        # (the server's port, not its own), and from no other.
+        async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as page:
+            async with s_post(page, url + "/api/session", {"token": bots[0].token}, url) as r:
+                assert r.status == 200, await r.text()
+            for _, worker_url in workers:
+                ws = await page.ws_connect(worker_url + "/ws", headers={"Origin": url}, protocols=("rummy.v2",))
+                assert json.loads((await ws.receive()).data)["type"] == "hello"
+                await ws.close()
+                with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+                    await page.ws_connect(
+                        worker_url + "/ws",
+                        headers={"Origin": f"http://127.0.0.1:{free_port()}"},
+                        protocols=("rummy.v2",),
+                    )
+                assert refused.value.status == 403
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(30)

@@ -88,7 +88,9 @@ def test_success_prints_a_summary_and_the_unpinned_fingerprint() -> None:
     assert "every check passed" in out and "winner: seat" in out and "house commission" in out
     assert "player-rich-0" in out and "UNPINNED" in out and "rummy-pf/v2" in out
     assert "skipped evidence: no evidence was given" in out
-    assert vectors.TEST_SIGNER.fingerprint in out
+    fp = vectors.TEST_SIGNER.fingerprint
+    grouped = " ".join(fp[k : k + 4] for k in range(0, 64, 4))
+    assert f"server key fingerprint: {grouped} (UNPINNED" in out  # the form every page shows
 
 
 def test_v1_transcripts_verify_only_when_asked_and_say_the_server_alone_vouches() -> None:
@@ -138,6 +140,11 @@ def test_a_fingerprint_is_not_a_key() -> None:
     r = run("--key", vectors.TEST_SIGNER.fingerprint, RICH)
     assert r.returncode == 3 and one_line(r.stderr), r.stdout + r.stderr
     assert "fingerprint" in r.stderr and "not the key" in r.stderr and "GET /api/fairness/key" in r.stderr
+    # ...also in the grouped form every page and command shows it in
+    fp = vectors.TEST_SIGNER.fingerprint
+    r = run("--key", " ".join(fp[k : k + 4] for k in range(0, 64, 4)), RICH)
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert "is a key fingerprint" in r.stderr and "not the key itself" in r.stderr
 
 
 def test_a_key_that_is_not_a_key_is_a_usage_error() -> None:

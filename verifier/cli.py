@@ -36,7 +36,7 @@ from verifier.cards import Card, card_value, wild_rank_of
 from verifier.errors import RuleError
 from verifier.fairness import PROTOCOL_V1, PROTOCOL_V2
 from verifier.groups import GroupKind, classify
-from verifier.signing import load_public_key
+from verifier.signing import fingerprint_text, load_public_key
 from verifier.strictjson import MAX_BYTES, InputError, parse, read_stream, unwrap_transcript
 from verifier.transcript import CHECKS, INTERNAL, Report, verify_transcript
 
@@ -234,6 +234,12 @@ def load_key(text: str) -> bytes:
         except (ValueError, TypeError, OSError, UnicodeDecodeError, UnsupportedAlgorithm):
             continue
         return key  # a key that is not strict fails `signature` (or is a fingerprint: see _fingerprint_pinned)
+    squeezed = "".join(text.split())
+    if squeezed != text and len(squeezed) == 64 and all(c in "0123456789abcdefABCDEF" for c in squeezed):
+        raise UsageError(
+            f"--key: {text[:80]!r} is a key fingerprint (64 hex digits in groups of four), not the key itself "
+            f"(a fingerprint is not a key); {KEY_HELP}"
+        )
     raise UsageError(f"--key: {text[:80]!r} is not an Ed25519 public key (hex, base64 or PEM); {KEY_HELP}")
 
 
@@ -279,7 +285,7 @@ def render(report: Report, name: str) -> str:
         lines.append(f"  evidence: {evidence_line(s['evidence'])}{why}")
     if "key_fingerprint" in s:
         pin = "pinned" if s["key_pinned"] else "UNPINNED - compare it with the server's published key"
-        lines.append(f"  server key fingerprint: {s['key_fingerprint']} ({pin})")
+        lines.append(f"  server key fingerprint: {fingerprint_text(s['key_fingerprint'])} ({pin})")
     return "\n".join(lines)
 
 

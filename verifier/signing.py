@@ -68,6 +68,12 @@ def fingerprint(public_bytes: bytes) -> str:
     return sha256(public_bytes).hex()
 
 
+def fingerprint_text(fingerprint_hex: str) -> str:
+    """How a fingerprint is shown to a person, on every page and by every command: the
+    64 lowercase hex digits in groups of four, ``"3f2a 9c01 …"``."""
+    return " ".join(fingerprint_hex[k : k + 4] for k in range(0, len(fingerprint_hex), 4))
+
+
 def verify(public_bytes: bytes, purpose: str, obj: Any, signature_hex: str, protocol: str = PROTOCOL_V1) -> bool:
     """Strictly (§9, :mod:`verifier.ed25519`): a key that is not strict, or a signature
     with ``S ≥ L`` or a non-canonical ``R``, never verifies."""

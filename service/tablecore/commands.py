@@ -77,6 +77,7 @@ class Commands(Steps):
 
         def seated(_: Any) -> dict[str, Any]:
             facts.seats[seat] = player_id
+            facts.stood.pop(player_id, None)
             self.emit(io.TellSeats(facts.seats))
             return result
 
@@ -105,7 +106,12 @@ class Commands(Steps):
             state = rec.state
             if state is None:  # D36: leaving in the seed phases is no move of the hand
                 after = {**result, "after_hand": True}
-                self.write(io.StandLaterOp(seat), now, cmd=cmd, on_commit=lambda _: after)
+
+                def later(_: Any) -> dict[str, Any]:
+                    facts.after_hand[player_id] = ("left", "D36")
+                    return after
+
+                self.write(io.StandLaterOp(seat), now, cmd=cmd, on_commit=later)
                 return None
             if state.seat(seat).status is Status.PLAYING:  # D15: 40 points, recorded where it was signed
                 psig = _signed(cmd.payload, hand)
@@ -121,8 +127,8 @@ class Commands(Steps):
                 result = {"left": seat, "charged": True, "ack": ack}
 
         def left(_: Any) -> dict[str, Any]:
-            facts.seats.pop(seat, None)
-            self.emit(io.TellSeats(facts.seats))
+            told = facts.stand({player_id}, "left", "D15" if result["charged"] else None, None, now)
+            self.emit(io.TellSeats(facts.seats, told))
             for u in tell:
                 assert hand is not None
                 self.emit(io.TellUpdate(u.hand, u.record, u.events, self.deadline(hand)))
@@ -250,12 +256,17 @@ class Commands(Steps):
         later = hand is not None and hand.seat_of(player_id) is not None and not hand.recorder.ended
         result = {"table_id": self.table_id, "seat": seat, "player_id": player_id, "now": not later}
         if later:
-            self.write(io.StandLaterOp(seat), now, cmd=cmd, on_commit=lambda _: result)
+
+            def asked(_: Any) -> dict[str, Any]:
+                facts.after_hand[player_id] = ("operator", None)
+                return result
+
+            self.write(io.StandLaterOp(seat), now, cmd=cmd, on_commit=asked)
             return None
 
         def stood(_: Any) -> dict[str, Any]:
-            facts.seats.pop(seat, None)
-            self.emit(io.TellSeats(facts.seats))
+            told = facts.stand({player_id}, "operator", None, None, now)
+            self.emit(io.TellSeats(facts.seats, told))
             return result
 
         self.write(io.UnseatOp(player_id), now, cmd=cmd, on_commit=stood)
@@ -274,6 +285,8 @@ class Commands(Steps):
             "seats": {str(s): p for s, p in sorted(facts.seats.items())},
             "paused": self.paused,
             "hand": None,
+            # why this player's seat was last stood up, while they have none (docs/api.md)
+            "stood_up": None if player_id in facts.seats.values() else facts.stood.get(player_id),
         }
         hand = self.hand
         if hand is not None and hand.recorder.records:

@@ -259,6 +259,8 @@ class TableCore(Commands):
         recorder, whatever its phase (D32), or voided by rule (D33)."""
         old = self.hand
         first = self.facts is None
+        if self.facts is not None:  # what memory alone knows of stand-ups survives a reload
+            data.facts.stood, data.facts.after_hand = self.facts.stood, self.facts.after_hand
         self.facts = data.facts
         self.hand = None
         self.next_start = None

@@ -230,6 +230,7 @@ class TellAll:
 @dataclass(frozen=True, slots=True)
 class TellSeats:
     seats: dict[int, str]
+    stood: list[dict[str, Any]] = field(default_factory=list)  # the seats this change stood up, and why
 
 
 @dataclass(frozen=True, slots=True)

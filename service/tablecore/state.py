@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
+from typing import Any
 
+from service.telling import iso_ms
 from verifier.hand import TableRules
+
+STOOD_KEPT = 1000  # players whose last stand-up a table remembers
 
 
 @dataclass
@@ -18,6 +23,31 @@ class TableFacts:
     dealer: int | None = None
     next_hand_no: int = 1
     status: str = "open"  # open, closing (no new hand), closed
+    #: player id -> why and when their seat was last stood up, for the snapshot of a
+    #: player who comes back to find it gone (memory only: lost with a restart or a move)
+    stood: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: player id -> (reason, rule) of a stand-up asked for during the hand, done as it ends
+    after_hand: dict[str, tuple[str, str | None]] = field(default_factory=dict)
+
+    def stand(
+        self, players: Collection[str], reason: str, rule: str | None, hand_no: int | None, now: int
+    ) -> list[dict[str, Any]]:
+        """Stand these players' seats up (in memory; the store has it): what the
+        ``table`` push tells everyone and a later snapshot tells the player.
+        ``reason``: ``away`` (D34), ``clock`` (D31), ``operator``, ``closed``, ``left``
+        (D15 charged, D36 before the deal), ``after_hand`` (asked for during the hand,
+        by whom not known to this node)."""
+        out = []
+        for seat, player_id in sorted(self.seats.items()):
+            if player_id in players:
+                entry = {"seat": seat, "player_id": player_id, "reason": reason, "rule": rule, "hand_no": hand_no}
+                out.append(entry)
+                self.stood.pop(player_id, None)
+                self.stood[player_id] = {**entry, "at": iso_ms(now)}
+        self.seats = {s: p for s, p in self.seats.items() if p not in players}
+        while len(self.stood) > STOOD_KEPT:
+            del self.stood[next(iter(self.stood))]
+        return out
 
 
 @dataclass(frozen=True)

@@ -221,8 +221,8 @@ class Steps:
             self.hand = hand
             if stood:
                 log.info("table %s: stood up after %d hands away: %s", self.table_id, facts.max_away, stood)
-                facts.seats = {s: p for s, p in facts.seats.items() if p not in stood}
-                self.emit(io.TellSeats(facts.seats))
+                told = facts.stand(stood, "away", "D34", hand_no, now)
+                self.emit(io.TellSeats(facts.seats, told))
             self.emit(io.TellPhase(hand, self.deadline(hand)))
 
         def refused(_: RuleError | None) -> None:
@@ -325,11 +325,20 @@ class Steps:
             tuple(hand.players[s] for s in clock_dropped(rec.records)),  # D31
         )
 
+        absent = op.stand_up
+
         def finished(stood: list[str] | None) -> None:
             facts.head = str(transcript["head"])
-            if stood:  # D31, and seats the operator stands up as the hand ends
-                facts.seats = {s: p for s, p in facts.seats.items() if p not in stood}
-                self.emit(io.TellSeats(facts.seats))
+            if stood:  # D31; seats left before the deal (D36) or stood up by the operator, as the hand ends
+                asked = set(stood) & set(facts.after_hand)
+                clock = set(absent) & set(stood) - asked
+                told = facts.stand(clock, "clock", "D31", hand.hand_no, now)
+                for player_id in sorted(set(stood) - clock):
+                    # "after_hand" when this node did not hear why (a reload in between)
+                    reason, rule = facts.after_hand.get(player_id, ("after_hand", None))
+                    told += facts.stand({player_id}, reason, rule, hand.hand_no, now)
+                self.emit(io.TellSeats(facts.seats, told))
+            facts.after_hand = {p: why for p, why in facts.after_hand.items() if p in facts.seats.values()}
             self.hand = None
             self.hands_finished += 1
             log.info("table %s: hand %d %s", self.table_id, hand.hand_no, "voided" if rec.voided else "settled")
@@ -344,8 +353,8 @@ class Steps:
 
         def closed(_: Any) -> dict[str, Any]:
             facts.status = "closed"
-            facts.seats = {}
-            self.emit(io.TellSeats(facts.seats))
+            told = facts.stand(set(facts.seats.values()), "closed", None, None, now)
+            self.emit(io.TellSeats(facts.seats, told))
             self.emit(io.TellAll({"type": "closed", "table_id": self.table_id, "message": "the table is closed"}))
             return {"id": self.table_id, "status": "closed"}
 
