@@ -639,7 +639,7 @@ async def websocket(request: web.Request) -> web.WebSocketResponse:
         for table_id in joined:
             a = request.app[TABLES].get(table_id)
             if a is not None:
-                a.watchers.detach(conn)
+                a.detach(conn)
         conn.close()
         request.app[SOCKETS].pop(ws, None)
         with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
@@ -721,7 +721,7 @@ async def _dispatch(
         done.set_exception(await _elsewhere(request, data["table_id"]))
         return done
     if kind == "join":
-        a.watchers.attach(conn)
+        a.attach(conn)
         joined.add(a.table_id)
         return a.enqueue("snapshot", player.id, {"since": data.get("since")})
     if a.table_id not in joined:
@@ -816,15 +816,17 @@ async def _tables(app: web.Application) -> AsyncIterator[None]:
     def start(lease: Lease) -> None:
         old = app[TABLES].get(lease.table_id)
         if old is not None:  # taken again with a new epoch: the old task can never write again
-            task = asyncio.create_task(old.stop())
+            task = asyncio.create_task(old.lose())
             app[BACKGROUND].add(task)
             task.add_done_callback(app[BACKGROUND].discard)
         new_actor(app, lease).start()
 
     async def stop(table_id: str) -> None:
+        """The lease is lost: the table's clients are told ``moved`` and their sockets
+        closed, exactly as when a write is fenced (they reconnect to the new owner)."""
         a = app[TABLES].pop(table_id, None)
         if a is not None:
-            await a.stop()
+            await a.lose()
 
     def handoff(table_id: str) -> bool:
         a = app[TABLES].get(table_id)
