@@ -15,7 +15,9 @@ seed, and for each set of honest seats it could claim never revealed (at most
 gives and keeps the one best for its colluding player — by the colluder's dealt
 count (``criterion="deal"``) or by who wins a quick play-out of the hand with the
 bots' strategy (``criterion="playout"``).  It grinds a share ``rate`` of the hands
-its colluder sits in.
+its colluder sits in.  With ``via="void"`` it leaves the reveals alone and instead
+voids, after the reveals, the hands in which its colluder is dealt the worst hand
+(D33: "voided by the operator"), so that a new hand is dealt.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from verifier.signing import Signer
 SERVER = Signer.from_seed(sha256(b"audit-sim server key: tests only, never for real hands"))
 T0 = 1_767_225_600_000
 WINDOW_MS = 10_000
+VOID_REASON = "voided by the operator (D33)"
 
 
 def player_key(table: str, player: str) -> Signer:
@@ -52,6 +55,7 @@ class Grinder:
     rate: float = 1.0
     max_withhold: int = 1
     criterion: Literal["deal", "playout"] = "deal"
+    via: Literal["withhold", "void"] = "withhold"
 
 
 def play_out(state: HandState, key: bytes, cap: int = 600) -> HandState:
@@ -136,16 +140,35 @@ class TableSim:
         self.now += WINDOW_MS if len(kept) < len(commits) else 1_200
         rec.reveal(kept, self.now)
         self.now += 5
-        rec.deal(self.now)
-        self._play(rec)
+        if self._void(rec):
+            rec.void(VOID_REASON, self.now)
+        else:
+            rec.deal(self.now)
+            self._play(rec)
         t = rec.transcript()
         self.head = str(t["head"])
         return t
 
+    def _void(self, rec: HandRecorder) -> bool:
+        """Whether the void-grinder voids this hand: its colluder would be dealt the
+        strictly worst hand."""
+        g = self.grinder
+        if g is None or g.via != "void" or g.colluder not in self.players:
+            return False
+        c = self.players.index(g.colluder)
+        _, _, state, _ = start_hand(rec.header, rec.reveals, rec.server_seed)
+        if state is None or c not in state.playing() or len(state.playing()) < 2 or self.rng.random() >= g.rate:
+            return False
+        counts = {s: strategy.points_of(list(state.seat(s).cards), state) for s in state.playing()}
+        if all(counts[c] > v for s, v in counts.items() if s != c):
+            self.ground += 1
+            return True
+        return False
+
     def _grind(self, rec: HandRecorder, arrived: dict[int, tuple[bytes, str]]) -> set[int]:
         """The seats the grinder claims never revealed (none for an honest house)."""
         g = self.grinder
-        if g is None or g.colluder not in self.players:
+        if g is None or g.via != "withhold" or g.colluder not in self.players:
             return set()
         c = self.players.index(g.colluder)
         if c not in arrived or self.rng.random() >= g.rate:

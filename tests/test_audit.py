@@ -4,7 +4,8 @@ The fast version of the proof: a table whose dealer grinds every hand for a
 colluding player (tests/audit_sim.py: it claims an honest seat's reveal never
 arrived whenever that gives its friend a better deal) is flagged within 80 hands,
 and only that player; an honest table of the same size, with its genuine
-``withheld`` and ``no_commit`` seats, is not.  The full proof (100 honest tables,
+``withheld`` and ``no_commit`` seats, is not; a dealer that voids its friend's bad
+deals instead is flagged within 40 hands.  The full proof (100 honest tables,
 and dealers that grind only sometimes) is tests/test_audit_drill.py; the figures are
 bench/audit_power.py's.
 """
@@ -21,12 +22,13 @@ from typing import Any
 
 import pytest
 
-from tests.audit_sim import Grinder, TableSim, write_table
+from tests.audit_sim import VOID_REASON, Grinder, TableSim, write_table
 from verifier.audit import audit, read_folder
 from verifier.handfacts import HandFacts, SeatFacts
 from verifier.strictjson import InputError
 
 HANDS = 80
+VOID_HANDS = 40
 # Playing the room's 160 signed hands takes about 15 s of CPU; on a machine shared with
 # other work, a generous bound that only a hang exceeds.
 SLOW = pytest.mark.timeout(900)
@@ -42,13 +44,16 @@ def room(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("room")
     grind = TableSim("grind", ["g0", "g1", "g2", "g3"], seed=1, grinder=Grinder("g0"))
     honest = TableSim("honest", ["h0", "h1", "h2", "h3"], seed=2)
+    voider = TableSim("voider", ["v0", "v1", "v2", "v3"], seed=3, grinder=Grinder("v0", via="void"))
     out: dict[str, Any] = {
         "root": root,
         "grind": write_table(grind, HANDS, root / "grind"),
         "honest": write_table(honest, HANDS, root / "honest"),
+        "voider": write_table(voider, VOID_HANDS, root / "voider"),
         "ground": grind.ground,
+        "voided": voider.ground,
     }
-    out["read"] = {name: read_folder(root / name) for name in ("grind", "honest")}
+    out["read"] = {name: read_folder(root / name) for name in ("grind", "honest", "voider")}
     return out
 
 
@@ -79,6 +84,18 @@ def test_an_honest_table_of_the_same_size_is_not(room: dict[str, Any]) -> None:
     assert 0 < table["left_out"] < 0.05 * table["seat_hands"]  # genuine left-outs, 1–3 %
     assert report["tests_run"] >= 4 and report["flagged"] == 0
     assert all(t["p_value"] > 0.001 for t in report["tests"])
+
+
+@SLOW
+def test_a_table_whose_dealer_voids_its_colluders_bad_deals_is_flagged(room: dict[str, Any]) -> None:
+    """The other grinding channel: the dealer voids (after the reveals, D33) every
+    hand in which its colluder is dealt the worst hand, so that a new one is dealt."""
+    found = room["read"]["voider"]
+    assert len(found.hands) == VOID_HANDS and not found.findings
+    report = audit(found.hands)
+    assert flagged(report) == [("void_deal", "v0")]
+    assert report["tables"][0]["voids"] == {VOID_REASON: room["voided"]} and room["voided"] >= 5
+    assert report["tables"][0]["left_out"] < 0.05 * report["tables"][0]["seat_hands"]  # nothing else amiss
 
 
 @SLOW
