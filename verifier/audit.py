@@ -122,7 +122,7 @@ def read_folder(
 
 # --------------------------------------------------------------------------- tests
 @dataclass
-class TestResult:
+class Verdict:
     """One test on one subject: the sample, the count observed and its expectation
     under the honest-room hypothesis, the exact p-value and the smallest it could
     have been; ``counted`` when it could reach the threshold (Tarone), ``flagged``
@@ -174,7 +174,7 @@ class _Sample:
         self.beaten += beaten
 
 
-def player_tests(hands: Iterable[HandFacts]) -> list[TestResult]:
+def player_tests(hands: Iterable[HandFacts]) -> list[Verdict]:
     deal: dict[str, _Sample] = {}
     void: dict[str, _Sample] = {}
     strata: dict[str, dict[int, list[int]]] = {}  # player -> in-play seats -> [hands, wins, left-out hands, wins]
@@ -202,7 +202,7 @@ def player_tests(hands: Iterable[HandFacts]) -> list[TestResult]:
     for name, samples in (("deal_advantage", deal), ("void_deal", void)):
         for player, sample in sorted(samples.items()):
             tests.append(
-                TestResult(
+                Verdict(
                     name,
                     player,
                     len(sample.ns),
@@ -219,7 +219,7 @@ def player_tests(hands: Iterable[HandFacts]) -> list[TestResult]:
             continue
         observed = sum(wins for _, wins in useful)
         tests.append(
-            TestResult(
+            Verdict(
                 "win_advantage",
                 player,
                 sum(s.drawn for s, _ in useful),
@@ -254,7 +254,7 @@ def _table_counts(hands: Iterable[HandFacts]) -> dict[str, dict[str, int]]:
     return out
 
 
-def table_tests(counts: dict[str, dict[str, int]]) -> list[TestResult]:
+def table_tests(counts: dict[str, dict[str, int]]) -> list[Verdict]:
     """Each table's rate against the rest of the room (Fisher's exact test, one-sided);
     none with fewer than two tables."""
     if len(counts) < 2:
@@ -273,7 +273,7 @@ def table_tests(counts: dict[str, dict[str, int]]) -> list[TestResult]:
                 continue
             expected = c[trials] * room_k / room_n
             tests.append(
-                TestResult(name, table, c[trials], c[events], expected, hypergeometric_tail([stratum], c[events]))
+                Verdict(name, table, c[trials], c[events], expected, hypergeometric_tail([stratum], c[events]))
             )
     return tests
 
