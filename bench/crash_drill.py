@@ -3,7 +3,7 @@ PostgreSQL, are killed with SIGKILL at random moments and restarted.  Afterwards
 nothing may be lost:
 
 * every hand ended, or was voided by rule (D33) — none left in progress;
-* every transcript verifies (pinned key), and every signed head and receipt a bot
+* every transcript verifies (pinned key), and every ack and signed head a bot
   kept agrees with the published transcript;
 * each table's hands are numbered 1, 2, … with no gap, and hand n+1 starts from
   hand n's head;

@@ -34,6 +34,7 @@ from service.table import ClientError, Settings, TableActor
 from service.telling import Connection, iso
 from service.wire import WireError
 from service.writer import RecordWriter
+from verifier.ed25519 import key_problem
 from verifier.errors import RuleError
 from verifier.hand import TableRules
 from verifier.record import PROTOCOL
@@ -77,10 +78,14 @@ class ApiError(Exception):
         self.status, self.code, self.message = status, code, message
 
 
-def error_response(status: int, code: str, message: str, rule: str | None = None) -> web.Response:
+def error_response(
+    status: int, code: str, message: str, rule: str | None = None, ack: dict[str, Any] | None = None
+) -> web.Response:
     body: dict[str, Any] = {"error": {"code": code, "message": message}}
     if rule:
         body["error"]["rule"] = rule
+    if ack is not None:  # a move the table judged and refused: the server's signed ack (§15)
+        body["error"]["ack"] = ack
     return web.json_response(body, status=status)
 
 
@@ -146,7 +151,7 @@ async def errors(
     except ledger.LedgerError as e:
         return error_response(400, e.code, e.message)
     except RuleError as e:  # the kernel's errors and the server's ClientError
-        return error_response(RULE_STATUS.get(e.code, 400), e.code, e.message, e.rule)
+        return error_response(RULE_STATUS.get(e.code, 400), e.code, e.message, e.rule, getattr(e, "ack", None))
     except TimeoutError:
         return error_response(503, "busy", "the table did not answer in time; check before you try again")
     except web.HTTPRedirection:
@@ -257,10 +262,20 @@ async def actor(request: web.Request, table_id: str) -> TableActor:
 
 
 # ----------------------------------------------------------------------------- REST
+def strict_key(hex_key: str) -> bytes:
+    """A player's key, refused with ``bad_key`` unless it is a strict Ed25519 key
+    (docs/fairness.md §9: no small-order point, a canonical encoding)."""
+    raw = bytes.fromhex(hex_key)
+    problem = key_problem(raw)
+    if problem is not None:
+        raise ApiError(400, "bad_key", f"public_key is not a strict Ed25519 public key: {problem}")
+    return raw
+
+
 async def create_player(request: web.Request) -> web.Response:
     await require_operator(request)
     data = await body_json(request, wire.NEW_PLAYER)
-    key = bytes.fromhex(data["public_key"]) if "public_key" in data else None
+    key = strict_key(data["public_key"]) if "public_key" in data else None
 
     async def work() -> tuple[store.Player, str, ledger.Balance]:
         async with connection(request.app[POOL]) as conn:
@@ -306,8 +321,9 @@ async def _move_money(
 async def set_key(request: web.Request) -> web.Response:
     player = await require_player(request)
     data = await body_json(request, wire.PLAYER_KEY)
+    key = strict_key(data["public_key"])
     async with connection(request.app[POOL]) as conn:
-        await store.set_public_key(conn, player.id, bytes.fromhex(data["public_key"]))
+        await store.set_public_key(conn, player.id, key)
     return web.json_response({"id": player.id, "public_key": data["public_key"]})
 
 
@@ -634,6 +650,8 @@ def _reply_for(msg_id: str, outcome: asyncio.Future[dict[str, Any]]) -> dict[str
         err = e.to_json()
         if hasattr(e, "redirect"):
             err["redirect"] = e.redirect
+        if hasattr(e, "ack"):  # a move the table judged and refused: the server's signed ack (§15)
+            err["ack"] = e.ack
         return {"type": "error", "id": msg_id, "error": err}
     if isinstance(e, ApiError | WireError):
         return _error(msg_id, e.code, e.message)

@@ -814,6 +814,15 @@ async def drive_bots(bots: list[Any], table_id: str, server: str, out: Any = sys
             )
 
 
+def write_evidence(bots: list[Any], folder: Path) -> None:
+    """Each bot's evidence file, DIR/PLAYER_ID.json (docs/fairness.md §15)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for b in bots:
+        if b.player_id:
+            n = b.write_evidence(folder / f"{b.player_id}.json")
+            print(f"{b.player_id}: {n} evidence items in {folder / (b.player_id + '.json')}", flush=True)
+
+
 def cmd_bots(args: argparse.Namespace) -> int:
     from service.bots import create_bots
 
@@ -849,7 +858,11 @@ def cmd_bots(args: argparse.Namespace) -> int:
                 raise CliError(EXIT_REFUSED, str(e)) from e
         until = f"for {args.hands} hands" if args.hands else "until Ctrl-C"
         print(f"{len(bots)} bots joining table {args.table} at {server}, playing {until}", flush=True)
-        await drive_bots(bots, args.table, server)
+        try:
+            await drive_bots(bots, args.table, server)
+        finally:
+            if args.evidence:
+                write_evidence(bots, Path(args.evidence))
         return EXIT_OK
 
     return run_interruptible(main)
@@ -1087,6 +1100,13 @@ def build_parser() -> argparse.ArgumentParser:
     bp.add_argument("--fast", action="store_true", help="no think time")
     bp.add_argument("--deposit", type=int, default=100_000, help="HT minor units deposited for each bot")
     bp.add_argument("--hands", type=int, default=None, help="stop after this many hands")
+    bp.add_argument(
+        "--evidence",
+        metavar="DIR",
+        default=None,
+        help="when the bots stop, write each one's evidence file (docs/fairness.md §15) to DIR/PLAYER_ID.json, "
+        "for rummy-verify TRANSCRIPT --receipts FILE",
+    )
     bp.add_argument("--operator-token", default=None, help=f"default: {OPERATOR_ENV}")
     bp.set_defaults(func=cmd_bots)
     dp = sub.add_parser(

@@ -28,8 +28,9 @@ from service.keys import ServerKeys
 from service.metrics import Metrics
 from service.telling import Teller
 from service.writer import RecordWriter, Write
+from verifier.ed25519 import key_problem
 from verifier.fairness import SEED_BYTES
-from verifier.hand import Action, Leave, Phase, TableRules, TimeOut
+from verifier.hand import Action, TableRules, TimeOut, action_to_json
 from verifier.record import HandRecorder
 from verifier.settle import hold_amount
 
@@ -155,8 +156,9 @@ class Dealer:
     async def _hold(
         self, conn: asyncpg.Connection, hand_id: int, candidates: list[tuple[int, str]], need: int
     ) -> tuple[dict[int, str], dict[str, bytes]]:
-        """Hold each candidate's D20 amount (a savepoint each); who has no key or cannot
-        cover it sits the hand out."""
+        """Hold each candidate's D20 amount (a savepoint each); who has no strict key
+        (§9: one registered before the check), shares one with a seat before it (§13),
+        or cannot cover the hold sits the hand out."""
         keys = {
             r["id"]: bytes(r["public_key"])
             for r in await conn.fetch(
@@ -166,7 +168,8 @@ class Dealer:
         }
         players: dict[int, str] = {}
         for seat, player_id in candidates:
-            if player_id not in keys:
+            key = keys.get(player_id)
+            if key is None or key_problem(key) is not None or key in {keys[p] for p in players.values()}:
                 continue
             try:
                 async with conn.transaction():
@@ -228,8 +231,9 @@ class Dealer:
         await self.deal(hand)
 
     async def deal(self, hand: HandRun) -> None:
-        """Record 3: the deal (stored with the reveals in one transaction), then the
-        departures signed during the seed phases."""
+        """Record 3: the deal, stored with the reveals in one transaction.  (A seat
+        that left during the seed phases is stood up when the hand ends, D36: the
+        clock plays for it meanwhile.)"""
         rec = hand.recorder
         record, events = rec.deal(hand.next_t())
         if rec.voided:  # no seat was dealt in (D29)
@@ -242,12 +246,6 @@ class Dealer:
         self.teller.tell_update(hand, record, events)
         if rec.ended:  # one seat dealt in wins at once (D29, D14)
             await self.finish(hand)
-            return
-        for seat, psig in sorted(hand.leaves.items()):
-            state = rec.state
-            if self.t.hand is hand and state is not None and state.phase is not Phase.ENDED:
-                if state.seat(seat).status.value == "playing":
-                    await self.apply(hand, Leave(seat), psig)
 
     # -- moves -------------------------------------------------------------------------
     async def apply(
@@ -258,11 +256,21 @@ class Dealer:
         on_unknown: Callable[[Settled], None] | None = None,
     ) -> dict[str, Any]:
         """Check, store, then tell: the one path every move takes.  ``on_unknown``
-        receives, before the write, how to tell later whether it was stored."""
+        receives, before the write, how to tell later whether it was stored.  A
+        player's move is answered with the server's signed ack (docs/fairness.md §15),
+        which is also the signed head of its record: ``arrived`` is the record's ``t``,
+        the table's clock when it judged the move."""
         rec = hand.recorder
         at_least = hand.turn_end() if isinstance(action, TimeOut) else 0
         state, record, events = rec.prepare(action, psig, hand.next_t(at_least))
-        result = {"i": record["i"], "h": record["h"], "head": None}
+        result: dict[str, Any] = {"i": record["i"], "h": record["h"], "ack": None}
+
+        def ack(of: HandRecorder) -> dict[str, Any] | None:
+            if psig is None:  # the clock's move: nobody to answer
+                return None
+            move = action_to_json(action)
+            return of.ack(action.seat, move, psig["prev"], psig["sig"], arrived=record["t"], i=record["i"])
+
         if on_unknown is not None:
 
             def settled() -> dict[str, Any] | None:
@@ -270,7 +278,7 @@ class Dealer:
                 if now is None or now.hand_id != hand.hand_id:
                     return None  # the hand ended meanwhile; its update says what happened
                 ok = len(now.recorder.records) > record["i"] and now.recorder.records[record["i"]]["h"] == record["h"]
-                return {**result, "head": now.recorder.head_evidence(record["i"])} if ok else None
+                return {**result, "ack": ack(now.recorder)} if ok else None
 
             on_unknown(settled)
         # Memory moves first; if the store fails the table reloads from the database
@@ -281,7 +289,7 @@ class Dealer:
         await self.store(hand, [record])
         if self.metrics is not None:
             self.metrics.actions.labels(action.kind).inc()
-        result["head"] = rec.head_evidence(record["i"])
+        result["ack"] = ack(rec)
         self.teller.tell_update(hand, record, events)
         if rec.ended:
             await self.finish(hand)

@@ -42,13 +42,14 @@ class HandRun:
     deadline: float | None = None
     commits: dict[int, tuple[bytes, str]] = field(default_factory=dict)  # accepted (commit, player signature)
     seeds: dict[int, tuple[bytes, str]] = field(default_factory=dict)  # accepted (seed, player signature)
-    leaves: dict[int, dict[str, str]] = field(default_factory=dict)  # signed leaves from the seed phases
     seed_revealed: bool = True  # False when the sealed server seed could not be opened (D33)
     turn_began: int = 0  # t (ms) of the record that began the current turn
-    receipts: dict[tuple[int, str], dict[str, Any]] = field(default_factory=dict)
     # D32: the graced deadline of a resumed hand and the clock it belongs to (phase, turn):
     # it holds until that window or turn is over, whatever records come meanwhile.
     graced: tuple[tuple[str, int], float] | None = None
+    # D35: (clock, seat) -> the earliest ms that seat's window may close, after the house
+    # refused a move of it that the rules allow (a refusal's arrival + the whole window)
+    owed: dict[tuple[tuple[str, int], int], int] = field(default_factory=dict)
 
     @property
     def phase(self) -> str:
@@ -68,15 +69,47 @@ class HandRun:
         return max(now_ms(), last, at_least)
 
     def window_end(self) -> int:
-        """When the current seed window closes (ms)."""
+        """When the current seed window closes (ms): its announced end, or later when
+        the house owes a seat that has not sent its move yet its whole window (D35)."""
         rec = self.recorder
         if len(rec.records) == 1:
-            return int(rec.records[0]["t"]) + rec.commit_ms
-        return int(rec.records[1]["t"]) + rec.reveal_ms
+            end, waiting = int(rec.records[0]["t"]) + rec.commit_ms, [s for s in self.players if s not in self.commits]
+        else:
+            end = int(rec.records[1]["t"]) + rec.reveal_ms
+            waiting = [s for s in self.players if rec.commit_of(s) is not None and s not in self.seeds]
+        return max([end, *(self.owed.get((self.clock, s), 0) for s in waiting)])
 
     def turn_end(self) -> int:
-        assert self.recorder.state is not None
-        return self.turn_began + 1000 * self.recorder.state.rules.turn_seconds
+        """When the turn's clock runs out (ms): ``turn_seconds`` after the turn began, or
+        after a refusal the house owes the seat on turn (D35)."""
+        state = self.recorder.state
+        assert state is not None
+        end = self.turn_began + 1000 * state.rules.turn_seconds
+        return max(end, self.owed.get((self.clock, state.turn), 0))
+
+    @property
+    def clock(self) -> tuple[str, int]:
+        """Which window or turn runs now: (phase, the ms the turn began, or 0)."""
+        phase = self.phase
+        return phase, self.turn_began if phase == "play" else 0
+
+    def window_ms(self) -> int:
+        """The whole window of the clock that runs now (ms)."""
+        phase, rec = self.phase, self.recorder
+        if phase == "commit":
+            return rec.commit_ms
+        if phase == "reveal":
+            return rec.reveal_ms
+        return 1000 * rec.rules.turn_seconds
+
+    def owe(self, seat: int, arrived: int) -> None:
+        """D35: the house refused a move of ``seat`` that the rules allow, at
+        ``arrived``: the seat keeps its whole window from then; re-arm the clock."""
+        if self.phase not in ("commit", "reveal", "play"):
+            return
+        key = (self.clock, seat)
+        self.owed[key] = max(self.owed.get(key, 0), arrived + self.window_ms())
+        self.arm()
 
     def note_turns(self, record: dict[str, Any]) -> None:
         if any(e["kind"] == "turn" for e in record.get("events", [])):
@@ -96,7 +129,7 @@ class HandRun:
             due = self.turn_end() / 1000
         else:
             due = time.time()
-        clock = (phase, self.turn_began if phase == "play" else 0)
+        clock = self.clock
         if grace:
             self.deadline = max(due, time.time()) + grace
             self.graced = (clock, self.deadline)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import json
 import secrets
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,14 +66,15 @@ async def create_player(
     token = new_token()
     player_id = "p_" + secrets.token_hex(8)
     async with conn.transaction():
-        await conn.execute(
-            "INSERT INTO players (id, name, token_hash, is_bot, public_key) VALUES ($1, $2, $3, $4, $5)",
-            player_id,
-            name,
-            token_hash(token),
-            is_bot,
-            public_key,
-        )
+        with _key_in_use():
+            await conn.execute(
+                "INSERT INTO players (id, name, token_hash, is_bot, public_key) VALUES ($1, $2, $3, $4, $5)",
+                player_id,
+                name,
+                token_hash(token),
+                is_bot,
+                public_key,
+            )
         await ledger.open_accounts(conn, player_id)
         if deposit:
             await ledger.deposit(conn, player_id, deposit)
@@ -80,8 +83,22 @@ async def create_player(
 
 async def set_public_key(conn: asyncpg.Connection, player_id: str, public_key: bytes) -> None:
     """The Ed25519 key the player signs moves with (rummy-pf/v2); each hand's header
-    lists the key in force when it was dealt."""
-    await conn.execute("UPDATE players SET public_key = $2 WHERE id = $1", player_id, public_key)
+    lists the key in force when it was dealt.  A key is one player's: another's is
+    refused (``key_in_use``, D36), so no hand lists one key for two seats."""
+    with _key_in_use():
+        await conn.execute("UPDATE players SET public_key = $2 WHERE id = $1", player_id, public_key)
+
+
+@contextlib.contextmanager
+def _key_in_use() -> Iterator[None]:
+    try:
+        yield
+    except asyncpg.UniqueViolationError as e:
+        if e.constraint_name != "players_public_key_unique":
+            raise
+        raise StoreError(
+            "key_in_use", "this public key is registered to another player: register your own", 409
+        ) from None
 
 
 async def player_by_token(conn: asyncpg.Connection, token: str) -> Player | None:

@@ -34,8 +34,9 @@ from service.keys import ServerKeys
 from service.metrics import Metrics
 from service.telling import Teller, iso
 from service.writer import RecordWriter
+from verifier.chain import commit_move, reveal_move
 from verifier.errors import RuleError
-from verifier.hand import Event, Leave, TimeOut, action_from_json, seat_view
+from verifier.hand import Event, Leave, TimeOut, action_from_json, action_to_json, seat_view
 from verifier.record import RestoreError
 from verifier.settle import hold_amount
 
@@ -78,6 +79,28 @@ class Settings:
     group_commit_seconds: float = 0.002  # records of many tables that arrive this close go in one statement
 
 
+@dataclass(frozen=True)
+class Judged:
+    """A move the table judged (docs/fairness.md §15): what its signed ack names,
+    whichever way the move is answered."""
+
+    hand: HandRun
+    seat: int
+    move: dict[str, Any]
+    prev: str
+    psig: str
+    arrived: int  # the table's clock when it judged the move (ms)
+    i: int  # the last record of the log then (a move refused after a failed write names it, not the lost one)
+    clock: tuple[str, int]  # the window or turn that ran then (HandRun.clock)
+
+    def ack(self, code: str | None = None) -> dict[str, Any]:
+        """Accepted (``code`` None: a commit or a reveal, acknowledged at the last
+        record) or refused with ``code``; an accepted action's ack is made with its
+        record (:meth:`service.dealing.Dealer.apply`)."""
+        rec = self.hand.recorder
+        return rec.ack(self.seat, self.move, self.prev, self.psig, arrived=self.arrived, code=code, i=self.i)
+
+
 @dataclass
 class Command:
     kind: str
@@ -86,6 +109,8 @@ class Command:
     reply: asyncio.Future[dict[str, Any]]
     #: after an unknown outcome: the reply if the command's effect is stored, else None
     settled: Settled | None = field(default=None)
+    #: the move, once the table has judged it: every answer then carries an ack
+    judged: Judged | None = field(default=None)
 
 
 class TableActor:
@@ -234,7 +259,7 @@ class TableActor:
         try:
             result = await self._handle(cmd)
         except RuleError as e:  # the kernel's, or the server's own ClientError: nothing changed
-            _answer(cmd, error=e)
+            _answer(cmd, error=_refused(cmd, e))
         except ledger.LedgerError as e:
             _answer(cmd, error=ClientError(e.code, e.message, "D20"))
         else:
@@ -281,15 +306,33 @@ class TableActor:
             return
         self.paused = False
         self.loaded.set()
+        if old is not None and self.hand is not None and self.hand.hand_id == old.hand_id and old.owed:
+            self.hand.owed.update(old.owed)  # D35: what the house owed before this reload, it still owes
+            self.hand.arm()
         if pending is not None and not pending.reply.done():
             result = pending.settled() if pending.settled is not None else None
-            _answer(pending, result=result) if result is not None else _answer(pending, error=unavailable())
+            if result is not None:
+                _answer(pending, result=result)
+            else:
+                _answer(pending, error=_refused(pending, unavailable()))
+                self._owe(pending)
         if old is not None and (self.hand is None or self.hand.hand_id != old.hand_id):
             await self._tell_ended(old)
         if not first:
             for player_id, c in list(self.watchers.by_player.items()):
                 c.push({"type": "resumed", "table_id": self.table_id, "snapshot": self.snapshot_for(player_id)})
         self._schedule_start()
+
+    def _owe(self, cmd: Command) -> None:
+        """D35: a move the table judged and could not store (``unavailable``) leaves
+        its seat its whole window from the move's arrival — the turn, or the seed
+        window — in the hand as reloaded, if that window is still the one running.
+        (A move the rules refuse owes nothing: the verifier finds the refusal
+        justified, docs/fairness.md §15.7.)"""
+        j, hand = cmd.judged, self.hand
+        if j is None or hand is None or hand.hand_id != j.hand.hand_id or hand.clock != j.clock:
+            return  # another hand, or its window or turn is over: nothing is owed any more
+        hand.owe(j.seat, j.arrived)
 
     def _let_go(self, why: str, *, release: bool = False) -> None:
         """This node no longer serves the table: tell its clients to reconnect (they
@@ -503,20 +546,17 @@ class TableActor:
         seat = next((s for s, p in t.seats.items() if p == player_id), None)
         if seat is None:
             raise ClientError("not_seated", "you have no seat at this table")
-        charged = False
         hand = self.hand
+        result: dict[str, Any] = {"left": seat, "charged": False}
         if hand is not None and hand.seat_of(player_id) is not None and not hand.recorder.ended:
-            in_play = hand.recorder.state is not None
-            still_in = not in_play or hand.recorder.state.seat(seat).status.value == "playing"  # type: ignore[union-attr]
-            if still_in and seat not in hand.leaves:
+            state = hand.recorder.state
+            if state is None:  # D36: leaving in the seed phases is no move of the hand
+                return await self._stand_after_hand(seat, result)
+            if state.seat(seat).status.value == "playing":
                 psig = _signed(cmd.payload, hand)
-                if in_play:
-                    await self.dealing.apply(hand, Leave(seat), psig)  # D15: 40 points
-                else:
-                    hand.recorder.check_move(Leave(seat), psig)
-                    hand.leaves[seat] = psig  # charged as a departure once the cards are dealt (D15)
-                charged = True
-        result = {"left": seat, "charged": charged}
+                cmd.judged = self._judged(hand, seat, {"kind": "leave", "seat": seat}, psig["prev"], psig["sig"])
+                done = await self.dealing.apply(hand, Leave(seat), psig)  # D15: 40 points
+                result = {"left": seat, "charged": True, "ack": done["ack"]}
         cmd.settled = lambda: result if seat not in t.seats else None
         async with self.fence() as conn:
             await conn.execute("DELETE FROM seats WHERE table_id = $1 AND player_id = $2", self.table_id, player_id)
@@ -524,7 +564,19 @@ class TableActor:
         self.watchers.tell_seats(t.seats)
         return result
 
-    def _hand_for(self, cmd: Command, phase: str) -> tuple[HandRun, int]:
+    async def _stand_after_hand(self, seat: int, result: dict[str, Any]) -> dict[str, Any]:
+        """D36: a player who leaves during the seed phases keeps the seat until the hand
+        ends (its seeds missed, then the clock playing for it, D21, D29, D16); the seat
+        is stood up as the hand ends."""
+        async with self.fence() as conn:
+            await conn.execute(
+                "UPDATE seats SET stand_after_hand = true WHERE table_id = $1 AND seat = $2", self.table_id, seat
+            )
+        return {**result, "after_hand": True}
+
+    def _hand_for(self, cmd: Command) -> tuple[HandRun, int]:
+        """The hand a move is for, and the mover's seat in it; a move for no hand the
+        table is dealing, or from no seat of it, is refused unjudged (no ack, §15)."""
         hand = self.hand
         if hand is None:
             raise ClientError("no_hand", "no hand is being dealt at this table")
@@ -533,33 +585,48 @@ class TableActor:
         seat = hand.seat_of(cmd.player_id)
         if seat is None:
             raise ClientError("not_in_hand", "you take no part in this hand")
-        if hand.phase != phase:
-            raise ClientError("wrong_phase", f"this needs the {phase} phase; the hand is in the {hand.phase} phase")
         return hand, seat
 
+    @staticmethod
+    def _judged(hand: HandRun, seat: int, move: dict[str, Any], prev: str, psig: str) -> Judged:
+        i = len(hand.recorder.records) - 1
+        return Judged(hand, seat, move, prev, psig, arrived=hand.next_t(), i=i, clock=hand.clock)
+
+    @staticmethod
+    def _in_phase(hand: HandRun, phase: str) -> None:
+        if hand.phase != phase:
+            raise ClientError("wrong_phase", f"this needs the {phase} phase; the hand is in the {hand.phase} phase")
+
     async def _commit(self, cmd: Command) -> dict[str, Any]:
-        hand, seat = self._hand_for(cmd, "commit")
+        hand, seat = self._hand_for(cmd)
         commit, psig = bytes.fromhex(cmd.payload["commit"]), str(cmd.payload["sig"])
+        rec = hand.recorder
+        judged = cmd.judged = self._judged(hand, seat, commit_move(seat, commit), str(rec.records[0]["h"]), psig)
+        self._in_phase(hand, "commit")
         earlier = hand.commits.get(seat)
-        if earlier is not None and earlier[0] != commit:
+        if earlier is not None and earlier != (commit, psig):
             raise ClientError("already_committed", "your commitment is already in")
-        receipt = hand.recorder.check_commit(seat, commit, psig)
-        result = {"committed": seat, "receipt": receipt}
+        rec.check_commit(seat, commit, psig)
+        result = {"committed": seat, "ack": judged.ack()}
         if earlier is not None:
-            return result  # the same commitment again: the same receipt
+            return result  # the same commitment again: acknowledged again
         cmd.settled = lambda: result if self.hand is not None and seat in self.hand.commits else None
         await self._store_seed("commit", hand, seat, commit, psig)
         hand.commits[seat] = (commit, psig)
         return result
 
     async def _reveal(self, cmd: Command) -> dict[str, Any]:
-        hand, seat = self._hand_for(cmd, "reveal")
+        hand, seat = self._hand_for(cmd)
         seed, psig = bytes.fromhex(cmd.payload["seed"]), str(cmd.payload["sig"])
+        rec = hand.recorder
+        prev = str(rec.records[1]["h"]) if len(rec.records) > 1 else rec.head  # before record 1: no such prev
+        judged = cmd.judged = self._judged(hand, seat, reveal_move(seat, seed), prev, psig)
+        self._in_phase(hand, "reveal")
         earlier = hand.seeds.get(seat)
-        if earlier is not None and earlier[0] != seed:
+        if earlier is not None and earlier != (seed, psig):
             raise ClientError("already_revealed", "your seed is already in")
-        receipt = hand.recorder.check_reveal(seat, seed, psig)
-        result = {"revealed": seat, "receipt": receipt}
+        rec.check_reveal(seat, seed, psig)
+        result = {"revealed": seat, "ack": judged.ack()}
         if earlier is not None:
             return result
         cmd.settled = lambda: result if self.hand is not None and seat in self.hand.seeds else None
@@ -568,9 +635,11 @@ class TableActor:
         return result
 
     async def _action(self, cmd: Command) -> dict[str, Any]:
-        hand, seat = self._hand_for(cmd, "play")
+        hand, seat = self._hand_for(cmd)
         action = action_from_json({**cmd.payload["action"], "seat": seat})
         psig = {"prev": cmd.payload["prev"], "sig": cmd.payload["sig"]}
+        cmd.judged = self._judged(hand, seat, action_to_json(action), psig["prev"], psig["sig"])
+        self._in_phase(hand, "play")
         return await self.dealing.apply(hand, action, psig, lambda settled: setattr(cmd, "settled", settled))
 
     async def _snapshot(self, cmd: Command) -> dict[str, Any]:
@@ -675,13 +744,22 @@ def _answer(cmd: Command, *, result: dict[str, Any] | None = None, error: Except
 
 
 def _signed(payload: dict[str, Any], hand: HandRun) -> dict[str, Any]:
-    """A leave during a hand is a move: it carries the player's signature (§9)."""
+    """A leave from the deal on is a move: it carries the player's signature over the
+    newest record (§9)."""
     if payload.get("hand_no") != hand.hand_no or "prev" not in payload or "sig" not in payload:
         raise ClientError(
             "signature_required",
-            f"you are in hand {hand.hand_no}: leaving is a move, signed over a record of the hand (hand_no, prev, sig)",
+            f"you are in hand {hand.hand_no}: leaving is a move, signed over the newest record of the hand "
+            "(hand_no, prev, sig)",
         )
     return {"prev": payload["prev"], "sig": payload["sig"]}
+
+
+def _refused(cmd: Command, error: RuleError) -> RuleError:
+    """A refusal of a move the table judged carries the server's signed ack (§15)."""
+    if cmd.judged is not None:
+        error.ack = cmd.judged.ack(error.code)  # type: ignore[attr-defined]
+    return error
 
 
 def _describe(e: BaseException) -> str:

@@ -32,11 +32,10 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Final
 
-from verifier.batch import FileResult, Finding, read_file, table_findings
+from verifier.batch import FileResult, Finding, Job, table_findings, verify_and_read
 from verifier.exact import Stratum, Tail, hypergeometric_tail, rank_sum_tail, tarone
 from verifier.handfacts import NO_COMMIT, WITHHELD, HandFacts, SeatFacts, hand_facts
-from verifier.strictjson import InputError, parse, unwrap_transcript
-from verifier.transcript import INTERNAL, verify_transcript
+from verifier.strictjson import InputError
 
 DEFAULT_ALPHA: Final = "0.001"
 PLAYER_TESTS: Final = ("deal_advantage", "win_advantage", "void_deal")
@@ -45,36 +44,14 @@ GROUPS: Final = ("others_left_out", "none_left_out")
 
 
 # --------------------------------------------------------------------------- reading
-@dataclass(frozen=True)
-class AuditJob:
-    path: str
-    pinned: bytes | None
-    debug: bool = False
+def audit_file(job: Job) -> tuple[FileResult, HandFacts | None]:
+    """Read, verify and reduce one file, as ``rummy-verify DIR`` verifies it; never
+    raises for bad input.  The facts are None unless every check passed."""
+    result, t = verify_and_read(job)
+    return result, None if t is None else hand_facts(t, job.path)
 
 
-def audit_file(job: AuditJob) -> tuple[FileResult, HandFacts | None]:
-    """Read, verify and reduce one file; never raises for bad input.  The facts are
-    None unless every check passed."""
-    try:
-        t = unwrap_transcript(parse(read_file(Path(job.path)), job.path), job.path)
-    except InputError as e:
-        failure = {"check": "read", "message": str(e), "record": None, "expected": None, "found": None}
-        return FileResult(job.path, False, failure), None
-    report = verify_transcript(t, job.pinned, debug=job.debug)
-    out = FileResult(
-        job.path,
-        report.ok,
-        None if report.failure is None else report.failure.to_json(),
-        internal=report.failure is not None and report.failure.message.startswith(INTERNAL),
-    )
-    if "format" in report.checks_passed:
-        header = t["log"][0]["header"]
-        out.table_id, out.hand_no = str(t["table_id"]), int(t["hand_no"])
-        out.prev_head, out.head, out.signature = str(header["prev_head"]), str(t["head"]), str(t["signature"])
-    return out, hand_facts(t, job.path) if report.ok else None
-
-
-def _run(jobs: list[AuditJob], processes: int) -> Iterator[tuple[FileResult, HandFacts | None]]:
+def _run(jobs: list[Job], processes: int) -> Iterator[tuple[FileResult, HandFacts | None]]:
     if processes <= 1 or len(jobs) < 2:
         yield from map(audit_file, jobs)
         return
@@ -99,6 +76,7 @@ def read_folder(
     pinned: bytes | None = None,
     *,
     processes: int = 1,
+    allow_v1: bool = False,
     debug: bool = False,
     progress: Callable[[int, int], None] | None = None,
 ) -> Folder:
@@ -109,7 +87,8 @@ def read_folder(
         raise InputError(f"no .json files in {folder}")
     results: list[FileResult] = []
     facts: dict[str, HandFacts] = {}
-    for n, (r, f) in enumerate(_run([AuditJob(p, pinned, debug) for p in files], processes), 1):
+    jobs = [Job(p, pinned, None, False, debug, allow_v1) for p in files]
+    for n, (r, f) in enumerate(_run(jobs, processes), 1):
         results.append(r)
         if f is not None:
             facts[r.path] = f
@@ -501,13 +480,16 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     )
     ap.add_argument("--jobs", type=_jobs, default=1, metavar="N", help="verify with N processes")
     ap.add_argument("--key", help="pin the server's public key (as rummy-verify --key)")
+    ap.add_argument("--allow-v1", action="store_true", help="count rummy-pf/v1 hands too (as rummy-verify --allow-v1)")
     ap.add_argument("--debug", action="store_true", help="show tracebacks of faults of the verifier")
 
 
 def run(args: argparse.Namespace, pinned: bytes | None, progress: Callable[[int, int], None] | None = None) -> int:
     """``rummy-verify audit``: 0 nothing flagged and every hand verified, 1 a test
     flagged or a hand failed, 70 a fault of the verifier (2 and 3 are raised)."""
-    folder = read_folder(Path(args.folder), pinned, processes=args.jobs, debug=args.debug, progress=progress)
+    folder = read_folder(
+        Path(args.folder), pinned, processes=args.jobs, allow_v1=args.allow_v1, debug=args.debug, progress=progress
+    )
     report = folder_report(folder, args.alpha, args.folder)
     if args.json:
         print(json.dumps(report, sort_keys=True, ensure_ascii=False))
