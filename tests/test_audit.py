@@ -264,3 +264,14 @@ def test_tests_that_cannot_reach_the_level_do_not_dilute_it() -> None:
 def test_read_folder_refuses_what_is_not_a_folder(tmp_path: Path) -> None:
     with pytest.raises(InputError):
         read_folder(tmp_path / "absent")
+
+
+def test_v1_hands_count_only_when_asked(tmp_path: Path) -> None:
+    vectors = Path(__file__).resolve().parent.parent / "verifier" / "vectors"
+    shutil.copy(vectors / "transcript-4seat-two-players.json", tmp_path / "v1.json")
+    r = run(str(tmp_path), "--json")
+    report = json.loads(r.stdout)
+    assert r.returncode == 1 and report["counted"] == 0 and report["failed"][0]["check"] == "format"
+    r = run(str(tmp_path), "--json", "--allow-v1")
+    report = json.loads(r.stdout)
+    assert r.returncode == 0 and report["counted"] == 1 and report["players"][0]["player_keys"] == [""]
