@@ -124,8 +124,10 @@ class _Search:
         nat_at = [[0] * 16 for _ in range(4)]
         flex_at = [[0] * 16 for _ in range(4)]
         face_value = [[0] * 16 for _ in range(4)]
+        self.places = [0] * 4  # per suit, bit p: a card at place p
         for b in range(n):
             for p in (1, 14) if rank[b] == 0 else (rank[b] + 1,):
+                self.places[suit[b]] |= 1 << p
                 if b < nnat:
                     nat_at[suit[b]][p] |= 1 << b
                     face_value[suit[b]][p] = value[b]
@@ -139,42 +141,36 @@ class _Search:
         # set_mates[b]: b's rank in the suits after b's (a set headed by b takes from
         # them); rank_mates[b]: b's rank in every other suit (b could be in a set).
         self.later_suits = [suit_order[place[s] + 1 :] for s in range(4)]
+        of_rank = [nat_at[0][p] | nat_at[1][p] | nat_at[2][p] | nat_at[3][p] for p in range(14)]
+        self.rank_mates = [of_rank[rank[b] + 1] & ~nat_at[suit[b]][rank[b] + 1] for b in range(nnat)]
         self.set_mates = [0] * nnat
-        self.rank_mates = [0] * nnat
         for b in range(nnat):
-            for s2 in range(4):
-                if s2 != suit[b]:
-                    self.rank_mates[b] |= nat_at[s2][rank[b] + 1]
-            for s2 in self.later_suits[suit[b]]:
-                self.set_mates[b] |= nat_at[s2][rank[b] + 1]
+            if self.rank_mates[b]:
+                for s2 in self.later_suits[suit[b]]:
+                    self.set_mates[b] |= nat_at[s2][rank[b] + 1]
         self.wilds = wilds = len(self.jokers) + len(flex)
         self.memo: dict[int, tuple[int, tuple[object, ...] | None]] = {}
         self.work = 0  # calls plus groups tried: a deterministic cost figure
         self.pure_run = 0  # the mask of the pure sequence chosen, for _reconstruct
         # For the bounds, per natural b: near[b], the naturals of b's suit at most two
-        # places away (other faces); run_trios[b], pairs of face masks that make a
-        # pure run of three with b.  (partner, trios and dups are made by _tables
-        # when a bound is first needed.)
+        # places away (other faces).  (run_trios, partner, trios and dups are made
+        # by _tables when a bound first needs them.)
         self.near: list[int] = []
-        self.run_trios: list[list[tuple[int, int]]] = []
         start = 0
         for b in range(nnat):
             row = nat_at[suit[b]]
-            near = 0
-            trios = []
-            for p in (1, 14) if rank[b] == 0 else (rank[b] + 1,):
-                near |= (row[p - 2] if p > 2 else 0) | row[p - 1] | row[p + 1] | (row[p + 2] if p < 13 else 0)
-                for lo, hi in ((p - 2, p - 1), (p - 1, p + 1), (p + 1, p + 2)):
-                    if 1 <= lo and hi <= 14 and row[lo] and row[hi]:
-                        trios.append((row[lo], row[hi]))
+            p = rank[b] + 1
+            near = (row[p - 2] if p > 2 else 0) | row[p - 1] | row[p + 1] | row[p + 2]
+            if p == 1:  # an ace is at 14 too
+                near |= row[12] | row[13]
             self.near.append(near)
-            self.run_trios.append(trios)
             # Naturals no group can hold stay loose, settled before the search: a
             # group holding b needs two wild cards, or another natural of b's rank,
             # or another natural of b's suit within two places (one wild card at most).
             if wilds >= 2 or near or self.rank_mates[b]:
                 start |= 1 << b
         self.start_mask = start
+        self.run_trios: list[list[tuple[int, int]]] = []
         self.partner: list[list[int]] = []
         self.trios: list[list[tuple[int, int]]] = []
         self.dups: list[tuple[int, int, int, int]] = []
@@ -189,6 +185,14 @@ class _Search:
         for b in range(self.nnat):
             row = nat_at[suit[b]]
             own = (1, 14) if rank[b] == 0 else (rank[b] + 1,)
+            self.run_trios.append(
+                [
+                    (row[lo], row[hi])
+                    for p in own
+                    for lo, hi in ((p - 2, p - 1), (p - 1, p + 1), (p + 1, p + 2))
+                    if 1 <= lo and hi <= 14 and row[lo] and row[hi]
+                ]
+            )
             near = self.rank_mates[b] | self.near[b]
             partner = [0, near]
             for d in range(3, wilds + 2):
@@ -214,6 +218,9 @@ class _Search:
         own place, a flex card."""
         out: list[_Entry] = []
         for s in range(4):
+            here = self.places[s]
+            if not here & here >> 1 & here >> 2:
+                continue  # no three places in a row
             row, frow, fv = self.nat_at[s], self.flex_at[s], self.face_value[s]
             cells: list[tuple[int, int]] = []
             for p in range(1, 16):
@@ -296,6 +303,8 @@ class _Search:
         """Could the naturals in ``mask`` and ``w`` wild cards hold a sequence?"""
         if w >= 3 or (w == 2 and mask):
             return True
+        if not w and not self.partner:
+            self._tables()
         m = mask
         while m:
             x = m & -m
