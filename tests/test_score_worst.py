@@ -21,9 +21,12 @@ from verifier.cards import Card, card_value, wild_rank_of
 from verifier.groups import GroupKind, classify
 
 DATA = Path(__file__).with_name("score_worst.json")
-# About twice the most work the generator has found for one 13-card hand; the search
-# before issue 20 did several times more on the same hands.
-WORK_BOUND = 1000
+# The most work the search did on a kept 13-card hand when the file was written was
+# 345: a change that makes these shapes a third slower fails here (without the bound
+# on what must stay loose the most is 512).  Hypothesis hands get more room: they
+# are random, and only a regression several times over should fail them.
+WORK_BOUND = 450
+WORK_BOUND_ANY = 1000
 
 
 def load() -> dict[str, Any]:
@@ -85,4 +88,4 @@ def test_property_crowded_hands_agree_with_the_reference(hw: tuple[list[Card], i
     # Long runs of one suit with copies, wild-rank cards and jokers: where the search
     # prunes hardest, and so where a wrong cut would show.
     check(*hw)
-    assert search_work(*hw) <= WORK_BOUND
+    assert search_work(*hw) <= WORK_BOUND_ANY
