@@ -331,6 +331,12 @@ def main() -> None:
         data = json.loads(args.time.read_text(encoding="utf-8"))
         timed = time_corpus([parse_hand(e) for e in data["hands"]], module, args.repeat)
         print(f"{args.time}, every 13-card hand: {figures([t for t, _, _ in timed])}")
+        checks: dict[Hand, float] = {}
+        for t, h, _ in timed:
+            if len(h[0]) == 14:
+                checks[h] = checks.get(h, 0.0) + t
+        if checks:
+            print(f"  the 14-card declare checks, each whole: {figures(list(checks.values()))}")
         for t, h, cards in sorted(timed, key=lambda x: -x[0])[:10]:
             print(f"  {t:7.3f} ms  {' '.join(map(str, cards))}  wild {h[1]}")
         print(f"calibration: sum(range(1000)) takes {calibration_us():.1f} µs now")
