@@ -121,8 +121,8 @@ async def prove_nothing_lost(
 ) -> Proof:
     """Every hand ended or voided by rule (D33) with a transcript that verifies under
     the pinned ``key``; each table's hands numbered 1, 2, … and hand n+1 starting from
-    hand n's head; every signed head and receipt a bot kept agrees with the published
-    transcript; ``ledger`` (GET /api/ledger) balances; no hand settled twice."""
+    hand n's head; every ack, signed head, header and player item a bot kept agrees with the
+    published transcript; ``ledger`` (GET /api/ledger) balances; no hand settled twice."""
     proof = Proof(ledger=ledger)
     problems = proof.problems
     conn = await asyncpg.connect(dsn)

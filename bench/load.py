@@ -1,30 +1,48 @@
-"""Load benchmark (issue 13, items 5 and 8): the table server beside the floor.
+"""Load benchmark (issues 13 and 20): the table server beside two floors.
 
-    python bench/load.py                       # the full run: about 15 minutes
+    python bench/load.py                       # saturation and human pace: about 25 minutes
     python bench/load.py --quick --json        # a smoke run (the test suite runs this)
-    python bench/load.py --tables 4,16,48 --seats 1000,3000,10000 --chart docs/load.png
+    python bench/load.py --tables 16 --seats 2000 --server-workers 2 --rounds 2
+    python bench/load.py --scenarios rss --rss-minutes 30      # memory over a long human-pace run
+    python bench/load.py --scenarios starved                   # the server held to a small CPU share
 
-It starts an embedded PostgreSQL in a temporary directory and, for every measurement
-point, a fresh database and a fresh server on it — ``python -m service.cli serve``
-(``--workers N`` when the server has that flag) with ``--seed-seconds 2
---next-hand-delay 0.3``, or **the floor**, ``bench/floor.py``: a bare aiohttp WebSocket
-+ asyncpg server that inserts and commits one row per message.  Client processes
-(``bench/loadclient.py``, about one per 2,000 sockets, at least two) drive real
-WebSockets against both, with the same code, the same sockets and the same pacing:
+It starts an embedded PostgreSQL in a temporary directory and, for every measurement,
+a fresh database and a fresh server on it: ``python -m service.cli serve`` (the
+**project**, ``--workers N`` when the server has that flag) with ``--seed-seconds 2
+--next-hand-delay 0.3``, or one of the two floors of ``bench/floor.py``: the **bare
+floor** (``floor``: a WebSocket frame in, one insert and commit, a frame out) and the
+**like-for-like floor** (``floor_like``: that, plus the protocol's unavoidable work — one
+Ed25519 verify of the player's signature over the canonical move body, one Ed25519
+signature of the new head by the server, and a slim push of a few hundred bytes to each
+other socket of the table).  Client processes (``bench/loadclient.py``, about one per
+2,000 sockets, at least two) drive real WebSockets against all three with the same
+code, the same sockets and the same pacing.  Within a point the three are measured one
+after another, and with ``--rounds R`` the order is reversed every other round
+(project, floor, floor_like, floor_like, floor, project, …), so that the ratios come
+from neighbours in time on a machine whose speed drifts.
 
-* **saturation** — K tables of six seats, no think time; per point the acknowledged
-  actions/s, latency p50/p99/max (send of an ``action`` to its reply; the server
-  replies after the commit), and the CPU of the server process(es), of PostgreSQL (the
-  postmaster and all its children) and of the client processes, over a fixed window
-  after a warm-up;
-* **human pace** — N connected seats, each acting 2–5 s (uniform) after its turn
-  comes; p50/p99, and the server's RSS per seat (RSS when every seat is playing, less
-  the fresh server's, over N).
+Scenarios (``--scenarios``):
 
-Every project figure is also given as a ratio to the floor's at the same point.  At the
-end: an aligned table on stdout (or the JSON with ``--json``), and a chart of latency
-against load (``--chart``, default docs/load.png).  A progress bar goes to stderr when
-it is a terminal.
+* **saturation** — K tables of six seats, no think time; per measurement the
+  acknowledged actions/s, latency p50/p99/max (send of an ``action`` to its reply; the
+  server replies after the commit), the CPU of the server (all its processes, from
+  /proc), of PostgreSQL and of the clients, the server's CPU milliseconds per
+  acknowledged action, and the frames and bytes clients received per action;
+* **human** — N connected seats, each acting 2–5 s (uniform) after its turn comes; the
+  same figures, and the server's RSS per seat;
+* **rss** — one long human-pace run (``--rss-seats``, ``--rss-minutes``; a short default)
+  sampling the RSS of all the server's processes every ``--rss-every`` seconds: start,
+  end, and the least-squares slope in KB per minute and KB per acknowledged action;
+* **starved** — human pace with the server pinned by ``taskset`` to one core beside
+  ``stress-ng --cpu 2`` pinned to the same core (PostgreSQL and the clients are not
+  pinned): leases lost, tables reloaded (and how many after a timeout), handshakes that
+  failed, p50/p99 — counted from the server's log and the clients, set-up included.
+
+Every project figure is also given as a ratio to each floor's in the same round.  At
+the end: an aligned table on stdout (or the JSON with ``--json``), and a chart of
+latency against load (``--chart``, default docs/load.png).  A progress bar goes to
+stderr when it is a terminal.  Every measurement records the load average before and
+after it, the CPU other processes took, and which code it measured.
 """
 
 from __future__ import annotations
@@ -37,7 +55,7 @@ import json
 import math
 import multiprocessing
 import os
-import platform
+import re
 import shlex
 import shutil
 import signal
@@ -58,12 +76,14 @@ import asyncpg
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench import loadclient  # noqa: E402
+from bench import loadclient, loadreport  # noqa: E402
+from bench.procstat import Snapshot, cpu_pct, cpu_seconds, descendants, git_commit, loadavg, machine, rss_kb, slope  # noqa: E402
 from service.db import EmbeddedPostgres  # noqa: E402
 
 OPERATOR = "load-operator-" + os.urandom(8).hex()
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 SOCKETS_PER_CLIENT = 2000
+KINDS = ("project", "floor", "floor_like")
+FLOORS = ("floor", "floor_like")
 TARGETS = {
     "saturation_actions_per_s": 1500,
     "saturation_p99_ms": 50,
@@ -72,108 +92,53 @@ TARGETS = {
     "human_p99_ms": 100,
     "human_kb_per_seat": 100,
 }
+# What the server's log says when it struggles (service/cluster.py, service/table.py,
+# service/tablecore/core.py, service/telling.py, service/workers.py): counted over a
+# measurement, set-up included.
+LOG_MARKS = {
+    "lost_leases": "lost the lease",
+    "reloads": "a write came back",  # the table core, once per reload after a write
+    "load_retries": "cannot load",
+    "tables_let_go": "letting go",
+    "slow_heartbeats": "a heartbeat took",
+    "heartbeat_failures": "heartbeat failed",
+    "slow_clients_dropped": "dropping a slow client",
+    "database_away": "the database is away",
+    "worker_restarts": "starting it again",
+    "tracebacks": "Traceback",
+}
+TIMEOUT = re.compile(r"Timeout|timed out|canceling statement", re.IGNORECASE)
+WRITE_FAILED = " failed: "  # the table's shell, naming the error of a write that failed
 
 
-# ----------------------------------------------------------------------------- /proc
+def count_log(path: Path, upto: int) -> dict[str, int]:
+    """The LOG_MARKS in the first ``upto`` bytes of a server's log (its shutdown is not
+    counted), and ``reload_timeouts``: the writes that failed on a timeout (a write or
+    a pool acquire that took too long), each of which sets a reload off."""
+    out = dict.fromkeys(LOG_MARKS, 0)
+    out["reload_timeouts"] = 0
+    with contextlib.suppress(OSError), open(path, "rb") as f:
+        for line in f.read(upto).decode(errors="replace").splitlines():
+            for name, mark in LOG_MARKS.items():
+                if mark in line:
+                    out[name] += 1
+            if WRITE_FAILED in line and TIMEOUT.search(line):
+                out["reload_timeouts"] += 1
+    return out
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
 
 
-@dataclass
-class Snapshot:
-    """Every process's CPU ticks (utime + stime), name and parent, and the machine's."""
-
-    at: float
-    procs: dict[int, tuple[int, str, int]]  # pid -> (ticks, comm, ppid)
-    machine: tuple[int, int, int]
-
-    @classmethod
-    def take(cls) -> Snapshot:
-        procs = {}
-        for d in Path("/proc").iterdir():
-            if not d.name.isdigit():
-                continue
-            try:
-                text = (d / "stat").read_text()
-            except OSError:
-                continue
-            f = text[text.rindex(")") + 2 :].split()  # fields from 3 (state) on
-            procs[int(d.name)] = (int(f[11]) + int(f[12]), text[text.index("(") + 1 : text.rindex(")")], int(f[1]))
-        return cls(time.time(), procs, machine_ticks())
-
-    def tree(self, pid: int) -> set[int]:
-        """``pid`` and every process below it."""
-        children: dict[int, list[int]] = {}
-        for p, (_t, _c, ppid) in self.procs.items():
-            children.setdefault(ppid, []).append(p)
-        out, todo = set(), [pid]
-        while todo:
-            p = todo.pop()
-            if p in self.procs and p not in out:
-                out.add(p)
-                todo.extend(children.get(p, ()))
-        return out
-
-
-def cpu_pct(s0: Snapshot, s1: Snapshot, pids: set[int]) -> float:
-    """CPU of ``pids`` between two snapshots, in % of one core (a process born in
-    between counts from its birth; one that died in between is not counted)."""
-    t = sum(s1.procs[p][0] - (s0.procs[p][0] if p in s0.procs else 0) for p in pids if p in s1.procs)
-    return round(100 * t / CLK_TCK / max(1e-6, s1.at - s0.at), 1)
-
-
-def descendants(pid: int) -> list[int]:
-    return sorted(Snapshot.take().tree(pid))
-
-
-def rss_kb(pids: list[int]) -> int:
-    total = 0
-    for pid in pids:
-        with contextlib.suppress(OSError):
-            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1])
-    return total
-
-
-def machine_ticks() -> tuple[int, int, int]:
-    """(busy, stolen, total) clock ticks of the whole machine, from /proc/stat: busy
-    is user + nice + system + irq + softirq; stolen is the hypervisor's steal time."""
-    parts = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]] + [0] * 8
-    user, nice, system, _idle, _iowait, irq, softirq, steal = parts[:8]
-    return user + nice + system + irq + softirq, steal, sum(parts[:8])
-
-
-def loadavg() -> list[float]:
-    return [float(x) for x in Path("/proc/loadavg").read_text().split()[:3]]
-
-
-def machine() -> dict[str, Any]:
-    model = "unknown CPU"
+def cpus_allowed(pid: int) -> str | None:
     with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    return {
-        "cpu": model,
-        "cores": os.cpu_count(),
-        "python": platform.python_version(),
-        "kernel": platform.release(),
-        "memory_gb": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
-    }
-
-
-def git_commit() -> str:
-    """HEAD, and whether service/ differs from it (the server measured is the work tree)."""
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-        dirty = subprocess.run(["git", "status", "--porcelain", "service"], cwd=ROOT, capture_output=True, text=True)
-    except OSError:
-        return "unknown"
-    return head.stdout.strip() + (" + uncommitted changes in service/" if dirty.stdout.strip() else "")
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("Cpus_allowed_list:"):
+                return line.split(":", 1)[1].strip()
+    return None
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -182,6 +147,11 @@ def percentile(values: list[float], q: float) -> float:
         return float("nan")
     v = sorted(values)
     return v[min(len(v) - 1, max(0, math.ceil(q * len(v)) - 1))]
+
+
+def per_action(cpu_s: float, acks: int) -> float | None:
+    """CPU milliseconds per acknowledged action."""
+    return None if not acks else round(cpu_s * 1000 / acks, 3)
 
 
 # ----------------------------------------------------------------------------- progress
@@ -227,6 +197,32 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(10)
+
+
+@dataclass
+class Starve:
+    """The CPU-starved set-up: the server pinned to ``core``, ``hogs`` CPU hogs of
+    stress-ng pinned beside it."""
+
+    core: int
+    hogs: int
+
+    def start(self) -> subprocess.Popen[bytes]:
+        cmd = ["stress-ng", "--cpu", str(self.hogs), "--taskset", str(self.core), "--quiet"]
+        # Its own process group (stopped as a group, never by name) but the bench's
+        # session: with the kernel's autogroup scheduling a new session would be a
+        # scheduling group of its own, and two hogs would weigh as one.
+        return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, process_group=0)
+
+    @staticmethod
+    def stop(hog: subprocess.Popen[bytes]) -> None:
+        for sig, wait_s in ((signal.SIGTERM, 10), (signal.SIGKILL, 5)):
+            if hog.poll() is not None:
+                return
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(hog.pid, sig)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                hog.wait(wait_s)
 
 
 def serve_workers_flag() -> bool:
@@ -297,7 +293,7 @@ class Bench:
             await conn.close()
 
     # -- the servers -------------------------------------------------------------------
-    def start_server(self, kind: str, db: str) -> Server:
+    def start_server(self, kind: str, db: str, pin: int | None = None) -> Server:
         port = free_port()
         point = self.workdir / db
         point.mkdir()
@@ -324,6 +320,10 @@ class Bench:
         else:
             cmd = [sys.executable, str(ROOT / "bench" / "floor.py"), "--port", str(port)]
             cmd += ["--database-url", self.db_dsn(db)]
+            if kind == "floor_like":
+                cmd.append("--like")
+        if pin is not None:  # the server and every process it starts, on one core
+            cmd = ["taskset", "-c", str(pin), *cmd]
         env = {**os.environ, "RUMMY_OPERATOR_TOKEN": OPERATOR, "PYTHONUNBUFFERED": "1"}
         env.pop("DATABASE_URL", None)
         with open(log, "ab") as out:  # the server's output to a file: never a pipe nobody reads
@@ -341,26 +341,46 @@ class Bench:
         server.stop()
         raise RuntimeError(f"the {kind} server did not start:\n{log.read_text(errors='replace')[-3000:]}")
 
-    # -- one point ---------------------------------------------------------------------
+    # -- one measurement ---------------------------------------------------------------
     def client_procs(self, sockets: int) -> int:
         if self.args.client_procs:
             return self.args.client_procs
         return max(1 if self.args.quick else 2, math.ceil(sockets / SOCKETS_PER_CLIENT))
 
-    def point(self, kind: str, scenario: str, tables: int, think: tuple[float, float] | None) -> dict[str, Any]:
+    def point(
+        self,
+        kind: str,
+        scenario: str,
+        tables: int,
+        think: tuple[float, float] | None,
+        seconds: float,
+        *,
+        starve: Starve | None = None,
+        sample_every: float = 0.0,
+    ) -> dict[str, Any]:
+        """One server of ``kind`` under ``tables`` tables of six for a window of
+        ``seconds`` after set-up and warm-up; ``starve``: pinned beside CPU hogs;
+        ``sample_every``: the server's RSS sampled that often through the window."""
         a = self.args
-        seconds = a.seconds if scenario == "saturation" else a.human_seconds
         seats = tables * loadclient.SEATS
         self.progress.label = f"{scenario} {kind} {seats} seats:"
         self.progress.show("starting the server")
         la0 = loadavg()
         server_at = git_commit()  # others change service/ while this runs: which code each point measured
         db = self.new_database()
-        server = self.start_server(kind, db)
+        hog = starve.start() if starve is not None else None
         procs: list[multiprocessing.process.BaseProcess] = []
         conns: list[Connection] = []
+        samples: list[tuple[float, int, int]] = []  # (s into the window, server RSS KB, acks in the window)
+        try:
+            server = self.start_server(kind, db, None if starve is None else starve.core)
+        except BaseException:
+            if hog is not None:
+                Starve.stop(hog)
+            raise
         try:
             rss0 = rss_kb(server.pids())
+            pinned = cpus_allowed(server.pids()[-1]) if starve is not None and server.pids() else None
             nproc = min(self.client_procs(seats), tables)
             ctx = multiprocessing.get_context("spawn")
             for w in range(nproc):
@@ -405,7 +425,9 @@ class Bench:
             # 1. set-up: tables, players, keys; every seat connected, seated, its table dealt
             started = time.time()
             counted = "seated" if kind == "project" else "connected"
-            setup_timeout = a.setup_timeout or max(120.0, seats * 0.06)
+            setup_timeout = a.setup_timeout or (
+                max(120.0, seats * 0.06) if starve is None else max(300.0, seats * 0.15)
+            )
             while time.time() - started < setup_timeout:
                 pump(time.time() + 0.5)
                 if len(status) == nproc and all(s["ready"] for s in status.values()):
@@ -435,18 +457,28 @@ class Bench:
             pump(t0)
             s0 = Snapshot.take()
             acks0 = total("acks")
+            next_sample = t0
             while time.time() < t1:
-                done = (time.time() - t0) / seconds
-                self.progress.show(f"measuring, {(total('acks') - acks0) / max(0.1, time.time() - t0):7.0f}/s", done)
-                pump(min(t1, time.time() + 0.5))
+                now = time.time()
+                if sample_every and now >= next_sample:
+                    samples.append((round(now - t0, 1), rss_kb(server.pids()), total("acks") - acks0))
+                    next_sample += sample_every
+                done = (now - t0) / seconds
+                rate = (total("acks") - acks0) / max(0.1, now - t0)
+                self.progress.show(f"measuring, {rate:7.0f}/s, {(t1 - now) / 60:5.1f} min left", done)
+                pump(min(t1, time.time() + 0.5, next_sample if sample_every else t1))
             s1 = Snapshot.take()
+            if sample_every:
+                samples.append((round(s1.at - t0, 1), rss_kb(sorted(s1.tree(server.proc.pid))), total("acks") - acks0))
             srv_pids = s0.tree(server.proc.pid) | s1.tree(server.proc.pid)
             postmaster = self.postmaster()
             pg_pids = s0.tree(postmaster) | s1.tree(postmaster)
             client_pids = {x for p in procs if p.pid is not None for x in s0.tree(p.pid) | s1.tree(p.pid)}
+            hog_pids = s0.tree(hog.pid) | s1.tree(hog.pid) if hog is not None else set()
             rss1 = rss_kb(sorted(s1.tree(server.proc.pid)))
             self.progress.show("collecting")
             pump(t1 + drain + 15, lambda: len(results) == nproc)
+            log_end = server.log.stat().st_size  # the log up to here: set-up and the window, not the shutdown
             if len(results) < nproc:
                 raise RuntimeError(f"only {len(results)} of {nproc} client processes reported")
         finally:
@@ -459,13 +491,15 @@ class Bench:
                     p.kill()
                     p.join(5)
             server.stop()
+            if hog is not None:
+                Starve.stop(hog)
             self.drop_database(db)
         la1 = loadavg()
         cores = os.cpu_count() or 1
         mtotal = max(1, s1.machine[2] - s0.machine[2])
         mbusy = (s1.machine[0] - s0.machine[0]) / mtotal * 100 * cores
         msteal = (s1.machine[1] - s0.machine[1]) / mtotal * 100 * cores
-        mine = srv_pids | pg_pids | client_pids | {os.getpid()}
+        mine = srv_pids | pg_pids | client_pids | hog_pids | {os.getpid()}
         others = sorted(
             ((cpu_pct(s0, s1, {p}), p) for p in s1.procs if p not in mine), key=lambda x: x[0], reverse=True
         )
@@ -473,6 +507,7 @@ class Bench:
             "server": cpu_pct(s0, s1, srv_pids),
             "pg": cpu_pct(s0, s1, pg_pids),
             "client": cpu_pct(s0, s1, client_pids),
+            "hog": cpu_pct(s0, s1, hog_pids),
         }
         lat = [x for r in results.values() for x in r["lat"]]
         seed_lat = [x for r in results.values() for x in r["seed_lat"]]
@@ -484,8 +519,11 @@ class Bench:
                 errors[k] = errors.get(k, 0) + v
             for k, v in r["kinds"].items():
                 kinds[k] = kinds.get(k, 0) + v
-        own = cpu["server"] + cpu["pg"] + cpu["client"]
+        own = cpu["server"] + cpu["pg"] + cpu["client"] + cpu["hog"]
+        rx_msgs = sum(r["rx_msgs"] for r in results.values())
+        rx_bytes = sum(r["rx_bytes"] for r in results.values())
         out = {
+            "kind": kind,
             "tables": tables,
             "seats": seats,
             "seats_reached": reached,
@@ -498,7 +536,9 @@ class Bench:
             "max_ms": round(max(lat), 2) if lat else float("nan"),
             "samples": len(lat),
             "server_cpu_pct": cpu["server"],
+            "server_cpu_ms_per_action": per_action(cpu_seconds(s0, s1, srv_pids), acks),
             "pg_cpu_pct": cpu["pg"],
+            "pg_cpu_ms_per_action": per_action(cpu_seconds(s0, s1, pg_pids), acks),
             "client_cpu_pct": cpu["client"],
             "machine_cpu_pct": round(mbusy, 1),
             "other_cpu_pct": round(max(0.0, mbusy - own), 1),
@@ -509,15 +549,27 @@ class Bench:
             "rss_before_kb": rss0,
             "rss_after_kb": rss1,
             "rss_per_seat_kb": round((rss1 - rss0) / max(1, reached), 1),
-            "frames_in_per_action": round(sum(r["rx_msgs"] for r in results.values()) / max(1, acks), 2),
-            "bytes_in_per_action": round(sum(r["rx_bytes"] for r in results.values()) / max(1, acks)),
+            "frames_in_per_action": round(rx_msgs / max(1, acks), 2),
+            "bytes_in_per_action": round(rx_bytes / max(1, acks)),
             "unanswered": sum(r["unanswered"] for r in results.values()),
             "lost": sum(r["lost"] for r in results.values()),
             "errors": errors,
+            "handshakes": sum(r.get("handshakes", 0) for r in results.values()),
+            "handshakes_failed": sum(r.get("handshakes_failed", 0) for r in results.values()),
+            "server_log": count_log(server.log, log_end),
             "load_avg_before": la0,
             "load_avg_after": la1,
             "server_at": server_at,
         }
+        if starve is not None:
+            out["starved"] = {
+                "core": starve.core,
+                "hogs": starve.hogs,
+                "server_cpus": pinned,
+                "hog_cpu_pct": cpu["hog"],
+            }
+        if sample_every:
+            out["rss"] = rss_trend(samples)
         if kind == "project":
             out.update(
                 {
@@ -535,20 +587,76 @@ class Bench:
         return out
 
 
-def ratio(a: float, b: float) -> float | None:
-    if not b or math.isnan(a) or math.isnan(b):
+def rss_trend(samples: list[tuple[float, int, int]]) -> dict[str, Any]:
+    """Start, end and least-squares slopes of the server's RSS over a window."""
+    ts = [s[0] / 60 for s in samples]
+    kb = [float(s[1]) for s in samples]
+    acks = [float(s[2]) for s in samples]
+    per_min = slope(ts, kb)
+    per_ack = slope(acks, kb)
+    # the second half alone: growth that goes on after the first minutes' ramp (caches, pools)
+    half = [k for k, t in enumerate(ts) if t - ts[0] >= (ts[-1] - ts[0]) / 2] if ts else []
+    late_min = slope([ts[k] for k in half], [kb[k] for k in half])
+    late_ack = slope([acks[k] for k in half], [kb[k] for k in half])
+    return {
+        "samples": [list(s) for s in samples],
+        "minutes": round(ts[-1] - ts[0], 2) if ts else 0,
+        "start_kb": samples[0][1] if samples else None,
+        "end_kb": samples[-1][1] if samples else None,
+        "acks": samples[-1][2] - samples[0][2] if samples else 0,
+        "slope_kb_per_min": None if per_min is None else round(per_min, 1),
+        "slope_kb_per_action": None if per_ack is None else round(per_ack, 3),
+        "late_slope_kb_per_min": None if late_min is None else round(late_min, 1),
+        "late_slope_kb_per_action": None if late_ack is None else round(late_ack, 3),
+    }
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    if a is None or not b or math.isnan(a) or math.isnan(b):
         return None
     return round(a / b, 3)
 
 
 def with_ratios(row: dict[str, Any]) -> dict[str, Any]:
-    p, f = row["project"], row["floor"]
-    row["ratio"] = {
-        "actions_per_s": ratio(p["actions_per_s"], f["actions_per_s"]),
-        "p50": ratio(p["p50_ms"], f["p50_ms"]),
-        "p99": ratio(p["p99_ms"], f["p99_ms"]),
-    }
+    """The project over each floor measured in the same round; ``ratio`` is over the
+    bare floor (as before issue 20)."""
+    row["ratios"] = {}
+    p = row.get("project")
+    for f in FLOORS:
+        if p is None or f not in row:
+            continue
+        fl = row[f]
+        row["ratios"][f] = {
+            "actions_per_s": ratio(p["actions_per_s"], fl["actions_per_s"]),
+            "server_cpu_ms_per_action": ratio(p["server_cpu_ms_per_action"], fl["server_cpu_ms_per_action"]),
+            "p50": ratio(p["p50_ms"], fl["p50_ms"]),
+            "p99": ratio(p["p99_ms"], fl["p99_ms"]),
+        }
+    row["ratio"] = row["ratios"].get("floor", {"actions_per_s": None, "p50": None, "p99": None})
     return row
+
+
+def summary(rows: list[dict[str, Any]], kinds: list[str]) -> list[dict[str, Any]]:
+    """Per point (seats), the range over rounds of each kind's figures and ratios."""
+    out = []
+    for seats in sorted({r["seats"] for r in rows}):
+        these = [r for r in rows if r["seats"] == seats]
+        entry: dict[str, Any] = {"seats": seats, "tables": these[0]["tables"], "rounds": len(these)}
+        for kind in kinds:
+            for key in ("actions_per_s", "server_cpu_ms_per_action", "p50_ms", "p99_ms", "frames_in_per_action"):
+                vals = [r[kind][key] for r in these if kind in r and r[kind].get(key) is not None]
+                entry[f"{kind}.{key}"] = [min(vals), max(vals)] if vals else None
+        for f in FLOORS:
+            for key in ("actions_per_s", "server_cpu_ms_per_action", "p99"):
+                vals = [r["ratios"][f][key] for r in these if f in r["ratios"] and r["ratios"][f][key] is not None]
+                entry[f"ratio_{f}.{key}"] = [min(vals), max(vals)] if vals else None
+        out.append(entry)
+    return out
+
+
+def order(kinds: list[str], round_no: int) -> list[str]:
+    """The kinds in their order for a round: reversed every other round."""
+    return list(kinds) if round_no % 2 == 0 else list(reversed(kinds))
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -568,6 +676,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "command": "python bench/load.py " + " ".join(shlex.quote(x) for x in args.argv),
         "commit": git_commit(),
         "settings": {
+            "scenarios": args.scenarios,
+            "kinds": args.kinds,
+            "rounds": args.rounds,
             "tables": args.tables,
             "seats": args.seats,
             "window_s": {"saturation": args.seconds, "human": args.human_seconds},
@@ -577,9 +688,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "server_workers": b.server_workers,
             "nofile": soft,
             "server_flags": "--seed-seconds 2 --next-hand-delay 0.3",
+            "rss": {"seats": args.rss_seats, "minutes": args.rss_minutes, "every_s": args.rss_every},
+            "starved": {
+                "seats": args.starve_seats,
+                "seconds": args.starve_seconds,
+                "core": args.starve_core,
+                "hogs": args.starve_hogs,
+            },
         },
         "saturation": [],
         "human": [],
+        "rss": [],
+        "starved": [],
         "load_avg_before": loadavg(),
     }
     try:
@@ -587,19 +707,32 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         b.progress.show("starting")
         b.start_pg()
         report["postgres"] = asyncio.run(b.pg_settings())
-        if "saturation" in args.scenarios:
-            for k in args.tables:
-                row: dict[str, Any] = {"tables": k, "seats": 6 * k}
-                for kind in ("project", "floor"):
-                    row[kind] = b.point(kind, "saturation", k, None)
-                report["saturation"].append(with_ratios(row))
-        if "human" in args.scenarios:
-            for n in args.seats:
-                k = max(1, n // 6)
-                row = {"tables": k, "seats": 6 * k}
-                for kind in ("project", "floor"):
-                    row[kind] = b.point(kind, "human", k, tuple(args.think))
-                report["human"].append(with_ratios(row))
+        for scenario, points, think, seconds in (
+            ("saturation", args.tables, None, args.seconds),
+            ("human", [max(1, n // 6) for n in args.seats], tuple(args.think), args.human_seconds),
+        ):
+            if scenario not in args.scenarios:
+                continue
+            for k in points:
+                for r in range(args.rounds):
+                    row: dict[str, Any] = {"tables": k, "seats": 6 * k, "round": r + 1}
+                    for kind in order(args.kinds, r):
+                        row[kind] = b.point(kind, scenario, k, think, seconds)
+                    report[scenario].append(with_ratios(row))
+        if "rss" in args.scenarios:
+            for kind in args.rss_kinds:
+                k = max(1, args.rss_seats // 6)
+                report["rss"].append(
+                    b.point(kind, "rss", k, tuple(args.think), args.rss_minutes * 60, sample_every=args.rss_every)
+                )
+        if "starved" in args.scenarios:
+            starve = Starve(args.starve_core, args.starve_hogs)
+            k = max(1, args.starve_seats // 6)
+            for r in range(args.rounds):
+                row = {"tables": k, "seats": 6 * k, "round": r + 1}
+                for kind in order(args.kinds, r):
+                    row[kind] = b.point(kind, "starved", k, tuple(args.think), args.starve_seconds, starve=starve)
+                report["starved"].append(with_ratios(row))
     finally:
         if b.pg is not None:
             b.pg.stop()
@@ -608,13 +741,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         else:
             shutil.rmtree(workdir, ignore_errors=True)
     report["load_avg_after"] = loadavg()
+    report["summary"] = {s: summary(report[s], args.kinds) for s in ("saturation", "human") if report[s]}
     report["targets"] = targets(report)
     return report
 
 
 def targets(report: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"wanted": TARGETS}
-    sat = report["saturation"]
+    sat = [r for r in report["saturation"] if "project" in r]
     if sat:
         best = max(sat, key=lambda r: r["project"]["actions_per_s"])
         ok = [r for r in sat if r["project"]["p99_ms"] <= TARGETS["saturation_p99_ms"]]
@@ -625,13 +759,14 @@ def targets(report: dict[str, Any]) -> dict[str, Any]:
             "peak_tables": best["tables"],
             "best_within_p99": None if best_ok is None else best_ok["project"]["actions_per_s"],
             "floor_ratio_at_peak": best["ratio"]["actions_per_s"],
+            "floor_like_ratio_at_peak": best["ratios"].get("floor_like", {}).get("actions_per_s"),
             "met": bool(
                 best_ok is not None
                 and best_ok["project"]["actions_per_s"] >= TARGETS["saturation_actions_per_s"]
                 and (best_ok["ratio"]["actions_per_s"] or 0) >= TARGETS["saturation_floor_ratio"]
             ),
         }
-    hum = report["human"]
+    hum = [r for r in report["human"] if "project" in r]
     if hum:
         top = max(hum, key=lambda r: r["project"]["seats_reached"])
         p = top["project"]
@@ -648,218 +783,19 @@ def targets(report: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-# ----------------------------------------------------------------------------- output
-def table(report: dict[str, Any]) -> str:
-    lines = []
-    m = report["machine"]
-    lines.append(f"{m['cpu']}, {m['cores']} cores, Python {m['python']}; {report['date']}")
-    lines.append(
-        f"server workers: {report['settings']['server_workers']}; load average before {report['load_avg_before']}"
-    )
-    lines.append(f"after {report['load_avg_after']}")
-
-    def fmt(rows: list[list[str]]) -> list[str]:
-        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-        return ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
-
-    def n(x: Any, d: int = 0) -> str:
-        if x is None or (isinstance(x, float) and math.isnan(x)):
-            return "-"
-        return f"{x:,.{d}f}"
-
-    if report["saturation"]:
-        rows = [
-            [
-                "tables",
-                "seats",
-                "who",
-                "actions/s",
-                "p50 ms",
-                "p99 ms",
-                "max ms",
-                "server CPU%",
-                "PG CPU%",
-                "client CPU%",
-                "other CPU%",
-                "steal%",
-                "x floor (tput)",
-                "x floor (p99)",
-            ]
-        ]
-        for r in report["saturation"]:
-            for kind in ("project", "floor"):
-                p = r[kind]
-                rows.append(
-                    [
-                        str(r["tables"]),
-                        str(r["seats"]),
-                        kind,
-                        n(p["actions_per_s"]),
-                        n(p["p50_ms"], 1),
-                        n(p["p99_ms"], 1),
-                        n(p["max_ms"], 1),
-                        n(p["server_cpu_pct"]),
-                        n(p["pg_cpu_pct"]),
-                        n(p["client_cpu_pct"]),
-                        n(p["other_cpu_pct"]),
-                        n(p["steal_cpu_pct"]),
-                        n(r["ratio"]["actions_per_s"], 2) if kind == "project" else "",
-                        n(r["ratio"]["p99"], 2) if kind == "project" else "",
-                    ]
-                )
-        lines += ["", "saturation (no think time)", *fmt(rows)]
-    if report["human"]:
-        rows = [
-            [
-                "seats",
-                "reached",
-                "who",
-                "actions/s",
-                "p50 ms",
-                "p99 ms",
-                "max ms",
-                "server CPU%",
-                "PG CPU%",
-                "RSS MB",
-                "KB/seat",
-                "set-up s",
-                "x floor (p99)",
-            ]
-        ]
-        for r in report["human"]:
-            for kind in ("project", "floor"):
-                p = r[kind]
-                rows.append(
-                    [
-                        str(r["seats"]),
-                        str(p["seats_reached"]),
-                        kind,
-                        n(p["actions_per_s"]),
-                        n(p["p50_ms"], 1),
-                        n(p["p99_ms"], 1),
-                        n(p["max_ms"], 1),
-                        n(p["server_cpu_pct"]),
-                        n(p["pg_cpu_pct"]),
-                        n(p["rss_after_kb"] / 1024),
-                        n(p["rss_per_seat_kb"], 1),
-                        n(p["setup_s"]),
-                        n(r["ratio"]["p99"], 2) if kind == "project" else "",
-                    ]
-                )
-        lines += ["", f"human pace (each action {report['settings']['think_s']} s after the turn comes)", *fmt(rows)]
-    noisy = []
-    for scenario in ("saturation", "human"):
-        for r in report[scenario]:
-            for kind in ("project", "floor"):
-                p = r[kind]
-                if p["other_cpu_pct"] >= 25 or p["steal_cpu_pct"] >= 10:
-                    who = ", ".join(f"{o['name']} {o['cpu_pct']:.0f}%" for o in p["busiest_others"][:3])
-                    noisy.append(
-                        f"  {scenario} {r['seats']} seats {kind}: other processes {p['other_cpu_pct']:.0f}%"
-                        f" of a core, steal {p['steal_cpu_pct']:.0f}%" + (f" ({who})" if who else "")
-                    )
-    if noisy:
-        lines += ["", "disturbed by other work on the machine:", *noisy]
-    t = report["targets"]
-    if "saturation" in t:
-        s = t["saturation"]
-        lines.append(
-            f"\nsaturation target (≥ 1,500 actions/s, p99 ≤ 50 ms, ≥ 0.5× floor): peak {n(s['peak_actions_per_s'])}/s"
-            f" at p99 {n(s['peak_p99_ms'], 1)} ms, {n(s['floor_ratio_at_peak'], 2)}× floor; best within p99 50 ms:"
-            f" {n(s['best_within_p99'])}/s — {'met' if s['met'] else 'missed'}"
-        )
-    if "human" in t:
-        h = t["human"]
-        lines.append(
-            f"human-pace target (10,000 seats, p99 ≤ 100 ms, ≤ 100 KB/seat): {n(h['largest_seats'])} seats,"
-            f" p99 {n(h['p99_ms'], 1)} ms, {n(h['kb_per_seat'], 1)} KB/seat — {'met' if h['met'] else 'missed'}"
-        )
-    return "\n".join(lines)
-
-
-def chart(report: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.ticker import FuncFormatter
-
-    fig, axes = plt.subplots(1, 2, figsize=(13, 5.6))
-    style = {"project": ("tab:red", "the table server"), "floor": ("tab:blue", "floor (aiohttp + asyncpg insert)")}
-    panels = [
-        (
-            axes[0],
-            report["saturation"],
-            "actions_per_s",
-            "acknowledged actions/s (K tables × 6 seats, no think time)",
-            "saturation",
-            TARGETS["saturation_p99_ms"],
-        ),
-        (
-            axes[1],
-            report["human"],
-            "seats_reached",
-            f"connected seats (tables of 6, each action {report['settings']['think_s']} s after its turn comes)",
-            "human pace",
-            TARGETS["human_p99_ms"],
-        ),
-    ]
-    for ax, rows, xkey, xlabel, title, target in panels:
-        ax.set_title(title)
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel("latency, send of an action → its reply (ms)")
-        usable = [r for r in rows if all(r[k]["samples"] and r[k][xkey] > 0 for k in style)]
-        if not usable:
-            ax.text(0.5, 0.5, "not run", ha="center", va="center", transform=ax.transAxes)
-            continue
-        for kind, (color, label) in style.items():
-            xs = [r[kind][xkey] for r in usable]
-            ax.plot(xs, [r[kind]["p50_ms"] for r in usable], "o-", color=color, label=f"{label} p50")
-            ax.plot(xs, [r[kind]["p99_ms"] for r in usable], "s--", color=color, label=f"{label} p99")
-            if xkey == "actions_per_s":
-                for r, x in zip(usable, xs, strict=True):
-                    ax.annotate(
-                        f"K={r['tables']}",
-                        (x, r[kind]["p99_ms"]),
-                        textcoords="offset points",
-                        xytext=(4, 4),
-                        fontsize=8,
-                    )
-        ax.axhline(target, color="grey", lw=0.8, ls=":", label=f"target p99 {target} ms")
-        if xkey == "actions_per_s":
-            ax.axvline(TARGETS["saturation_actions_per_s"], color="grey", lw=0.8, ls="-.", label="target 1,500/s")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        for axis in (ax.xaxis, ax.yaxis):
-            axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
-            axis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
-    m = report["machine"]
-    fig.suptitle(
-        f"{m['cpu']}, {m['cores']} cores (server, PostgreSQL and load generator on one machine) — {report['date']}\n"
-        f"{report['command']}",
-        fontsize=9,
-    )
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
-def clean(x: Any) -> Any:
-    """NaN (no sample) as null: the JSON stays JSON."""
-    if isinstance(x, float) and math.isnan(x):
-        return None
-    if isinstance(x, dict):
-        return {k: clean(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [clean(v) for v in x]
-    return x
-
-
 def ints(text: str) -> list[int]:
     return [int(x) for x in text.split(",") if x.strip()]
+
+
+def names(allowed: tuple[str, ...]) -> Any:
+    def parse(text: str) -> list[str]:
+        out = [x.strip() for x in text.split(",") if x.strip()]
+        bad = [x for x in out if x not in allowed]
+        if bad or not out:
+            raise argparse.ArgumentTypeError(f"{text!r}: choose from {', '.join(allowed)}")
+        return out
+
+    return parse
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -869,6 +805,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="print the results as JSON instead of the table")
     ap.add_argument("--json-out", default=None, help="also write the JSON to this file")
     ap.add_argument("--chart", default=str(ROOT / "docs" / "load.png"), help="the PNG to draw (default docs/load.png)")
+    ap.add_argument(
+        "--scenarios",
+        type=names(("saturation", "human", "rss", "starved")),
+        default=None,
+        help="saturation,human (default), rss, starved",
+    )
+    ap.add_argument(
+        "--kinds",
+        type=names(KINDS),
+        default=list(KINDS),
+        help="the servers measured: project,floor,floor_like (default all three)",
+    )
+    ap.add_argument(
+        "--rounds", type=int, default=1, help="measure each point R times, the order reversed every other round"
+    )
     ap.add_argument("--tables", type=ints, default=None, help="saturation: K tables of 6, e.g. 4,16,48")
     ap.add_argument("--seats", type=ints, default=None, help="human pace: N seats, e.g. 1000,3000,10000")
     ap.add_argument("--seconds", type=float, default=None, help="saturation window (default 15)")
@@ -876,7 +827,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=float, default=None, help="seconds after set-up before the window (default 5)")
     ap.add_argument("--think", type=float, nargs=2, default=(2.0, 5.0), metavar=("LO", "HI"))
     ap.add_argument("--hand-turns", type=int, default=30, help="mean turns before every seat drops (default 30)")
-    ap.add_argument("--scenarios", default="saturation,human", help="saturation,human")
+    ap.add_argument("--rss-seats", type=int, default=None, help="rss: seats at human pace (default 2,000)")
+    ap.add_argument("--rss-minutes", type=float, default=None, help="rss: the window in minutes (default 3)")
+    ap.add_argument("--rss-every", type=float, default=None, help="rss: seconds between samples (default 10)")
+    ap.add_argument("--rss-kinds", type=names(KINDS), default=["project"], help="rss: the servers (default project)")
+    ap.add_argument("--starve-seats", type=int, default=None, help="starved: seats at human pace (default 2,000)")
+    ap.add_argument("--starve-seconds", type=float, default=None, help="starved: the window (default 60)")
+    ap.add_argument("--starve-core", type=int, default=None, help="starved: the core (default the last one)")
+    ap.add_argument("--starve-hogs", type=int, default=2, help="starved: stress-ng --cpu N on that core (default 2)")
     ap.add_argument("--server-workers", default="auto", help="serve --workers N; auto: the cores, if serve has it")
     ap.add_argument("--client-procs", type=int, default=0, help="client processes (default ~1 per 2,000 sockets)")
     ap.add_argument("--setup-timeout", type=float, default=0, help="seconds for set-up (default max(120, 0.06 × N))")
@@ -885,20 +843,30 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     args.argv = argv
     q = args.quick
+    args.scenarios = args.scenarios or ["saturation", "human"]
     args.tables = args.tables or ([2] if q else [4, 16, 48])
     args.seats = args.seats or ([24] if q else [1000, 3000, 10_000])
     args.seconds = args.seconds or (4.0 if q else 15.0)
     args.human_seconds = args.human_seconds or (8.0 if q else 30.0)
     args.warmup = args.warmup if args.warmup is not None else (1.0 if q else 5.0)
-    args.scenarios = [s.strip() for s in args.scenarios.split(",")]
+    args.rss_seats = args.rss_seats or (24 if q else 2000)
+    args.rss_minutes = args.rss_minutes or (0.25 if q else 3.0)
+    args.rss_every = args.rss_every or (2.0 if q else 10.0)
+    args.starve_seats = args.starve_seats or (24 if q else 2000)
+    args.starve_seconds = args.starve_seconds or (5.0 if q else 60.0)
+    args.starve_core = args.starve_core if args.starve_core is not None else (os.cpu_count() or 1) - 1
+    if args.rounds < 1:
+        raise SystemExit("--rounds must be at least 1")
+    if "starved" in args.scenarios and shutil.which("stress-ng") is None:
+        raise SystemExit("the starved scenario needs stress-ng (apt-get install stress-ng)")
     report = run(args)
-    if args.chart:
-        chart(report, Path(args.chart))
+    if args.chart and (report["saturation"] or report["human"]):
+        loadreport.chart(report, Path(args.chart), TARGETS)
         report["chart"] = str(args.chart)
-    text = json.dumps(clean(report), indent=2, sort_keys=True)
+    text = json.dumps(loadreport.clean(report), indent=2, sort_keys=True)
     if args.json_out:
         Path(args.json_out).write_text(text + "\n")
-    print(text if args.json else table(report))
+    print(text if args.json else loadreport.table(report))
     return 0
 
 

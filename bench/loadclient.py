@@ -18,10 +18,14 @@ full strategy (``service/bots.py``) is never used: its scoring would eat the cli
 CPU.  ``stale_head`` is signed again over the newest head, ``wrong_node`` follows the
 redirect, a lost socket reconnects and goes on from the server's snapshot.
 
-**Floor mode** — the same six sockets a table, the same turn order and pacing, but
+**Floor modes** — the same six sockets a table, the same turn order and pacing, but
 against ``bench/floor.py``: the seat on turn sends an action-sized message (signed the
-same way, over a made-up head) and waits for its reply, twice a turn (the draw and
-the discard), then the turn passes to the next seat.  No pushes, no hands.
+same way) and waits for its reply, twice a turn (the draw and the discard), then the
+turn passes to the next seat.  ``floor`` (the bare floor): signed over a made-up head,
+no pushes, no hands.  ``floor_like`` (the like-for-like floor): each socket names its
+table, seat and key in the query string; moves are signed over the head the floor
+returned, which verifies them, signs the new head and pushes it to the table's other
+sockets.
 
 Latency is from the client's send of an ``action`` to its ``reply`` (the server
 replies after the commit).  An action is measured when it is sent inside the window;
@@ -74,7 +78,7 @@ def dumps(m: dict[str, Any]) -> str:
 
 @dataclass
 class Spec:
-    mode: str  # "project" or "floor"
+    mode: str  # "project", "floor" or "floor_like"
     url: str  # http://host:port
     operator: str  # the operator token (project mode)
     tables: int
@@ -107,6 +111,8 @@ class Stats:
     key_mismatch: int = 0
     rx_msgs: int = 0  # frames received in the window, and their bytes
     rx_bytes: int = 0
+    handshakes: int = 0  # WebSocket handshakes tried and failed, since the start (set-up included)
+    handshakes_failed: int = 0
 
     def in_window(self, t: float) -> bool:
         return self.t0 <= t < self.t1
@@ -142,13 +148,14 @@ class Worker:
             "seated": sum(1 for s in self.seats if s.seated and s.connected),
             "ready": self.ready(),
             "acks": self.stats.total_acks,
+            "handshakes_failed": self.stats.handshakes_failed,
             "errors": dict(self.stats.errors),
             "setup_errors": self.setup_errors[:3],
         }
 
     def ready(self) -> bool:
         want = self.spec.tables * SEATS
-        if self.spec.mode == "floor":
+        if self.spec.mode.startswith("floor"):
             return sum(1 for s in self.seats if s.connected) >= want
         return (
             sum(1 for s in self.seats if s.seated and s.connected) >= want
@@ -174,6 +181,8 @@ class Worker:
             "key_mismatch": s.key_mismatch,
             "rx_msgs": s.rx_msgs,
             "rx_bytes": s.rx_bytes,
+            "handshakes": s.handshakes,
+            "handshakes_failed": s.handshakes_failed,
             "connected": sum(1 for x in self.seats if x.connected),
             "seated": sum(1 for x in self.seats if x.seated and x.connected),
             "tables_dealt": len(self.tables_dealt),
@@ -216,7 +225,7 @@ class Worker:
                 await s.close()
 
     async def table(self, n: int) -> None:
-        if self.spec.mode == "floor":
+        if self.spec.mode.startswith("floor"):
             await self.floor_table(n)
         else:
             await self.project_table(n)
@@ -295,7 +304,8 @@ class Worker:
             for s in seats:
                 await s.sat.wait()
             self.tables_dealt.add(table_id)
-            turn, i, head = 0, 0, secrets.token_hex(32)
+            turn, i = 0, 0
+            head = "0" * 64 if self.spec.mode == "floor_like" else secrets.token_hex(32)
             while not self.stopping:
                 seat = seats[turn]
                 for kind in ("draw_closed", "discard"):
@@ -315,6 +325,10 @@ class Reconnect(Exception):
     pass
 
 
+class Handshake(Exception):
+    """The WebSocket handshake failed (counted); wait and try again."""
+
+
 class Socket:
     """One WebSocket, reconnected with backoff; subclasses handle its messages."""
 
@@ -331,6 +345,9 @@ class Socket:
     def headers(self) -> dict[str, str]:
         return {}
 
+    def path(self) -> str:
+        return "/ws"
+
     async def on_open(self) -> None:
         pass
 
@@ -345,9 +362,16 @@ class Socket:
         while not w.stopping:
             try:
                 async with w.connect_sem:
-                    ws = await w.session.ws_connect(
-                        self.url + "/ws", headers=self.headers(), autoping=True, max_msg_size=1 << 20
-                    )
+                    w.stats.handshakes += 1
+                    try:
+                        ws = await w.session.ws_connect(
+                            self.url + self.path(), headers=self.headers(), autoping=True, max_msg_size=1 << 20
+                        )
+                    except (aiohttp.ClientError, OSError, TimeoutError) as e:
+                        w.stats.handshakes_failed += 1
+                        status = getattr(e, "status", None)
+                        w.stats.errors[f"handshake:{type(e).__name__}" + (f":{status}" if status else "")] += 1
+                        raise Handshake() from e
                 self.ws = ws
                 if not first:
                     w.stats.reconnects += 1
@@ -371,6 +395,8 @@ class Socket:
                     await ws.close()
             except Reconnect:
                 continue
+            except Handshake:
+                pass
             except (aiohttp.ClientError, OSError, TimeoutError) as e:
                 w.stats.errors[f"socket:{type(e).__name__}"] += 1
             if w.stopping:
@@ -643,6 +669,11 @@ class FloorSeat(Socket):
         self.k = k
         self.key = Signer.generate()
 
+    def path(self) -> str:
+        if self.w.spec.mode != "floor_like":
+            return "/ws"
+        return f"/ws?table={self.table_id}&seat={self.k}&key={self.key.public_bytes.hex()}"
+
     async def on_open(self) -> None:
         self.seated = True
         self.sat.set()
@@ -657,7 +688,7 @@ class FloorSeat(Socket):
 
     async def act(self, i: int, head: str, action: dict[str, Any]) -> str:
         """Send one action-sized message and wait for its reply; a lost socket is
-        waited out.  Returns a new made-up head."""
+        waited out.  Returns the new head: the floor's (like-for-like), or a made-up one."""
         while not self.w.stopping:
             move = {**action, "seat": self.k}
             sig = self.key.sign("move", move_body(self.table_id, 1, head, move), PROTOCOL)
@@ -678,8 +709,14 @@ class FloorSeat(Socket):
             except ConnectionError:
                 continue
             if reply.get("type") == "reply":
-                return hashlib.sha256(f"{head}{i}".encode()).hexdigest()
-            self.w.stats.errors[f"floor:{reply.get('error')}"] += 1
+                h = (reply.get("result") or {}).get("h")
+                return h if isinstance(h, str) else hashlib.sha256(f"{head}{i}".encode()).hexdigest()
+            err = reply.get("error") or {}
+            self.w.stats.errors[f"floor:{err.get('code') if isinstance(err, dict) else err}"] += 1
+            if isinstance(err, dict) and isinstance(err.get("h"), str):  # stale_head: sign over the floor's
+                head = err["h"]
+            else:
+                await asyncio.sleep(0.1)
         return head
 
 

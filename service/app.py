@@ -16,16 +16,17 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any
 
 import asyncpg
 from aiohttp import WSCloseCode, WSMsgType, web
 from aiohttp.http_exceptions import HttpProcessingError
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from service import ledger, store, wire
+from service import auth, ledger, store, wire
 from service.cluster import Cluster, Lease, NodeSettings
 from service.db import ServerLock, connection, create_pool, migrate
+from service.headers import add_security_headers
 from service.keys import ServerKeys
 from service.metrics import Metrics
 from service.openapi import OPENAPI
@@ -34,6 +35,7 @@ from service.table import ClientError, Settings, TableActor
 from service.telling import Connection, iso
 from service.wire import WireError
 from service.writer import RecordWriter
+from verifier.ed25519 import key_problem
 from verifier.errors import RuleError
 from verifier.hand import TableRules
 from verifier.record import PROTOCOL
@@ -53,6 +55,12 @@ class Config:
     operator_token: str | None = None  # from the environment; else created on first run
     heartbeat: float = 20.0
     node: NodeSettings = field(default_factory=NodeSettings)
+    #: where people open this card room's pages besides this node's own URL (a worker
+    #: of ``serve --workers``: the server's port): origins the session cookie is taken from
+    page_urls: tuple[str, ...] = ()
+
+    def own_urls(self) -> tuple[str, ...]:
+        return (self.node.public_url, *self.page_urls) if self.node.public_url else self.page_urls
 
 
 CONFIG = web.AppKey("config", Config)
@@ -77,10 +85,14 @@ class ApiError(Exception):
         self.status, self.code, self.message = status, code, message
 
 
-def error_response(status: int, code: str, message: str, rule: str | None = None) -> web.Response:
+def error_response(
+    status: int, code: str, message: str, rule: str | None = None, ack: dict[str, Any] | None = None
+) -> web.Response:
     body: dict[str, Any] = {"error": {"code": code, "message": message}}
     if rule:
         body["error"]["rule"] = rule
+    if ack is not None:  # a move the table judged and refused: the server's signed ack (§15)
+        body["error"]["ack"] = ack
     return web.json_response(body, status=status)
 
 
@@ -98,23 +110,18 @@ RULE_STATUS = {
 
 
 access = logging.getLogger("rummy.access")
-PUBLIC_READS = ("/api/hands/", "/api/fairness/key", "/api/openapi.json", "/api/tables")
 
 
 @web.middleware
 async def access_log(
     request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
 ) -> web.StreamResponse:
-    """One line per request (with ``--log-format json``, one JSON object), and CORS
-    for the public read-only endpoints, so an auditor's page elsewhere can fetch
-    transcripts and the fairness key."""
+    """One line per request (with ``--log-format json``, one JSON object)."""
     started = time.perf_counter()
     status = 500
     try:
         response = await handler(request)
         status = response.status
-        if request.method == "GET" and request.path.startswith(PUBLIC_READS):
-            response.headers["Access-Control-Allow-Origin"] = "*"
         return response
     except web.HTTPException as e:
         status = e.status
@@ -139,6 +146,8 @@ async def errors(
         return await handler(request)
     except ApiError as e:
         return error_response(e.status, e.code, e.message)
+    except auth.OriginRefused as e:
+        return error_response(403, e.code, str(e))
     except WireError as e:
         return error_response(e.status, e.code, e.message)
     except store.StoreError as e:
@@ -146,7 +155,7 @@ async def errors(
     except ledger.LedgerError as e:
         return error_response(400, e.code, e.message)
     except RuleError as e:  # the kernel's errors and the server's ClientError
-        return error_response(RULE_STATUS.get(e.code, 400), e.code, e.message, e.rule)
+        return error_response(RULE_STATUS.get(e.code, 400), e.code, e.message, e.rule, getattr(e, "ack", None))
     except TimeoutError:
         return error_response(503, "busy", "the table did not answer in time; check before you try again")
     except web.HTTPRedirection:
@@ -212,31 +221,12 @@ def page(request: web.Request) -> tuple[int, int]:
     return limit, offset
 
 
-#: the WebSocket subprotocol a browser asks for; it sends its token as a second one,
-#: ``bearer.<token>``, since a page cannot set an Authorization header on a WebSocket
-#: (and a token in the URL would end up in proxies' logs)
-WS_PROTOCOL: Final = "rummy.v2"
-WS_TOKEN_PREFIX: Final = "bearer."  # noqa: S105 - a prefix, not a secret
-
-
-def _token_of(request: web.Request, *, websocket: bool = False) -> str | None:
-    token = wire.bearer_token(request.headers.get("Authorization"))
-    if token is None and websocket:
-        offered = [p.strip() for p in request.headers.get("Sec-WebSocket-Protocol", "").split(",")]
-        given = [p[len(WS_TOKEN_PREFIX) :] for p in offered if p.startswith(WS_TOKEN_PREFIX)]
-        if len(given) == 1:
-            token = wire.bearer_token("Bearer " + given[0])
-    return token
-
-
 async def require_player(request: web.Request, *, websocket: bool = False) -> store.Player:
-    token = _token_of(request, websocket=websocket)
-    if token:
-        async with connection(request.app[POOL]) as conn:
-            player = await store.player_by_token(conn, token)
-        if player is not None:
-            return player
-    raise ApiError(401, "unauthorized", "this needs a player's bearer token")
+    """The player by bearer token or session cookie (:func:`service.auth.player_of`)."""
+    player = await auth.player_of(request, request.app[POOL], request.app[CONFIG].own_urls(), websocket=websocket)
+    if player is None:
+        raise ApiError(401, "unauthorized", "this needs a player's bearer token or session")
+    return player
 
 
 async def actor(request: web.Request, table_id: str) -> TableActor:
@@ -257,10 +247,20 @@ async def actor(request: web.Request, table_id: str) -> TableActor:
 
 
 # ----------------------------------------------------------------------------- REST
+def strict_key(hex_key: str) -> bytes:
+    """A player's key, refused with ``bad_key`` unless it is a strict Ed25519 key
+    (docs/fairness.md §9: no small-order point, a canonical encoding)."""
+    raw = bytes.fromhex(hex_key)
+    problem = key_problem(raw)
+    if problem is not None:
+        raise ApiError(400, "bad_key", f"public_key is not a strict Ed25519 public key: {problem}")
+    return raw
+
+
 async def create_player(request: web.Request) -> web.Response:
     await require_operator(request)
     data = await body_json(request, wire.NEW_PLAYER)
-    key = bytes.fromhex(data["public_key"]) if "public_key" in data else None
+    key = strict_key(data["public_key"]) if "public_key" in data else None
 
     async def work() -> tuple[store.Player, str, ledger.Balance]:
         async with connection(request.app[POOL]) as conn:
@@ -306,8 +306,9 @@ async def _move_money(
 async def set_key(request: web.Request) -> web.Response:
     player = await require_player(request)
     data = await body_json(request, wire.PLAYER_KEY)
+    key = strict_key(data["public_key"])
     async with connection(request.app[POOL]) as conn:
-        await store.set_public_key(conn, player.id, bytes.fromhex(data["public_key"]))
+        await store.set_public_key(conn, player.id, key)
     return web.json_response({"id": player.id, "public_key": data["public_key"]})
 
 
@@ -356,6 +357,44 @@ async def leave(request: web.Request) -> web.Response:
     data = await body_json(request, wire.LEAVE)
     a = await actor(request, request.match_info["table_id"])
     return web.json_response(await a.submit("leave", player.id, data))
+
+
+async def sign_in(request: web.Request) -> web.Response:
+    """A browser session for the player whose token the body carries: the session
+    cookie (HttpOnly) and the player's id and name.  Refused from another site's page."""
+    await auth.check_origin(request, request.app[POOL], request.app[CONFIG].own_urls(), required=False)
+    data = await body_json(request, wire.SIGN_IN)
+    async with connection(request.app[POOL]) as conn:
+        player = await store.player_by_token(conn, data["token"])
+        if player is None:
+            raise ApiError(401, "unauthorized", "this token was not accepted")
+        session = await store.create_session(conn, player.id)
+    response = web.json_response({"id": player.id, "name": player.name})
+    auth.set_cookie(response, request, session)
+    return response
+
+
+async def session_info(request: web.Request) -> web.Response:
+    """Whom the request's session cookie speaks for (``null``: nobody, never a 401: a
+    page asks this before it knows whether anyone is signed in)."""
+    session = auth.session_of(request)
+    player = None
+    if session is not None:
+        async with connection(request.app[POOL]) as conn:
+            player = await store.player_by_session(conn, session)
+    return web.json_response({"player": None if player is None else {"id": player.id, "name": player.name}})
+
+
+async def sign_out(request: web.Request) -> web.Response:
+    """End the request's browser session (its cookie is cleared)."""
+    session = auth.session_of(request)
+    if session is not None:
+        await auth.check_origin(request, request.app[POOL], request.app[CONFIG].own_urls(), required=True)
+        async with connection(request.app[POOL]) as conn:
+            await store.end_session(conn, session)
+    response = web.json_response({"signed_out": session is not None})
+    auth.clear_cookie(response, request)
+    return response
 
 
 async def me(request: web.Request) -> web.Response:
@@ -570,7 +609,10 @@ async def websocket(request: web.Request) -> web.WebSocketResponse:
     socket's bounded queue."""
     player = await require_player(request, websocket=True)
     ws = web.WebSocketResponse(
-        heartbeat=request.app[CONFIG].heartbeat, max_msg_size=WS_HARD_LIMIT, timeout=1.0, protocols=(WS_PROTOCOL,)
+        heartbeat=request.app[CONFIG].heartbeat,
+        max_msg_size=WS_HARD_LIMIT,
+        timeout=1.0,
+        protocols=(auth.WS_PROTOCOL,),
     )
     await ws.prepare(request)
     closing: list[asyncio.Task[bool]] = []
@@ -597,7 +639,7 @@ async def websocket(request: web.Request) -> web.WebSocketResponse:
         for table_id in joined:
             a = request.app[TABLES].get(table_id)
             if a is not None:
-                a.watchers.detach(conn)
+                a.detach(conn)
         conn.close()
         request.app[SOCKETS].pop(ws, None)
         with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
@@ -634,6 +676,8 @@ def _reply_for(msg_id: str, outcome: asyncio.Future[dict[str, Any]]) -> dict[str
         err = e.to_json()
         if hasattr(e, "redirect"):
             err["redirect"] = e.redirect
+        if hasattr(e, "ack"):  # a move the table judged and refused: the server's signed ack (§15)
+            err["ack"] = e.ack
         return {"type": "error", "id": msg_id, "error": err}
     if isinstance(e, ApiError | WireError):
         return _error(msg_id, e.code, e.message)
@@ -677,7 +721,7 @@ async def _dispatch(
         done.set_exception(await _elsewhere(request, data["table_id"]))
         return done
     if kind == "join":
-        a.watchers.attach(conn)
+        a.attach(conn)
         joined.add(a.table_id)
         return a.enqueue("snapshot", player.id, {"since": data.get("since")})
     if a.table_id not in joined:
@@ -703,6 +747,19 @@ async def _elsewhere(request: web.Request, table_id: str) -> ClientError:
 
 
 # ----------------------------------------------------------------------------- the app
+async def _node_urls(request: web.Request) -> list[str]:
+    """The public URLs of this card room's nodes (this one's alone when it has no
+    cluster, or when the database cannot say)."""
+    node = request.app[CONFIG].node
+    urls = [node.public_url] if node.public_url else []
+    if node.cluster:
+        with contextlib.suppress(OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError):
+            async with connection(request.app[POOL]) as conn:
+                rows = await conn.fetch("SELECT public_url FROM nodes WHERE public_url <> ''")
+            urls += [str(r["public_url"]) for r in rows]
+    return urls
+
+
 async def _database(app: web.Application) -> AsyncIterator[None]:
     cfg = app[CONFIG]
     # A worker's supervisor holds the database's lock for all its workers (service.workers).
@@ -759,15 +816,17 @@ async def _tables(app: web.Application) -> AsyncIterator[None]:
     def start(lease: Lease) -> None:
         old = app[TABLES].get(lease.table_id)
         if old is not None:  # taken again with a new epoch: the old task can never write again
-            task = asyncio.create_task(old.stop())
+            task = asyncio.create_task(old.lose())
             app[BACKGROUND].add(task)
             task.add_done_callback(app[BACKGROUND].discard)
         new_actor(app, lease).start()
 
     async def stop(table_id: str) -> None:
+        """The lease is lost: the table's clients are told ``moved`` and their sockets
+        closed, exactly as when a write is fenced (they reconnect to the new owner)."""
         a = app[TABLES].pop(table_id, None)
         if a is not None:
-            await a.stop()
+            await a.lose()
 
     def handoff(table_id: str) -> bool:
         a = app[TABLES].get(table_id)
@@ -925,6 +984,9 @@ def make_app(config: Config) -> web.Application:
     app.router.add_post("/api/tables/{table_id}/seats/{seat}/stand", stand_seat)
     app.router.add_post("/api/tables/{table_id}/sit", sit)
     app.router.add_post("/api/tables/{table_id}/leave", leave)
+    app.router.add_get("/api/session", session_info)
+    app.router.add_post("/api/session", sign_in)
+    app.router.add_delete("/api/session", sign_out)
     app.router.add_get("/api/me", me)
     app.router.add_get("/api/me/hands", my_hands)
     app.router.add_get("/api/hands/{hand_id}/transcript", transcript)
@@ -939,5 +1001,6 @@ def make_app(config: Config) -> web.Application:
     app.router.add_get("/api/openapi.json", openapi)
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/ws", websocket)
-    add_page_routes(app)
+    add_page_routes(app, _node_urls)
+    add_security_headers(app)
     return app

@@ -2,9 +2,11 @@
 
 A bot is a normal player and a careful client: it registers its own Ed25519 key and
 signs every commit, reveal and move with it (rummy-pf/v2); it checks that each hand's
-header lists its key before committing; it keeps every receipt and signed head the
-server sends (its evidence, docs/fairness.md §15); it learns its seat and the hand's
-state from the server's snapshot whenever it (re)connects, so it commits and reveals
+header lists its key before committing; it keeps every ack and signed head the
+server sends, the header it was shown and its own ``player`` item (its evidence,
+docs/fairness.md §15, written out by :meth:`Bot.write_evidence`); it learns its seat
+and the hand's state from the server's snapshot whenever it (re)connects, so it
+commits and reveals
 in every hand it is dealt into; it reconnects with backoff when the server goes away;
 and when it stops — its hands played, Ctrl-C, an error — it leaves its seat (D34).
 """
@@ -13,15 +15,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
+import os
 import secrets
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 
 from verifier import strategy
-from verifier.chain import commit_move, move_body, reveal_move
+from verifier.chain import commit_move, move_body, player_body, reveal_move
 from verifier.fairness import player_commit
 from verifier.hand import HandState, Phase, Seat, Status, TableRules, action_to_json
 from verifier.record import PROTOCOL
@@ -61,17 +66,19 @@ class Bot:
     keep_frames: bool = False
     max_hands: int | None = None
     errors: list[dict[str, Any]] = field(default_factory=list)
-    evidence: list[dict[str, Any]] = field(default_factory=list)  # receipts and signed heads (§15)
+    evidence: list[dict[str, Any]] = field(default_factory=list)  # acks, heads, headers, player items (§15)
     connections: int = 0
     left: bool = False
     _n: int = 0
     _seeds: dict[int, bytes] = field(default_factory=dict)  # hand_no -> our seed
+    _headers_kept: set[tuple[str, int]] = field(default_factory=set)  # (table, hand_no) whose header we kept
     _hand_no: int | None = None
     _records: dict[int, str] = field(default_factory=dict)  # record i -> h, of the current hand
     _acted_on: str | None = None
     _leaving: str | None = None  # the id of our leave message
     _joining: str | None = None  # the id of our join message
     _ws: aiohttp.ClientWebSocketResponse | None = None
+    _asking: asyncio.Task[None] | None = None  # a join sent again after a refused move
     home: str = ""  # the server first given; any node of a cluster sends us on from there
     others: list[str] = field(default_factory=list)  # other nodes, as named by a node going down
 
@@ -164,6 +171,7 @@ class Bot:
             if isinstance(result, dict):
                 await self._on_result(m, result)
         elif t == "error":
+            self._keep_ack(m.get("error", {}).get("ack"))  # a move the table judged and refused
             code = m.get("error", {}).get("code")
             if code == "wrong_node" and m.get("error", {}).get("redirect"):
                 self.server = str(m["error"]["redirect"])  # the node that serves the table
@@ -179,6 +187,12 @@ class Bot:
                     self.left = True
                 else:  # signature_required, stale_head…: sign again over what we see next
                     self._leaving = None
+            elif code == "unavailable":
+                # The table could not store our move (its database away, D32): nothing
+                # was changed.  Ask again where the hand stands after a backoff, and act
+                # on that — the same move if it is still ours to make.
+                self._acted_on = None
+                self._ask_again()
         elif t == "shutdown":
             servers = m.get("servers")
             if isinstance(servers, list) and all(isinstance(u, str) for u in servers):
@@ -192,6 +206,7 @@ class Bot:
             self.server = self.home  # ask again where the table is served
         elif t == "resumed" and isinstance(m.get("snapshot"), dict):
             log.debug("bot %s: resumed", self.player_id)
+            self._acted_on = None  # a move refused while the table was paused is ours to make again
             await self._from_snapshot(m["snapshot"])
         elif t == "table":
             self._seat_from(m.get("seats", {}))
@@ -205,17 +220,32 @@ class Bot:
             self.hands_seen.append(m)
             self._records = {}
 
+    def _ask_again(self) -> None:
+        if self._asking is not None and not self._asking.done():
+            return
+
+        async def later() -> None:
+            await asyncio.sleep(BACKOFF_FIRST + secrets.randbelow(300) / 1000)
+            if self._ws is not None and not self._ws.closed:
+                with contextlib.suppress(ConnectionError, RuntimeError):
+                    self._joining = await self.send({"type": "join", "table_id": self.table_id})
+
+        self._asking = asyncio.create_task(later())
+
     async def _on_result(self, m: dict[str, Any], result: dict[str, Any]) -> None:
         if "rules" in result and "seats" in result:  # the snapshot answering our join
             await self._from_snapshot(result)
-        elif "seat" in result and "table_id" in result:
+            return
+        if "seat" in result and "table_id" in result:
             self.seat = result["seat"]
-        elif "receipt" in result:
-            self.evidence.append(result["receipt"])
-        elif isinstance(result.get("head"), dict):
-            self.evidence.append(result["head"])
-        elif "left" in result and m.get("id") == self._leaving:
+        self._keep_ack(result.get("ack"))  # a commit, reveal, action or leave, accepted
+        if "left" in result and m.get("id") == self._leaving:
             self.left = True
+
+    def _keep_ack(self, ack: Any) -> None:
+        """Keep the server's signed ack of one of our moves, accepted or refused (§15)."""
+        if isinstance(ack, dict) and ack.get("purpose") == "ack":
+            self.evidence.append(ack)
 
     def _note(self, m: dict[str, Any]) -> None:
         """Keep the signed head of every record we are sent."""
@@ -263,9 +293,10 @@ class Bot:
         entry = next((s for s in header["seats"] if s["player_id"] == self.player_id), None)
         if entry is None:
             return  # we sit this hand out
+        self._keep_header(header_record, entry["seat"])
         if entry.get("player_key") != self.key.public_bytes.hex():
+            # Key substitution: the signed header and our own player item prove it (§15.4).
             log.error("bot %s: hand %d lists another key for us; not committing", self.player_id, hand_no)
-            self.evidence.append({"purpose": "header", "record": header_record})
             return
         self.seat = entry["seat"]
         seed = self._seeds.setdefault(hand_no, secrets.token_bytes(32))
@@ -286,6 +317,29 @@ class Bot:
         await self.send(
             {"type": "reveal", "table_id": self.table_id, "hand_no": hand_no, "seed": seed.hex(), "sig": sig}
         )
+
+    def _keep_header(self, header_record: dict[str, Any], seat: int) -> None:
+        """The signed header as we were shown it, and our ``player`` item: the key we
+        sign this hand's seat with (§15), once per hand."""
+        header = header_record["header"]
+        if (header["table_id"], header["hand_no"]) in self._headers_kept:
+            return
+        self._headers_kept.add((header["table_id"], header["hand_no"]))
+        self.evidence.append({"purpose": "header", "body": header, "sig": header_record["sig"]})
+        body = player_body(header["table_id"], header["hand_no"], seat, self.key.public_bytes)
+        self.evidence.append({"purpose": "player", "body": body, "sig": self.key.sign("player", body, PROTOCOL)})
+
+    def evidence_of(self, table_id: str, hand_no: int) -> list[dict[str, Any]]:
+        """The items we kept for one hand."""
+        return [
+            e for e in self.evidence if (e["body"].get("table_id"), e["body"].get("hand_no")) == (table_id, hand_no)
+        ]
+
+    def write_evidence(self, path: str | os.PathLike[str]) -> int:
+        """Our evidence file (docs/fairness.md §15: a JSON array of signed items, for
+        ``rummy-verify TRANSCRIPT --receipts FILE``); returns the number of items."""
+        Path(path).write_text(json.dumps(self.evidence, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        return len(self.evidence)
 
     def _sign(self, hand_no: int, prev: str, move: dict[str, Any]) -> str:
         return self.key.sign("move", move_body(self.table_id, hand_no, prev, move), PROTOCOL)

@@ -59,6 +59,7 @@ from service.keys import _load_or_create as read_key_file  # reads, as the file 
 from service.store import OperatorTokenMismatch
 from service.table import Settings
 from service.workers import Supervisor, default_workers, free_port, watch_parent
+from verifier.signing import fingerprint_text
 
 log = logging.getLogger("rummy")
 OPERATOR_ENV = "RUMMY_OPERATOR_TOKEN"
@@ -313,6 +314,7 @@ async def start_server(
     database_source: str = "DATABASE_URL",
     node: NodeSettings | None = None,
     shared_port: int | None = None,
+    page_urls: tuple[str, ...] = (),
     lock_data_dir: bool = True,
 ) -> Running:
     """Start the database (embedded unless a URL is given), the keys, the app.
@@ -356,7 +358,14 @@ async def start_server(
         if not node.public_url and port:
             node = dataclasses.replace(node, public_url=f"http://{host}:{port}")
         app = make_app(
-            Config(dsn=url.dsn, keys=keys, settings=settings or Settings(), operator_token=operator_token, node=node)
+            Config(
+                dsn=url.dsn,
+                keys=keys,
+                settings=settings or Settings(),
+                operator_token=operator_token,
+                node=node,
+                page_urls=page_urls,
+            )
         )
         runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=1.0)
         try:
@@ -458,6 +467,7 @@ def serve_workers(args: argparse.Namespace, count: int, data_dir: Path, dsn: str
                 public_host,
                 count,
                 env,
+                page_url=(args.public_url or f"http://{public_host}:{port}").rstrip("/"),
             )
             sup.plan()
             for w in sup.workers:
@@ -468,7 +478,7 @@ def serve_workers(args: argparse.Namespace, count: int, data_dir: Path, dsn: str
                 f"database: {'embedded' if embedded else source})",
                 flush=True,
             )
-            print(f"fairness key fingerprint: {keys.signer.fingerprint}", flush=True)
+            print(f"server key fingerprint: {fingerprint_text(keys.signer.fingerprint)}", flush=True)
             if token:
                 print(f"operator token (shown once, keep it): {token}", flush=True)
             watcher = asyncio.create_task(sup.watch(stop))
@@ -559,6 +569,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             ),
             node=node,
             shared_port=args.shared_port,
+            page_urls=(args.page_url,) if args.page_url else (),
             lock_data_dir=args.worker_of is None,
         )
         try:
@@ -573,7 +584,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 f"database: {'embedded' if running.embedded else source})",
                 flush=True,
             )
-            print(f"fairness key fingerprint: {signer.fingerprint}", flush=True)
+            print(f"server key fingerprint: {fingerprint_text(signer.fingerprint)}", flush=True)
             if running.new_operator_token:
                 print(f"operator token (shown once, keep it): {running.new_operator_token}", flush=True)
             await stop.wait()
@@ -814,6 +825,15 @@ async def drive_bots(bots: list[Any], table_id: str, server: str, out: Any = sys
             )
 
 
+def write_evidence(bots: list[Any], folder: Path) -> None:
+    """Each bot's evidence file, DIR/PLAYER_ID.json (docs/fairness.md §15)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for b in bots:
+        if b.player_id:
+            n = b.write_evidence(folder / f"{b.player_id}.json")
+            print(f"{b.player_id}: {n} evidence items in {folder / (b.player_id + '.json')}", flush=True)
+
+
 def cmd_bots(args: argparse.Namespace) -> int:
     from service.bots import create_bots
 
@@ -849,7 +869,11 @@ def cmd_bots(args: argparse.Namespace) -> int:
                 raise CliError(EXIT_REFUSED, str(e)) from e
         until = f"for {args.hands} hands" if args.hands else "until Ctrl-C"
         print(f"{len(bots)} bots joining table {args.table} at {server}, playing {until}", flush=True)
-        await drive_bots(bots, args.table, server)
+        try:
+            await drive_bots(bots, args.table, server)
+        finally:
+            if args.evidence:
+                write_evidence(bots, Path(args.evidence))
         return EXIT_OK
 
     return run_interruptible(main)
@@ -910,11 +934,8 @@ async def run_demo(seats: int, hands: int, out: Any = sys.stdout) -> int:
                     token,
                     {"seats": seats, "point_value": 10, "commission_bps": 500, "turn_seconds": 30},
                 )
-                print(
-                    f"table {table['id']}: {seats} seats, 10 HT a point, 5% commission; key {key['fingerprint'][:16]}…",
-                    file=out,
-                    flush=True,
-                )
+                print(f"table {table['id']}: {seats} seats, 10 HT a point, 5% commission", file=out, flush=True)
+                print(f"server key fingerprint: {fingerprint_text(key['fingerprint'])}", file=out, flush=True)
                 bots = await create_bots(
                     session, base, token, table["id"], seats, deposit=10_000, fast=True, hands=hands
                 )
@@ -1070,6 +1091,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sp.add_argument("--worker-of", type=int, default=None, help=argparse.SUPPRESS)
     sp.add_argument("--shared-port", type=int, default=None, help=argparse.SUPPRESS)
+    sp.add_argument("--page-url", default=None, help=argparse.SUPPRESS)  # a worker: where people open the pages
     sp.add_argument(
         "--log-format", choices=("text", "json"), default="text", help="log lines on stderr: text, or one JSON a line"
     )
@@ -1087,6 +1109,13 @@ def build_parser() -> argparse.ArgumentParser:
     bp.add_argument("--fast", action="store_true", help="no think time")
     bp.add_argument("--deposit", type=int, default=100_000, help="HT minor units deposited for each bot")
     bp.add_argument("--hands", type=int, default=None, help="stop after this many hands")
+    bp.add_argument(
+        "--evidence",
+        metavar="DIR",
+        default=None,
+        help="when the bots stop, write each one's evidence file (docs/fairness.md §15) to DIR/PLAYER_ID.json, "
+        "for rummy-verify TRANSCRIPT --receipts FILE",
+    )
     bp.add_argument("--operator-token", default=None, help=f"default: {OPERATOR_ENV}")
     bp.set_defaults(func=cmd_bots)
     dp = sub.add_parser(

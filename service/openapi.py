@@ -22,6 +22,14 @@ def schema_of(spec: wire.Spec) -> dict[str, Any]:
         return out
     if isinstance(spec, wire.Hex):
         return {"type": "string", "pattern": f"^[0-9a-f]{{{2 * spec.nbytes}}}$"}
+    if isinstance(spec, wire.Name):
+        return {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": spec.hi,
+            "description": "visible text: no bidirectional or other control or format characters, no unassigned "
+            "code points, no spaces at either end (refused as bad_name)",
+        }
     if isinstance(spec, wire.Text):
         out = {"type": "string", "minLength": spec.lo, "maxLength": spec.hi}
         if spec.pattern is not None:
@@ -65,6 +73,9 @@ ROUTES: list[tuple[str, str, str, str, wire.Obj | None]] = [
     ("post", "/api/tables/{table_id}/leave", PLAYER, "Leave (a signed move during your hand, D15)", wire.LEAVE),
     ("post", "/api/tables/{table_id}/close", OPERATOR, "Close the table after its hand in progress", None),
     ("post", "/api/tables/{table_id}/seats/{seat}/stand", OPERATOR, "Stand a seat up (now, or as its hand ends)", None),
+    ("get", "/api/session", ANYONE, "Whom this browser's session cookie speaks for (null: nobody)", None),
+    ("post", "/api/session", ANYONE, "Sign in with a player token: an HttpOnly session cookie", wire.SIGN_IN),
+    ("delete", "/api/session", ANYONE, "Sign out: the session ends, its cookie is cleared", None),
     ("get", "/api/me", PLAYER, "Balance, holds, seats and key", None),
     ("get", "/api/me/hands", PLAYER, "The player's hand history", None),
     ("get", "/api/hands/{hand_id}/transcript", ANYONE, "The signed transcript of an ended hand", None),

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import json
 import secrets
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,14 +66,15 @@ async def create_player(
     token = new_token()
     player_id = "p_" + secrets.token_hex(8)
     async with conn.transaction():
-        await conn.execute(
-            "INSERT INTO players (id, name, token_hash, is_bot, public_key) VALUES ($1, $2, $3, $4, $5)",
-            player_id,
-            name,
-            token_hash(token),
-            is_bot,
-            public_key,
-        )
+        with _key_in_use():
+            await conn.execute(
+                "INSERT INTO players (id, name, token_hash, is_bot, public_key) VALUES ($1, $2, $3, $4, $5)",
+                player_id,
+                name,
+                token_hash(token),
+                is_bot,
+                public_key,
+            )
         await ledger.open_accounts(conn, player_id)
         if deposit:
             await ledger.deposit(conn, player_id, deposit)
@@ -80,8 +83,22 @@ async def create_player(
 
 async def set_public_key(conn: asyncpg.Connection, player_id: str, public_key: bytes) -> None:
     """The Ed25519 key the player signs moves with (rummy-pf/v2); each hand's header
-    lists the key in force when it was dealt."""
-    await conn.execute("UPDATE players SET public_key = $2 WHERE id = $1", player_id, public_key)
+    lists the key in force when it was dealt.  A key is one player's: another's is
+    refused (``key_in_use``, D36), so no hand lists one key for two seats."""
+    with _key_in_use():
+        await conn.execute("UPDATE players SET public_key = $2 WHERE id = $1", player_id, public_key)
+
+
+@contextlib.contextmanager
+def _key_in_use() -> Iterator[None]:
+    try:
+        yield
+    except asyncpg.UniqueViolationError as e:
+        if e.constraint_name != "players_public_key_unique":
+            raise
+        raise StoreError(
+            "key_in_use", "this public key is registered to another player: register your own", 409
+        ) from None
 
 
 async def player_by_token(conn: asyncpg.Connection, token: str) -> Player | None:
@@ -91,6 +108,39 @@ async def player_by_token(conn: asyncpg.Connection, token: str) -> Player | None
     if row is None or not same_hash(bytes(row["token_hash"]), token_hash(token)):
         return None
     return Player(row["id"], row["name"], row["is_bot"])
+
+
+SESSION_DAYS = 30
+
+
+async def create_session(conn: asyncpg.Connection, player_id: str, days: int = SESSION_DAYS) -> str:
+    """A new browser session for the player (its id, returned once; only its hash is
+    kept); sessions past their expiry are swept on the way."""
+    session = new_token()
+    await conn.execute("DELETE FROM sessions WHERE expires_at < now()")
+    await conn.execute(
+        "INSERT INTO sessions (id_hash, player_id, expires_at) VALUES ($1, $2, now() + make_interval(days => $3))",
+        token_hash(session),
+        player_id,
+        days,
+    )
+    return session
+
+
+async def player_by_session(conn: asyncpg.Connection, session: str) -> Player | None:
+    """The player of a live session, or None (unknown or expired)."""
+    row = await conn.fetchrow(
+        "SELECT p.id, p.name, p.is_bot, s.id_hash FROM sessions s JOIN players p ON p.id = s.player_id "
+        "WHERE s.id_hash = $1 AND s.expires_at > now()",
+        token_hash(session),
+    )
+    if row is None or not same_hash(bytes(row["id_hash"]), token_hash(session)):
+        return None
+    return Player(row["id"], row["name"], row["is_bot"])
+
+
+async def end_session(conn: asyncpg.Connection, session: str) -> None:
+    await conn.execute("DELETE FROM sessions WHERE id_hash = $1", token_hash(session))
 
 
 async def player_exists(conn: asyncpg.Connection, player_id: str) -> bool:
@@ -227,7 +277,8 @@ async def hand_history(conn: asyncpg.Connection, player_id: str, limit: int = 50
     rows = await conn.fetch(
         "SELECT h.id, h.table_id, h.hand_no, h.status, hp.seat, hp.hold, h.started_at, h.ended_at, "
         "h.transcript->'result'->'settlement'->'deltas'->>(hp.seat::text) AS delta, "
-        "h.transcript->'result'->'points'->>(hp.seat::text) AS points "
+        "h.transcript->'result'->'points'->>(hp.seat::text) AS points, "
+        "h.transcript->'result'->>'winner' AS winner "
         "FROM hand_players hp JOIN hands h ON h.id = hp.hand_id WHERE hp.player_id = $1 "
         "ORDER BY h.id DESC LIMIT $2",
         player_id,
@@ -242,6 +293,8 @@ async def hand_history(conn: asyncpg.Connection, player_id: str, limit: int = 50
             "seat": r["seat"],
             "points": None if r["points"] is None else int(r["points"]),
             "delta": None if r["delta"] is None else int(r["delta"]),
+            "winner": None if r["winner"] is None else int(r["winner"]),
+            "ended_at": None if r["ended_at"] is None else r["ended_at"].isoformat(),
             "transcript": f"/api/hands/{r['id']}/transcript" if r["status"] in ("ended", "void") else None,
         }
         for r in rows

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -124,6 +125,62 @@ class Text(Spec):
         return value
 
 
+#: bidirectional formatting characters (Unicode's Bidi_Control property): they make a
+#: name reorder the text around it ("· seat 6" shown as "6 taes ·")
+BIDI_CONTROLS: Final = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+#: invisible format characters a name may hold: the zero-width (non-)joiner, which
+#: some scripts and emoji sequences need; every other format character is refused
+_JOINERS: Final = frozenset("\u200c\u200d")
+MAX_COMBINING_RUN: Final = 4  # combining marks on one letter; more is "Zalgo" text that overflows its line
+
+
+def name_problem(value: str) -> str | None:
+    """Why ``value`` cannot be a player's name, or None: a bidirectional control, a
+    C0/C1 control, another invisible format character, a line or paragraph
+    separator, a surrogate, a code point unassigned in the server's Unicode
+    version, a pile of combining marks, or spaces at either end."""
+    if value != value.strip() or not value.strip():
+        return "may not begin or end with spaces, nor be only spaces"
+    run = 0
+    for ch in value:
+        category = unicodedata.category(ch)
+        what = None
+        if ch in BIDI_CONTROLS:
+            what = "a bidirectional control"
+        elif category == "Cc":
+            what = "a control character"
+        elif category == "Cf" and ch not in _JOINERS:
+            what = "an invisible format character"
+        elif category in ("Zl", "Zp"):
+            what = "a line or paragraph separator"
+        elif category == "Cs":
+            what = "a surrogate"
+        elif category == "Cn":
+            what = f"unassigned in Unicode {unicodedata.unidata_version}"
+        if what is not None:
+            label = unicodedata.name(ch, "")
+            return f"U+{ord(ch):04X}{f' ({label})' if label else ''} is {what}"
+        run = run + 1 if category in ("Mn", "Me") else 0
+        if run > MAX_COMBINING_RUN:
+            return f"has more than {MAX_COMBINING_RUN} combining marks on one character"
+    return None
+
+
+@dataclass(frozen=True)
+class Name(Spec):
+    """A player's name: 1 to ``hi`` characters of visible text (:func:`name_problem`),
+    refused as ``bad_name``."""
+
+    hi: int = 64
+
+    def check(self, value: Any, path: str) -> str:
+        text = Text(1, self.hi).check(value, path)
+        problem = name_problem(text)
+        if problem is not None:
+            raise WireError(f"{path}: {problem}", "bad_name")
+        return text
+
+
 @dataclass(frozen=True)
 class Hex(Spec):
     nbytes: int
@@ -186,10 +243,11 @@ def _kind(value: Any) -> str:
 
 
 def check(spec: Obj, data: dict[str, Any], what: str = "body", code: str = "bad_message") -> dict[str, Any]:
+    """``spec.check``; a refusal takes ``code`` unless a field named its own (``bad_name``)."""
     try:
         return spec.check(data, what)
     except WireError as e:
-        raise WireError(e.message, code, e.status) from None
+        raise WireError(e.message, code if e.code == "bad_message" else e.code, e.status) from None
 
 
 ID: Final = Text(1, 64, _ID)
@@ -199,7 +257,8 @@ PUBLIC_KEY: Final = Hex(32)
 SIGNATURE: Final = Hex(64)
 
 # REST bodies
-NEW_PLAYER: Final = Obj({"name": Text(1, 64)}, {"deposit": Int(1, MAX_AMOUNT), "bot": Bool(), "public_key": PUBLIC_KEY})
+NAME: Final = Name(64)
+NEW_PLAYER: Final = Obj({"name": NAME}, {"deposit": Int(1, MAX_AMOUNT), "bot": Bool(), "public_key": PUBLIC_KEY})
 DEPOSIT: Final = Obj({"amount": Int(1, MAX_AMOUNT)})
 NEW_TABLE: Final = Obj(
     {},
@@ -217,6 +276,7 @@ SIT: Final = Obj({}, {"seat": Int(0, 7)})
 SIGNED_LEAVE: Final = {"hand_no": HAND_NO, "prev": Hex(32), "sig": SIGNATURE}
 LEAVE: Final = Obj({}, SIGNED_LEAVE)
 PLAYER_KEY: Final = Obj({"public_key": PUBLIC_KEY})
+SIGN_IN: Final = Obj({"token": Text(1, 256, _TOKEN)})
 VOID: Final = Obj({"reason": Text(1, 500)})
 
 # WebSocket frames: every one has an id and a type; then the type's own fields.

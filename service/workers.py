@@ -58,6 +58,7 @@ class Supervisor:
     public_host: str
     count: int
     env: dict[str, str]
+    page_url: str = ""  # where people open the pages (the server's port, or --public-url): origins the workers allow
     node_base: str = field(default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}")
     workers: list[Worker] = field(default_factory=list)
 
@@ -82,6 +83,7 @@ class Supervisor:
                 w.node_id,
                 "--public-url",
                 w.public_url,
+                *(["--page-url", self.page_url] if self.page_url else []),
             ],
             env=self.env,
         )

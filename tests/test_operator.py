@@ -68,6 +68,9 @@ async def test_stand_a_seat_up_now_or_as_its_hand_ends_and_close_a_table(api: Ap
     await api.call("POST", f"/api/tables/{table}/sit", token=idle["token"], body={"seat": 3}, expect=200)
     now = await api.call("POST", f"/api/tables/{table}/seats/3/stand", body={}, expect=200)
     assert now == {"table_id": table, "seat": 3, "player_id": idle["id"], "now": True}
+    async with Client(server.url, idle["token"], idle["signer"]) as ci:
+        snap = (await ci.request({"type": "join", "table_id": table}))["result"]
+        assert snap["stood_up"]["reason"] == "operator" and snap["stood_up"]["seat"] == 3  # why the seat went
     async with Client(server.url, a["token"], a["signer"]) as ca, Client(server.url, b["token"], b["signer"]) as cb:
         hand_no = await through_seeds(table, ca, cb)
         seat_a = seat_of(ca)
@@ -80,9 +83,15 @@ async def test_stand_a_seat_up_now_or_as_its_hand_ends_and_close_a_table(api: Ap
         await cb.leave(table, hand_no, seat_of(cb))
         await ca.wait_frame(lambda f: f.get("type") == "result")
         await ca.wait_frame(lambda f: f.get("type") == "closed")
+        pushes = [f for f in ca.frames if f.get("type") == "table" and f["stood"]]
+        stood = {(e["player_id"], e["reason"]) for f in pushes for e in f["stood"]}
+        # b left (charged, D15); a stood up by the operator as the hand ended; nobody else was seated
+        assert stood == {(b["id"], "left"), (a["id"], "operator")}, stood
+        for f in pushes:  # each push's seats are those left after it
+            assert not {e["player_id"] for e in f["stood"]} & set(f["seats"].values()), f
     detail = await api.call("GET", f"/api/tables/{table}", token=None)
     assert detail["status"] == "closed" and detail["seated"] == []
-    assert server.app[TABLES][table].next_start is None  # no new hand is ever dealt
+    assert server.app[TABLES][table].core.next_start is None  # no new hand is ever dealt
     actions = await audit_actions(api)
     for entry in (("stand_seat", f"{table}/3", "done"), ("stand_seat", f"{table}/{seat_a}", "done")):
         assert entry in actions
@@ -114,7 +123,7 @@ async def test_the_openapi_document_matches_the_routes(server: Running) -> None:
         if r.method != "HEAD"
         and r.resource is not None
         and not r.resource.canonical.startswith(("/web", "/verify"))
-        and r.resource.canonical != "/"
+        and r.resource.canonical not in ("/", "/favicon.ico")
     }
     documented = {(m, p) for p, ops in OPENAPI["paths"].items() for m in ops}
     assert routes == documented, (routes - documented, documented - routes)

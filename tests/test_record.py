@@ -15,7 +15,7 @@ import pytest
 from verifier import vectors
 from verifier.chain import commit_move, move_body
 from verifier.errors import RuleError
-from verifier.fairness import PROTOCOL_V2, player_commit
+from verifier.fairness import PROTOCOL_V2, canonical, lp, player_commit
 from verifier.hand import DrawClosed, Leave, TableRules, TimeOut, action_to_json
 from verifier.record import HandRecorder, RestoreError
 
@@ -97,15 +97,26 @@ def test_moves_need_the_seats_own_signature_over_the_current_head() -> None:
     with pytest.raises(RuleError) as e:  # seat 1's key signing seat 0's commitment
         rec.check_commit(0, c0, sign(keys, rec, 1, h0, commit_move(0, c0)))
     assert e.value.code == "bad_signature"
-    receipt = rec.check_commit(0, c0, sign(keys, rec, 0, h0, commit_move(0, c0)))
-    assert receipt["body"] == {
+    sig0 = sign(keys, rec, 0, h0, commit_move(0, c0))
+    assert rec.check_commit(0, c0, sig0) is None
+    ack = rec.ack(0, commit_move(0, c0), h0, sig0, arrived=1500)
+    assert ack["purpose"] == "ack" and ack["body"] == {
         "table_id": "t-unit",
         "hand_no": 1,
         "seat": 0,
-        "kind": "commit",
-        "value": c0.hex(),
+        "move": {"kind": "commit", "seat": 0, "commit": c0.hex()},
         "prev": h0,
+        "psig": sig0,
+        "i": 0,
+        "h": h0,
+        "arrived": 1500,
+        "outcome": "accepted",
+        "code": None,
     }
+    assert (
+        vectors.TEST_SIGNER.public_key.verify(bytes.fromhex(ack["sig"]), lp("rummy-pf/v2/ack") + canonical(ack["body"]))
+        is None
+    )
     rec.commitments(
         {0: (c0, sign(keys, rec, 0, h0, commit_move(0, c0))), 1: (c1, sign(keys, rec, 1, h0, commit_move(1, c1)))},
         2000,
@@ -138,13 +149,50 @@ def test_moves_need_the_seats_own_signature_over_the_current_head() -> None:
         rec.prepare(TimeOut(seat), {"prev": head, "sig": "00" * 64}, 4000)
     assert e.value.code == "bad_signature"
     assert len(rec.records) == 4  # nothing above was recorded
-    rec.act(draw, {"prev": head, "sig": sign(keys, rec, seat, head, action_to_json(draw))}, 4000)
-    # A leave may be signed over any earlier record of the hand (sent during the seed phases).
+    record, _ = rec.act(draw, {"prev": head, "sig": sign(keys, rec, seat, head, action_to_json(draw))}, 4000)
+    ack = rec.ack(seat, action_to_json(draw), head, "ab" * 64, arrived=4000, i=record["i"])
+    assert (ack["body"]["i"], ack["body"]["h"]) == (4, record["h"])  # the accepted action's record: its head
+    # A leave is signed over the record it follows, like every action (issue 16: it
+    # used to be allowed over any earlier record, so the server chose when it counted).
     other = 1 - seat
     leave = Leave(other)
-    rec.act(leave, {"prev": h0, "sig": sign(keys, rec, other, h0, action_to_json(leave))}, 4500)
+    with pytest.raises(RuleError) as e:
+        rec.prepare(leave, {"prev": h0, "sig": sign(keys, rec, other, h0, action_to_json(leave))}, 4500)
+    assert e.value.code == "stale_head"
+    head = rec.head
+    refused = rec.ack(other, action_to_json(leave), h0, "cd" * 64, arrived=4400, code="stale_head")
+    assert refused["body"]["outcome"] == "refused" and (refused["body"]["i"], refused["body"]["h"]) == (4, head)
+    rec.act(leave, {"prev": head, "sig": sign(keys, rec, other, head, action_to_json(leave))}, 4500)
     assert rec.ended and rec.state is not None and rec.state.result is not None
     assert rec.state.result.winner == seat
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        bytes.fromhex("01" + "00" * 31),  # the identity
+        bytes.fromhex("c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac037a"),  # order 8
+        (2**255 - 19 + 3).to_bytes(32, "little"),  # not canonical
+    ],
+)
+def test_the_recorder_opens_no_hand_with_a_key_the_verifier_refuses(key: bytes) -> None:
+    """§9, §13: strict keys, one key per seat — the server never makes a transcript
+    that fails format."""
+    good = vectors.player_signer("unit", 0).public_bytes
+    rules = TableRules(seats=4)
+    for seats in ([(0, "a", good), (1, "b", key)], [(0, "a", good), (1, "b", good)]):
+        with pytest.raises(ValueError):
+            HandRecorder(vectors.TEST_SIGNER, "t", 1, rules, seats, 0, b"\x01" * 32)
+
+
+def test_a_hand_voided_after_its_reveals_publishes_its_seed() -> None:
+    """§12 (issue 16): once record 2 is made, the seed is published, void or not."""
+    rec, keys = fresh_hand()
+    rec.commitments({}, 11_000)
+    rec.reveal({}, 12_000)
+    rec.void("voided by the operator (D33)", 13_000)
+    t = rec.transcript(seed_revealed=False)
+    assert t["server_seed"] == (b"\x07" * 32).hex() and len(t["deck"]) == 106
 
 
 def test_a_reload_trusts_only_the_exact_signatures_its_own_recorder_checked() -> None:

@@ -112,7 +112,8 @@ async def test_whole_hands_with_bots_verify_and_leak_nothing(
         assert report.ok, report.failure
         assert t["log"][0]["header"]["table_id"] == table
         # rummy-pf/v2: every seat's commit, reveal and move carries its player's signature,
-        # and every receipt and signed head a bot kept agrees with the published transcript.
+        # and every ack and signed head a bot kept, the header it accepted and its player
+        # item agree with the published transcript (§15).
         header = t["log"][0]["header"]
         assert {s["player_key"] for s in header["seats"]} <= {b.key.public_bytes.hex() for b in bots}
         assert all(r["psig"] for r in t["log"][4:] if r["action"]["kind"] != "timeout")
@@ -120,9 +121,14 @@ async def test_whole_hands_with_bots_verify_and_leak_nothing(
         for b in bots:
             assert b.player_id is not None
             total += check_frames(b.frames, b.player_id, t)
-            mine = [e for e in b.evidence if e["body"]["hand_no"] == header["hand_no"]]
-            assert {e["purpose"] for e in mine} == {"receipt", "head"}, mine[:2]
-            assert verify_transcript(t, pinned, mine).ok
+            mine = b.evidence_of(table, header["hand_no"])
+            assert {e["purpose"] for e in mine} == {"ack", "head", "header", "player"}, mine[:2]
+            seat = next(s["seat"] for s in header["seats"] if s["player_id"] == b.player_id)
+            moved = [r for r in t["log"][4:] if r["psig"] and r["action"]["seat"] == seat]
+            assert len([e for e in mine if e["purpose"] == "ack"]) >= 2 + len(moved)  # commit, reveal, each move
+            report = verify_transcript(t, pinned, mine)
+            assert report.ok, report.failure
+            assert report.summary["evidence"]["checked"] == len(mine)
         assert total > 0
     # Consecutive hands at the table chain (docs/fairness.md §11).
     t1 = await api.call("GET", results[0]["transcript"])
@@ -164,7 +170,8 @@ async def through_seeds(table: str, *clients: Client) -> int:
         seeds[c] = (seat, bytes([seat + 1]) * 32)
         r = await c.commit(frame["record"], player_commit(seat, seeds[c][1]))
         assert r["type"] == "reply", r
-        assert r["result"]["receipt"]["body"]["kind"] == "commit"
+        ack = r["result"]["ack"]
+        assert ack["body"]["move"]["kind"] == "commit" and ack["body"]["outcome"] == "accepted"
     for c in clients:
         frame = await c.wait_frame(lambda f: f.get("type") == "hand" and f.get("phase") == "reveal")
         r = await c.reveal(frame["record"], *seeds[c])
@@ -265,7 +272,8 @@ async def test_bad_messages_get_typed_errors_and_change_nothing(api: Api, server
         sig = on_turn.sign(table, hand_no, prev, {"kind": "draw_closed", "seat": seat_of(on_turn)})
         draw = frame(action={"kind": "draw_closed"}, prev=prev, sig=sig)
         first = await on_turn.request(draw, msg_id="draw-1")
-        assert first["type"] == "reply" and first["result"]["head"]["body"]["i"] == first["result"]["i"]
+        assert first["type"] == "reply" and first["result"]["ack"]["body"]["i"] == first["result"]["i"]
+        assert first["result"]["ack"]["body"]["h"] == first["result"]["h"]  # the ack is the record's head
         again = await on_turn.request(draw, msg_id="draw-1")
         assert again["replayed"] is True and again["result"] == first["result"]
         await wait_for(lambda: latest_view(on_turn)["phase"] == "discard")
@@ -435,7 +443,7 @@ async def test_state_is_rebuilt_from_the_stored_log(api: Api, server: Running) -
             stored = await handstore.load_hand(conn, table)
         assert stored is not None
         # The path a restart takes: every sealed record opened and fed through the recorder.
-        restored = restore(stored, server.app[CONFIG].keys, table, grace=0)
+        restored = restore(stored, server.app[CONFIG].keys, table)
         assert restored.void_reason is None
         assert restored.run.recorder.state == actor.hand.recorder.state
         assert restored.run.recorder.records == actor.hand.recorder.records
@@ -515,7 +523,7 @@ async def test_migrations_applied_twice_change_nothing(pg_dsn: str) -> None:
         assert await migrate(conn) == []
         assert await migrate(conn) == []
         assert await schema() == first
-        assert [m[0] for m in first[2]] == [m.version for m in load_migrations()] == [1, 2, 3, 4, 5]
+        assert [m[0] for m in first[2]] == [m.version for m in load_migrations()] == [1, 2, 3, 4, 5, 6, 7]
     finally:
         await conn.close()
 
@@ -585,7 +593,7 @@ async def test_a_seat_that_withholds_its_reveal_sits_out_and_pays_a_first_drop(a
         assert wrong["error"]["code"] == "seed_mismatch"
         for c, p in zip((c0, c1), players, strict=False):
             r = await c.reveal(reveal["record"], seats[p["id"]], seed[c])
-            assert r["type"] == "reply" and r["result"]["receipt"]["body"]["value"] == seed[c].hex()
+            assert r["type"] == "reply" and r["result"]["ack"]["body"]["move"]["seed"] == seed[c].hex()
         deal = await c0.wait_frame(lambda f: f.get("type") == "update" and f.get("i") == 3, timeout=15)
         assert [e["kind"] for e in deal["events"]].count("forfeit") == 1
         await c1.leave(table, hand_no, seats[players[1]["id"]])

@@ -156,9 +156,19 @@ def test_there_are_enough_transcripts() -> None:
 @pytest.mark.parametrize("name", TRANSCRIPTS)
 def test_every_transcript_vector_verifies_with_the_pinned_key(name: str) -> None:
     t = load(name)["transcript"]
-    report = verify_transcript(t, vectors.TEST_SIGNER.public_bytes)
+    v1 = t["protocol"] == "rummy-pf/v1"
+    report = verify_transcript(t, vectors.TEST_SIGNER.public_bytes, allow_v1=v1)
     assert report.ok, report.failure
     assert report.checks_passed[0] == "format" and "chain" in report.checks_passed
+    # issue 16: v1 only when asked, and then with the warning that the server alone vouches for it
+    assert ("v1_server_only" in {w["code"] for w in report.warnings}) == v1
+    if v1:
+        refused = verify_transcript(t, vectors.TEST_SIGNER.public_bytes)
+        assert (
+            refused.failure is not None
+            and refused.failure.check == "format"
+            and "--allow-v1" in refused.failure.message
+        )
     order = CHECKS_FOR[t["protocol"]]
     every = report.checks_passed + report.checks_skipped
     assert sorted(every, key=order.index) == list(order) and len(set(every)) == len(every)
@@ -169,8 +179,11 @@ def test_every_transcript_vector_verifies_with_the_pinned_key(name: str) -> None
 # What each vector cannot check (§14: "reported as skipped, never as passed") and
 # the warnings it carries.
 EXPECTED_SKIPS = {
-    "transcript-void.json": ({"replay", "points", "penalties", "settlement"}, {"withheld", "void"}),
-    "transcript-8seat-seeds-and-leave.json": (set(), {"withheld"}),
+    "transcript-void.json": (
+        {"replay", "points", "penalties", "settlement", "evidence"},
+        {"withheld", "void", "v1_server_only"},
+    ),
+    "transcript-8seat-seeds-and-leave.json": ({"evidence"}, {"withheld", "v1_server_only"}),
     "v2-transcript-headsup-withheld.json": ({"evidence"}, {"withheld"}),
     "v2-transcript-8seat-seeds-and-leaves.json": ({"evidence"}, {"withheld"}),
     "v2-transcript-void-all-withheld.json": (
@@ -198,8 +211,8 @@ EXPECTED_SKIPS = {
 
 @pytest.mark.parametrize("name", TRANSCRIPTS)
 def test_skipped_checks_and_warnings(name: str) -> None:
-    report = verify_transcript(load(name)["transcript"])
-    default = ({"evidence"} if name.startswith("v2-") else set(), set())
+    report = verify_transcript(load(name)["transcript"], allow_v1=True)
+    default = ({"evidence"}, set() if name.startswith("v2-") else {"v1_server_only"})
     skipped, warned = EXPECTED_SKIPS.get(name, default)
     assert set(report.checks_skipped) == skipped
     assert {w["code"] for w in report.warnings} == warned
@@ -211,7 +224,7 @@ def test_skipped_checks_and_warnings(name: str) -> None:
 def test_the_evidence_vector_agrees_with_its_transcript() -> None:
     t = load("v2-transcript-4seat-two-players.json")["transcript"]
     evidence = load("v2-evidence-4seat-two-players-seat1.json")["evidence"]
-    assert {e["purpose"] for e in evidence} == {"receipt", "head"}
+    assert {e["purpose"] for e in evidence} == {"ack", "head", "header", "player"}
     report = verify_transcript(t, vectors.TEST_SIGNER.public_bytes, evidence)
     assert report.ok, report.failure
     assert report.checks_passed[-1] == "evidence"
@@ -221,16 +234,32 @@ def test_the_evidence_vector_agrees_with_its_transcript() -> None:
         "other_hands": 0,
         "after_void": 0,
     }
-    # The same evidence beside another hand's transcript is counted and ignored.
+    # The same evidence beside another hand's transcript proves nothing about it: it
+    # fails (issue 16; it used to pass with every item "for other hands").
     other = verify_transcript(load("v2-transcript-6seat-everything.json")["transcript"], None, evidence)
-    assert other.ok and other.summary["evidence"]["other_hands"] == len(evidence)
+    assert other.failure is not None and other.failure.check == "evidence"
+    assert "no item of this evidence is for table" in other.failure.message
+    assert other.summary["evidence"] == {
+        "items": len(evidence),
+        "checked": 0,
+        "other_hands": len(evidence),
+        "after_void": 0,
+    }
 
 
-def test_v1_transcripts_have_no_evidence_checks() -> None:
+def test_v1_transcripts_are_refused_unless_asked_and_their_evidence_always_fails() -> None:
+    """Appendix C (issue 16): evidence given for a v1 transcript always fails — items of
+    its hand refute a v1 copy, items of other hands prove nothing."""
     t = load("transcript-4seat-two-players.json")["transcript"]
-    report = verify_transcript(t, None, [])
-    assert report.ok and "evidence" in report.checks_skipped and "rummy-pf/v1" in report.skip_reasons["evidence"]
+    refused = verify_transcript(t, None)
+    assert refused.failure is not None and refused.failure.check == "format"
+    report = verify_transcript(t, None, allow_v1=True)
+    assert report.ok and "evidence" in report.checks_skipped
     assert "player_signatures" not in report.checks_passed + report.checks_skipped
+    for evidence in ([], load("v2-evidence-4seat-two-players-seat1.json")["evidence"]):
+        with_evidence = verify_transcript(t, None, evidence, allow_v1=True)
+        assert with_evidence.failure is not None and with_evidence.failure.check == "evidence"
+        assert with_evidence.summary["evidence"]["checked"] == 0
 
 
 def test_the_frozen_v1_vectors_are_unchanged() -> None:
@@ -241,7 +270,11 @@ def test_the_frozen_v1_vectors_are_unchanged() -> None:
 
 def test_regenerating_the_vectors_gives_the_same_bytes() -> None:
     fresh = vectors.all_files()
-    on_disk = {p.name: p.read_text(encoding="utf-8") for p in DIR.glob("*.json") if p.name not in vectors.V1_FROZEN}
+    on_disk = {
+        p.relative_to(DIR).as_posix(): p.read_text(encoding="utf-8")
+        for p in DIR.rglob("*.json")
+        if p.name not in vectors.V1_FROZEN
+    }
     assert set(fresh) == set(on_disk)
     for name, text in fresh.items():
         assert text == on_disk[name], f"{name} differs from what verifier/vectors.py generates"

@@ -88,13 +88,32 @@ def test_success_prints_a_summary_and_the_unpinned_fingerprint() -> None:
     assert "every check passed" in out and "winner: seat" in out and "house commission" in out
     assert "player-rich-0" in out and "UNPINNED" in out and "rummy-pf/v2" in out
     assert "skipped evidence: no evidence was given" in out
-    assert vectors.TEST_SIGNER.fingerprint in out
+    fp = vectors.TEST_SIGNER.fingerprint
+    grouped = " ".join(fp[k : k + 4] for k in range(0, 64, 4))
+    assert f"server key fingerprint: {grouped} (UNPINNED" in out  # the form every page shows
 
 
-def test_v1_transcripts_still_verify() -> None:
-    r = run("--key", KEY_HEX, RICH_V1)
+def test_v1_transcripts_verify_only_when_asked_and_say_the_server_alone_vouches() -> None:
+    """Issue 16: v1 is refused unless --allow-v1; accepted, the verdict warns
+    v1_server_only (it used to pass silently, so a v2 hand re-published as v1 did)."""
+    refused = run("--key", KEY_HEX, RICH_V1)
+    assert refused.returncode == 1 and "check 'format' failed" in refused.stdout and "--allow-v1" in refused.stdout
+    r = run("--key", KEY_HEX, RICH_V1, "--allow-v1")
     assert r.returncode == 0 and "rummy-pf/v1" in r.stdout, r.stdout + r.stderr
     assert "player_signatures" not in r.stdout
+    assert "WARNING v1_server_only" in r.stdout and "server alone vouches" in r.stdout
+    j = json.loads(run("--json", "--key", KEY_HEX, RICH_V1, "--allow-v1").stdout)
+    assert [w["code"] for w in j["warnings"]] == ["v1_server_only"]
+    with_evidence = run("--key", KEY_HEX, RICH_V1, "--allow-v1", "--receipts", EVIDENCE)
+    assert with_evidence.returncode == 1 and "check 'evidence' failed" in with_evidence.stdout
+    assert "evidence: 0 of" in with_evidence.stdout
+    # The count is shown even when an earlier check stopped the run (here: v1 refused).
+    n = len(json.loads(Path(EVIDENCE).read_text())["evidence"])
+    stopped = run("--key", KEY_HEX, RICH_V1, "--receipts", EVIDENCE)
+    assert stopped.returncode == 1 and "check 'format' failed" in stopped.stdout
+    assert f"evidence: 0 of {n} items checked, {n} for other hands (not applied: check 'format'" in stopped.stdout
+    j = json.loads(run("--json", "--key", KEY_HEX, RICH_V1, "--receipts", EVIDENCE).stdout)
+    assert j["summary"]["evidence"] == {"items": n, "checked": 0, "other_hands": n, "after_void": 0}
 
 
 @pytest.mark.parametrize("form", ["hex", "base64", "pem", "pem-text", "hex-file", "key-json"])
@@ -121,6 +140,11 @@ def test_a_fingerprint_is_not_a_key() -> None:
     r = run("--key", vectors.TEST_SIGNER.fingerprint, RICH)
     assert r.returncode == 3 and one_line(r.stderr), r.stdout + r.stderr
     assert "fingerprint" in r.stderr and "not the key" in r.stderr and "GET /api/fairness/key" in r.stderr
+    # ...also in the grouped form every page and command shows it in
+    fp = vectors.TEST_SIGNER.fingerprint
+    r = run("--key", " ".join(fp[k : k + 4] for k in range(0, 64, 4)), RICH)
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert "is a key fingerprint" in r.stderr and "not the key itself" in r.stderr
 
 
 def test_a_key_that_is_not_a_key_is_a_usage_error() -> None:
@@ -250,9 +274,22 @@ SCORE_LINE = json.dumps({"wild": "7H", "hand": "AS 2S 3S 4H 5H 6H 9D 9C 9S KC KD
 
 # ----------------------------------------------------------------------------- evidence (§15)
 def test_receipts_are_checked() -> None:
+    n = len(json.loads(Path(EVIDENCE).read_text())["evidence"])
     r = run("--key", KEY_HEX, TWO, "--receipts", EVIDENCE)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "evidence: 12 of 12 items checked" in r.stdout and "evidence)" in r.stdout
+    assert f"evidence: {n} of {n} items checked" in r.stdout and "evidence)" in r.stdout
+
+
+def test_evidence_of_another_hand_fails_and_its_count_is_shown() -> None:
+    """Issue 16: evidence holding no item of the hand said OK ("0 of 12 items
+    checked"); it fails, and the count is shown with the failure too."""
+    n = len(json.loads(Path(EVIDENCE).read_text())["evidence"])
+    r = run("--key", KEY_HEX, RICH, "--receipts", EVIDENCE)
+    assert r.returncode == 1 and "check 'evidence' failed" in r.stdout, r.stdout
+    assert "no item of this evidence is for table" in r.stdout
+    assert f"evidence: 0 of {n} items checked, {n} for other hands" in r.stdout
+    j = json.loads(run("--json", "--key", KEY_HEX, RICH, "--receipts", EVIDENCE).stdout)
+    assert j["summary"]["evidence"] == {"items": n, "checked": 0, "other_hands": n, "after_void": 0}
 
 
 def test_a_divergent_receipt_names_its_item(tmp_path: Path) -> None:
@@ -372,14 +409,14 @@ def test_directory_counts_and_lists_failures(tmp_path: Path) -> None:
     t = load("v2-transcript-6seat-everything.json")
     m_tokens(t)
     (tmp_path / "tampered.json").write_text(json.dumps(forge(t)))
-    r = run("--key", KEY_HEX, str(tmp_path))
+    r = run("--key", KEY_HEX, "--allow-v1", str(tmp_path))
     assert r.returncode == 1
     assert "2 passed, 1 failed" in r.stdout and "tampered.json" in r.stdout
     assert r.stderr == ""  # no progress bar when standard error is not a terminal
     (tmp_path / "tampered.json").unlink()
-    r = run("--key", KEY_HEX, str(tmp_path))
+    r = run("--key", KEY_HEX, "--allow-v1", str(tmp_path))
     assert r.returncode == 0 and "2 passed, 0 failed" in r.stdout
-    assert "warnings: 1 void, 1 withheld" in r.stdout
+    assert "warnings: 1 v1_server_only, 1 void, 1 withheld" in r.stdout
 
 
 def test_directory_progress_bar_only_on_a_terminal(tmp_path: Path) -> None:
@@ -484,8 +521,8 @@ def test_directory_with_jobs_gives_the_same_answer(tmp_path: Path, history: list
     m_tokens(t)
     (tmp_path / "tampered.json").write_text(json.dumps(forge(t)))
     (tmp_path / "junk.json").write_text("[[[")
-    one = run("--key", KEY_HEX, "--jobs", "1", str(tmp_path))
-    two = run("--key", KEY_HEX, "--jobs", "2", str(tmp_path))
+    one = run("--key", KEY_HEX, "--allow-v1", "--jobs", "1", str(tmp_path))
+    two = run("--key", KEY_HEX, "--allow-v1", "--jobs", "2", str(tmp_path))
     assert one.returncode == two.returncode == 1
     assert one.stdout == two.stdout and "4 passed, 2 failed" in one.stdout
 
@@ -493,11 +530,20 @@ def test_directory_with_jobs_gives_the_same_answer(tmp_path: Path, history: list
 def test_directory_receipts_apply_to_their_own_hand(tmp_path: Path) -> None:
     for name in ("v2-transcript-4seat-two-players.json", "v2-transcript-6seat-everything.json"):
         (tmp_path / name).write_text(json.dumps(load(name)))
+    n = len(json.loads(Path(EVIDENCE).read_text())["evidence"])
     r = run("--json", "--key", KEY_HEX, "--receipts", EVIDENCE, str(tmp_path))
     assert r.returncode == 0, r.stdout
-    ev = {Path(x["transcript"]).name: x["summary"]["evidence"] for x in json.loads(r.stdout)["results"]}
-    assert ev["v2-transcript-4seat-two-players.json"]["checked"] == 12
-    assert ev["v2-transcript-6seat-everything.json"]["other_hands"] == 12
+    out = json.loads(r.stdout)
+    ev = {Path(x["transcript"]).name: x["summary"]["evidence"] for x in out["results"]}
+    assert ev["v2-transcript-4seat-two-players.json"]["checked"] == n
+    assert ev["v2-transcript-6seat-everything.json"]["other_hands"] == n  # skipped there, not failed
+    assert out["evidence"] == {"items": n, "checked": n, "after_void": 0, "transcripts": 1}
+    text = run("--key", KEY_HEX, "--receipts", EVIDENCE, str(tmp_path)).stdout
+    assert f"evidence: {n} of {n} items checked, in 1 transcripts" in text
+    # Evidence of no hand of the directory fails the directory (issue 16).
+    (tmp_path / "v2-transcript-4seat-two-players.json").unlink()
+    r = run("--key", KEY_HEX, "--receipts", EVIDENCE, str(tmp_path))
+    assert r.returncode == 1 and "check 'evidence' failed: no item of the evidence" in r.stdout, r.stdout
 
 
 def test_empty_directory_exits_2(tmp_path: Path) -> None:

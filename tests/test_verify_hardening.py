@@ -415,25 +415,38 @@ def signed(purpose: str, body: dict[str, Any], signer: Signer = vectors.TEST_SIG
     return {"purpose": purpose, "body": body, "sig": signer.sign(purpose, body, PROTOCOL_V2)}
 
 
-def test_a_receipt_with_a_bad_signature_fails_evidence_naming_its_position() -> None:
+def receipts(t: dict[str, Any], seat: int = 1) -> list[dict[str, Any]]:
+    """Seat's commit and reveal receipts, as the server signed them before acks (§15)."""
+    commit = next(c for c in t["log"][1]["commitments"]["commits"] if c["seat"] == seat)["commit"]
+    seed = next(r for r in t["log"][2]["reveals"] if r["seat"] == seat)["seed"]
+    body = {"table_id": t["table_id"], "hand_no": t["hand_no"], "seat": seat}
+    return [
+        signed("receipt", {**body, "kind": "commit", "value": commit, "prev": t["log"][0]["h"]}),
+        signed("receipt", {**body, "kind": "reveal", "value": seed, "prev": t["log"][1]["h"]}),
+    ]
+
+
+def test_an_ack_with_a_bad_signature_fails_evidence_naming_its_position() -> None:
     items = evidence()
-    n = next(i for i, e in enumerate(items) if e["purpose"] == "receipt")
+    n = next(i for i, e in enumerate(items) if e["purpose"] == "ack")
     sig = bytearray(bytes.fromhex(items[n]["sig"]))
     sig[0] ^= 1
     items[n]["sig"] = sig.hex()
     r = verdict(load(TWO), items)
     assert r.failure is not None and r.failure.check == "evidence"
-    assert r.failure.message.startswith(f"evidence item {n}:") and "not signed by the header's key" in r.failure.message
+    assert r.failure.message.startswith(f"evidence item {n} (ack)")
+    assert "not signed by the header's key" in r.failure.message
 
 
 def test_a_well_signed_commit_receipt_that_disagrees_fails_evidence() -> None:
     """The server accepted one commitment and published another."""
-    items = evidence()
-    n = next(i for i, e in enumerate(items) if e["purpose"] == "receipt" and e["body"]["kind"] == "commit")
-    items[n] = signed("receipt", {**items[n]["body"], "value": "ee" * 32})
-    r = verdict(load(TWO), items)
+    t = load(TWO)
+    items = receipts(t)
+    assert verdict(t, items).ok
+    items[0] = signed("receipt", {**items[0]["body"], "value": "ee" * 32})
+    r = verdict(t, items)
     assert r.failure is not None and r.failure.check == "evidence" and r.failure.record == 1
-    assert r.failure.message.startswith(f"evidence item {n}:")
+    assert r.failure.message.startswith("evidence item 0 (receipt):")
 
 
 def test_a_reveal_receipt_for_a_seat_marked_withheld_fails_evidence() -> None:
@@ -456,9 +469,10 @@ def test_a_commit_receipt_for_a_seat_marked_no_commit_fails_evidence() -> None:
 
 
 def test_a_receipt_over_another_header_fails_evidence() -> None:
-    items = [e for e in evidence() if e["purpose"] == "receipt"]
+    t = load(TWO)
+    items = receipts(t)
     items[0] = signed("receipt", {**items[0]["body"], "prev": "77" * 32})
-    assert check_of(load(TWO), items) == "evidence"
+    assert check_of(t, items) == "evidence"
 
 
 def test_a_divergent_saved_head_fails_evidence() -> None:
@@ -468,7 +482,7 @@ def test_a_divergent_saved_head_fails_evidence() -> None:
     items[n] = signed("head", {**items[n]["body"], "h": "66" * 32})
     r = verdict(load(TWO), items)
     assert r.failure is not None and r.failure.check == "evidence" and r.failure.record == 6
-    assert r.failure.expected == "66" * 32 and r.failure.message.startswith(f"evidence item {n}:")
+    assert r.failure.expected == "66" * 32 and r.failure.message.startswith(f"evidence item {n} (head):")
 
 
 def test_a_head_for_a_record_the_transcript_lacks_fails_evidence() -> None:
@@ -537,12 +551,14 @@ def test_a_counted_hand_shown_in_another_order_verifies() -> None:
 
 
 def test_a_different_best_arrangement_verifies() -> None:
-    t = load(EIGHT)  # seat 2: 2D 3D 4D | AC 2C 3C | 6C…TC JD (J wild) | loose 2S: 2 points
-    entry = end_counted(t)["2"]
-    run = entry["groups"][2]
-    assert faces(t, run)[-1] == "JD" and faces(t, entry["loose"]) == ["2S"]
-    entry["groups"][2] = run[:-1]
-    entry["loose"] = [*entry["loose"], run[-1]]  # the wild JD loose instead: still 2 points
+    t = json.loads((vectors.DIR / "adversarial" / "justified-refusals.json").read_text())["transcript"]
+    entry = end_counted(t)["1"]  # 4S KD 6S (kings wild) … and a loose 4S
+    group = entry["groups"][0]
+    mine = next(c for c in group if faces(t, [c]) == ["4S"])
+    other = next(c for c in entry["loose"] if faces(t, [c]) == ["4S"])
+    assert mine != other  # the same face from the other deck
+    group[group.index(mine)] = other
+    entry["loose"][entry["loose"].index(other)] = mine
     assert check_of(forge(t)) is None
 
 

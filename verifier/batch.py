@@ -9,7 +9,13 @@ run over the hands that verified, per table:
   ``head`` (§11);
 - ``gap`` — every hand number between a table's lowest and highest hand present is
   present;
-- ``fork`` — no two different signed transcripts of one table and hand.
+- ``fork`` — no two different signed transcripts of one table and hand;
+- ``downgrade`` — no rummy-pf/v1 hand numbered at or after a rummy-pf/v2 hand of the
+  same table (the switch to v2 is one way), whatever ``allow_v1`` says.
+
+An evidence file given with a directory is checked against every transcript it holds
+items for; a transcript it holds none for skips ``evidence``, and evidence with no
+item for any transcript of the directory fails as a whole (``evidence``).
 
 Only small results travel back from a worker, never a transcript.
 """
@@ -24,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from verifier.fairness import PROTOCOL_V1, PROTOCOL_V2
 from verifier.strictjson import MAX_BYTES, InputError, parse, read_stream, unwrap_transcript
 from verifier.transcript import INTERNAL, verify_transcript
 
@@ -62,6 +69,10 @@ class FileResult:
     signature: str | None = None
     warnings: list[str] = field(default_factory=list)
     internal: bool = False
+    # for ``downgrade``: what the file claims to be, read whether or not it verified
+    claimed: tuple[str, str, int] | None = None  # (protocol, table_id, hand_no)
+    signed: bool = False  # its server signatures verified (check ``signature`` passed)
+    evidence: dict[str, int] | None = None  # the evidence counts of §15, when evidence was given
 
 
 @dataclass(frozen=True)
@@ -71,6 +82,7 @@ class Job:
     evidence: Any
     keep_report: bool
     debug: bool = False
+    allow_v1: bool = False
 
 
 def verify_file(job: Job) -> FileResult:
@@ -82,7 +94,7 @@ def verify_file(job: Job) -> FileResult:
         failure = {"check": "read", "message": str(e), "record": None, "expected": None, "found": None}
         kept = {"ok": False, "failure": failure} if job.keep_report else None
         return FileResult(job.path, False, failure, kept)
-    report = verify_transcript(t, job.pinned, job.evidence, debug=job.debug)
+    report = verify_transcript(t, job.pinned, job.evidence, allow_v1=job.allow_v1, in_folder=True, debug=job.debug)
     out = FileResult(
         job.path,
         report.ok,
@@ -90,12 +102,25 @@ def verify_file(job: Job) -> FileResult:
         report.to_json() if job.keep_report else None,
         warnings=[w["code"] for w in report.warnings],
         internal=report.failure is not None and report.failure.message.startswith(INTERNAL),
+        claimed=_claimed(t),
+        signed="signature" in report.checks_passed,
+        evidence=report.summary.get("evidence"),
     )
     if "format" in report.checks_passed:
         header = t["log"][0]["header"]
         out.table_id, out.hand_no = str(t["table_id"]), int(t["hand_no"])
         out.prev_head, out.head, out.signature = str(header["prev_head"]), str(t["head"]), str(t["signature"])
     return out
+
+
+def _claimed(t: Any) -> tuple[str, str, int] | None:
+    """(protocol, table_id, hand_no) as the file states them, if it states them."""
+    if type(t) is not dict:
+        return None
+    p, table, n = t.get("protocol"), t.get("table_id"), t.get("hand_no")
+    if type(p) is str and type(table) is str and type(n) is int:
+        return p, table, n
+    return None
 
 
 def run_jobs(jobs: list[Job], processes: int) -> Iterator[FileResult]:
@@ -111,7 +136,8 @@ def run_jobs(jobs: list[Job], processes: int) -> Iterator[FileResult]:
 
 @dataclass
 class Finding:
-    """A table-level failure (chain, gap or fork) and the files it marks failed."""
+    """A directory-level failure (chain, gap, fork, downgrade, evidence) and the files
+    it marks failed (none for evidence that fits no transcript)."""
 
     check: str
     message: str
@@ -128,7 +154,7 @@ def table_findings(results: Iterable[FileResult]) -> list[Finding]:
     for r in results:
         if r.table_id is not None and r.hand_no is not None:
             present.setdefault(r.table_id, {}).setdefault(r.hand_no, []).append(r)
-    out: list[Finding] = []
+    out: list[Finding] = downgrades(results)
     for table in sorted(present):
         hands = present[table]
         numbers = sorted(hands)
@@ -165,6 +191,45 @@ def table_findings(results: Iterable[FileResult]) -> list[Finding]:
     return out
 
 
+def downgrades(results: Iterable[FileResult]) -> list[Finding]:
+    """§14 ``downgrade``: a rummy-pf/v1 hand numbered at or after a rummy-pf/v2 hand of
+    its table (one the server signed) is a re-published v2 hand.  Judged on what each
+    file claims, whether or not the v1 file was accepted (``--allow-v1``)."""
+    first_v2: dict[str, tuple[int, str]] = {}
+    v1: list[tuple[str, int, str]] = []
+    for r in results:
+        if r.claimed is None:
+            continue
+        protocol, table, n = r.claimed
+        if protocol == PROTOCOL_V2 and r.signed and (table not in first_v2 or n < first_v2[table][0]):
+            first_v2[table] = (n, r.path)
+        elif protocol == PROTOCOL_V1:
+            v1.append((table, n, r.path))
+    out = []
+    for table, n, path in sorted(v1):
+        if table in first_v2 and n >= first_v2[table][0]:
+            m, where = first_v2[table]
+            out.append(
+                Finding(
+                    "downgrade",
+                    f"table {table}: hand {n} is {PROTOCOL_V1}, but hand {m} of the table is already {PROTOCOL_V2} "
+                    f"({where}): the switch to v2 is one way, so this is a re-published v2 hand",
+                    [path],
+                )
+            )
+    return out
+
+
+def evidence_findings(results: list[FileResult], evidence: Any) -> list[Finding]:
+    """Evidence given with a directory must hold an item for some transcript of it."""
+    if evidence is None or any(r.evidence and r.evidence["checked"] + r.evidence["after_void"] for r in results):
+        return []
+    if any(r.evidence is None for r in results):
+        return []  # a file failed before its evidence check: its own failure says so
+    items = len(evidence) if isinstance(evidence, list) else 0
+    return [Finding("evidence", f"no item of the evidence ({items} items) is for any transcript of the directory", [])]
+
+
 @dataclass
 class BatchOutcome:
     results: list[FileResult]
@@ -181,6 +246,23 @@ class BatchOutcome:
     def passed(self) -> int:
         return len(self.results) - len(self.failed_files)
 
+    @property
+    def ok(self) -> bool:
+        """No file failed and no directory-level check failed."""
+        return not self.failed_files and not self.findings
+
+    def evidence_counts(self) -> dict[str, int] | None:
+        """§15's counts summed over the directory (None when no evidence was given)."""
+        given = [r.evidence for r in self.results if r.evidence is not None]
+        if not given:
+            return None
+        out = {"items": given[0]["items"], "checked": 0, "after_void": 0, "transcripts": 0}
+        for e in given:
+            out["checked"] += e["checked"]
+            out["after_void"] += e["after_void"]
+            out["transcripts"] += 1 if e["checked"] + e["after_void"] else 0
+        return out
+
 
 def verify_folder(
     folder: Path,
@@ -191,14 +273,15 @@ def verify_folder(
     keep_reports: bool = False,
     debug: bool = False,
     progress: Callable[[int, int], None] | None = None,
+    allow_v1: bool = False,
 ) -> BatchOutcome:
     files = sorted(str(p) for p in folder.rglob("*.json") if p.is_file())
     if not files:
         raise InputError(f"no .json files in {folder}")
-    jobs = [Job(p, pinned, evidence, keep_reports, debug) for p in files]
+    jobs = [Job(p, pinned, evidence, keep_reports, debug, allow_v1) for p in files]
     results = []
     for n, r in enumerate(run_jobs(jobs, processes), 1):
         results.append(r)
         if progress is not None:
             progress(n, len(files))
-    return BatchOutcome(results, table_findings(results))
+    return BatchOutcome(results, table_findings(results) + evidence_findings(results, evidence))

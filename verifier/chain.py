@@ -81,10 +81,53 @@ def reveal_move(seat: int, seed: bytes) -> dict[str, Any]:
 
 
 def receipt_body(table_id: str, hand_no: int, seat: int, kind: str, value: bytes, prev: str) -> dict[str, Any]:
-    """What the server signs when it accepts a commit or a reveal (purpose ``receipt``, §15)."""
+    """What the server signed when it accepted a commit or a reveal before acks
+    (purpose ``receipt``, §15; still read)."""
     return {"table_id": table_id, "hand_no": hand_no, "seat": seat, "kind": kind, "value": value.hex(), "prev": prev}
 
 
 def head_body(table_id: str, hand_no: int, i: int, h: str) -> dict[str, Any]:
     """What the server signs for each record it sends (purpose ``head``, §15)."""
     return {"table_id": table_id, "hand_no": hand_no, "i": i, "h": h}
+
+
+ACCEPTED: Final = "accepted"
+REFUSED: Final = "refused"
+
+
+def ack_body(
+    table_id: str,
+    hand_no: int,
+    seat: int,
+    move: Mapping[str, Any],
+    prev: str,
+    psig: str,
+    *,
+    i: int,
+    h: str,
+    arrived: int,
+    code: str | None = None,
+) -> dict[str, Any]:
+    """What the server signs for every move the table judges (purpose ``ack``, §15):
+    accepted when ``code`` is None, else refused with that error code.  ``i``/``h``:
+    the record holding an accepted action, else the last record when the move was
+    judged; ``arrived``: the table's clock then."""
+    return {
+        "table_id": table_id,
+        "hand_no": hand_no,
+        "seat": seat,
+        "move": dict(move),
+        "prev": prev,
+        "psig": psig,
+        "i": i,
+        "h": h,
+        "arrived": arrived,
+        "outcome": ACCEPTED if code is None else REFUSED,
+        "code": code,
+    }
+
+
+def player_body(table_id: str, hand_no: int, seat: int, player_key: bytes) -> dict[str, Any]:
+    """What a player's client signs with its own key (purpose ``player``, §15): the key
+    it plays this hand's seat with."""
+    return {"table_id": table_id, "hand_no": hand_no, "seat": seat, "player_key": player_key.hex()}

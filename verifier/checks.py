@@ -14,130 +14,33 @@ comparison by one table, :func:`later_fields`, that both sides use.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Final, NoReturn
-
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from typing import Any, Final
 
 from verifier.cards import card_of_id, card_value
-from verifier.chain import NO_COMMIT, REVEALED, WITHHELD, chain_link, commit_move, move_body, reveal_move, start_hand
+from verifier.chain import (
+    GENESIS,
+    NO_COMMIT,
+    REVEALED,
+    WITHHELD,
+    chain_link,
+    commit_move,
+    move_body,
+    reveal_move,
+    start_hand,
+)
+from verifier.checkbase import KEY_URL_HINT, Ctx, Fail, Skip, canon, fail, public_key, same, signature_ok
+from verifier.ed25519 import key_problem
 from verifier.errors import RuleError
-from verifier.fairness import PROTOCOL_V1, PROTOCOL_V2, PROTOCOLS, lp, player_commit, reshuffler, server_commit
+from verifier.evidence import check_evidence, check_evidence_v1
+from verifier.fairness import PROTOCOL_V1, PROTOCOL_V2, PROTOCOLS, player_commit, reshuffler, server_commit
 from verifier.groups import GroupKind, classify
-from verifier.hand import Event, HandState, Phase, Status, action_from_json, apply
-from verifier.schema import SchemaError, Shape, check_evidence_item, check_transcript, render_path
+from verifier.hand import Phase, Status, action_from_json, apply
+from verifier.schema import SchemaError, check_transcript, render_path
 from verifier.signing import fingerprint
 from verifier.strictjson import json_data_problem
 
-KEY_URL_HINT: Final = "GET /api/fairness/key gives the key (public_key_hex)"
-
-
-class Fail(Exception):
-    """A discrepancy; the runner names it after the check that raised it."""
-
-    def __init__(self, message: str, record: int | None = None, expected: Any = None, found: Any = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.record = record
-        self.expected = expected
-        self.found = found
-
-
-@dataclass(frozen=True)
-class Skip:
-    """The check cannot apply (§14: reported as skipped, never as passed)."""
-
-    reason: str
-
-
-def fail(message: str, record: int | None = None, expected: Any = None, found: Any = None) -> NoReturn:
-    raise Fail(message, record, expected, found)
-
-
-@dataclass
-class Ctx:
-    """One verification: the transcript, what the user gave, and what each check
-    established for the checks after it."""
-
-    t: Any
-    pinned: bytes | None = None
-    evidence: Any = None
-    summary: dict[str, Any] = field(default_factory=dict)
-    # format
-    shape: Shape | None = None
-    public: bytes = b""
-    # deck
-    key: bytes | None = None
-    deck: list[int] | None = None
-    start: HandState | None = None
-    deal_events: list[Event] = field(default_factory=list)
-    # replay: the events the rules make for each replayed record, and the state after
-    expected: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
-    state: HandState | None = None
-
-    @property
-    def s(self) -> Shape:
-        assert self.shape is not None, "format runs first"
-        return self.shape
-
-    @property
-    def v2(self) -> bool:
-        return isinstance(self.t, dict) and self.t.get("protocol") == PROTOCOL_V2
-
-    @property
-    def protocol(self) -> str:
-        return PROTOCOL_V2 if self.v2 else PROTOCOL_V1
-
-    def h(self, i: int) -> str:
-        return str(self.s.log[i]["h"])
-
-
-# --------------------------------------------------------------------------- helpers
-def canon(x: Any) -> bytes:
-    """``canonical(x)`` (§1) for values ``format`` has already found to be JSON data
-    (so the float scan of :func:`verifier.fairness.canonical` is not repeated)."""
-    return json.dumps(x, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-
-
-def same(a: Any, b: Any) -> bool:
-    """Equal as JSON values: ``true`` is not ``1``, ``[1]`` is not ``{"0": 1}``."""
-    ta = type(a)
-    if ta is not type(b):
-        return False
-    if ta is dict:
-        if len(a) != len(b):
-            return False
-        for k, v in a.items():
-            if k not in b or not same(v, b[k]):
-                return False
-        return True
-    if ta is list:
-        if len(a) != len(b):
-            return False
-        for x, y in zip(a, b, strict=True):
-            if not same(x, y):
-                return False
-        return True
-    return bool(a == b)
-
-
-def signature_ok(key: Ed25519PublicKey, protocol: str, purpose: str, obj: Any, sig_hex: str) -> bool:
-    """§9: ``Ed25519(P, LP(protocol/purpose) ‖ canonical(x))``."""
-    try:
-        key.verify(bytes.fromhex(sig_hex), lp(f"{protocol}/{purpose}") + canon(obj))
-    except (InvalidSignature, ValueError):
-        return False
-    return True
-
-
-def public_key(raw: bytes, what: str, record: int | None = None) -> Ed25519PublicKey:
-    try:
-        return Ed25519PublicKey.from_public_bytes(raw)
-    except ValueError:
-        fail(f"{what} is not an Ed25519 public key", record, None, raw.hex())
+__all__ = ["CHECKS_V1", "CHECKS_V2", "CHECK_NAMES", "Ctx", "Fail", "Skip", "canon", "fail", "same", "table_for"]
 
 
 def later_fields(ev: Mapping[str, Any]) -> dict[str, str]:
@@ -222,6 +125,15 @@ def check_format(ctx: Ctx) -> None:
         fail("a transcript is a JSON object", None, "an object", type(t).__name__)
     if t.get("protocol") not in PROTOCOLS:
         fail("unknown protocol", None, list(PROTOCOLS), t.get("protocol") if type(t.get("protocol")) is str else None)
+    if t["protocol"] == PROTOCOL_V1 and not ctx.allow_v1:
+        fail(
+            f"a {PROTOCOL_V1} transcript is refused unless you ask for it (rummy-verify --allow-v1): it carries no "
+            "player signatures, so the server alone vouches for its moves, and a server could re-publish a "
+            f"{PROTOCOL_V2} hand as {PROTOCOL_V1} to escape the player checks (a downgrade)",
+            None,
+            PROTOCOL_V2,
+            PROTOCOL_V1,
+        )
     problem = json_data_problem(t)
     if problem:
         fail(f"not JSON data (§2): {problem}")
@@ -266,6 +178,10 @@ def check_signature(ctx: Ctx) -> None:
             None,
             ctx.pinned.hex(),
             ctx.public.hex(),
+        )
+    if ctx.pinned is not None and key_problem(ctx.pinned) is not None:
+        fail(
+            f"the pinned key is not a strict Ed25519 key (§9): {key_problem(ctx.pinned)}", None, None, ctx.pinned.hex()
         )
     key = public_key(ctx.public, "the header's public_key", 0)
     body = {k: v for k, v in t.items() if k != "signature"}
@@ -316,10 +232,7 @@ def check_player_signatures(ctx: Ctx) -> Skip | None:
         if psig is None:
             fail(f"{what} carries no player signature", n, "a signature by the seat's player key", None)
         prev = psig["prev"]
-        if action["kind"] == "leave":
-            if prev not in {ctx.h(m) for m in range(n)}:
-                fail(f"{what} is signed over a record that is not an earlier one of this hand", n, None, prev)
-        elif prev != ctx.h(n - 1):
+        if prev != ctx.h(n - 1):  # a leave too: it is recorded where it was signed (§9)
             fail(f"{what} is signed over another record than the one it follows", n, ctx.h(n - 1), prev)
         if not signed(action["seat"], prev, action, psig["sig"]):
             fail(f"{what} is not signed by seat {action['seat']}'s player key", n)
@@ -428,6 +341,7 @@ def check_replay(ctx: Ctx) -> Skip | None:
     if 3 not in ctx.expected or ctx.start is None or ctx.key is None:
         return Skip("nothing was dealt")
     state = ctx.start
+    ctx.after[3] = state
     reshuffle = reshuffler(ctx.key)
     decks = s.decks
     for n in s.actions:
@@ -443,6 +357,7 @@ def check_replay(ctx: Ctx) -> Skip | None:
         expected = [e.to_json() for e in events]
         _events_differ(n, expected, rec["events"])
         ctx.expected[n] = expected
+        ctx.after[n] = state
         for exp, got in zip(expected, rec["events"], strict=True):
             if exp["kind"] == "declare" and exp["data"].get("valid") is True:
                 kept = list(before.seat(action.seat).cards)
@@ -632,94 +547,19 @@ def check_settlement(ctx: Ctx) -> Skip | None:
 
 # --------------------------------------------------------------------------- 13 chain
 def check_chain(ctx: Ctx) -> None:
-    """§14.13: "every "h" and the head"; §11: "h = SHA-256(h_prev ‖ canonical(record
-    without "h"))", record 0's h_prev being the header's prev_head."""
+    """§14.13: "hand 1's prev_head is 64 zeros (§11); every "h"; and the head"; §11:
+    "h = SHA-256(h_prev ‖ canonical(record without "h"))", record 0's h_prev being the
+    header's prev_head."""
     s = ctx.s
     h = str(s.header["prev_head"])
+    if ctx.t["hand_no"] == 1 and h != GENESIS:
+        fail("hand 1 of a table chains from 64 zeros: no hand came before it (§11)", 0, GENESIS, h)
     for n, rec in enumerate(s.log):
         h = chain_link(h, rec)
         if rec["h"] != h:
             fail("the hash chain breaks", n, h, rec["h"])
     if ctx.t["head"] != h:
         fail("the head is not the last link", len(s.log) - 1, h, ctx.t["head"])
-
-
-# --------------------------------------------------------------------------- 14 evidence
-def check_evidence(ctx: Ctx) -> Skip | None:
-    """§14.14 and §15: "every item for this hand (same table_id and hand_no; others
-    are counted and ignored) is signed by the header's public_key and agrees with the
-    transcript … The first item that does not agree is the failure, named by its
-    position in the file." """
-    if ctx.evidence is None:
-        return Skip("no evidence was given (rummy-verify --receipts FILE)")
-    s, t = ctx.s, ctx.t
-    items = ctx.evidence
-    if type(items) is not list:
-        fail("the evidence is a JSON array of receipts and heads (§15)", None, "an array", type(items).__name__)
-    key = public_key(ctx.public, "the header's public_key", 0)
-    counts = {"items": len(items), "checked": 0, "other_hands": 0, "after_void": 0}
-    commits = {c["seat"]: c["commit"] for c in s.commitments["commits"]} if s.commitments else None
-    reveals = {r["seat"]: r for r in s.reveals} if s.reveals is not None else None
-    for n, item in enumerate(items):
-        where = f"evidence item {n}"
-        try:
-            check_evidence_item(item, ("evidence", n))
-        except SchemaError as e:
-            fail(f"{where} is not a receipt or a head: {render_path(e.path)}: {e.message}", None, e.expected, e.found)
-        body = item["body"]
-        if body["table_id"] != t["table_id"] or body["hand_no"] != t["hand_no"]:
-            counts["other_hands"] += 1
-            continue
-        if not signature_ok(key, PROTOCOL_V2, item["purpose"], body, item["sig"]):
-            fail(f"{where}: the {item['purpose']} is not signed by the header's key", None, None, item)
-        if item["purpose"] == "head":
-            i = body["i"]
-            if i >= len(s.log):
-                fail(
-                    f"{where}: the server signed record {i}, which the transcript does not have", None, body["h"], None
-                )
-            if s.log[i]["h"] != body["h"]:
-                fail(
-                    f"{where}: the server signed another record {i} than the transcript's", i, body["h"], s.log[i]["h"]
-                )
-        else:
-            seat, kind, value = body["seat"], body["kind"], body["value"]
-            record = 1 if kind == "commit" else 2
-            table = commits if kind == "commit" else reveals
-            if table is None:
-                if s.void is not None:
-                    counts["after_void"] += 1  # the hand was voided before that record was made
-                    continue
-                fail(f"{where}: the transcript has no record {record}", None)  # pragma: no cover - format
-            if seat not in table:
-                fail(
-                    f"{where}: a {kind} receipt for seat {seat}, which the header does not list", record, s.seats, seat
-                )
-            prev = ctx.h(record - 1)
-            if body["prev"] != prev:
-                fail(
-                    f"{where}: the {kind} receipt was signed over another record {record - 1}",
-                    record - 1,
-                    body["prev"],
-                    prev,
-                )
-            if kind == "commit":
-                found = commits[seat] if commits is not None else None
-                if found != value:
-                    fail(
-                        f"{where}: the server accepted seat {seat}'s commitment, record 1 says otherwise",
-                        1,
-                        value,
-                        found,
-                    )
-            else:
-                r = reveals[seat] if reveals is not None else None
-                if r is None or r["status"] != REVEALED or r["seed"] != value:
-                    found = None if r is None else {"seed": r["seed"], "status": r["status"]}
-                    fail(f"{where}: the server accepted seat {seat}'s seed, record 2 says otherwise", 2, value, found)
-        counts["checked"] += 1
-    ctx.summary["evidence"] = counts
-    return None
 
 
 # --------------------------------------------------------------------------- the tables
@@ -741,9 +581,12 @@ CHECKS_V2: Final[tuple[tuple[str, Check], ...]] = (
     ("chain", check_chain),
     ("evidence", check_evidence),
 )
-#: rummy-pf/v1 (Appendix C): "no player_signatures, time or evidence checks".
+#: rummy-pf/v1 (Appendix C): "no player_signatures or time checks; evidence given for a
+#: v1 transcript always fails".
 CHECKS_V1: Final[tuple[tuple[str, Check], ...]] = tuple(
-    (name, fn) for name, fn in CHECKS_V2 if name not in ("player_signatures", "time", "evidence")
+    (name, check_evidence_v1 if name == "evidence" else fn)
+    for name, fn in CHECKS_V2
+    if name not in ("player_signatures", "time")
 )
 CHECK_NAMES: Final = tuple(name for name, _ in CHECKS_V2)
 
@@ -758,11 +601,19 @@ def table_for(t: Any) -> tuple[tuple[str, Check], ...]:
 
 # --------------------------------------------------------------------------- warnings
 def warnings_of(ctx: Ctx) -> list[dict[str, str]]:
-    """§14 "Warnings": no_player_seed, withheld, void, seed_not_revealed."""
+    """§14 "Warnings": no_player_seed, withheld, void, seed_not_revealed, v1_server_only."""
     if ctx.shape is None:
         return []
     s = ctx.s
     out = []
+    if not s.v2:
+        out.append(
+            {
+                "code": "v1_server_only",
+                "message": f"a {PROTOCOL_V1} transcript, accepted because you asked (--allow-v1): it carries no player "
+                "signatures, so the server alone vouches for every commitment, seed and move in it",
+            }
+        )
     if s.reveals is not None:
         dealt = [r for r in s.reveals if r["status"] != WITHHELD]
         if dealt and all(r["status"] == NO_COMMIT for r in dealt):

@@ -1,9 +1,9 @@
 """``rummy-verify``: verify hand transcripts (rummy-pf/v2, and v1) and score hands.
 
-    rummy-verify TRANSCRIPT [--key KEY] [--receipts FILE] [--json] [--debug]
+    rummy-verify TRANSCRIPT [--key KEY] [--receipts FILE] [--allow-v1] [--json] [--debug]
         TRANSCRIPT: a file, - for standard input, an http(s) URL
-    rummy-verify DIR [--key KEY] [--receipts FILE] [--json] [--jobs N]
-        every *.json under DIR, then each table's chain, gaps and forks
+    rummy-verify DIR [--key KEY] [--receipts FILE] [--allow-v1] [--json] [--jobs N]
+        every *.json under DIR, then each table's chain, gaps, forks and downgrades
     rummy-verify score [--json] --wild 7H AS 2S 3S …     one hand of 13 cards
     rummy-verify score [--json] < hands.jsonl             {"wild": "7H", "hand": [...]} per line
     rummy-verify --version
@@ -36,7 +36,7 @@ from verifier.cards import Card, card_value, wild_rank_of
 from verifier.errors import RuleError
 from verifier.fairness import PROTOCOL_V1, PROTOCOL_V2
 from verifier.groups import GroupKind, classify
-from verifier.signing import load_public_key
+from verifier.signing import fingerprint_text, load_public_key
 from verifier.strictjson import MAX_BYTES, InputError, parse, read_stream, unwrap_transcript
 from verifier.transcript import CHECKS, INTERNAL, Report, verify_transcript
 
@@ -48,7 +48,7 @@ EXIT_INTERNAL = 70
 EXIT_INTERRUPTED = 130
 EXIT_PIPE = 141
 KEY_HELP = "GET /api/fairness/key on the server gives the key (public_key_hex, public_key_base64, public_key_pem)"
-VERSION = f"rummy-verify {__version__} ({PROTOCOL_V2}; also reads {PROTOCOL_V1})"
+VERSION = f"rummy-verify {__version__} ({PROTOCOL_V2}; {PROTOCOL_V1} with --allow-v1)"
 
 
 class UsageError(Exception):
@@ -203,7 +203,7 @@ def read_target(target: str) -> dict[str, Any]:
 def read_evidence(target: str) -> Any:
     """An evidence file (§15), read strictly (§2); a test-vector file
     ``{"_about": …, "evidence": [...]}`` yields its items.  Its items are judged by the
-    ``evidence`` check (an item that is not a receipt or a head fails it, named by
+    ``evidence`` check (an item that is not a signed item of §15 fails it, named by
     its position)."""
     value = parse(read_bytes(target, "evidence"), target, top=lambda v: True)
     if isinstance(value, dict) and "_about" in value and "evidence" in value:
@@ -230,9 +230,16 @@ def load_key(text: str) -> bytes:
             candidates.append(doc["public_key_hex"])
     for candidate in candidates:
         try:
-            return load_public_key(candidate)
+            key = load_public_key(candidate)
         except (ValueError, TypeError, OSError, UnicodeDecodeError, UnsupportedAlgorithm):
             continue
+        return key  # a key that is not strict fails `signature` (or is a fingerprint: see _fingerprint_pinned)
+    squeezed = "".join(text.split())
+    if squeezed != text and len(squeezed) == 64 and all(c in "0123456789abcdefABCDEF" for c in squeezed):
+        raise UsageError(
+            f"--key: {text[:80]!r} is a key fingerprint (64 hex digits in groups of four), not the key itself "
+            f"(a fingerprint is not a key); {KEY_HELP}"
+        )
     raise UsageError(f"--key: {text[:80]!r} is not an Ed25519 public key (hex, base64 or PEM); {KEY_HELP}")
 
 
@@ -272,16 +279,23 @@ def render(report: Report, name: str) -> str:
             + f", house commission: +{s['commission']} (pot {s['pot']})"
         )
     if "evidence" in s:
-        e = s["evidence"]
-        lines.append(
-            f"  evidence: {e['checked']} of {e['items']} items checked"
-            + (f", {e['other_hands']} for other hands" if e["other_hands"] else "")
-            + (f", {e['after_void']} for records the void came before" if e["after_void"] else "")
-        )
+        f = report.failure
+        ran = "evidence" in report.checks_passed + report.checks_skipped or (f is not None and f.check == "evidence")
+        why = f" (not applied: check '{f.check}' failed first)" if f is not None and not ran else ""
+        lines.append(f"  evidence: {evidence_line(s['evidence'])}{why}")
     if "key_fingerprint" in s:
         pin = "pinned" if s["key_pinned"] else "UNPINNED - compare it with the server's published key"
-        lines.append(f"  server key fingerprint: {s['key_fingerprint']} ({pin})")
+        lines.append(f"  server key fingerprint: {fingerprint_text(s['key_fingerprint'])} ({pin})")
     return "\n".join(lines)
+
+
+def evidence_line(e: dict[str, int]) -> str:
+    """§15's counts, shown whatever the verdict: ``N of M items checked``."""
+    return (
+        f"{e['checked']} of {e['items']} items checked"
+        + f", {e['other_hands']} for other hands"
+        + (f", {e['after_void']} for records the void came before" if e["after_void"] else "")
+    )
 
 
 def _is_internal(report: Report) -> bool:
@@ -312,7 +326,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
             failure = {"check": "read", "message": str(e), "record": None, "expected": None, "found": None}
             print(json.dumps({"transcript": target, "ok": False, "failure": failure}, sort_keys=True))
         raise
-    report = verify_transcript(transcript, pinned, evidence, debug=args.debug)
+    report = verify_transcript(transcript, pinned, evidence, allow_v1=args.allow_v1, debug=args.debug)
     if _fingerprint_pinned(report, pinned):
         raise UsageError(
             "--key: that is the fingerprint of this transcript's key, not the key itself (a fingerprint is not a "
@@ -350,8 +364,10 @@ def _verify_dir(folder: Path, pinned: bytes | None, evidence: Any, args: argpars
         keep_reports=args.json,
         debug=args.debug,
         progress=_progress(sys.stderr) if sys.stderr.isatty() else None,
+        allow_v1=args.allow_v1,
     )
     failed = outcome.failed_files
+    counts = outcome.evidence_counts()
     if args.json:
         results = []
         for r in outcome.results:
@@ -368,6 +384,7 @@ def _verify_dir(folder: Path, pinned: bytes | None, evidence: Any, args: argpars
                     "failed": len(failed),
                     "results": results,
                     "tables": [f.to_json() for f in outcome.findings],
+                    **({} if counts is None else {"evidence": counts}),
                 },
                 sort_keys=True,
                 ensure_ascii=False,
@@ -383,32 +400,50 @@ def _verify_dir(folder: Path, pinned: bytes | None, evidence: Any, args: argpars
                     where = "" if f.get("record") is None else f" at log record {f['record']}"
                     print(f"FAIL {r.path}: check '{f['check']}' failed{where}: {f['message']}")
         for finding in outcome.findings:
-            print(f"FAIL {', '.join(finding.files)}: check '{finding.check}' failed: {finding.message}")
+            where = ", ".join(finding.files) or str(folder)
+            print(f"FAIL {where}: check '{finding.check}' failed: {finding.message}")
         warned: dict[str, int] = {}
         for r in outcome.results:
             for code in r.warnings:
                 warned[code] = warned.get(code, 0) + 1
         if warned:
             print("warnings: " + ", ".join(f"{n} {code}" for code, n in sorted(warned.items())))
+        if counts is not None:
+            print(
+                f"evidence: {counts['checked']} of {counts['items']} items checked, in {counts['transcripts']} "
+                "transcripts"
+                + (f", {counts['after_void']} for records a void came before" if counts["after_void"] else "")
+            )
         print(f"{outcome.passed} passed, {len(failed)} failed")
     if any(r.internal for r in outcome.results):
         return EXIT_INTERNAL
-    return EXIT_OK if not failed else EXIT_FAILED
+    return EXIT_OK if outcome.ok else EXIT_FAILED
 
 
 # --------------------------------------------------------------------------- parsers
 def build_verify_parser() -> argparse.ArgumentParser:
     ap = _Parser(
         prog="rummy-verify",
-        description=f"Verify {PROTOCOL_V2} (and {PROTOCOL_V1}) hand transcripts; 'rummy-verify score …' counts a "
-        f"hand. Checks, in order: {', '.join(CHECKS)}. A directory: every *.json under it, then across each "
-        "table's hands: chain (each hand starts from the previous hand's head), gap (no hand number missing), "
-        "fork (one transcript per hand). Exit codes: 0 passed, 1 a check failed, 2 unreadable input, "
+        description=f"Verify {PROTOCOL_V2} (and, with --allow-v1, {PROTOCOL_V1}) hand transcripts; 'rummy-verify "
+        f"score …' counts a hand. Checks, in order: {', '.join(CHECKS)}. A directory: every *.json under it, then "
+        "across each table's hands: chain (each hand starts from the previous hand's head, hand 1 from 64 zeros), "
+        "gap (no hand number missing), fork (one transcript per hand), downgrade (no v1 hand at or after a v2 "
+        "hand). Exit codes: 0 passed, 1 a check failed, 2 unreadable input, "
         "3 wrong usage, 70 a fault of the verifier, 130 interrupted, 141 output closed.",
     )
     ap.add_argument("transcript", help="a transcript file, - for standard input, an http(s) URL, or a directory")
     ap.add_argument("--key", help=f"pin the server's public key: 64 hex digits, base64, or a PEM file; {KEY_HELP}")
-    ap.add_argument("--receipts", metavar="FILE", help="an evidence file (receipts and heads, docs/fairness.md §15)")
+    ap.add_argument(
+        "--receipts",
+        metavar="FILE",
+        help="an evidence file (acks, heads, the header, the player item: docs/fairness.md §15)",
+    )
+    ap.add_argument(
+        "--allow-v1",
+        action="store_true",
+        help=f"accept {PROTOCOL_V1} transcripts (refused otherwise): they carry no player signatures, so the server "
+        "alone vouches for their moves (warning v1_server_only)",
+    )
     ap.add_argument("--json", action="store_true", help="print the report as JSON")
     ap.add_argument("--jobs", type=int, default=1, metavar="N", help="verify a directory with N processes")
     ap.add_argument("--debug", action="store_true", help="show tracebacks of faults of the verifier")

@@ -4,8 +4,8 @@
 and to rebuild a hand from its stored records (:meth:`HandRecorder.restore` feeds
 each stored record through the very method that made it, and fails if the record it
 makes is not the stored one), and the vector generator uses it to write the test
-vectors.  It checks every player's signature before a move becomes a record, and it
-signs the receipts and heads the server hands to players.
+vectors.  It checks every player's signature (strictly, §9) before a move becomes a
+record, and it signs the acks and heads the server hands to players (§15).
 
 The records, in order: the signed header (record 0), the signed commitment list, the
 reveals, the deal, then one record per action; a ``void`` record may end the log at
@@ -18,26 +18,26 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from verifier import ed25519
 from verifier.cards import card_of_id
 from verifier.chain import (
     GENESIS,
     NO_COMMIT,
     REVEALED,
     WITHHELD,
+    ack_body,
     chain_link,
     commit_move,
     head_body,
     move_body,
-    receipt_body,
     reveal_move,
     start_hand,
 )
 from verifier.errors import RuleError
 from verifier.fairness import PROTOCOL_V2, canonical, player_commit, reshuffler, rules_id, server_commit
-from verifier.hand import Action, Event, HandState, Leave, Phase, TableRules, TimeOut, action_from_json, action_to_json
+from verifier.hand import Action, Event, HandState, Phase, TableRules, TimeOut, action_from_json, action_to_json
 from verifier.hand import apply as apply_action
 from verifier.signing import Signer, signed_message
 
@@ -61,13 +61,10 @@ def _same(made: Mapping[str, Any], stored: Mapping[str, Any]) -> bool:
 
 
 def player_signature_ok(key: Ed25519PublicKey, body: Mapping[str, Any], sig_hex: Any) -> bool:
+    """A player's move signature, strictly (§9)."""
     if not isinstance(sig_hex, str) or len(sig_hex) != 128:
         return False
-    try:
-        key.verify(bytes.fromhex(sig_hex), signed_message("move", body, PROTOCOL))
-    except (InvalidSignature, ValueError):
-        return False
-    return True
+    return ed25519.verify_hex(key, sig_hex, signed_message("move", body, PROTOCOL))
 
 
 @dataclass
@@ -99,8 +96,13 @@ class HandRecorder:
     _linked: tuple[dict[str, Any], str] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
+        """Every player key strict, and one key in at most one seat (§9, §13): the
+        server never opens a hand the verifier would refuse (ValueError)."""
         self.seats = sorted(self.seats)
-        self._player_keys = {s: Ed25519PublicKey.from_public_bytes(k) for s, _, k in self.seats}
+        keys = [bytes(k) for _, _, k in self.seats]
+        if len(set(keys)) != len(keys):
+            raise ValueError("one player key is listed for two seats of the hand (§13)")
+        self._player_keys = {s: ed25519.strict_key(k) for s, _, k in self.seats}
 
     @classmethod
     def from_header(cls, signer: Signer, header: Mapping[str, Any], server_seed: bytes) -> HandRecorder:
@@ -204,12 +206,10 @@ class HandRecorder:
         return self._append({"type": "header", "header": self.header, "sig": sig, "t": t})
 
     # -- record 1: commitments -------------------------------------------------------
-    def check_commit(self, seat: int, commit: bytes, psig: str) -> dict[str, Any]:
-        """A player's signed commitment, checked; returns the server's signed receipt."""
+    def check_commit(self, seat: int, commit: bytes, psig: str) -> None:
+        """A player's signed commitment, checked (the table acknowledges it once stored)."""
         self._need(1, "a commitment")
-        prev = str(self.records[0]["h"])
-        self._check_signature(seat, prev, commit_move(seat, commit), psig)
-        return self.receipt(seat, "commit", commit, prev)
+        self._check_signature(seat, str(self.records[0]["h"]), commit_move(seat, commit), psig)
 
     def commitments(self, commits: Mapping[int, tuple[bytes, str]], t: int) -> dict[str, Any]:
         """Record 1: every seat's (commitment, player signature), or null for a seat
@@ -237,17 +237,16 @@ class HandRecorder:
         return None
 
     # -- record 2: reveals -----------------------------------------------------------
-    def check_reveal(self, seat: int, seed: bytes, psig: str) -> dict[str, Any]:
-        """A player's signed seed, checked against its commitment; returns the receipt."""
+    def check_reveal(self, seat: int, seed: bytes, psig: str) -> None:
+        """A player's signed seed, checked against its commitment (the table
+        acknowledges it once stored)."""
         self._need(2, "a reveal")
         commit = self.commit_of(seat)
         if commit is None:
             raise RuleError("not_committed", "you sent no commitment, so you play with the empty seed", rule="D21")
         if player_commit(seat, seed) != commit:
             raise RuleError("seed_mismatch", "that seed does not match your commitment")
-        prev = str(self.records[1]["h"])
-        self._check_signature(seat, prev, reveal_move(seat, seed), psig)
-        return self.receipt(seat, "reveal", seed, prev)
+        self._check_signature(seat, str(self.records[1]["h"]), reveal_move(seat, seed), psig)
 
     def reveal(self, seeds: Mapping[int, tuple[bytes, str]], t: int) -> dict[str, Any]:
         """Record 2: a seat with no commitment takes part with the empty seed; a seat
@@ -288,10 +287,7 @@ class HandRecorder:
         if not isinstance(psig, Mapping) or set(psig) != {"prev", "sig"}:
             raise RuleError("bad_signature", "a move carries the player's signature: {prev, sig}")
         prev = psig["prev"]
-        if isinstance(action, Leave):
-            if prev not in {r["h"] for r in self.records}:
-                raise RuleError("stale_head", "a leave is signed over a record of this hand")
-        elif prev != self.head:
+        if prev != self.head:  # a leave too: it is recorded where it was signed (§9)
             raise RuleError("stale_head", f"the move must be signed over the current head {self.head}")
         self._check_signature(action.seat, str(prev), action_to_json(action), psig["sig"])
 
@@ -338,10 +334,14 @@ class HandRecorder:
         return self._append({"type": "void", "reason": reason, "t": t})
 
     def transcript(self, *, seed_revealed: bool = True) -> dict[str, Any]:
-        """The signed transcript (§12); reveals the server seed unless it could not be
-        opened (a void hand, D33)."""
+        """The signed transcript (§12).  The server seed is revealed unless the hand
+        was voided before its reveals and the seed could not be opened (D33): once
+        the reveals are recorded it is always published (``seed_revealed`` is then
+        ignored; a seed this recorder does not hold is published as "", which fails
+        ``format``: the truth)."""
         if not self.ended:
             raise RuntimeError("the transcript is published when the hand has ended")
+        seed_revealed = seed_revealed or self._reveals_recorded
         result = None
         if not self.voided and self.state is not None and self.state.result is not None:
             r = self.state.result
@@ -352,7 +352,7 @@ class HandRecorder:
                 "settlement": r.settlement.to_json(),
             }
         deck: list[int] = []
-        if seed_revealed and len(self.records) > 2 and self.records[2]["type"] == "reveals":
+        if seed_revealed and self._reveals_recorded and self.server_seed:
             if not self.deck:  # voided after the reveals, before the deal
                 self.key, self.deck, _, _ = start_hand(self.header, self.reveals, self.server_seed)
             deck = list(self.deck)
@@ -371,10 +371,41 @@ class HandRecorder:
         body["signature"] = self.signer.sign("transcript", body, PROTOCOL)
         return body
 
+    @property
+    def _reveals_recorded(self) -> bool:
+        return len(self.records) > 2 and self.records[2]["type"] == "reveals"
+
     # -- evidence for players (§15) --------------------------------------------------
-    def receipt(self, seat: int, kind: str, value: bytes, prev: str) -> dict[str, Any]:
-        body = receipt_body(self.table_id, self.hand_no, seat, kind, value, prev)
-        return {"purpose": "receipt", "body": body, "sig": self.signer.sign("receipt", body, PROTOCOL)}
+    def ack(
+        self,
+        seat: int,
+        move: Mapping[str, Any],
+        prev: str,
+        psig: str,
+        *,
+        arrived: int,
+        code: str | None = None,
+        i: int | None = None,
+    ) -> dict[str, Any]:
+        """The server's signed acknowledgement of a move the table judged (§15):
+        accepted (``code`` None) or refused with ``code``.  ``i``: the record holding
+        an accepted action (the ack is then also that record's signed head); by
+        default the last record of the log.  ``arrived``: the table's clock when it
+        judged the move, never before that record's ``t``."""
+        n = len(self.records) - 1 if i is None else i
+        body = ack_body(
+            self.table_id,
+            self.hand_no,
+            seat,
+            move,
+            prev,
+            psig,
+            i=n,
+            h=str(self.records[n]["h"]),
+            arrived=arrived,
+            code=code,
+        )
+        return {"purpose": "ack", "body": body, "sig": self.signer.sign("ack", body, PROTOCOL)}
 
     def head_evidence(self, i: int) -> dict[str, Any]:
         body = head_body(self.table_id, self.hand_no, i, str(self.records[i]["h"]))

@@ -18,6 +18,7 @@ from typing import Any, Final
 
 from verifier.cards import card_of_id, deck_size, decks_for_seats
 from verifier.chain import NO_COMMIT, REVEALED, WITHHELD
+from verifier.ed25519 import key_problem
 from verifier.fairness import PROTOCOL_V1, PROTOCOL_V2, rules_id
 from verifier.strictjson import MAX_SAFE
 
@@ -393,6 +394,19 @@ def check_transcript(t: Mapping[str, Any], v2: bool) -> Shape:
     if len(set(ids)) != len(ids):
         dup = next(p for p in ids if ids.count(p) > 1)
         raise SchemaError((*hp, "seats"), f"the player {dup!r} is listed twice", "distinct player ids", dup)
+    _strict_key(header["public_key"], (*hp, "public_key"))
+    if v2:
+        keys = [s["player_key"] for s in seat_list]
+        for n, k in enumerate(keys):
+            _strict_key(k, (*hp, "seats", n, "player_key"))
+            if k in keys[:n]:
+                raise SchemaError(
+                    (*hp, "seats", n, "player_key"),
+                    f"seats {seat_list[keys.index(k)]['seat']} and {seat_list[n]['seat']} list the same player key: "
+                    "one key sits in at most one seat of a hand (§13)",
+                    "distinct player keys",
+                    k,
+                )
     member(seats, "a seat of the header")(header["dealer"], (*hp, "dealer"))
     shape = Shape(
         v2=v2,
@@ -463,6 +477,15 @@ def check_transcript(t: Mapping[str, Any], v2: bool) -> Shape:
     void = shape.void is not None
     if t["server_seed"] == "" and not void:
         raise SchemaError(("server_seed",), 'the server seed is "" only in a void transcript', "64 hex digits", "")
+    if t["server_seed"] == "" and shape.reveals is not None:
+        raise SchemaError(
+            ("server_seed",),
+            "the reveals are recorded, so the server has known the deck: a transcript with record 2 publishes its "
+            'server seed, void or not (§12); "" here means nothing about this hand\'s cards can be checked, and the '
+            "house is at fault",
+            "64 hex digits",
+            "",
+        )
     if t["result"] is None and not void:
         raise SchemaError(("result",), "the result is null only when the hand is void", "an object", None)
     if t["result"] is not None and void:
@@ -506,6 +529,15 @@ def check_transcript(t: Mapping[str, Any], v2: bool) -> Shape:
     return shape
 
 
+def _strict_key(hex_key: str, path: Path) -> None:
+    """§9: every public key a header lists is a strict Ed25519 key."""
+    problem = key_problem(bytes.fromhex(hex_key))
+    if problem is not None:
+        raise SchemaError(
+            path, f"the key {hex_key} is not a strict Ed25519 key (§9): {problem}", "a strict key", hex_key
+        )
+
+
 def _one_per_seat(entries: Sequence[Mapping[str, Any]], seats: Sequence[int], path: Path) -> None:
     found = [e["seat"] for e in entries]
     if found != list(seats):
@@ -527,20 +559,71 @@ def _action(a: Any, seat_v: Validator, path: Path) -> None:
 
 
 # --------------------------------------------------------------------------- evidence (§15)
-RECEIPT_BODY: Final = obj(
+HAND: Final = {"table_id": IDENT, "hand_no": integer(1, HAND_NO_MAX)}
+SEAT: Final = integer(0, 7)
+RECEIPT_BODY: Final = obj({**HAND, "seat": SEAT, "kind": one_of("commit", "reveal"), "value": HEX32, "prev": HEX32})
+HEAD_BODY: Final = obj({**HAND, "i": TIME, "h": HEX32})
+PLAYER_BODY: Final = obj({**HAND, "seat": SEAT, "player_key": HEX32})
+ACK_BODY: Final = obj(
     {
-        "table_id": IDENT,
-        "hand_no": integer(1, HAND_NO_MAX),
-        "seat": integer(0, 7),
-        "kind": one_of("commit", "reveal"),
-        "value": HEX32,
+        **HAND,
+        "seat": SEAT,
+        "move": any_object,
         "prev": HEX32,
+        "psig": HEX64,
+        "i": TIME,
+        "h": HEX32,
+        "arrived": TIME,
+        "outcome": one_of("accepted", "refused"),
+        "code": nullable(IDENT),
     }
 )
-HEAD_BODY: Final = obj({"table_id": IDENT, "hand_no": integer(1, HAND_NO_MAX), "i": TIME, "h": HEX32})
-EVIDENCE_ITEM: Final = obj({"purpose": one_of("receipt", "head"), "body": any_object, "sig": HEX64})
+
+
+def _header_body(x: Any, path: Path) -> None:
+    """A header the client accepted: judged whole against the transcript's header
+    (§15 check 3); here only what says which hand it is for."""
+    any_object(x, path)
+    for k, f in HAND.items():
+        if k not in x:
+            raise SchemaError(path, f"the field {k!r} is missing", sorted(HAND), sorted(x))
+        f(x[k], (*path, k))
+
+
+def _ack_body(x: Any, path: Path) -> None:
+    ACK_BODY(x, path)
+    if (x["code"] is None) != (x["outcome"] == "accepted"):
+        raise SchemaError((*path, "code"), "code is null exactly when the move was accepted", None, x["code"])
+    _move(x["move"], x["seat"], (*path, "move"))
+
+
+def _move(m: Any, seat: int, path: Path) -> None:
+    """A move as in §9: a commit, a reveal, or an action (§13), of the ack's seat."""
+    if type(m) is not dict:
+        raise _bad(path, "a move (an object)", m)
+    kind = m.get("kind")
+    if kind == "commit":
+        obj({"kind": STRING, "seat": ANY_INT, "commit": HEX32})(m, path)
+    elif kind == "reveal":
+        obj({"kind": STRING, "seat": ANY_INT, "seed": HEX32})(m, path)
+    else:
+        _action(m, ANY_INT, path)
+    if m["seat"] != seat:
+        raise SchemaError((*path, "seat"), "the move is the acknowledged seat's", seat, m["seat"])
+
+
+EVIDENCE_BODIES: Final[dict[str, Validator]] = {
+    "ack": _ack_body,
+    "head": HEAD_BODY,
+    "header": _header_body,
+    "player": PLAYER_BODY,
+    "receipt": RECEIPT_BODY,
+}
+EVIDENCE_ITEM: Final = obj({"purpose": one_of(*EVIDENCE_BODIES), "body": any_object, "sig": HEX64})
 
 
 def check_evidence_item(item: Any, path: Path) -> None:
+    """An item of an evidence file (§15): ``{"purpose", "body", "sig"}``, its body of
+    exactly the form its purpose names."""
     EVIDENCE_ITEM(item, path)
-    (RECEIPT_BODY if item["purpose"] == "receipt" else HEAD_BODY)(item["body"], (*path, "body"))
+    EVIDENCE_BODIES[item["purpose"]](item["body"], (*path, "body"))

@@ -2,8 +2,9 @@
 
 ``sign(purpose, obj, protocol)`` signs ``LP(protocol + "/" + purpose) ‖ canonical(obj)``.
 The server's purposes are ``header``, ``commitments``, ``transcript`` and, from
-rummy-pf/v2 on, ``receipt`` and ``head``; a player signs its moves with purpose
-``move``.  Key storage is the caller's business: this module only takes and returns
+rummy-pf/v2 on, ``ack``, ``head`` (and ``receipt``, before acks); a player signs its
+moves with purpose ``move`` and its key with ``player``.  Verification is strict
+(:mod:`verifier.ed25519`).  Key storage is the caller's business: this module only takes and returns
 bytes.
 """
 
@@ -14,10 +15,10 @@ import binascii
 from pathlib import Path
 from typing import Any
 
-from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from verifier import ed25519
 from verifier.fairness import PROTOCOL_V1, canonical, lp, sha256
 
 
@@ -49,6 +50,10 @@ class Signer:
     def sign(self, purpose: str, obj: Any, protocol: str = PROTOCOL_V1) -> str:
         return self._key.sign(signed_message(purpose, obj, protocol)).hex()
 
+    def sign_bytes(self, message: bytes) -> bytes:
+        """A plain RFC 8032 signature of ``message`` (test vectors)."""
+        return self._key.sign(message)
+
     @property
     def fingerprint(self) -> str:
         return fingerprint(self.public_bytes)
@@ -63,13 +68,20 @@ def fingerprint(public_bytes: bytes) -> str:
     return sha256(public_bytes).hex()
 
 
+def fingerprint_text(fingerprint_hex: str) -> str:
+    """How a fingerprint is shown to a person, on every page and by every command: the
+    64 lowercase hex digits in groups of four, ``"3f2a 9c01 …"``."""
+    return " ".join(fingerprint_hex[k : k + 4] for k in range(0, len(fingerprint_hex), 4))
+
+
 def verify(public_bytes: bytes, purpose: str, obj: Any, signature_hex: str, protocol: str = PROTOCOL_V1) -> bool:
+    """Strictly (§9, :mod:`verifier.ed25519`): a key that is not strict, or a signature
+    with ``S ≥ L`` or a non-canonical ``R``, never verifies."""
     try:
-        sig = bytes.fromhex(signature_hex)
-        Ed25519PublicKey.from_public_bytes(public_bytes).verify(sig, signed_message(purpose, obj, protocol))
-    except (InvalidSignature, ValueError, TypeError):
+        key = ed25519.strict_key(public_bytes)
+        return ed25519.verify_hex(key, signature_hex, signed_message(purpose, obj, protocol))
+    except (ValueError, TypeError):
         return False
-    return True
 
 
 def load_public_key(text: str) -> bytes:

@@ -21,12 +21,13 @@ from verifier.chain import GENESIS as GENESIS
 from verifier.chain import chain_link as chain_link
 from verifier.chain import start_hand as start_hand
 from verifier.checks import CHECK_NAMES, CHECKS_V1, CHECKS_V2, Ctx, Fail, Skip, table_for, warnings_of
+from verifier.evidence import unapplied_counts
 from verifier.fairness import PROTOCOL_V1
 from verifier.schema import describe
 from verifier.strictjson import json_data_problem
 
 #: Every check name, in order (rummy-pf/v2, §14).  v1 runs the same minus
-#: player_signatures, time and evidence (Appendix C).
+#: player_signatures and time (Appendix C).
 CHECKS: Final = CHECK_NAMES
 CHECKS_FOR: Final = {"rummy-pf/v2": tuple(n for n, _ in CHECKS_V2), PROTOCOL_V1: tuple(n for n, _ in CHECKS_V1)}
 INTERNAL: Final = "internal"
@@ -89,14 +90,25 @@ class Report:
         }
 
 
-def verify_transcript(t: Any, pinned_key: bytes | None = None, evidence: Any = None, *, debug: bool = False) -> Report:
+def verify_transcript(
+    t: Any,
+    pinned_key: bytes | None = None,
+    evidence: Any = None,
+    *,
+    allow_v1: bool = False,
+    in_folder: bool = False,
+    debug: bool = False,
+) -> Report:
     """Run every check of §14 in order; stop at the first discrepancy.
 
     ``pinned_key`` is the server's raw 32-byte public key, if the caller pins one;
-    ``evidence`` the items of an evidence file (§15), if the player gives one.  An
+    ``evidence`` the items of an evidence file (§15), if the player gives one;
+    ``allow_v1`` accepts a rummy-pf/v1 transcript (with the warning
+    ``v1_server_only``), which ``format`` refuses otherwise; ``in_folder``: this is one
+    transcript of a directory, whose evidence need not hold an item for it.  An
     unexpected exception inside a check (a bug of the verifier) is reported as a
     failure of that check marked ``internal``, or raised when ``debug``."""
-    ctx = Ctx(t=t, pinned=pinned_key, evidence=evidence)
+    ctx = Ctx(t=t, pinned=pinned_key, evidence=evidence, allow_v1=allow_v1, in_folder=in_folder)
     passed: list[str] = []
     skipped: list[str] = []
     reasons: dict[str, str] = {}
@@ -117,7 +129,6 @@ def verify_transcript(t: Any, pinned_key: bytes | None = None, evidence: Any = N
             reasons[name] = outcome.reason
         else:
             passed.append(name)
-    if failure is None and evidence is not None and table_for(t) is CHECKS_V1:
-        skipped.append("evidence")
-        reasons["evidence"] = "rummy-pf/v1 hands have no receipts or heads (Appendix C)"
+    if evidence is not None and "evidence" not in ctx.summary:  # §14.14: the count, whatever the verdict
+        ctx.summary["evidence"] = unapplied_counts(t, evidence)
     return Report(failure is None, failure, ctx.summary, passed, skipped, reasons, warnings_of(ctx))

@@ -1,4 +1,4 @@
-"""Test vectors for rummy-pf/v1 (``verifier/vectors/*.json``).
+"""Test vectors for rummy-pf (``verifier/vectors/*.json``, and ``adversarial/``).
 
     python -m verifier.vectors --write     regenerate the files
     python -m verifier.vectors --check     exit 1 if any file differs from what this makes
@@ -20,7 +20,7 @@ from typing import Any
 
 from verifier import strategy
 from verifier.cards import card_of_id, deck_size
-from verifier.chain import GENESIS, commit_move, move_body, reveal_move
+from verifier.chain import GENESIS, commit_move, move_body, player_body, reveal_move
 from verifier.fairness import (
     PROTOCOL_V2,
     Stream,
@@ -211,8 +211,12 @@ def player_signer(name: str, seat: int) -> Signer:
 
 class VectorHand:
     """A v2 hand played through :class:`HandRecorder` as a server would: every player
-    move signed by the player's key, receipts and heads collected per seat, record
-    times from a simulated clock that respects every window and turn clock."""
+    move signed by the player's key; each seat's evidence (§15) as its client keeps
+    it — the header it accepted, its ``player`` item, an ack for every move it made
+    and the signed head of every record it was sent; record times from a simulated
+    clock that respects every window and turn clock."""
+
+    recorder: type[HandRecorder] = HandRecorder
 
     def __init__(
         self,
@@ -223,10 +227,12 @@ class VectorHand:
         dealer: int,
         *,
         prev_head: str | None = None,
+        keys: dict[int, Signer] | None = None,
+        server: Signer = TEST_SIGNER,
     ) -> None:
-        self.keys = {s: player_signer(name, s) for s in seats}
-        self.rec = HandRecorder(
-            signer=TEST_SIGNER,
+        self.keys = keys or {s: player_signer(name, s) for s in seats}
+        self.rec = self.recorder(
+            signer=server,
             table_id=f"table-{name}",
             hand_no=attempt + 1,
             rules=rules,
@@ -250,34 +256,51 @@ class VectorHand:
     def sign(self, seat: int, prev: str, move: dict[str, Any]) -> str:
         return self.keys[seat].sign("move", move_body(self.rec.table_id, self.rec.hand_no, prev, move), PROTOCOL_V2)
 
+    def accept_header(self) -> None:
+        """Each client checks the header lists its key, keeps it and signs its
+        ``player`` item (§15)."""
+        rec = self.rec
+        for s, items in self.evidence.items():
+            items.append({"purpose": "header", "body": rec.header, "sig": rec.records[0]["sig"]})
+            body = player_body(rec.table_id, rec.hand_no, s, self.keys[s].public_bytes)
+            items.append({"purpose": "player", "body": body, "sig": self.keys[s].sign("player", body, PROTOCOL_V2)})
+
     def seed_phases(self, *, no_commit: tuple[int, ...] = (), withhold: tuple[int, ...] = ()) -> None:
         rec = self.rec
         self._heads(rec.open(self.now))
+        self.accept_header()
         commits: dict[int, tuple[bytes, str]] = {}
         for s in rec.seat_numbers:
             if s in no_commit:
                 continue
             c = player_commit(s, self.seeds[s])
-            sig = self.sign(s, rec.head, commit_move(s, c))
-            self.evidence[s].append(rec.check_commit(s, c, sig))
+            move = commit_move(s, c)
+            sig = self.sign(s, rec.head, move)
+            rec.check_commit(s, c, sig)
+            self.now += 40
+            self.evidence[s].append(rec.ack(s, move, rec.head, sig, arrived=self.now))
             commits[s] = (c, sig)
-        self.now += SEED_WINDOW_MS if no_commit else 1_500
+        self.now = rec.records[0]["t"] + (SEED_WINDOW_MS if no_commit else 1_500)
         self._heads(rec.commitments(commits, self.now))
         seeds: dict[int, tuple[bytes, str]] = {}
         for s in commits:
             if s in withhold:
                 continue
-            sig = self.sign(s, rec.head, reveal_move(s, self.seeds[s]))
-            self.evidence[s].append(rec.check_reveal(s, self.seeds[s], sig))
+            move = reveal_move(s, self.seeds[s])
+            sig = self.sign(s, rec.head, move)
+            rec.check_reveal(s, self.seeds[s], sig)
+            self.now += 40
+            self.evidence[s].append(rec.ack(s, move, rec.head, sig, arrived=self.now))
             seeds[s] = (self.seeds[s], sig)
-        self.now += SEED_WINDOW_MS if withhold else 1_200
+        self.now = rec.records[1]["t"] + (SEED_WINDOW_MS if withhold else 1_200)
         self._heads(rec.reveal(seeds, self.now))
         self.now += 5
         record, _ = rec.deal(self.now)
         self._heads(record)
         self.turn_began = self.now
 
-    def act(self, action: Action, prev: str | None = None) -> None:
+    def act(self, action: Action) -> dict[str, Any]:
+        """One move; a player's is signed over the head and acknowledged (§15)."""
         rec = self.rec
         assert rec.state is not None
         if isinstance(action, TimeOut):
@@ -285,12 +308,28 @@ class VectorHand:
             psig = None
         else:
             self.now += 700
-            at = prev or rec.head
-            psig = {"prev": at, "sig": self.sign(action.seat, at, action_to_json(action))}
+            psig = {"prev": rec.head, "sig": self.sign(action.seat, rec.head, action_to_json(action))}
         record, events = rec.act(action, psig, self.now)
+        if psig is not None:
+            ack = rec.ack(
+                action.seat, action_to_json(action), psig["prev"], psig["sig"], arrived=self.now, i=record["i"]
+            )
+            self.evidence[action.seat].append(ack)
         self._heads(record)
         if any(e.kind == "turn" for e in events):
             self.turn_began = self.now
+        return record
+
+    def refuse(self, action: Action, code: str, *, at: int) -> dict[str, Any]:
+        """A move the table judged and refused with ``code`` at time ``at``: the seat
+        keeps the signed ack (§15)."""
+        rec = self.rec
+        move = action_to_json(action)
+        sig = self.sign(action.seat, rec.head, move)
+        self.now = max(self.now, at)
+        ack = rec.ack(action.seat, move, rec.head, sig, arrived=self.now, code=code)
+        self.evidence[action.seat].append(ack)
+        return ack
 
     def play(self, policy: Policy, max_actions: int = 600) -> None:
         n = 0
@@ -310,14 +349,10 @@ def play_hand(
     *,
     no_commit: tuple[int, ...] = (),
     withhold: tuple[int, ...] = (),
-    leave_in_seed_phase: tuple[int, ...] = (),
     prev_head: str | None = None,
 ) -> VectorHand:
     hand = VectorHand(name, attempt, rules, seats, dealer, prev_head=prev_head)
     hand.seed_phases(no_commit=no_commit, withhold=withhold)
-    for s in leave_in_seed_phase:  # signed over the header, recorded after the deal (§9)
-        if not hand.rec.ended:
-            hand.act(Leave(s), prev=str(hand.rec.records[0]["h"]))
     hand.play(policy)
     return hand
 
@@ -354,12 +389,16 @@ def rich_policy() -> Policy:
 
 
 def leave_policy() -> Policy:
-    """Seat 6 leaves the table during its third turn; the rest play the strategy."""
+    """Seat 6 leaves the table during its third turn; seat 7 left during the seed
+    phases (D36), so the clock plays for it until it drops it; the rest play the
+    strategy."""
     turns: dict[int, int] = {}
 
     def policy(state: HandState, seat: int) -> Action:
         if state.phase is Phase.DRAW:
             turns[seat] = turns.get(seat, 0) + 1
+        if seat == 7:
+            return TimeOut(7)
         if seat == 6 and turns.get(6) == 3 and state.phase is Phase.DISCARD:
             return Leave(6)
         return greedy(state, seat)
@@ -413,8 +452,9 @@ def transcripts() -> dict[str, dict[str, Any]]:
     }
     out["v2-evidence-4seat-two-players-seat1.json"] = {
         "_about": about_v2(
-            "v2: the evidence seat 1 kept in that hand (§15): its commit and reveal receipts and the signed head "
-            "of every record it was sent"
+            "v2: the evidence seat 1's client kept in that hand (§15): the header it accepted, its player item, "
+            "an ack for each of its moves (commit, reveal, every action) and the signed head of every record it "
+            "was sent"
         ),
         "evidence": hand.evidence[1],
     }
@@ -448,15 +488,15 @@ def transcripts() -> dict[str, dict[str, Any]]:
             leave_policy(),
             no_commit=(2,),
             withhold=(5,),
-            leave_in_seed_phase=(7,),
         ),
-        {"leave", "forfeit"},
+        {"leave", "forfeit", "drop_40"},
     )
     out["v2-transcript-8seat-seeds-and-leaves.json"] = {
         "_about": about_v2(
             f"v2: an 8-seat table (three decks): one seat sent no commitment (empty seed), one withheld its reveal "
-            f"(sits out, first drop), one left during the seed phase (signed over the header, recorded after the "
-            f"deal), one leaves mid-hand (attempt {a})"
+            f"(sits out, first drop), one left during the seed phases after its reveal (D36: no move of the hand; "
+            f"the clock plays for it until it drops it), one leaves mid-hand, signed over the record it follows "
+            f"(attempt {a})"
         ),
         "transcript": hand.rec.transcript(),
     }
@@ -499,8 +539,19 @@ def transcripts() -> dict[str, dict[str, Any]]:
 
 
 def all_files() -> dict[str, str]:
-    """Every generated vector file (the rummy-pf/v1 transcripts are frozen: see V1_FROZEN)."""
-    files = {"rfc4231.json": rfc4231(), "derivation.json": derivation(), **transcripts()}
+    """Every generated vector file, by its path under ``verifier/vectors`` (the
+    rummy-pf/v1 transcripts are frozen: see V1_FROZEN): the derivation, the
+    transcripts and evidence, strict Ed25519, and the adversarial cases."""
+    from verifier.vectors_adversarial import adversarial_files
+    from verifier.vectors_strict import strict_vectors
+
+    files = {
+        "rfc4231.json": rfc4231(),
+        "derivation.json": derivation(),
+        **transcripts(),
+        "ed25519_strict.json": strict_vectors(TEST_SIGNER),
+        **adversarial_files(),
+    }
     return {name: json.dumps(body, indent=1, sort_keys=True, ensure_ascii=False) + "\n" for name, body in files.items()}
 
 
@@ -514,7 +565,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, text in files.items():
         path = DIR / name
         if args.write:
-            DIR.mkdir(exist_ok=True)
+            path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
             print(f"wrote {path}")
         elif not path.is_file() or path.read_text(encoding="utf-8") != text:

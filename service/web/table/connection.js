@@ -1,0 +1,208 @@
+/* One table's WebSocket, which reconnects by itself.  The session cookie goes with
+   the upgrade (the server checks the page's Origin); no token is sent by the page. */
+import { ServerError } from "./api.js";
+
+const BACKOFF_FIRST = 500;
+const BACKOFF_MAX = 8000;
+const SUBPROTOCOL = "rummy.v2";
+/* Until the join is answered, table pushes are older than the snapshot that answers
+   it (the table answers in order), which already holds their effect. */
+const GATED = new Set(["table", "hand", "update", "result", "paused", "resumed"]);
+
+/* It joins on every (re)connect (with joinArgs(), e.g. the newest record seen, so
+   that the snapshot holds the events missed) and hands the snapshot to
+   onSnapshot(snapshot, {reconnected}); pushes go to onPush(message); replies settle
+   the promise send() returned.  After a close it reconnects with backoff (at once
+   when the browser says it is back online, or when the table moved), unless stop()
+   was called or another window took the seat over ("replaced"). */
+/** The signed items ({purpose, body, sig}) among an object's fields. */
+export function signedItems(obj) {
+  if (!obj || typeof obj !== "object") return [];
+  return Object.values(obj).filter((v) => v && typeof v === "object" && typeof v.purpose === "string" && v.body && typeof v.sig === "string");
+}
+
+export class TableSocket {
+  constructor(opts) {
+    this.tableId = opts.tableId;
+    this.onSnapshot = opts.onSnapshot;
+    this.onPush = opts.onPush;
+    this.onState = opts.onState || (() => {});
+    this.joinArgs = opts.joinArgs || (() => ({}));
+    this.ws = null;
+    this.node = null; // the node that serves the table, when not this page's own server
+    this.moving = false;
+    this.n = 0;
+    this.pending = new Map();
+    this.stopped = false;
+    this.replaced = false;
+    this.connections = 0;
+    this.backoff = BACKOFF_FIRST;
+    this.timer = null;
+    this.retryAt = null;
+    this._online = () => {
+      if (!this.stopped && !this.replaced && (!this.ws || this.ws.readyState !== WebSocket.OPEN)) {
+        if (this.ws && this.ws.readyState === WebSocket.CONNECTING) return;
+        this.ws = null;
+        this.reconnectNow();
+      }
+    };
+    window.addEventListener("online", this._online);
+  }
+
+  url() {
+    let base = window.location.origin;
+    if (this.node) {
+      try {
+        base = new URL(this.node).origin;
+      } catch (e) {
+        this.node = null;
+      }
+    }
+    return base.replace(/^http/, "ws") + "/ws";
+  }
+
+  connect() {
+    if (this.stopped) return;
+    clearTimeout(this.timer);
+    this.timer = null;
+    this.retryAt = null;
+    this.onState("connecting");
+    let ws;
+    try {
+      ws = new WebSocket(this.url(), [SUBPROTOCOL]);
+    } catch (e) {
+      this._closed(null);
+      return;
+    }
+    this.ws = ws;
+    this.joined = false;
+    ws.onopen = async () => {
+      if (this.ws !== ws) return;
+      this.connections += 1;
+      const reconnected = this.connections > 1;
+      try {
+        const snap = await this.send("join", this.joinArgs());
+        this.joined = true;
+        this.backoff = BACKOFF_FIRST;
+        this.onState("open");
+        this.onSnapshot(snap, { reconnected });
+      } catch (e) {
+        if (this.ws !== ws) return;
+        if (e instanceof ServerError && e.code === "no_such_table") {
+          this.stop();
+          this.onState("gone", e);
+        } else if (e instanceof ServerError && e.code === "wrong_node" && e.redirect) {
+          // a cluster: another node serves this table; connect there at once
+          this.node = e.redirect;
+          this.moving = true;
+          ws.close(1000, "served elsewhere");
+        } else {
+          // between nodes, unavailable, busy…: try again after a pause
+          this.onState("refused", e);
+          ws.close(1000, "join refused");
+        }
+      }
+    };
+    ws.onmessage = (ev) => {
+      if (this.ws !== ws) return;
+      let m;
+      try {
+        m = JSON.parse(ev.data);
+      } catch (e) {
+        return;
+      }
+      if ((m.type === "reply" || m.type === "error") && m.id !== null && this.pending.has(m.id)) {
+        const p = this.pending.get(m.id);
+        this.pending.delete(m.id);
+        if (m.type === "reply") p.resolve(m.result);
+        else {
+          const err = new ServerError(m.error.code, m.error.message, m.error.rule);
+          if (m.error.redirect) err.redirect = m.error.redirect;
+          err.signed = signedItems(m).concat(signedItems(m.error)); // a refusal's ack (§15)
+          p.reject(err);
+        }
+        return;
+      }
+      if (m.type === "replaced") this.replaced = true;
+      if (m.type === "shutdown" && Array.isArray(m.servers) && m.servers.length > 0 && typeof m.servers[0] === "string") {
+        // this node is going down and has handed its tables over: when it closes the
+        // socket, ask another node of the card room at once
+        this.node = m.servers[0];
+        this.moving = true;
+      }
+      if (m.type === "moved") {
+        // the table went to another node: ask this page's own server where, at once
+        this.node = null;
+        this.moving = true;
+      }
+      if (!this.joined && GATED.has(m.type)) return;
+      this.onPush(m);
+    };
+    ws.onclose = () => this._closed(ws);
+    ws.onerror = () => {
+      /* onclose follows */
+    };
+  }
+
+  _closed(ws) {
+    if (ws !== null && this.ws !== ws) return;
+    this.ws = null;
+    for (const p of this.pending.values()) p.reject(new ServerError("disconnected", "the connection closed before the answer came"));
+    this.pending.clear();
+    if (this.stopped) return;
+    if (this.moving) {
+      this.moving = false;
+      this.connect();
+      return;
+    }
+    // any other close: ask this page's own server again where the table is served
+    this.node = null;
+    if (this.replaced) {
+      this.onState("replaced");
+      return;
+    }
+    const wait = Math.round(this.backoff * (0.8 + Math.random() * 0.4));
+    this.backoff = Math.min(BACKOFF_MAX, this.backoff * 2);
+    this.retryAt = Date.now() + wait;
+    this.onState("lost", wait);
+    this.timer = setTimeout(() => this.connect(), wait);
+  }
+
+  reconnectNow() {
+    this.replaced = false;
+    this.backoff = BACKOFF_FIRST;
+    if (this.ws) return;
+    this.connect();
+  }
+
+  /** Send {type, table_id, ...fields} with a fresh id; resolves with the reply's result, rejects with a ServerError. */
+  send(type, fields) {
+    const ws = this.ws;
+    if (!ws || ws.readyState !== WebSocket.OPEN) return Promise.reject(new ServerError("disconnected", "not connected to the table"));
+    this.n += 1;
+    const id = "w" + this.n;
+    const msg = Object.assign({ id, type, table_id: this.tableId }, fields || {});
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      ws.send(JSON.stringify(msg));
+    });
+  }
+
+  /** Close as if the network had dropped (tests and the "reconnect" button use it). */
+  drop() {
+    if (this.ws) this.ws.close(4000, "dropped by the page");
+  }
+
+  stop() {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    window.removeEventListener("online", this._online);
+    if (this.ws) {
+      const ws = this.ws;
+      this.ws = null;
+      ws.close(1000, "left the table page");
+    }
+    for (const p of this.pending.values()) p.reject(new ServerError("disconnected", "the page left the table"));
+    this.pending.clear();
+  }
+}

@@ -1,0 +1,246 @@
+/* The player's moves, signed in this browser (docs/fairness.md §5, §9) and sent over
+   the table's socket: the seed's commitment and reveal (by themselves), the actions
+   the buttons make, sitting and leaving.  Every signed object the server answers
+   with is kept as evidence (§15), and so is the header accepted before committing. */
+import { ServerError } from "./api.js";
+import { signedItems } from "./connection.js";
+import { ht } from "./dom.js";
+import { headerItem, keepEvidence, playerItem } from "./evidence.js";
+import { moveBody, serverSigned, sign } from "./keys.js";
+import { S, logLine, mySeat } from "./state.js";
+import { forgetSeed, knownSeed, seedFor } from "./store.js";
+
+const R = window.RummyPF;
+
+/* What the moves tell the person, and how the page is drawn again: set by the page. */
+const ui = { error: () => {}, notice: () => {}, render: () => {}, renderActions: () => {}, hideError: () => {} };
+export function useUi(fns) {
+  Object.assign(ui, fns);
+}
+
+// ------------------------------------------------------------------ evidence
+
+/** Keep a signed item from the server; one that does not verify under the pinned key is said so. */
+export function keep(item) {
+  if (!item || !S.me) return;
+  if (!keepEvidence(S.me.id, item)) return;
+  const t = S.t;
+  const hand = t && t.hand;
+  if (S.serverKey && item.purpose !== "player") {
+    serverSigned(S.serverKey, item).then((ok) => {
+      if (!ok && hand && S.t === t) {
+        hand.badSig = item.purpose + " " + (item.body.i !== undefined ? "of record " + item.body.i : item.body.kind || "");
+        logLine(t, "Warning: a " + hand.badSig + " from the server does not verify with the server key you pinned.", "bad");
+        ui.render();
+      }
+    });
+  }
+}
+
+// ------------------------------------------------------------------ seeds (§5)
+
+export async function commit(hand) {
+  const t = S.t;
+  if (!t || hand.committed || hand.working || hand.seat === null || hand.ended) return;
+  if (!hand.keyOk) return; // the header lists another key: the person was warned
+  hand.working = true;
+  try {
+    // the header this page accepts, and its own key and seat: evidence (§15)
+    keep(headerItem(hand.header));
+    keep(await playerItem(S.key, t.id, hand.hand_no, hand.seat));
+    const seed = seedFor(S.me.id, t.id, hand.hand_no);
+    const value = await R.fairness.playerCommit(hand.seat, seed);
+    const move = { kind: "commit", seat: hand.seat, commit: value };
+    const sig = await sign(S.key, "move", moveBody(t.id, hand.hand_no, hand.header.h, move));
+    const res = await t.sock.send("commit", { hand_no: hand.hand_no, commit: value, sig });
+    keepAll(res);
+    hand.committed = true;
+    logLine(t, "Your seed is committed (the server's signed answer is kept).", "me");
+  } catch (e) {
+    keepRefusal(e);
+    if (e.code === "already_committed") hand.committed = true;
+    ui.error(e, "Committing your seed failed");
+  } finally {
+    hand.working = false;
+    ui.render();
+  }
+}
+
+export async function reveal(hand) {
+  const t = S.t;
+  if (!t || hand.revealed || hand.working || hand.seat === null || !hand.commitments || hand.ended) return;
+  if (!hand.keyOk) return;
+  const entry = hand.commitments.commitments.commits.find((c) => c.seat === hand.seat);
+  if (!entry || !entry.commit) {
+    logLine(t, "Your seed was not committed in time: you play this hand with the empty seed (D21).", "bad");
+    return;
+  }
+  const seed = knownSeed(S.me.id, t.id, hand.hand_no);
+  if (!seed) {
+    ui.error(new ServerError("seed_lost", "this browser no longer holds the seed it committed for hand " + hand.hand_no), "Your seed cannot be revealed — you will sit this hand out and pay a first drop (D29)");
+    return;
+  }
+  if ((await R.fairness.playerCommit(hand.seat, seed)) !== entry.commit) {
+    ui.error(new ServerError("commit_mismatch", "the signed commitment list shows " + entry.commit.slice(0, 16) + "… for your seat"), "The commitment the server lists for you is not the one this browser made — nothing was revealed. Keep the evidence");
+    return;
+  }
+  hand.working = true;
+  try {
+    const move = { kind: "reveal", seat: hand.seat, seed };
+    const sig = await sign(S.key, "move", moveBody(t.id, hand.hand_no, hand.commitments.h, move));
+    const res = await t.sock.send("reveal", { hand_no: hand.hand_no, seed, sig });
+    keepAll(res);
+    hand.revealed = true;
+    logLine(t, "Your seed is revealed (the server's answer is kept). The deck is now fixed by every seed.", "me");
+  } catch (e) {
+    keepRefusal(e);
+    if (e.code === "already_revealed") hand.revealed = true;
+    ui.error(e, "Revealing your seed failed");
+  } finally {
+    hand.working = false;
+    ui.render();
+  }
+}
+
+export function forget(t, handNo) {
+  forgetSeed(S.me.id, t.id, handNo);
+}
+
+/* Whatever signed items a reply carries (a receipt, a head, an ack), or a refusal
+   (its ack): all evidence. */
+function keepAll(res) {
+  for (const item of signedItems(res)) keep(item);
+}
+
+function keepRefusal(e) {
+  for (const item of (e && e.signed) || []) keep(item);
+}
+
+// ------------------------------------------------------------------ actions (§9)
+
+function newestHead(hand) {
+  return hand.records.get(hand.newest);
+}
+
+export function moveName(kind) {
+  return { draw_closed: "Drawing", draw_open: "Taking the open card", discard: "Discarding", declare: "Declaring", drop: "Dropping" }[kind] || kind;
+}
+
+/** Sign and send an action: {kind} or {kind, card} (a declare also sends the arrangement as its hint). */
+export async function act(kind, card) {
+  const t = S.t;
+  const hand = t && t.hand;
+  if (!hand || hand.seat === null || !hand.view) {
+    ui.error(new ServerError("not_in_hand", "the page has no hand of yours to move in"));
+    return false;
+  }
+  if (!hand.keyOk) {
+    ui.error(new ServerError("key_mismatch", "this hand lists another key for you"), "The page does not move in this hand");
+    return false;
+  }
+  const action = { kind };
+  if (card !== undefined && card !== null) action.card = card;
+  if (kind === "declare" && hand.arr) action.hint = hand.arr.map((g) => g.filter((c) => c !== card)).filter((g) => g.length);
+  t.busy = true;
+  t.confirm = null;
+  ui.hideError();
+  ui.renderActions();
+  try {
+    for (let attempt = 0; ; attempt++) {
+      const prev = newestHead(hand);
+      const move = Object.assign({}, action, { seat: hand.seat });
+      const sig = await sign(S.key, "move", moveBody(t.id, hand.hand_no, prev, move));
+      try {
+        const res = await t.sock.send("action", { hand_no: hand.hand_no, action, prev, sig });
+        keepAll(res);
+        if (kind === "discard" || kind === "declare" || kind === "drop") t.selected = null;
+        return true;
+      } catch (e) {
+        keepRefusal(e);
+        const v = hand.view;
+        const stillMine = v && v.turn === hand.seat && v.phase !== "ended";
+        if (e.code === "stale_head" && attempt === 0 && stillMine && newestHead(hand) !== prev) continue; // sign again over the newest record
+        ui.error(e, moveName(kind));
+        return false;
+      }
+    }
+  } catch (e) {
+    ui.error(e, moveName(kind));
+    return false;
+  } finally {
+    t.busy = false;
+    ui.render();
+  }
+}
+
+export async function sit(seat) {
+  const t = S.t;
+  try {
+    const fields = seat === null || seat === undefined ? {} : { seat };
+    const res = await t.sock.send("sit", fields);
+    t.situation = null;
+    if (t.hand && !t.hand.ended) t.satDuring = t.hand.hand_no;
+    logLine(t, "You sat down at seat " + res.seat + ". " + ht(t.rules ? t.rules.point_value * 130 : 0) + " will be held while each hand is played.", "me");
+    return true;
+  } catch (e) {
+    ui.error(e, "Sitting down failed");
+    return false;
+  } finally {
+    ui.render();
+  }
+}
+
+export async function leave() {
+  const t = S.t;
+  const hand = t.hand;
+  const fields = {};
+  const me = hand && hand.view && hand.view.me;
+  const inHand = hand && hand.seat !== null && !hand.ended && (!me || me.status === "playing");
+  if (inHand && !hand.keyOk) {
+    ui.error(new ServerError("key_mismatch", "this hand lists another key for you"), "The page cannot sign your leave in this hand; you can leave when it is over");
+    return false;
+  }
+  // Before the deal a leave is not a move of the hand (D36): it goes unsigned, and the
+  // seat is stood up when the hand ends; a server from before D36 asks for the
+  // signature (signature_required), and gets it.
+  const dealt = !!(hand && hand.view);
+  const signed = async () => {
+    const prev = newestHead(hand);
+    const move = { kind: "leave", seat: hand.seat };
+    return { hand_no: hand.hand_no, prev, sig: await sign(S.key, "move", moveBody(t.id, hand.hand_no, prev, move)) };
+  };
+  if (inHand && dealt) Object.assign(fields, await signed());
+  t.busy = true;
+  t.confirm = null;
+  t.leaving = true;
+  ui.renderActions();
+  try {
+    let res;
+    try {
+      res = await t.sock.send("leave", fields);
+    } catch (e) {
+      if (!(inHand && !dealt && e.code === "signature_required")) throw e;
+      res = await t.sock.send("leave", await signed());
+    }
+    keepAll(res);
+    if (res.after_hand) {
+      // D36: before the deal the seat stays in the hand, and stands up when it ends
+      t.leftAfterHand = hand.hand_no;
+      logLine(t, "You left seat " + res.left + " before the deal: the seat stays in hand " + hand.hand_no + " — its seed missed, then the clock playing for it — and is stood up when the hand ends (rule D36).", "me");
+      ui.notice("You left: your seat is stood up when this hand ends.");
+    } else {
+      logLine(t, "You left seat " + res.left + (res.charged ? " — charged 40 points for leaving during a hand (D15)." : "."), "me");
+      ui.notice("You left the table. You are watching now.");
+    }
+    return true;
+  } catch (e) {
+    ui.error(e, "Leaving failed");
+    return false;
+  } finally {
+    t.busy = false;
+    t.leaving = false;
+    ui.render();
+  }
+}
+
+export { mySeat };

@@ -1,0 +1,283 @@
+"""Issue 16 on a live server: strict player keys at registration (a typed 400
+``bad_key`` for every small-order and non-canonical key, ``key_in_use`` for another
+player's), a signed ack for every move the table judges (docs/fairness.md §15), a
+leave in the seed phases that stands the seat up after the hand (RULES.md D36), the
+seat the house could not serve given its whole turn again (D35, through a PostgreSQL
+that goes away), and the bots' evidence file checked by ``rummy-verify``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from service.bots import Bot
+from service.cli import Running
+from tests.conftest import Api, wait_for
+from tests.pgproxy import PgProxy
+from tests.test_recovery import key_of, proxied  # noqa: F401 - a fixture
+from tests.test_server import latest_view, seat_of, seat_two, through_seeds
+from tests.wsclient import Client
+from verifier import vectors
+from verifier.fairness import PROTOCOL_V2, canonical, lp
+from verifier.signing import verify
+from verifier.transcript import verify_transcript
+
+STRICT = json.loads((Path(vectors.DIR) / "ed25519_strict.json").read_text(encoding="utf-8"))
+REFUSED_KEYS = [k["public_key"] for k in STRICT["keys"] if k["verdict"] == "refused"]
+
+
+def server_signed(key: bytes, item: dict[str, Any]) -> bool:
+    return verify(key, item["purpose"], item["body"], item["sig"], PROTOCOL_V2)
+
+
+# ----------------------------------------------------------------------------- registration (§9, D36)
+async def test_every_small_order_and_non_canonical_key_is_refused_at_registration(api: Api) -> None:
+    p = await api.player("strict")
+    own = p["signer"].public_bytes.hex()
+    small_order = [k["public_key"] for k in STRICT["keys"] if k["reason"] == "small_order"]
+    assert len(small_order) == 8 and set(small_order) <= set(REFUSED_KEYS)
+    before = len((await api.call("GET", "/api/admin/players?limit=500"))["players"])
+    for key in REFUSED_KEYS:
+        r = await api.call("PUT", "/api/me/key", token=p["token"], body={"public_key": key}, expect=400)
+        assert r["error"]["code"] == "bad_key", (key, r)
+        r = await api.call("POST", "/api/players", body={"name": "x", "public_key": key}, expect=400)
+        assert r["error"]["code"] == "bad_key", (key, r)
+    assert (await api.call("GET", "/api/me", token=p["token"]))["public_key"] == own  # unchanged
+    assert len((await api.call("GET", "/api/admin/players?limit=500"))["players"]) == before  # nobody created
+
+
+async def test_a_key_belongs_to_one_player(api: Api) -> None:
+    a, b = await api.player("owner"), await api.player("copier")
+    key = a["signer"].public_bytes.hex()
+    r = await api.call("PUT", "/api/me/key", token=b["token"], body={"public_key": key}, expect=409)
+    assert r["error"]["code"] == "key_in_use"
+    r = await api.call("POST", "/api/players", body={"name": "copier2", "public_key": key}, expect=409)
+    assert r["error"]["code"] == "key_in_use"
+    await api.call("PUT", "/api/me/key", token=a["token"], body={"public_key": key}, expect=200)  # its own again
+
+
+# ----------------------------------------------------------------------------- acks (§15)
+async def test_every_judged_move_is_acknowledged_and_the_acks_agree_with_the_transcript(
+    api: Api, server: Running
+) -> None:
+    table, a, b = await seat_two(api, server)
+    key = await key_of(api)
+    async with Client(server.url, a["token"], a["signer"]) as ca, Client(server.url, b["token"], b["signer"]) as cb:
+        hand_no = await through_seeds(table, ca, cb)
+        kept: dict[Client, list[dict[str, Any]]] = {ca: [], cb: []}
+        for c in (ca, cb):  # the commit and reveal acks, accepted
+            for f in c.frames:
+                ack = (f.get("result") or {}).get("ack") if f.get("type") == "reply" else None
+                if ack:
+                    assert ack["body"]["outcome"] == "accepted" and server_signed(key, ack)
+                    kept[c].append(ack)
+            assert [k["body"]["move"]["kind"] for k in kept[c]] == ["commit", "reveal"]
+        view = latest_view(ca)
+        on, off = (ca, cb) if view["turn"] == view["me"]["seat"] else (cb, ca)
+        # refused by the rules: out of turn, and over an old record
+        out_of_turn = await off.act(table, hand_no, seat_of(off), {"kind": "draw_closed"})
+        stale = await on.act(table, hand_no, seat_of(on), {"kind": "draw_closed"}, prev="00" * 32)
+        for c, err, code in ((off, out_of_turn, "not_your_turn"), (on, stale, "stale_head")):
+            assert err["type"] == "error" and err["error"]["code"] == code
+            ack = err["error"]["ack"]
+            body = ack["body"]
+            assert server_signed(key, ack) and body["outcome"] == "refused" and body["code"] == code
+            assert body["i"] == 3 and body["h"] == c.head() and body["seat"] == seat_of(c)
+            kept[c].append(ack)
+        # refused before any table judged it: another hand's number — no ack
+        wrong = await on.act(table, hand_no + 5, seat_of(on), {"kind": "draw_closed"})
+        assert wrong["error"]["code"] == "wrong_hand" and "ack" not in wrong["error"]
+        # accepted: the ack is the signed head of the record that holds the move
+        drew = await on.act(table, hand_no, seat_of(on), {"kind": "draw_closed"})
+        ack = drew["result"]["ack"]
+        assert server_signed(key, ack) and ack["body"]["i"] == drew["result"]["i"] == 4
+        assert ack["body"]["h"] == drew["result"]["h"] and "head" not in drew["result"]
+        assert ack["body"]["arrived"] >= 0 and ack["body"]["code"] is None
+        kept[on].append(ack)
+        left = await off.leave(table, hand_no, seat_of(off))
+        assert left["result"]["charged"] is True and left["result"]["ack"]["body"]["move"]["kind"] == "leave"
+        kept[off].append(left["result"]["ack"])
+        result = await on.wait_frame(lambda f: f.get("type") == "result", timeout=30)
+        await on.leave(table)
+    t = await api.call("GET", result["transcript"], expect=200)
+    for items in kept.values():
+        report = verify_transcript(t, key, items)
+        assert report.ok, report.failure
+        assert report.summary["evidence"]["checked"] == len(items)
+    # The signature is over the ack purpose, exactly (§9).
+    assert server_signed(key, ack) and canonical(ack["body"]) and lp("rummy-pf/v2/ack")
+
+
+# ----------------------------------------------------------------------------- D36
+async def test_leaving_in_the_seed_phases_stands_the_seat_up_after_the_hand(api: Api, server: Running) -> None:
+    table = await api.table(seats=4, point_value=2, turn_seconds=1, max_missed_turns=1)
+    a, b = await api.player("stays"), await api.player("goes")
+    key = await key_of(api)
+    async with Client(server.url, a["token"], a["signer"]) as ca, Client(server.url, b["token"], b["signer"]) as cb:
+        for c in (ca, cb):
+            await c.request({"type": "join", "table_id": table})
+            assert (await c.request({"type": "sit", "table_id": table}))["type"] == "reply"
+        hand = await cb.wait_frame(lambda f: f.get("type") == "hand" and f.get("phase") == "commit")
+        gone = await cb.request({"type": "leave", "table_id": table})  # no signature: not a move
+        assert gone["result"] == {"left": cb.seat_in(hand["record"]), "charged": False, "after_hand": True}
+        seated = next(x for x in (await api.call("GET", "/api/tables"))["tables"] if x["id"] == table)["seated"]
+        assert b["id"] in {s["player_id"] for s in seated}  # until the hand ends
+        seat_a = ca.seat_in(hand["record"])
+        from verifier.fairness import player_commit
+
+        assert (await ca.commit(hand["record"], player_commit(seat_a, b"\x05" * 32)))["type"] == "reply"
+        reveal = await ca.wait_frame(lambda f: f.get("type") == "hand" and f.get("phase") == "reveal", timeout=20)
+        assert (await ca.reveal(reveal["record"], seat_a, b"\x05" * 32))["type"] == "reply"
+        await ca.wait_frame(lambda f: f.get("type") == "update" and f.get("i") == 3, timeout=20)
+        while not any(f.get("type") == "result" for f in ca.frames):  # play on; the clock plays for the other seat
+            view = latest_view(ca)
+            if view["turn"] == seat_a and view["phase"] == "draw":
+                await ca.act(table, hand["hand_no"], seat_a, {"kind": "draw_closed"})
+                await wait_for(lambda: latest_view(ca)["phase"] != "draw" or latest_view(ca)["turn"] != seat_a)
+                v = latest_view(ca)
+                if v["turn"] == seat_a and v["phase"] == "discard":
+                    card = v["me"]["cards"][-1]
+                    await ca.act(table, hand["hand_no"], seat_a, {"kind": "discard", "card": card})
+            await asyncio.sleep(0.1)
+        result = next(f for f in ca.frames if f.get("type") == "result")
+        # the table tells why the seat went: its player left before the deal (D36)
+        told = await ca.wait_frame(lambda f: f.get("type") == "table" and f["stood"])
+        assert [(e["player_id"], e["reason"], e["rule"]) for e in told["stood"]] == [(b["id"], "left", "D36")]
+        await ca.leave(table)
+    t = await api.call("GET", result["transcript"], expect=200)
+    assert verify_transcript(t, key).ok
+    assert not [r for r in t["log"] if r["type"] == "action" and r["action"]["kind"] == "leave"]
+    seat_b = cb.seat_in(hand["record"])
+    assert any(
+        r["type"] == "action" and r["action"] == {"kind": "timeout", "seat": seat_b} for r in t["log"]
+    )  # D36: the clock played for the seat until it dropped it
+    assert t["result"]["winner"] == seat_a
+    seated = next(x for x in (await api.call("GET", "/api/tables"))["tables"] if x["id"] == table)["seated"]
+    assert b["id"] not in {s["player_id"] for s in seated}  # stood up as the hand ended
+
+
+# ----------------------------------------------------------------------------- D35
+async def test_a_move_the_house_could_not_store_leaves_the_seat_its_whole_turn(
+    proxied: tuple[Running, PgProxy],  # noqa: F811 - the fixture
+) -> None:
+    """The database goes away while a draw is in flight: the draw is refused
+    ``unavailable`` with a signed ack, and the clock does not move for that seat until
+    a whole turn has passed since the refusal — the verifier checks it (§15.7).
+    Without the re-arm the turn's own end (3 s after the refusal) plus the resume
+    grace (1 s) let the clock move ~4 s early, and ``evidence`` failed."""
+    server, proxy = proxied
+    async with aiohttp.ClientSession() as session:
+        api = Api(server.url, session)
+        table, a, b = await seat_two(api, server, turn_seconds=8, max_missed_turns=3)
+        key = await key_of(api)
+        async with (
+            Client(server.url, a["token"], a["signer"]) as ca,
+            Client(server.url, b["token"], b["signer"]) as cb,
+        ):
+            hand_no = await through_seeds(table, ca, cb)
+            view = latest_view(ca)
+            c = ca if view["turn"] == view["me"]["seat"] else cb
+            other = cb if c is ca else ca
+            seat = seat_of(c)
+            await asyncio.sleep(5)  # 5 s into the 8 s turn: what is left of it is less than the whole turn owed
+            proxy.refuse = True
+            proxy.cut()  # PostgreSQL is gone
+            move = asyncio.create_task(c.act(table, hand_no, seat, {"kind": "draw_closed"}, timeout=40))
+            await c.wait_frame(lambda f: f.get("type") == "paused", timeout=20)
+            await asyncio.sleep(0.5)
+            proxy.refuse = False
+            answer = await move
+            assert answer["type"] == "error" and answer["error"]["code"] == "unavailable", answer
+            ack = answer["error"]["ack"]
+            assert server_signed(key, ack) and ack["body"]["outcome"] == "refused"
+            assert ack["body"]["code"] == "unavailable" and ack["body"]["i"] == 3
+            arrived = ack["body"]["arrived"]
+            # c sends nothing more: the clock moves for it, a whole turn after the refusal
+            clock = await other.wait_frame(
+                lambda f: f.get("type") == "update" and any(e["kind"] == "clock" for e in f["events"]), timeout=40
+            )
+            await other.leave(table, hand_no, seat_of(other))
+            result = await c.wait_frame(lambda f: f.get("type") == "result", timeout=30)
+            await c.leave(table)
+        t = await api.call("GET", result["transcript"], expect=200)
+        report = verify_transcript(t, key, [ack])
+        assert report.ok, report.failure  # without the re-arm: evidence fails, the clock moved too early (D35)
+        assert report.summary["evidence"] == {"items": 1, "checked": 1, "other_hands": 0, "after_void": 0}
+        timeout = t["log"][clock["i"]]
+        assert timeout["action"] == {"kind": "timeout", "seat": seat} and timeout["t"] >= arrived + 8000
+
+
+# ----------------------------------------------------------------------------- the bots' evidence file
+async def test_the_bots_write_an_evidence_file_rummy_verify_accepts(api: Api, server: Running, tmp_path: Path) -> None:
+    table = await api.table(seats=4, point_value=1, turn_seconds=20)
+    bots = []
+    for n in range(2):
+        p = await api.player(f"ev{n}", deposit=50_000)
+        bots.append(Bot(server.url, p["token"], table, fast=True, max_hands=1, key=p["signer"]))
+    await asyncio.wait_for(asyncio.gather(*(b.run() for b in bots)), timeout=240)
+    key = (await key_of(api)).hex()
+    transcript = tmp_path / "t.json"
+    transcript.write_text(json.dumps(await api.call("GET", bots[0].hands_seen[0]["transcript"], expect=200)))
+    for b in bots:
+        path = tmp_path / f"{b.player_id}.json"
+        n = b.write_evidence(path)
+        kinds = {e["purpose"] for e in json.loads(path.read_text())}
+        assert n > 4 and kinds == {"ack", "head", "header", "player"}
+        r = subprocess.run(
+            [sys.executable, "-m", "verifier.cli", "--key", key, str(transcript), "--receipts", str(path)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert f"evidence: {n} of {n} items checked" in r.stdout
+
+
+def test_what_the_house_owes_moves_the_window_and_the_turn_and_only_theirs() -> None:
+    """HandRun.owe (D35): a seat still to send its commitment keeps the window to
+    arrival + commit_ms; a seat on turn keeps the turn to arrival + turn_seconds; what
+    is owed for one window or turn does not carry to the next."""
+    from service.handrun import HandRun
+    from verifier.hand import TableRules
+    from verifier.record import HandRecorder
+
+    keys = {s: vectors.player_signer("owe", s) for s in (0, 1)}
+    rec = HandRecorder(
+        vectors.TEST_SIGNER,
+        "t-owe",
+        1,
+        TableRules(seats=4, turn_seconds=30),
+        [(s, f"p{s}", k.public_bytes) for s, k in keys.items()],
+        0,
+        b"\x02" * 32,
+        commit_ms=10_000,
+        reveal_ms=10_000,
+    )
+    run = HandRun(1, 1, rec, {0: "p0", 1: "p1"}, {0: 1, 1: 1})
+    rec.open(1_000)
+    assert run.window_end() == 11_000
+    run.owe(1, 9_000)
+    assert run.window_end() == 19_000 and run.deadline == 19.0
+    run.commits[1] = (b"\x00" * 32, "00" * 64)  # seat 1 got its commitment in after all: nothing owed for it
+    assert run.window_end() == 11_000
+    rec.commitments({}, 11_000)
+    rec.reveal({}, 12_000)
+    rec.deal(12_005)
+    run.turn_began = 12_005
+    state = rec.state
+    assert state is not None
+    on_turn = state.turn
+    assert run.turn_end() == 42_005
+    run.owe(1 - on_turn, 40_000)  # not on turn: its turn is not running
+    assert run.turn_end() == 42_005
+    run.owe(on_turn, 40_000)
+    assert run.turn_end() == 70_000 and run.deadline == 70.0
+    run.turn_began = 50_000  # the next turn: nothing carried over
+    assert run.turn_end() == 80_000

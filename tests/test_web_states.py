@@ -1,0 +1,195 @@
+"""Every situation a player can be in is said on the page (issue 21), in a real
+headless Chromium against real servers: the server going down says so until the
+page is back (a real stop and start of a server on its port, not a message made
+up by the test); a seat stood up while the page was away (D34) is explained when
+it comes back, as is sitting a hand out; a table the operator closes; a table
+that moved to another node."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import pathlib
+from collections.abc import AsyncIterator
+
+import aiohttp
+
+from service.app import TABLES
+from service.bots import Bot
+from service.cli import Running, start_server
+from service.table import Settings
+from service.workers import free_port
+from tests.browser import launch
+from tests.conftest import OPERATOR, Api, fresh_database, wait_for
+from tests.test_web_table import PatientBot, conn, new_person, person_page, sign_in, start_bots, stop_bots
+
+GOING_DOWN = "The server is going down for a moment"
+
+
+@contextlib.asynccontextmanager
+async def own_server(pg_dsn: str, data_dir: pathlib.Path, port: int) -> AsyncIterator[Running]:
+    running = await start_server(
+        host="127.0.0.1",
+        port=port,
+        data_dir=data_dir,
+        database_url=pg_dsn,
+        operator_token=OPERATOR,
+        settings=Settings(commit_seconds=3, reveal_seconds=3, next_hand_delay=1.0, resume_grace=10),
+    )
+    try:
+        yield running
+    finally:
+        await running.stop()
+
+
+async def test_the_going_down_notice_stays_until_the_page_is_back(pg_dsn: str, tmp_path: pathlib.Path) -> None:
+    """The tester saw "the server is going down" replaced within 0.6 s by "Connection
+    lost".  Here the server really stops (its clients told, their sockets closed) and
+    stays down while the page tries again and again; the notice stays all that time,
+    and goes when the page is back, with a word that it is."""
+    port = free_port("127.0.0.1")
+    async with fresh_database(pg_dsn, "down") as dsn, launch() as browser:
+        first = await start_server(
+            host="127.0.0.1",
+            port=port,
+            data_dir=tmp_path / "data",
+            database_url=dsn,
+            operator_token=OPERATOR,
+            settings=Settings(commit_seconds=3, reveal_seconds=3),
+        )
+        try:
+            async with aiohttp.ClientSession() as session:
+                api = Api(first.url, session)
+                table = await api.table(seats=4)
+                person = await new_person(api, "Ines")
+            async with person_page(browser) as (_context, page, _console):
+                await sign_in(page, first.url, person["token"], "Ines")
+                await page.goto(first.url + f"/#/table/{table}")
+                await page.locator("#seats button.sit-here").first.click()
+                await page.wait_for_function("() => Object.keys(RummyTable.state.t.seats).length === 1")
+                await first.stop()
+                await page.wait_for_function(conn("lost"), timeout=15_000)
+                # down for a while: the page tries again (backoff), and says what happens
+                tries = await page.evaluate("RummyTable.state.t.sock.connections")
+                for _ in range(3):
+                    await page.wait_for_timeout(700)
+                    banner = await page.text_content("#banner") or ""
+                    assert GOING_DOWN in banner and "Connection lost" not in banner, banner
+                    assert await page.get_attribute("#banner", "data-kind") == "warn"
+                assert "going down" in (await page.text_content("#conn-state") or "")
+                async with own_server(dsn, tmp_path / "data", port):
+                    await page.wait_for_function(conn("open"), timeout=30_000)
+                    assert await page.evaluate("RummyTable.state.t.sock.connections") > tries
+                    assert await page.is_hidden("#banner")
+                    await page.wait_for_selector("#notice:not([hidden])")
+                    assert "The server is back" in (await page.text_content("#notice") or "")
+                    seats = await page.evaluate("RummyTable.state.t.seats")
+                    assert list(seats.values()) == [person["id"]]  # the seat waited
+        finally:
+            with contextlib.suppress(Exception):
+                await first.stop()
+
+
+async def test_a_seat_stood_up_while_away_is_explained(server: Running, api: Api) -> None:
+    """Sat down during a hand: "you sit this hand out", and why.  Then the page loses
+    the network; the next hand is dealt without it and, after one hand away
+    (max_away_hands 1), the seat is stood up (D34).  Back online, the page says what
+    happened and why, in words and in its log, instead of only "You are watching"."""
+    table_id = await api.table(seats=4, point_value=1, turn_seconds=30, min_players=2, max_away_hands=1)
+    person = await new_person(api, "Tomasz")
+    bots: list[Bot] = []
+    for name in ("Asha", "Bilal"):
+        p = await api.player(name)
+        bots.append(PatientBot(server.url, p["token"], table_id, fast=True, key=p["signer"], max_hands=2))
+    tasks: list[asyncio.Task[None]] = []
+    try:
+        async with launch() as browser, person_page(browser) as (context, page, _console):
+            await sign_in(page, server.url, person["token"], "Tomasz")
+            tasks = start_bots(bots)
+            await page.goto(server.url + f"/#/table/{table_id}")
+            await page.wait_for_function(
+                "() => RummyTable.state.t.hand && RummyTable.state.t.hand.view", timeout=30_000
+            )
+            first = await page.evaluate("RummyTable.state.t.hand.hand_no")
+            await page.locator("#seats button.sit-here").first.click()
+            await page.wait_for_selector("#hand-msg")
+            said = await page.text_content("#hand-msg") or ""
+            assert "You sit this hand out" in said and "after it was dealt" in said, said
+            # away: no network; the next hand is dealt without the page
+            await context.set_offline(True)
+            await page.evaluate("RummyTable.dropConnection()")
+            await wait_for(lambda: any(len(b.hands_seen) >= 1 for b in bots), timeout=60)
+            await wait_for(lambda: person["id"] not in seated_ids(server, table_id), timeout=60)
+            await context.set_offline(False)
+            await page.wait_for_function(conn("open"), timeout=20_000)
+            await page.wait_for_selector("#situation:not([hidden])")
+            text = await page.text_content("#situation-text") or ""
+            assert "stood up" in text and "no connection" in text and "D34" in text, text
+            assert f"hand {first + 1}" in text, text
+            assert "You are watching" in (await page.text_content("#mine-title") or "")
+            log = await page.evaluate("RummyTable.state.t.log.map((l) => l.text)")
+            assert any("D34" in line for line in log), log[-5:]
+            await page.click("#situation-close")  # read
+            assert await page.is_hidden("#situation")
+            # and it stays in the log across a reload
+            await page.reload()
+            await page.wait_for_function(conn("open"))
+            assert any("D34" in line for line in await page.evaluate("RummyTable.state.t.log.map((l) => l.text)"))
+    finally:
+        await stop_bots(tasks)
+
+
+def seated_ids(server: Running, table_id: str) -> set[str]:
+    return set(server.app[TABLES][table_id].t.seats.values())
+
+
+async def test_a_closed_table_and_a_moved_table_are_said(server: Running, api: Api) -> None:
+    table_id = await api.table(seats=4)
+    person = await new_person(api, "Wen")
+    async with launch() as browser, person_page(browser) as (_context, page, _console):
+        await sign_in(page, server.url, person["token"], "Wen")
+        await page.goto(server.url + f"/#/table/{table_id}")
+        await page.locator("#seats button.sit-here").first.click()
+        await page.wait_for_function("() => Object.keys(RummyTable.state.t.seats).length === 1")
+        # the table moved to another node (as a node that loses its lease says, then closes)
+        await page.evaluate(
+            "RummyTable.receive({type: 'moved', table_id: RummyTable.state.t.id, message: 'the table moved'})"
+        )
+        await page.evaluate("RummyTable.dropConnection()")
+        await page.wait_for_function(conn("open"), timeout=15_000)
+        await page.wait_for_selector("#notice:not([hidden])")
+        assert "new server" in (await page.text_content("#notice") or "")
+        assert any("moved" in line for line in await page.evaluate("RummyTable.state.t.log.map((l) => l.text)"))
+        # the operator closes the table: the page says so, and why the seat went
+        await api.call("POST", f"/api/tables/{table_id}/close", body={}, expect=200)
+        await page.wait_for_selector("#situation:not([hidden])")
+        text = await page.text_content("#situation-text") or ""
+        assert "closed this table" in text, text
+        assert "You are watching" in (await page.text_content("#mine-title") or "")
+
+
+async def test_the_log_speaks_to_you_in_the_second_person(server: Running) -> None:
+    """ "You plays first", found by the tester: the person's own seat takes the verbs
+    and pronouns of "you"; another player's the third person, with the name isolated."""
+    async with launch() as browser, person_page(browser) as (_context, page, _console):
+        await page.goto(server.url + "/")
+        await page.wait_for_function("document.body.dataset.ready === 'true'")
+        lines = await page.evaluate(
+            """() => {
+              const ctx = (me) => ({decks: 1, handNo: 4, who: (s) => ({name: 'Asha', you: s === me})});
+              const say = (e, me) => RummyTable.eventLine(e, ctx(me)).parts
+                .map((p) => (typeof p === 'string' ? p : '[' + p.name + ']')).join('');
+              const deal = {kind: 'deal', first: 2, wild_indicator: 5, open: 9};
+              return [say(deal, 2), say(deal, 1), say({kind: 'clock', seat: 2, missed: 1}, 2),
+                      say({kind: 'drop', seat: 2, reason: 'clock', points: 20}, 2),
+                      say({kind: 'drop', seat: 2, reason: 'clock', points: 20}, 1),
+                      say({kind: 'end', winner: 2, reason: 'declare'}, 2),
+                      say({kind: 'forfeit', seat: 2, points: 20}, 2)];
+            }"""
+        )
+    assert lines[0].endswith("; You play first."), lines[0]
+    assert lines[1].endswith("; [Asha] plays first."), lines[1]
+    assert lines[2] == "The clock ran out for you (1 missed turn in a row).", lines[2]
+    assert lines[3] == "You were dropped by the clock: 20 points." and lines[4].startswith("[Asha] was dropped")
+    assert lines[5] == "The hand ends: you won with a valid declare."
+    assert lines[6] == "You withheld the seed and sit this hand out (20 points)."

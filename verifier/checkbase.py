@@ -1,0 +1,127 @@
+"""What every check of docs/fairness.md §14 shares: the context one verification
+carries from check to check (:class:`Ctx`), how a check fails (:class:`Fail`) or is
+skipped (:class:`Skip`), JSON equality, and strict signatures (§9).
+
+The checks themselves are in :mod:`verifier.checks` and, for the evidence a player
+keeps (§15), :mod:`verifier.evidence`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Final, NoReturn
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from verifier import ed25519
+from verifier.fairness import PROTOCOL_V1, PROTOCOL_V2, lp
+from verifier.hand import Event, HandState
+from verifier.schema import Shape
+
+KEY_URL_HINT: Final = "GET /api/fairness/key gives the key (public_key_hex)"
+
+
+class Fail(Exception):
+    """A discrepancy; the runner names it after the check that raised it."""
+
+    def __init__(self, message: str, record: int | None = None, expected: Any = None, found: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.record = record
+        self.expected = expected
+        self.found = found
+
+
+@dataclass(frozen=True)
+class Skip:
+    """The check cannot apply (§14: reported as skipped, never as passed)."""
+
+    reason: str
+
+
+def fail(message: str, record: int | None = None, expected: Any = None, found: Any = None) -> NoReturn:
+    raise Fail(message, record, expected, found)
+
+
+@dataclass
+class Ctx:
+    """One verification: the transcript, what the user gave, and what each check
+    established for the checks after it."""
+
+    t: Any
+    pinned: bytes | None = None
+    evidence: Any = None
+    allow_v1: bool = False  # §14 format: rummy-pf/v1 only when the user asks (--allow-v1)
+    in_folder: bool = False  # one transcript of a directory: evidence without an item for it is skipped
+    summary: dict[str, Any] = field(default_factory=dict)
+    # format
+    shape: Shape | None = None
+    public: bytes = b""
+    # deck
+    key: bytes | None = None
+    deck: list[int] | None = None
+    start: HandState | None = None
+    deal_events: list[Event] = field(default_factory=list)
+    # replay: the events the rules make for each replayed record, and the state after
+    expected: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    state: HandState | None = None
+    after: dict[int, HandState] = field(default_factory=dict)  # the state after each replayed record (3, 4, …)
+
+    @property
+    def s(self) -> Shape:
+        assert self.shape is not None, "format runs first"
+        return self.shape
+
+    @property
+    def v2(self) -> bool:
+        return isinstance(self.t, dict) and self.t.get("protocol") == PROTOCOL_V2
+
+    @property
+    def protocol(self) -> str:
+        return PROTOCOL_V2 if self.v2 else PROTOCOL_V1
+
+    def h(self, i: int) -> str:
+        return str(self.s.log[i]["h"])
+
+
+def canon(x: Any) -> bytes:
+    """``canonical(x)`` (§1) for values ``format`` has already found to be JSON data
+    (so the float scan of :func:`verifier.fairness.canonical` is not repeated)."""
+    return json.dumps(x, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def same(a: Any, b: Any) -> bool:
+    """Equal as JSON values: ``true`` is not ``1``, ``[1]`` is not ``{"0": 1}``."""
+    ta = type(a)
+    if ta is not type(b):
+        return False
+    if ta is dict:
+        if len(a) != len(b):
+            return False
+        for k, v in a.items():
+            if k not in b or not same(v, b[k]):
+                return False
+        return True
+    if ta is list:
+        if len(a) != len(b):
+            return False
+        for x, y in zip(a, b, strict=True):
+            if not same(x, y):
+                return False
+        return True
+    return bool(a == b)
+
+
+def signature_ok(key: Ed25519PublicKey, protocol: str, purpose: str, obj: Any, sig_hex: str) -> bool:
+    """§9: ``Ed25519(P, LP(protocol/purpose) ‖ canonical(x))``, strictly (``S < L``,
+    ``R`` canonical)."""
+    return ed25519.verify_hex(key, sig_hex, lp(f"{protocol}/{purpose}") + canon(obj))
+
+
+def public_key(raw: bytes, what: str, record: int | None = None) -> Ed25519PublicKey:
+    """A strict Ed25519 key (§9), or a failure naming it."""
+    try:
+        return ed25519.strict_key(raw)
+    except ValueError as e:
+        fail(f"{what} is not a strict Ed25519 public key: {e}", record, "a strict Ed25519 key", raw.hex())

@@ -1,0 +1,399 @@
+"""Check 14, ``evidence`` (docs/fairness.md §15): what a player's client kept, checked
+against the transcript.
+
+An evidence file is a list of signed items — the server's acks, heads, the header the
+client accepted, the old receipts, and the player's own ``player`` item.  Only the
+items for this hand count; at least one must be (evidence that proves nothing does
+not pass).  Each item is typed first (:func:`verifier.schema.check_evidence_item`),
+its signature verified strictly (§9), then judged by the function its purpose names
+in :data:`ITEM_CHECKS`, which answers ``checked`` or ``after_void`` (§15 rule 8) or
+fails.  The first item that fails is the failure, named by its position; the counts
+are in the report whatever the verdict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from verifier.chain import REVEALED, WITHHELD, move_body
+from verifier.checkbase import Ctx, Fail, Skip, canon, fail, public_key, same, signature_ok
+from verifier.errors import RuleError
+from verifier.fairness import PROTOCOL_V1, PROTOCOL_V2, player_commit, reshuffler
+from verifier.hand import action_from_json, apply
+from verifier.schema import SchemaError, check_evidence_item, render_path
+
+Outcome = Literal["checked", "after_void"]
+
+
+@dataclass
+class Judge:
+    """The transcript as the item checks read it (``format`` and ``replay`` ran)."""
+
+    ctx: Ctx
+    server: Ed25519PublicKey
+    players: dict[int, Ed25519PublicKey] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for e in self.ctx.s.header["seats"]:
+            self.players[e["seat"]] = public_key(bytes.fromhex(e["player_key"]), f"seat {e['seat']}'s player_key", 0)
+
+    @property
+    def log(self) -> list[dict[str, Any]]:
+        return self.ctx.s.log
+
+    @property
+    def void(self) -> bool:
+        return self.ctx.s.void is not None
+
+    def record(self, body: Mapping[str, Any], what: str) -> dict[str, Any] | None:
+        """Record ``body.i`` with the ``h`` the server signed for it; None when the
+        log ended in a void before it (§15 rule 8)."""
+        i = body["i"]
+        if i >= len(self.log):
+            if self.void:
+                return None
+            fail(f"the server signed {what} for record {i}, which the transcript does not have", None, body["h"], None)
+        if self.log[i]["h"] != body["h"]:
+            fail(f"the server signed {what} for another record {i} than the transcript's", i, body["h"], self.ctx.h(i))
+        record: dict[str, Any] = self.log[i]
+        return record
+
+
+# --------------------------------------------------------------------------- one function per item kind
+def check_header(j: Judge, body: Mapping[str, Any]) -> Outcome:
+    """§15.3: the header the client accepted is exactly the transcript's."""
+    if canon(body) != canon(j.ctx.s.header):
+        fail(
+            "the server signed another header for this hand than the transcript's: it showed the player another hand",
+            0,
+            body,
+            j.ctx.s.header,
+        )
+    return "checked"
+
+
+def check_player(j: Judge, body: Mapping[str, Any]) -> Outcome:
+    """§15.4: the transcript lists the player's own key for its seat."""
+    seat = body["seat"]
+    listed = next((e["player_key"] for e in j.ctx.s.header["seats"] if e["seat"] == seat), None)
+    if listed != body["player_key"]:
+        fail(
+            f"the header lists another key for seat {seat} than the player's own (key substitution)",
+            0,
+            body["player_key"],
+            listed,
+        )
+    return "checked"
+
+
+def check_head(j: Judge, body: Mapping[str, Any]) -> Outcome:
+    """§15.5: record ``i`` exists and its ``h`` is the one the server signed."""
+    return "after_void" if j.record(body, "a head") is None else "checked"
+
+
+def check_receipt(j: Judge, body: Mapping[str, Any]) -> Outcome:
+    """§15.6: what an old receipt says was accepted is in record 1 (a commitment) or
+    record 2 (a seed)."""
+    s = j.ctx.s
+    seat, kind, value = body["seat"], body["kind"], body["value"]
+    record = 1 if kind == "commit" else 2
+    listed = (None if s.commitments is None else s.commitments["commits"]) if kind == "commit" else s.reveals
+    if listed is None:
+        if j.void:
+            return "after_void"
+        fail(f"the transcript has no record {record}")  # pragma: no cover - format requires it
+    if seat not in s.seats:
+        fail(f"a {kind} receipt for seat {seat}, which the header does not list", record, s.seats, seat)
+    if body["prev"] != j.ctx.h(record - 1):
+        fail(
+            f"the {kind} receipt was signed over another record {record - 1}",
+            record - 1,
+            body["prev"],
+            j.ctx.h(record - 1),
+        )
+    entry = next(e for e in listed if e["seat"] == seat)
+    if kind == "commit" and entry["commit"] != value:
+        fail(f"the server accepted seat {seat}'s commitment, record 1 says otherwise", 1, value, entry["commit"])
+    if kind == "reveal" and (entry["status"] != REVEALED or entry["seed"] != value):
+        found = {"seed": entry["seed"], "status": entry["status"]}
+        fail(f"the server accepted seat {seat}'s seed, record 2 says otherwise", 2, value, found)
+    return "checked"
+
+
+def check_ack(j: Judge, body: Mapping[str, Any]) -> Outcome:
+    """§15.7: the record the ack names is the transcript's, the move arrived after it,
+    and the outcome agrees with the log: an accepted move is where the ack says, and
+    a refusal the rules do not justify left the seat its whole window (D35)."""
+    rec = j.record(body, "an ack")
+    if rec is None:
+        return "after_void"
+    if body["arrived"] < rec["t"]:
+        fail(
+            "the ack says the move arrived before the record it was judged after",
+            body["i"],
+            f">= {rec['t']}",
+            body["arrived"],
+        )
+    kind = body["move"]["kind"]
+    if body["outcome"] == "refused":
+        return "checked" if justified(j, body) else owed_window(j, body)
+    return ACCEPTED.get(kind, accepted_action)(j, body)
+
+
+def accepted_commit(j: Judge, body: Mapping[str, Any]) -> Outcome:
+    s, seat = j.ctx.s, body["seat"]
+    _accepted_at(j, body, 0)
+    if s.commitments is None:
+        return "after_void"
+    entry = next((c for c in s.commitments["commits"] if c["seat"] == seat), None)
+    want = {"commit": body["move"]["commit"], "psig": body["psig"]}
+    if entry is None or entry["commit"] != want["commit"] or entry["psig"] != want["psig"]:
+        fail(f"the server accepted seat {seat}'s commitment, record 1 says otherwise", 1, want, entry)
+    return "checked"
+
+
+def accepted_reveal(j: Judge, body: Mapping[str, Any]) -> Outcome:
+    s, seat = j.ctx.s, body["seat"]
+    _accepted_at(j, body, 1)
+    if s.reveals is None:
+        return "after_void"
+    entry = next((r for r in s.reveals if r["seat"] == seat), None)
+    want = {"seed": body["move"]["seed"], "status": REVEALED, "psig": body["psig"]}
+    if entry is None or {k: entry[k] for k in want} != want:
+        fail(f"the server accepted seat {seat}'s seed, record 2 says otherwise", 2, want, entry)
+    return "checked"
+
+
+def _accepted_at(j: Judge, body: Mapping[str, Any], i: int) -> None:
+    if body["i"] != i:
+        fail(f"an accepted {body['move']['kind']} is acknowledged at record {i}", body["i"], i, body["i"])
+    if body["prev"] != j.ctx.h(i):
+        fail(f"an accepted {body['move']['kind']} is signed over record {i}", i, j.ctx.h(i), body["prev"])
+
+
+def accepted_action(j: Judge, body: Mapping[str, Any]) -> Outcome:
+    """The ack of an accepted action is the signed head of the record holding it."""
+    i = body["i"]
+    rec = j.log[i]
+    want = {"action": body["move"], "psig": {"prev": body["prev"], "sig": body["psig"]}}
+    found = {k: rec.get(k) for k in want}
+    if rec["type"] != "action" or not same(found, want):
+        fail(f"the server accepted this move as record {i}; the transcript's record {i} is another", i, want, found)
+    if i == 0 or body["prev"] != j.ctx.h(i - 1):
+        fail(f"the accepted move is signed over another record than record {i - 1}", i, j.ctx.h(i - 1), body["prev"])
+    return "checked"
+
+
+ACCEPTED: Final[dict[str, Callable[[Judge, Mapping[str, Any]], Outcome]]] = {
+    "commit": accepted_commit,
+    "reveal": accepted_reveal,
+}
+
+
+def justified(j: Judge, body: Mapping[str, Any]) -> bool:
+    """§15.7: a refusal is justified when the move could not be taken at record i: a
+    stale ``prev``, a signature that is not the seat's, or a move the rules do not
+    allow there."""
+    i, seat, move = body["i"], body["seat"], body["move"]
+    if body["prev"] != j.ctx.h(i) or seat not in j.players:
+        return True
+    signed = move_body(j.ctx.t["table_id"], j.ctx.t["hand_no"], body["prev"], move)
+    if not signature_ok(j.players[seat], PROTOCOL_V2, "move", signed, body["psig"]):
+        return True
+    kind = move["kind"]
+    if kind == "timeout":  # the server's own move (§9): a player cannot make one
+        return True
+    if kind == "commit":
+        if i != 0:
+            return True
+        entry = _commit_of(j, seat)
+        return entry is not None and entry != move["commit"]
+    if kind == "reveal":
+        if i != 1:
+            return True
+        entry = _commit_of(j, seat)
+        return entry is None or player_commit(seat, bytes.fromhex(move["seed"])).hex() != entry
+    state = j.ctx.after.get(i)
+    if state is None or j.ctx.key is None:  # before the deal, or the void record
+        return True
+    try:
+        apply(state, action_from_json(move), reshuffler(j.ctx.key))
+    except RuleError:
+        return True
+    return False
+
+
+def _commit_of(j: Judge, seat: int) -> str | None:
+    c = j.ctx.s.commitments
+    return None if c is None else next((e["commit"] for e in c["commits"] if e["seat"] == seat), None)
+
+
+def owed_window(j: Judge, body: Mapping[str, Any]) -> Outcome:
+    """D35: after a refusal that was the house's, the seat keeps its whole window
+    from the move's arrival: no clock move, missed commitment or withheld reveal is
+    charged to it before that window has passed."""
+    s, seat, arrived, kind = j.ctx.s, body["seat"], body["arrived"], body["move"]["kind"]
+    header, log = s.header, s.log
+    if kind in ("commit", "reveal"):
+        record, window = (1, header["commit_ms"]) if kind == "commit" else (2, header["reveal_ms"])
+        if len(log) <= record or log[record]["type"] == "void":
+            return "after_void"
+        charged = (
+            _commit_of(j, seat) is None
+            if kind == "commit"
+            else any(r["seat"] == seat and r["status"] == WITHHELD for r in s.reveals or ())
+        )
+        due = arrived + window
+        if charged and log[record]["t"] < due:
+            what = "as committing nothing" if kind == "commit" else "as withholding its reveal"
+            fail(
+                f"the house refused seat {seat}'s {kind} ({body['code']}) and then marked it {what} before the "
+                f"whole window it owed the seat had passed (RULES.md D35)",
+                record,
+                f">= {due}",
+                log[record]["t"],
+            )
+        return "checked"
+    due = arrived + 1000 * header["rules"]["turn_seconds"]
+    for n in range(body["i"] + 1, len(log)):
+        rec = log[n]
+        if rec["type"] == "action" and rec["action"]["kind"] == "timeout" and rec["action"]["seat"] == seat:
+            if rec["t"] < due:
+                fail(
+                    f"the house refused seat {seat}'s {kind} ({body['code']}) and then moved the clock for it before "
+                    f"the whole turn it owed the seat had passed (RULES.md D35)",
+                    n,
+                    f">= {due}",
+                    rec["t"],
+                )
+        if rec["type"] != "action" or any(e["kind"] == "turn" for e in rec["events"]):
+            break
+    return "checked"
+
+
+ITEM_CHECKS: Final[dict[str, Callable[[Judge, Mapping[str, Any]], Outcome]]] = {
+    "ack": check_ack,
+    "head": check_head,
+    "header": check_header,
+    "player": check_player,
+    "receipt": check_receipt,
+}
+
+
+# --------------------------------------------------------------------------- the check
+def _counts(ctx: Ctx, items: Any) -> dict[str, int]:
+    """§15: "items in the file, items applied (checked) for this hand, items for other
+    hands, and items after a void" — in the report whatever the verdict."""
+    counts = {"items": len(items) if type(items) is list else 0, "checked": 0, "other_hands": 0, "after_void": 0}
+    ctx.summary["evidence"] = counts
+    return counts
+
+
+def unapplied_counts(t: Any, items: Any) -> dict[str, int]:
+    """The counts of evidence no check applied (a check before ``evidence`` failed):
+    nothing checked; items for other hands as far as they can be read."""
+    mine = (t.get("table_id"), t.get("hand_no")) if isinstance(t, dict) else None
+    listed = items if type(items) is list else []
+    other = sum(
+        1
+        for it in listed
+        if isinstance(it, dict)
+        and isinstance(it.get("body"), dict)
+        and (it["body"].get("table_id"), it["body"].get("hand_no")) != mine
+    )
+    return {"items": len(listed), "checked": 0, "other_hands": other, "after_void": 0}
+
+
+def _typed(items: Any) -> list[dict[str, Any]]:
+    if type(items) is not list:
+        fail("the evidence is a JSON array of signed items (§15)", None, "an array", type(items).__name__)
+    for n, item in enumerate(items):
+        try:
+            check_evidence_item(item, ("evidence", n))
+        except SchemaError as e:
+            fail(
+                f"evidence item {n} is not a signed item of §15: {render_path(e.path)}: {e.message}",
+                None,
+                e.expected,
+                e.found,
+            )
+    return items
+
+
+def _no_item(ctx: Ctx, counts: dict[str, int], why: str) -> Skip:
+    t = ctx.t
+    if ctx.in_folder:
+        return Skip(f"no item of the evidence is for table {t['table_id']}, hand {t['hand_no']}")
+    fail(
+        f"no item of this evidence is for table {t['table_id']}, hand {t['hand_no']}: {why}",
+        None,
+        f"an item of table {t['table_id']}, hand {t['hand_no']}",
+        f"{counts['other_hands']} items of other hands",
+    )
+
+
+def check_evidence(ctx: Ctx) -> Skip | None:
+    """§14.14 and §15: at least one item is for this hand, every item for this hand is
+    signed by the right key and agrees with the log, and no seat was charged while
+    the house owed it time."""
+    if ctx.evidence is None:
+        return Skip("no evidence was given (rummy-verify --receipts FILE)")
+    counts = _counts(ctx, ctx.evidence)
+    items = _typed(ctx.evidence)
+    t = ctx.t
+    j = Judge(ctx, public_key(ctx.public, "the header's public_key", 0))
+    for n, item in enumerate(items):
+        body, purpose = item["body"], item["purpose"]
+        if body["table_id"] != t["table_id"] or body["hand_no"] != t["hand_no"]:
+            counts["other_hands"] += 1
+            continue
+        where = f"evidence item {n} ({purpose})"
+        key = j.server
+        if purpose == "player":
+            key = public_key(bytes.fromhex(body["player_key"]), f"{where}: the player's key")
+        if not signature_ok(key, PROTOCOL_V2, purpose, body, item["sig"]):
+            signer = "the player's own key" if purpose == "player" else "the header's key"
+            fail(f"{where} is not signed by {signer}", None, None, item)
+        try:
+            counts[ITEM_CHECKS[purpose](j, body)] += 1
+        except Fail as f:
+            raise Fail(f"{where}: {f.message}", f.record, f.expected, f.found) from None
+    if counts["checked"] + counts["after_void"] == 0:
+        return _no_item(ctx, counts, "evidence that proves nothing does not pass")
+    if counts["checked"] == 0:  # §15 rule 8: applies to nothing, so it is skipped, never passed
+        return Skip(
+            f"every item of the evidence for table {t['table_id']}, hand {t['hand_no']} is for a record"
+            f" the void came before ({counts['after_void']} items): nothing could be checked"
+        )
+    return None
+
+
+def check_evidence_v1(ctx: Ctx) -> Skip | None:
+    """Appendix C: evidence given for a rummy-pf/v1 transcript always fails — an item
+    of this hand is rummy-pf/v2 evidence, which refutes a v1 copy of the hand (a
+    downgrade); evidence with no item of this hand proves nothing."""
+    if ctx.evidence is None:
+        return Skip(f"no evidence was given ({PROTOCOL_V1} hands have no player evidence)")
+    counts = _counts(ctx, ctx.evidence)
+    items = _typed(ctx.evidence)
+    t = ctx.t
+    mine = [
+        n
+        for n, it in enumerate(items)
+        if (it["body"]["table_id"], it["body"]["hand_no"]) == (t["table_id"], t["hand_no"])
+    ]
+    counts["other_hands"] = len(items) - len(mine)
+    if not mine:
+        return _no_item(ctx, counts, f"evidence for a {PROTOCOL_V1} transcript proves nothing")
+    fail(
+        f"evidence item {mine[0]} is {PROTOCOL_V2} evidence of this table and hand: it refutes this {PROTOCOL_V1} "
+        "copy of the hand (a downgrade: a v1 transcript carries no player signatures, so a server could re-publish "
+        f"a {PROTOCOL_V2} hand as {PROTOCOL_V1} to escape the player checks)",
+        None,
+        PROTOCOL_V2,
+        PROTOCOL_V1,
+    )
