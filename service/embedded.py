@@ -109,8 +109,9 @@ class EmbeddedPostgres:
     (the server holds its ``DataDirLock``).  What is run is logged to
     ``data_dir/postgres.log``; PostgreSQL's own log is ``data_dir/pgdata/log``."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, *, restart: bool = True) -> None:
         self.pgdata = data_dir.resolve() / "pgdata"
+        self.restart = restart  # False: a postmaster that dies stays dead until start() (the drills' own)
         self.log_file = data_dir.resolve() / PG_LOG_FILE
         self.restarts = 0  # postmasters started again after one died
         self._proc: subprocess.Popen[bytes] | None = None
@@ -137,12 +138,13 @@ class EmbeddedPostgres:
     def start(self) -> str:
         """Create the cluster if needed, start the postmaster and its supervisor, and
         return the DSN (the same for the postmasters started again later)."""
-        if self._thread is not None:
+        if self._thread is not None and self._thread.is_alive():
             return self.dsn
         self.pgdata.parent.mkdir(parents=True, exist_ok=True)
         self._log_to_file()
         self._prepare()
         self._stopping.clear()
+        self._ready.clear()
         self._thread = threading.Thread(target=self._supervise, name=f"postgres {self.pgdata}", daemon=True)
         self._thread.start()
         while not self._ready.wait(0.1):
@@ -273,6 +275,8 @@ class EmbeddedPostgres:
                 if self._stopping.is_set():
                     return
                 _pg_logger.warning("the postmaster (pid %d) exited with %s", proc.pid, code)
+                if self._ready.is_set() and not self.restart:
+                    return
             failures += 1
             if not self._ready.is_set() and failures >= FIRST_START_TRIES:
                 self._failed = RuntimeError(
