@@ -87,6 +87,10 @@ def _gone(pid: int) -> bool:
         return True
 
 
+class EmbeddedStartFailed(subprocess.SubprocessError):
+    """The postmaster exited (or was never ready) however often it was started."""
+
+
 def stop_orphan(pgdata: Path, pid: int) -> None:
     """Stop a postmaster that no live supervisor owns: fast shutdown, then immediate,
     then SIGKILL."""
@@ -99,7 +103,7 @@ def stop_orphan(pgdata: Path, pid: int) -> None:
             if _gone(pid):
                 return
             time.sleep(0.05)
-    raise RuntimeError(f"the orphan PostgreSQL (pid {pid}) of {pgdata} would not stop")
+    raise EmbeddedStartFailed(f"the orphan PostgreSQL (pid {pid}) of {pgdata} would not stop")
 
 
 class EmbeddedPostgres:
@@ -151,7 +155,7 @@ class EmbeddedPostgres:
             if self._failed is not None or not self._thread.is_alive():
                 self._thread.join()
                 self._thread = None
-                failed = self._failed or RuntimeError("the embedded PostgreSQL did not start")
+                failed = self._failed or EmbeddedStartFailed("the embedded PostgreSQL did not start")
                 self._failed = None
                 raise failed
         return self.dsn
@@ -279,7 +283,7 @@ class EmbeddedPostgres:
                     return
             failures += 1
             if not self._ready.is_set() and failures >= FIRST_START_TRIES:
-                self._failed = RuntimeError(
+                self._failed = EmbeddedStartFailed(
                     f"the embedded PostgreSQL did not start ({failures} tries); see {self.pgdata / 'log'}"
                 )
                 return

@@ -255,3 +255,23 @@ def test_the_postgres_of_a_process_group_killed_stops_with_it(tmp_path: Path) ->
     while postgres_of(pgdata):
         assert time.time() < deadline, postgres_of(pgdata)
         time.sleep(0.05)
+
+
+def test_a_postmaster_that_cannot_start_is_an_error_not_a_loop(tmp_path: Path) -> None:
+    """A PostgreSQL that exits at every start (here a broken postgresql.conf) fails
+    start() with a SubprocessError the CLI turns into one line, and leaves nothing
+    running."""
+    from service.db import EmbeddedPostgres
+    from service.embedded import EmbeddedStartFailed
+
+    pg = EmbeddedPostgres(tmp_path)
+    pg.start()
+    pg.stop()
+    with (tmp_path / "pgdata" / "postgresql.conf").open("a") as conf:
+        conf.write("\nshared_buffers = 'not a size'\n")
+    again = EmbeddedPostgres(tmp_path)
+    with pytest.raises(EmbeddedStartFailed, match="did not start"):
+        again.start()
+    again.stop()
+    assert isinstance(EmbeddedStartFailed(), subprocess.SubprocessError)
+    assert postgres_of((tmp_path / "pgdata").resolve()) == []
