@@ -340,6 +340,8 @@ async def embedded_part(workdir: Path, plan: Plan, session: aiohttp.ClientSessio
             fault = Fault("postmaster killed (serve starts it again)", time.time())
             os.kill(pid, signal.SIGKILL)
             while True:  # the fault lasts until serve has it running again
+                assert time.time() < fault.start + plan.stop_bound, "serve did not start its PostgreSQL again"
+                assert part.server is not None and part.server.poll() is None, "serve exited"
                 with contextlib.suppress(OSError, ValueError, IndexError):
                     lines = (data / "pgdata" / "postmaster.pid").read_text().split("\n")
                     if int(lines[0]) != pid and lines[7].strip() == "ready":

@@ -400,7 +400,7 @@ async def start_server(
 
 
 def lost_lock(holder: asyncio.Task[None], stop: asyncio.Event) -> None:
-    if holder.cancelled():
+    if holder.cancelled() or holder.exception() is not None:  # only a lock another server took stops us
         return
     log.critical("another server took this database's lock while it was away: stopping")
     stop.set()

@@ -169,9 +169,11 @@ class ServerLock:
         took it meanwhile."""
         while True:
             await asyncio.sleep(every)
-            with contextlib.suppress(OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError):
+            try:
                 if not await self.keep():
                     return
+            except Exception as e:
+                log.info("the database's lock: %s: %s; trying again", type(e).__name__, e)
 
     async def release(self) -> None:
         if self.conn is not None:

@@ -72,6 +72,20 @@ def wait_until_gone(data: Path, supervisor: int) -> None:
         time.sleep(0.1)
 
 
+async def lock_holders(dsn: str) -> int:
+    from service.db import SERVER_LOCK
+
+    conn = await asyncpg.connect(dsn)
+    try:
+        return int(
+            await conn.fetchval(
+                "SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND granted", SERVER_LOCK
+            )
+        )
+    finally:
+        await conn.close()
+
+
 async def new_table(s: aiohttp.ClientSession, url: str, auth: dict[str, str]) -> str:
     """A new table's id (asked again while the server answers 503 'busy' under load)."""
     deadline = time.time() + HANG
@@ -113,6 +127,11 @@ async def test_a_killed_postmaster_is_started_again_and_the_tables_play_on(tmp_p
                     pass
                 await asyncio.sleep(0.2)
             assert postmaster(data) != old
+            # The supervisor holds the database's lock again (one server per database).
+            dsn = f"postgresql://postgres:@/postgres?host={(data / 'pgdata').resolve()}"
+            while not await lock_holders(dsn):
+                assert time.time() < deadline
+                await asyncio.sleep(0.2)
             bots = []
             for n in range(2):
                 async with s.post(url + "/api/players", json={"name": f"b{n}", "deposit": 10_000}, headers=auth) as r:
