@@ -98,3 +98,10 @@ async def test_a_node_counts_the_live_nodes_it_knows_of(pg_dsn: str, tmp_path: P
         done = serve("--node-id", "n1", "--public-url", "http://127.0.0.1:1", dsn=dsn, data_dir=tmp_path / "n1")
         assert done.returncode == EXIT_CAPACITY, done.stderr
         assert f"+ {room_for} other live node(s)" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_the_doc_quotes_the_refusal_as_the_server_writes_it() -> None:
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "deploy.md").read_text(encoding="utf-8")
+    line = "rummy-table: " + connbudget.Budget(max_connections=100, reserved=3, workers=16, other_nodes=0).refusal()
+    assert f"    {line}\n" in doc
+    assert connbudget.PER_WORKER == 12 and "at most **12** connections" in doc
