@@ -94,7 +94,9 @@ def verify_file(job: Job) -> FileResult:
         failure = {"check": "read", "message": str(e), "record": None, "expected": None, "found": None}
         kept = {"ok": False, "failure": failure} if job.keep_report else None
         return FileResult(job.path, False, failure, kept)
-    report = verify_transcript(t, job.pinned, job.evidence, allow_v1=job.allow_v1, in_folder=True, debug=job.debug)
+    report = verify_transcript(
+        t, job.pinned, job.evidence, allow_v1=job.allow_v1, in_folder=True, parsed=True, debug=job.debug
+    )
     out = FileResult(
         job.path,
         report.ok,
