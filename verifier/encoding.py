@@ -8,7 +8,9 @@ together from the records' texts, and a record's text without ``"h"`` is cut out
 its text with it.  Both are exactly what :func:`verifier.fairness.canonical` writes,
 for any JSON object, by how canonical JSON is built: ``{`` the members in key order,
 joined by ``,`` ``}`` — so a member can be taken out, or an array's items put in, by
-splitting at the right places, which the texts of the neighbouring members give.
+splitting at the right places: a member followed by another is ``"key":value,``
+in the text, found where it occurs once, else after the text of the members that
+follow it.
 """
 
 from __future__ import annotations
@@ -26,12 +28,15 @@ def record_texts(log: Sequence[Mapping[str, Any]]) -> list[str]:
 
 def without_member(text: str, obj: Mapping[str, Any], key: str) -> str:
     """``canonical(obj without key)`` from ``text`` = ``canonical(obj)``: the member
-    ``"key":value`` is cut out, located by the members after it."""
-    after = {k: v for k, v in obj.items() if k > key}
-    if not after:  # the last member (no record has one after "h"): encode it again
+    ``"key":value,`` is cut out — where it stands when it occurs once in ``text``, else
+    located by the members after it."""
+    if not any(k > key for k in obj):  # the last member (no record has one after "h"): encode it again
         return canonical_text({k: v for k, v in obj.items() if k != key})
-    tail = canonical_text(after)[1:]  # the members after it, and the closing brace
     member = canonical_text({key: obj[key]})[1:-1] + ","
+    if text.count(member) == 1:
+        at = text.index(member)
+        return text[:at] + text[at + len(member) :]
+    tail = canonical_text({k: v for k, v in obj.items() if k > key})[1:]  # the members after it, and "}"
     cut = len(text) - len(tail)
     if not text.endswith(tail) or text[cut - len(member) : cut] != member:  # pragma: no cover - canonical JSON
         raise ValueError("not the canonical text of the object")
