@@ -126,6 +126,7 @@ def _claimed(t: Any) -> tuple[str, str, int] | None:
     return None
 
 
+CHUNK = 8  # hands a worker is sent at a time
 _settings: Settings | None = None  # a worker's, from _start_worker
 
 
@@ -147,7 +148,10 @@ def run_jobs(paths: list[str], settings: Settings, processes: int) -> Iterator[F
         for path in paths:
             yield verify_file(path, settings)
         return
-    chunk = max(1, min(32, len(paths) // (processes * 8)))
+    # A chunk of 8 hands is about a tenth of a second of work: the last chunks leave a
+    # worker idle that long at most, and a chunk's paths and results are a few hundred
+    # bytes, pickled once each way.
+    chunk = max(1, min(CHUNK, len(paths) // (processes * 4)))
     with ProcessPoolExecutor(max_workers=processes, initializer=_start_worker, initargs=(settings,)) as pool:
         yield from pool.map(_verify_in_worker, paths, chunksize=chunk)
 
