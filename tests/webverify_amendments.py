@@ -258,7 +258,8 @@ def evidence_cases(b: Builder) -> None:
         move = {"kind": "commit", "seat": seat, "commit": "cd" * 32}
         return [refused_ack(t, seat, move, 0, t["log"][0]["t"])]
 
-    # rule 1 asks for an item "for this hand" (its table and hand): an item after the void is one
+    # rule 1 asks for an item "for this hand" (its table and hand): an item after the void is one;
+    # rule 8: evidence that applies to nothing is reported skipped, never passed
     ev("evidence: only an item after the void (0 applied, 1 after the void)", V2VS, commit_ack_only, None)
 
     def malformed_other_hand(t: Tx, items: Items) -> None:
@@ -548,13 +549,13 @@ def d35_cases(b: Builder, ev: Callable[..., None]) -> None:
         refusal(draw, True, prev_back=1),
         None,
     )
-    # A.3: a timeout is legal for the seat on turn, so its refusal is not justified (the text has no
-    # exception for a timeout a player signs)
+    # §15 rule 7: a timeout is the server's own move (§9), never a player's, so refusing one a
+    # player signed is justified whatever the code says: the clock may move at its usual time
     ev(
         "evidence: a refused timeout signed by the seat on turn, then an early clock",
         V2E,
         refusal(timeout, True),
-        "evidence",
+        None,
     )
     # the move (another seat's leave, legal) signed by the seat on turn: nothing justifies the refusal
     ev(

@@ -172,6 +172,7 @@
       const e = entryOf(ctx.rec("commitments"), b.seat);
       return e && e.commit !== null ? "the seat's commitment was already in" : null;
     }
+    if (m.kind === "timeout") return "a timeout is the server's own move (§9), never a player's";
     if (m.kind === "reveal") {
       if (b.i !== 1) return "a reveal when record " + b.i + " is not the commitments";
       const e = entryOf(ctx.rec("commitments"), b.seat);
@@ -310,6 +311,8 @@
     }
     // rule 1: at least one item is for this hand (its table and hand); one counted after_void (rule 8) is
     if (c.applied + c.after_void === 0) none();
+    // rule 8: evidence that applies to nothing (every item after the void) is skipped, never passed
+    if (c.applied === 0) return new Skip("every item of the evidence for " + where + " is for a record the void came before: nothing could be checked — " + countText(c));
     return true;
   }
 
