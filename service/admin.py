@@ -7,7 +7,7 @@ refusal by the server is one line with the server's own message and code (exit 4
 server that cannot be reached, or does not answer like rummy-table, exit 3; bad
 arguments exit 2 — the exit codes of ``rummy-table`` (service/cli.py).
 
-This module is standalone (standard library only, no import of service.cli).
+This module needs only the standard library and :mod:`service.errors`.
 """
 
 from __future__ import annotations
@@ -23,17 +23,14 @@ from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 from urllib.parse import quote, urlencode, urlsplit
 
+from service.errors import EXIT_OK, EXIT_REFUSED, EXIT_UNREACHABLE, EXIT_USAGE, ServiceError
+
 DEFAULT_SERVER = "http://127.0.0.1:8080"
 TOKEN_ENV = "RUMMY_OPERATOR_TOKEN"  # noqa: S105 - the name of the variable
 TIMEOUT = 15.0
 MAX_AMOUNT = 10**15
 HAND_STATUSES = ("seeding", "playing", "ended", "void")
 
-# The exit codes of rummy-table (service/cli.py documents them all).
-EXIT_OK = 0
-EXIT_USAGE = 2
-EXIT_UNREACHABLE = 3
-EXIT_REFUSED = 4
 
 DESCRIPTION = """\
 Operate the card room over the REST API with the operator token.
@@ -54,12 +51,11 @@ Operate the card room over the REST API with the operator token.
 The token comes from --token or RUMMY_OPERATOR_TOKEN."""
 
 
-class AdminError(Exception):
+class AdminError(ServiceError):
     """One line for the person, and the exit code."""
 
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code, self.message = code, message
+    def __init__(self, exit_code: int, message: str) -> None:
+        super().__init__(message, exit_code=exit_code)
 
 
 # ----------------------------------------------------------------------------- arguments

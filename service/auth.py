@@ -21,6 +21,7 @@ from aiohttp import web
 
 from service import store, wire
 from service.db import connection
+from service.errors import ServiceError
 
 __all__ = [
     "COOKIE",
@@ -44,10 +45,11 @@ WS_PROTOCOL: Final = "rummy.v2"
 WS_TOKEN_PREFIX: Final = "bearer."  # noqa: S105 - a prefix, not a secret
 
 
-class OriginRefused(Exception):
+class OriginRefused(ServiceError):
     """A cookie-authenticated request from a page of another origin (403 ``bad_origin``)."""
 
     code = "bad_origin"
+    status = 403
 
 
 def _bearer(request: web.Request, *, websocket: bool) -> str | None:

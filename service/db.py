@@ -17,6 +17,8 @@ from typing import Any
 
 import asyncpg
 
+from service.errors import EXIT_LOCKED, ServiceError
+
 log = logging.getLogger("rummy.db")
 
 ACQUIRE_TIMEOUT = 10.0  # seconds: no pool acquire ever waits for an hour (PITFALLS.md)
@@ -156,8 +158,10 @@ SERVER_LOCK = 7_133_002  # pg_advisory_lock key: one table server per database (
 _TRY_LOCK = {False: "SELECT pg_try_advisory_lock($1)", True: "SELECT pg_try_advisory_lock_shared($1)"}
 
 
-class ServerLocked(Exception):
+class ServerLocked(ServiceError):
     """Another server already serves this database or data directory."""
+
+    exit_code = EXIT_LOCKED  # at start-up: never sent to a client
 
 
 class ServerLock:

@@ -15,10 +15,12 @@ waits for them, then stops PostgreSQL.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import logging
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -26,10 +28,21 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
 
 import aiohttp
+import asyncpg
+
+from service import store
+from service.db import ACQUIRE_TIMEOUT, DataDirLock, EmbeddedPostgres, ServerLock, migrate
+from service.errors import EXIT_OK, EXIT_USAGE, CliError
+from service.keys import ServerKeys
+from service.startchecks import DatabaseUrl, check_database, check_key_files, database_error, first_missing
+from verifier.signing import fingerprint_text
 
 log = logging.getLogger("rummy.workers")
+OPERATOR_ENV = "RUMMY_OPERATOR_TOKEN"
 RESTART_BACKOFF = (0.5, 1.0, 2.0, 5.0)
 
 
@@ -156,3 +169,105 @@ async def watch_parent(parent: int) -> None:
             log.error("the supervisor (pid %d) is gone: stopping", parent)
             os.kill(os.getpid(), signal.SIGTERM)
             return
+
+
+def serve_workers(args: argparse.Namespace, count: int, data_dir: Path, dsn: str | None, source: str) -> int:
+    """The supervisor of ``count`` worker processes (service.workers)."""
+    wildcard = args.host in ("", "::") or (args.host.count(".") == 3 and set(args.host) <= {"0", "."})
+    public_host = urlsplit(args.public_url).hostname if args.public_url else (None if wildcard else args.host)
+    if not public_host:
+        raise CliError(EXIT_USAGE, "workers need a host their clients reach: give --public-url http://HOST")
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        url = DatabaseUrl(dsn, source) if dsn is not None else None
+        if url is not None:
+            await check_database(url)
+        created = first_missing(data_dir)
+        data_dir.mkdir(parents=True, exist_ok=True)
+        lock = DataDirLock(data_dir)
+        embedded: EmbeddedPostgres | None = None
+        sup: Supervisor | None = None
+        db_lock: ServerLock | None = None
+        port = args.port or free_port(args.host)
+        try:
+            lock.acquire()
+            check_key_files(data_dir)
+            keys = ServerKeys.load(data_dir)
+            if url is None:
+                embedded = EmbeddedPostgres(data_dir)
+                url = DatabaseUrl(await asyncio.to_thread(embedded.start), "the embedded PostgreSQL")
+            try:
+                db_lock = await ServerLock.acquire(url.dsn)  # one server per database, for all its workers
+                conn = await asyncpg.connect(url.dsn, timeout=ACQUIRE_TIMEOUT)
+            except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
+                raise database_error(e, url) from e
+            try:  # the database, once, before the workers: migrations, the keys, the operator token
+                await migrate(conn)
+                await store.check_keys(conn, keys)
+                token = await store.operator_token(conn, os.environ.get(OPERATOR_ENV) or None)
+            finally:
+                await conn.close()
+            flags = [
+                "--data-dir",
+                str(data_dir),
+                "--database-url",
+                url.dsn,
+                "--seed-seconds",
+                str(args.seed_seconds),
+                "--next-hand-delay",
+                str(args.next_hand_delay),
+                "--resume-grace",
+                str(args.resume_grace),
+                "--lease-seconds",
+                str(args.lease_seconds),
+                "--log-format",
+                args.log_format,
+                "--workers",
+                "1",
+            ]
+            verbosity = ["-v"] if args.verbose else []
+            env = dict(os.environ)
+            if token:
+                env[OPERATOR_ENV] = token
+            sup = Supervisor(
+                [sys.executable, "-m", "service.cli", *verbosity, "serve", *flags],
+                args.host,
+                port,
+                public_host,
+                count,
+                env,
+                page_url=(args.public_url or f"http://{public_host}:{port}").rstrip("/"),
+            )
+            sup.plan()
+            for w in sup.workers:
+                sup.start(w)
+            await sup.wait_ready()
+            print(
+                f"rummy-table serving on http://{args.host}:{port}  ({count} workers; data: {data_dir.resolve()}, "
+                f"database: {'embedded' if embedded else source})",
+                flush=True,
+            )
+            print(f"server key fingerprint: {fingerprint_text(keys.signer.fingerprint)}", flush=True)
+            if token:
+                print(f"operator token (shown once, keep it): {token}", flush=True)
+            watcher = asyncio.create_task(sup.watch(stop))
+            await stop.wait()
+            print("shutting down", flush=True)
+            await watcher
+        finally:
+            if sup is not None:
+                await sup.stop()
+            if db_lock is not None:
+                await db_lock.release()
+            if embedded is not None:
+                await asyncio.to_thread(embedded.stop)
+            lock.release()
+            if created is not None and sup is None:
+                shutil.rmtree(created, ignore_errors=True)
+
+    asyncio.run(main())
+    return EXIT_OK

@@ -35,7 +35,7 @@ def run_admin(url: str, *argv: str, token: str | None = OPERATOR) -> tuple[int, 
     try:
         return admin.run(args, out), out.getvalue(), ""
     except admin.AdminError as e:
-        return e.code, out.getvalue(), e.message
+        return e.exit_code, out.getvalue(), e.message
 
 
 async def adm(url: str, *argv: str, token: str | None = OPERATOR, expect: int = 0) -> str:

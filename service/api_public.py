@@ -1,0 +1,70 @@
+"""What anyone may read: a hand's transcript, the fairness key, the API document,
+the health and the metrics of the server."""
+
+from __future__ import annotations
+
+import base64
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from service import ledger, wire
+from service.appkeys import CONFIG, LEDGER_TOTALS, METRICS, POOL, TABLES
+from service.db import connection
+from service.edge import ApiError, require_operator
+from service.openapi import OPENAPI
+from verifier.record import PROTOCOL
+from verifier.signing import public_pem
+
+
+async def transcript(request: web.Request) -> web.Response:
+    hand_id = wire.path_int(request.match_info["hand_id"], "a hand id")
+    async with connection(request.app[POOL]) as conn:
+        row = await conn.fetchrow(
+            "SELECT status, transcript::text AS transcript, void_reason FROM hands WHERE id = $1", hand_id
+        )
+    if row is None:
+        raise ApiError(404, "no_such_hand", f"no hand {hand_id}")
+    if row["transcript"] is None:
+        if row["status"] == "void":
+            raise ApiError(410, "void_without_transcript", f"the hand was voided: {row['void_reason']}")
+        raise ApiError(409, "hand_in_progress", "the transcript is published when the hand ends")
+    return web.Response(text=row["transcript"], content_type="application/json")
+
+
+async def fairness_key(request: web.Request) -> web.Response:
+    signer = request.app[CONFIG].keys.signer
+    raw = signer.public_bytes
+    return web.json_response(
+        {
+            "algorithm": "Ed25519",
+            "protocol": PROTOCOL,
+            "public_key_hex": raw.hex(),
+            "public_key_base64": base64.b64encode(raw).decode(),
+            "public_key_pem": public_pem(raw),
+            "fingerprint": signer.fingerprint,
+        }
+    )
+
+
+async def openapi(request: web.Request) -> web.Response:
+    return web.json_response(OPENAPI)
+
+
+async def health(request: web.Request) -> web.Response:
+    async with connection(request.app[POOL]) as conn:
+        await conn.fetchval("SELECT 1")
+    tables = request.app[TABLES].values()
+    return web.json_response(
+        {"ok": True, "tables": len(request.app[TABLES]), "paused": sum(1 for a in tables if a.paused)}
+    )
+
+
+async def metrics(request: web.Request) -> web.Response:
+    """Prometheus text; for the operator, or anyone on this machine (a scraper)."""
+    if request.remote not in ("127.0.0.1", "::1"):
+        await require_operator(request)
+    async with connection(request.app[POOL]) as conn:
+        request.app[LEDGER_TOTALS].update(await ledger.summary(conn))
+    body = generate_latest(request.app[METRICS].registry)
+    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})

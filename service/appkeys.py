@@ -1,0 +1,78 @@
+"""What the application holds: its configuration and the typed keys of its state.
+
+Resources live in the application's ``cleanup_ctx`` (:mod:`service.lifecycle`); the
+state they make hangs off these typed ``web.AppKey``s, which every handler reads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+import asyncpg
+from aiohttp import web
+
+from service.cluster import Cluster, NodeSettings
+from service.db import ServerLock
+from service.keys import ServerKeys
+from service.metrics import Metrics
+from service.table import Settings
+from service.writer import RecordWriter
+
+
+@dataclass
+class Config:
+    dsn: str
+    keys: ServerKeys
+    settings: Settings = field(default_factory=Settings)
+    operator_token: str | None = None  # from the environment; else created on first run
+    heartbeat: float = 20.0
+    node: NodeSettings = field(default_factory=NodeSettings)
+    #: where people open this card room's pages besides this node's own URL (a worker
+    #: of ``serve --workers``: the server's port): origins the session cookie is taken from
+    page_urls: tuple[str, ...] = ()
+
+    def own_urls(self) -> tuple[str, ...]:
+        return (self.node.public_url, *self.page_urls) if self.node.public_url else self.page_urls
+
+
+CONFIG = web.AppKey("config", Config)
+
+
+POOL = web.AppKey("pool", asyncpg.Pool)
+
+
+TABLES = web.AppKey("tables", dict)  # table id -> TableActor
+
+
+SOCKETS = web.AppKey("sockets", dict)  # WebSocketResponse -> Connection
+
+
+NEW_OPERATOR_TOKEN = web.AppKey("new_operator_token", list)
+
+
+LOCK = web.AppKey("lock", ServerLock)
+
+
+CLUSTER = web.AppKey("cluster", Cluster)
+
+
+BACKGROUND = web.AppKey("background", set)  # short tasks kept alive until done
+
+
+WRITER = web.AppKey("writer", RecordWriter)
+
+
+LOADS = web.AppKey("loads", asyncio.Semaphore)  # tables loading at once (service.table)
+
+
+HEARTBEAT = web.AppKey("heartbeat", asyncio.Task)  # the cluster's heartbeat (service.cluster)
+
+
+TABLE_LOADS_AT_ONCE = 4  # of the pool's 10 connections: group commit, REST and the ledger keep the rest
+
+
+METRICS = web.AppKey("metrics", Metrics)
+
+
+LEDGER_TOTALS = web.AppKey("ledger_totals", dict)  # read for /metrics just before it is drawn

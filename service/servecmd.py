@@ -1,0 +1,120 @@
+"""``rummy-table serve``: the arguments checked, then a server in this process
+(:mod:`service.startup`) or a supervisor of worker processes (:mod:`service.workers`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import re
+import signal
+from pathlib import Path
+
+from service.app import CONFIG
+from service.cluster import NodeSettings
+from service.db import database_url_from_env
+from service.errors import EXIT_OK, EXIT_USAGE, CliError
+from service.startchecks import DatabaseUrl, check_data_dir, check_listen, check_port
+from service.startup import start_server
+from service.table import Settings
+from service.workers import default_workers, serve_workers, watch_parent
+from verifier.signing import fingerprint_text
+
+OPERATOR_ENV = "RUMMY_OPERATOR_TOKEN"
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    check_port(args.port)
+    for flag, value, least in (
+        ("--seed-seconds", args.seed_seconds, 0.1),
+        ("--next-hand-delay", args.next_hand_delay, 0.0),
+        ("--resume-grace", args.resume_grace, 0.0),
+    ):
+        if not least <= value <= 3600:
+            raise CliError(EXIT_USAGE, f"{flag} {value:g} is out of range; give {least:g} to 3600 seconds")
+    data_dir = Path(args.data_dir).expanduser()
+    check_data_dir(data_dir)
+    dsn = args.database_url or database_url_from_env()
+    source = "--database-url" if args.database_url else "DATABASE_URL"
+    if dsn is not None:
+        DatabaseUrl(dsn, source).check()
+    if args.worker_of is None:
+        check_listen(args.host, args.port)
+    workers = default_workers() if args.workers is None else args.workers
+    if not 1 <= workers <= 64:
+        raise CliError(EXIT_USAGE, "--workers is 1 to 64")
+    if args.worker_of is None and workers > 1:
+        if args.node_id is not None:
+            raise CliError(EXIT_USAGE, "--workers makes its own nodes: give --node-id to a server of one worker")
+        return serve_workers(args, workers, data_dir, dsn, source)
+    node = NodeSettings()
+    if args.node_id is not None:
+        if not re.fullmatch(r"[A-Za-z0-9_.:-]{1,64}", args.node_id):
+            raise CliError(EXIT_USAGE, "--node-id is 1 to 64 letters, digits or _.:-")
+        wildcard = args.host in ("", "::") or (args.host.count(".") == 3 and set(args.host) <= {"0", "."})
+        public = args.public_url or ("" if wildcard else f"http://{args.host}:{args.port}")
+        if not public.startswith(("http://", "https://")):
+            raise CliError(EXIT_USAGE, "a node needs --public-url http(s)://HOST:PORT, where its clients reach it")
+        if dsn is None:
+            raise CliError(
+                EXIT_USAGE, "the nodes of a cluster share one PostgreSQL: give --database-url or DATABASE_URL"
+            )
+        if not 1 <= args.lease_seconds <= 300:
+            raise CliError(EXIT_USAGE, "--lease-seconds is 1 to 300")
+        node = NodeSettings(
+            node_id=args.node_id,
+            public_url=public.rstrip("/"),
+            cluster=True,
+            lease_seconds=args.lease_seconds,
+            heartbeat_seconds=max(0.2, args.lease_seconds / 5),
+            worker=args.worker_of is not None,
+        )
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)  # from the start: a signal during start-up stops cleanly
+        if args.worker_of is not None:
+            orphan = asyncio.create_task(watch_parent(args.worker_of))
+        running = await start_server(
+            host=args.host,
+            port=args.port,
+            data_dir=data_dir,
+            database_url=dsn,
+            database_source=source,
+            operator_token=os.environ.get(OPERATOR_ENV) or None,
+            settings=Settings(
+                commit_seconds=args.seed_seconds,
+                reveal_seconds=args.seed_seconds,
+                next_hand_delay=args.next_hand_delay,
+                resume_grace=args.resume_grace,
+            ),
+            node=node,
+            shared_port=args.shared_port,
+            page_urls=(args.page_url,) if args.page_url else (),
+            lock_data_dir=args.worker_of is None,
+        )
+        try:
+            if args.worker_of is not None:
+                print(f"worker {node.node_id} serving on {running.url} and port {args.shared_port}", flush=True)
+                await stop.wait()
+                orphan.cancel()
+                return
+            signer = running.app[CONFIG].keys.signer
+            print(
+                f"rummy-table serving on {running.url}  (data: {data_dir.resolve()}, "
+                f"database: {'embedded' if running.embedded else source})",
+                flush=True,
+            )
+            print(f"server key fingerprint: {fingerprint_text(signer.fingerprint)}", flush=True)
+            if running.new_operator_token:
+                print(f"operator token (shown once, keep it): {running.new_operator_token}", flush=True)
+            await stop.wait()
+            print("shutting down", flush=True)
+        finally:
+            await running.stop()
+
+    asyncio.run(main())
+    return EXIT_OK
