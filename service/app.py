@@ -21,9 +21,7 @@ from service.appkeys import (
     HEARTBEAT,
     LEDGER_TOTALS,
     LOADS,
-    LOCK,
     METRICS,
-    NEW_OPERATOR_TOKEN,
     POOL,
     SOCKETS,
     TABLES,
@@ -43,9 +41,7 @@ __all__ = [
     "HEARTBEAT",
     "LEDGER_TOTALS",
     "LOADS",
-    "LOCK",
     "METRICS",
-    "NEW_OPERATOR_TOKEN",
     "POOL",
     "SOCKETS",
     "TABLES",
@@ -64,7 +60,6 @@ def make_app(config: Config) -> web.Application:
     lifecycle.live_metrics(app)
     app[TABLES] = {}
     app[SOCKETS] = {}
-    app[NEW_OPERATOR_TOKEN] = []
     app.cleanup_ctx.append(lifecycle.database)
     app.cleanup_ctx.append(lifecycle.tables_and_leases)
     app.on_shutdown.append(lifecycle.on_shutdown)

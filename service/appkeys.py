@@ -25,12 +25,14 @@ class Config:
     dsn: str
     keys: ServerKeys
     settings: Settings = field(default_factory=Settings)
-    operator_token: str | None = None  # from the environment; else created on first run
     heartbeat: float = 20.0
     node: NodeSettings = field(default_factory=NodeSettings)
     #: where people open this card room's pages besides this node's own URL (a worker
     #: of ``serve --workers``: the server's port): origins the session cookie is taken from
     page_urls: tuple[str, ...] = ()
+    #: the database's one-server lock, when this process holds it (a server alone in
+    #: its process); watched, so that two servers never write one table
+    server_lock: ServerLock | None = None
 
     def own_urls(self) -> tuple[str, ...]:
         return (self.node.public_url, *self.page_urls) if self.node.public_url else self.page_urls
@@ -46,12 +48,6 @@ TABLES = web.AppKey("tables", dict)  # table id -> TableActor
 
 
 SOCKETS = web.AppKey("sockets", dict)  # WebSocketResponse -> Connection
-
-
-NEW_OPERATOR_TOKEN = web.AppKey("new_operator_token", list)
-
-
-LOCK = web.AppKey("lock", ServerLock)
 
 
 CLUSTER = web.AppKey("cluster", Cluster)

@@ -99,7 +99,6 @@ class NodeSettings:
     cluster: bool = False  # False: a server alone, which takes every table at start
     lease_seconds: float = 5.0
     heartbeat_seconds: float = 1.0
-    worker: bool = False  # a worker of ``serve --workers``: its supervisor holds the database's lock
 
 
 StartTable = Callable[[Lease], None]

@@ -12,7 +12,6 @@ from typing import Any
 import asyncpg
 from aiohttp import WSCloseCode, web
 
-from service import store
 from service.appkeys import (
     BACKGROUND,
     CLUSTER,
@@ -20,9 +19,7 @@ from service.appkeys import (
     HEARTBEAT,
     LEDGER_TOTALS,
     LOADS,
-    LOCK,
     METRICS,
-    NEW_OPERATOR_TOKEN,
     POOL,
     SOCKETS,
     TABLE_LOADS_AT_ONCE,
@@ -30,7 +27,7 @@ from service.appkeys import (
     WRITER,
 )
 from service.cluster import Cluster, Lease
-from service.db import ServerLock, connection, create_pool, migrate
+from service.db import ServerLock, create_pool
 from service.table import TableActor
 from service.telling import Connection
 from service.writer import RecordWriter
@@ -39,36 +36,27 @@ log = logging.getLogger("rummy.app")
 
 
 async def database(app: web.Application) -> AsyncIterator[None]:
+    """The pool and the group commit (the database was prepared before the app:
+    service.startup), and the watch over the database's lock when this process holds
+    it."""
     cfg = app[CONFIG]
-    # A worker's supervisor holds the database's lock for all its workers (service.workers).
-    lock = None if cfg.node.worker else await ServerLock.acquire(cfg.dsn, shared=cfg.node.cluster)
+    pool = await create_pool(cfg.dsn)
     try:
-        pool = await create_pool(cfg.dsn)
+        app[POOL] = pool
+        app[WRITER] = RecordWriter(pool, window=cfg.settings.group_commit_seconds)
+        app[LOADS] = asyncio.Semaphore(TABLE_LOADS_AT_ONCE)
+        watchdog = None
+        if cfg.server_lock is not None:
+            watchdog = asyncio.create_task(keep_lock(app, cfg.server_lock), name="server-lock")
         try:
-            async with connection(pool) as conn:
-                await migrate(conn)
-                await store.check_keys(conn, cfg.keys)
-                token = await store.operator_token(conn, cfg.operator_token)
-            app[NEW_OPERATOR_TOKEN].append(token)
-            app[POOL] = pool
-            app[WRITER] = RecordWriter(pool, window=cfg.settings.group_commit_seconds)
-            app[LOADS] = asyncio.Semaphore(TABLE_LOADS_AT_ONCE)
-            watchdog = None
-            if lock is not None:
-                app[LOCK] = lock
-                watchdog = asyncio.create_task(keep_lock(app, lock), name="server-lock")
-            try:
-                yield
-            finally:
-                if watchdog is not None:
-                    watchdog.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await watchdog
+            yield
         finally:
-            await pool.close()
+            if watchdog is not None:
+                watchdog.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await watchdog
     finally:
-        if lock is not None:
-            await lock.release()
+        await pool.close()
 
 
 async def keep_lock(app: web.Application, lock: ServerLock, every: float = 2.0) -> None:

@@ -16,7 +16,7 @@ from service.cluster import NodeSettings
 from service.db import database_url_from_env
 from service.errors import EXIT_OK, EXIT_USAGE, CliError
 from service.startchecks import DatabaseUrl, check_data_dir, check_listen, check_port
-from service.startup import start_server
+from service.startup import attach, start_app, start_server
 from service.table import Settings
 from service.workers import default_workers, serve_workers, watch_parent
 from verifier.signing import fingerprint_text
@@ -68,7 +68,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
             cluster=True,
             lease_seconds=args.lease_seconds,
             heartbeat_seconds=max(0.2, args.lease_seconds / 5),
-            worker=args.worker_of is not None,
         )
 
     async def main() -> None:
@@ -78,24 +77,35 @@ def cmd_serve(args: argparse.Namespace) -> int:
             loop.add_signal_handler(sig, stop.set)  # from the start: a signal during start-up stops cleanly
         if args.worker_of is not None:
             orphan = asyncio.create_task(watch_parent(args.worker_of))
-        running = await start_server(
-            host=args.host,
-            port=args.port,
-            data_dir=data_dir,
-            database_url=dsn,
-            database_source=source,
-            operator_token=os.environ.get(OPERATOR_ENV) or None,
-            settings=Settings(
-                commit_seconds=args.seed_seconds,
-                reveal_seconds=args.seed_seconds,
-                next_hand_delay=args.next_hand_delay,
-                resume_grace=args.resume_grace,
-            ),
-            node=node,
-            shared_port=args.shared_port,
-            page_urls=(args.page_url,) if args.page_url else (),
-            lock_data_dir=args.worker_of is None,
+        settings = Settings(
+            commit_seconds=args.seed_seconds,
+            reveal_seconds=args.seed_seconds,
+            next_hand_delay=args.next_hand_delay,
+            resume_grace=args.resume_grace,
         )
+        if args.worker_of is not None:  # a worker: its supervisor prepared the ground (service.workers)
+            assert dsn is not None
+            running = await start_app(
+                attach(data_dir, dsn),
+                host=args.host,
+                port=args.port,
+                settings=settings,
+                node=node,
+                shared_port=args.shared_port,
+                page_urls=(args.page_url,) if args.page_url else (),
+                owns_ground=False,
+            )
+        else:
+            running = await start_server(
+                host=args.host,
+                port=args.port,
+                data_dir=data_dir,
+                database_url=dsn,
+                database_source=source,
+                operator_token=os.environ.get(OPERATOR_ENV) or None,
+                settings=settings,
+                node=node,
+            )
         try:
             if args.worker_of is not None:
                 print(f"worker {node.node_id} serving on {running.url} and port {args.shared_port}", flush=True)

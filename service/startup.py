@@ -1,6 +1,14 @@
-"""Starting a server in this process: the database (embedded unless a URL is given),
-the keys, the application and its listening sockets.  The command line, the workers
-of ``serve --workers`` and the tests all start a server through here.
+"""Starting a server: the one path the command line, the supervisor of ``serve
+--workers`` and the tests all take.
+
+:func:`prepare` makes a server's ground once, before any worker: the data directory
+held, the key files checked and loaded (created on first run), the database (the
+embedded PostgreSQL unless a URL is given) reached, locked for this server
+(:class:`service.db.ServerLock`), migrated, checked to belong to this card room, and
+its operator token installed.  :func:`start_app` serves the application on that
+ground in this process; a worker of ``serve --workers`` takes its supervisor's ground
+with :func:`attach`.  :func:`start_server` is both in one call.  Whatever fails is
+undone, and a data directory the start created is removed again.
 """
 
 from __future__ import annotations
@@ -16,9 +24,10 @@ from pathlib import Path
 import asyncpg
 from aiohttp import web
 
-from service.app import NEW_OPERATOR_TOKEN, Config, make_app
+from service import store
+from service.app import Config, make_app
 from service.cluster import NodeSettings
-from service.db import DataDirLock, EmbeddedPostgres
+from service.db import ACQUIRE_TIMEOUT, DataDirLock, EmbeddedPostgres, ServerLock, migrate
 from service.errors import EXIT_UNREACHABLE, EXIT_USAGE, CliError
 from service.keys import ServerKeys
 from service.startchecks import (
@@ -31,51 +40,63 @@ from service.startchecks import (
 )
 from service.table import Settings
 
+DB_ERRORS = (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError)
 
-# ----------------------------------------------------------------------------- serve
+
 @dataclass
-class Running:
-    """A served app: its base URL, the operator token if it was just created, and
-    what to stop."""
+class Prepared:
+    """A server's ground: its keys, its database, and what holds them for it."""
 
-    url: str
-    runner: web.AppRunner
-    embedded: EmbeddedPostgres | None
-    new_operator_token: str | None
-    app: web.Application
+    data_dir: Path
+    keys: ServerKeys
+    url: DatabaseUrl
+    new_operator_token: str | None = None  # made on this first run: printed once
+    embedded: EmbeddedPostgres | None = None
     dir_lock: DataDirLock | None = None
+    db_lock: ServerLock | None = None
+    created: Path | None = None  # the outermost directory this start created
 
-    async def stop(self) -> None:
-        """Stop accepting, stop every clock, tell clients, close sockets, stop the
-        database (issue 7: within 2 s whatever the number of clients)."""
+    async def release(self, *, failed: bool = False) -> None:
+        """Let go of the database's lock, stop the embedded PostgreSQL, let go of the
+        data directory (and remove it again if this start created it and ``failed``)."""
         try:
-            await self.runner.cleanup()
-        finally:
+            if self.db_lock is not None:
+                await self.db_lock.release()
             if self.embedded is not None:
                 await asyncio.to_thread(self.embedded.stop)
+        finally:
             if self.dir_lock is not None:
                 self.dir_lock.release()
+            if failed and self.created is not None:
+                shutil.rmtree(self.created, ignore_errors=True)  # nothing half-created
 
 
-async def start_server(
+async def _start_embedded(embedded: EmbeddedPostgres) -> str:
+    starting = asyncio.ensure_future(asyncio.to_thread(embedded.start))
+    try:
+        return await asyncio.shield(starting)
+    except asyncio.CancelledError:  # Ctrl-C: let the start finish, so that it can be stopped
+        with contextlib.suppress(Exception):
+            await starting
+        raise
+    except (subprocess.SubprocessError, OSError, AssertionError) as e:
+        raise CliError(
+            EXIT_UNREACHABLE, f"the embedded PostgreSQL did not start ({type(e).__name__}); see {embedded.log_file}"
+        ) from e
+
+
+async def prepare(
     *,
-    host: str,
-    port: int,
     data_dir: Path,
     database_url: str | None,
     operator_token: str | None,
-    settings: Settings | None = None,
     database_source: str = "DATABASE_URL",
-    node: NodeSettings | None = None,
-    shared_port: int | None = None,
-    page_urls: tuple[str, ...] = (),
-    lock_data_dir: bool = True,
-) -> Running:
-    """Start the database (embedded unless a URL is given), the keys, the app.
-
-    Expected failures raise :class:`CliError` (or :class:`ServerLocked`,
-    :class:`KeyFileError`, :class:`OperatorTokenMismatch`) after undoing what this call started; a data directory
-    this call created is removed again."""
+    shared: bool = False,
+) -> Prepared:
+    """A server's ground (module docstring).  ``shared``: a node of a cluster, which
+    holds the database's lock shared with the other nodes; else this server holds it
+    alone.  Expected failures raise a :class:`service.errors.ServiceError` after
+    undoing what this call started."""
     url = DatabaseUrl(database_url, database_source) if database_url is not None else None
     if url is not None:
         url.check()
@@ -85,47 +106,109 @@ async def start_server(
         data_dir.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise CliError(EXIT_USAGE, f"cannot create the data directory {data_dir} ({e.strerror or e})") from None
-    embedded = None
     dir_lock = DataDirLock(data_dir)
-    runner: web.AppRunner | None = None
+    ground: Prepared | None = None
     try:
-        if lock_data_dir:
-            dir_lock.acquire()  # a worker's supervisor holds it (service.workers)
+        dir_lock.acquire()
         check_key_files(data_dir)  # a damaged key file stops us before anything is created
         keys = ServerKeys.load(data_dir)
+        ground = Prepared(data_dir, keys, url or DatabaseUrl("", ""), dir_lock=dir_lock, created=created)
         if url is None:
-            embedded = EmbeddedPostgres(data_dir)
-            starting = asyncio.ensure_future(asyncio.to_thread(embedded.start))
-            try:
-                dsn = await asyncio.shield(starting)
-            except asyncio.CancelledError:  # Ctrl-C: let the start finish, so that stop() below stops it
-                with contextlib.suppress(Exception):
-                    await starting
-                raise
-            except (subprocess.SubprocessError, OSError, AssertionError) as e:
-                raise CliError(
-                    EXIT_UNREACHABLE,
-                    f"the embedded PostgreSQL did not start ({type(e).__name__}); see {embedded.log_file}",
-                ) from e
-            url = DatabaseUrl(dsn, "the embedded PostgreSQL")
-        node = node or NodeSettings()
-        if not node.public_url and port:
-            node = dataclasses.replace(node, public_url=f"http://{host}:{port}")
-        app = make_app(
-            Config(
-                dsn=url.dsn,
-                keys=keys,
-                settings=settings or Settings(),
-                operator_token=operator_token,
-                node=node,
-                page_urls=page_urls,
-            )
+            ground.embedded = EmbeddedPostgres(data_dir)
+            url = ground.url = DatabaseUrl(await _start_embedded(ground.embedded), "the embedded PostgreSQL")
+        try:
+            ground.db_lock = await ServerLock.acquire(url.dsn, shared=shared)
+            conn = await asyncpg.connect(url.dsn, timeout=ACQUIRE_TIMEOUT)
+        except DB_ERRORS as e:
+            raise database_error(e, url) from e
+        try:  # once, before any worker: the migrations, the card room's keys, the operator token
+            await migrate(conn)
+            await store.check_keys(conn, keys)
+            ground.new_operator_token = await store.operator_token(conn, operator_token)
+        except DB_ERRORS as e:
+            raise database_error(e, url) from e
+        finally:
+            await conn.close()
+    except BaseException:
+        if ground is not None:
+            await ground.release(failed=True)
+        else:
+            dir_lock.release()
+            if created is not None:
+                shutil.rmtree(created, ignore_errors=True)
+        raise
+    return ground
+
+
+def attach(data_dir: Path, dsn: str) -> Prepared:
+    """A worker's share of the ground its supervisor prepared: the keys (in the data
+    directory the supervisor holds) and the database's URL; nothing to let go."""
+    check_key_files(data_dir)
+    return Prepared(data_dir, ServerKeys.load(data_dir), DatabaseUrl(dsn, "the supervisor's database"))
+
+
+@dataclass
+class Running:
+    """A served app: its base URL, the operator token if it was just created, and
+    what to stop."""
+
+    url: str
+    runner: web.AppRunner
+    app: web.Application
+    ground: Prepared
+    owns_ground: bool = True  # False for a worker: its supervisor lets the ground go
+
+    @property
+    def new_operator_token(self) -> str | None:
+        return self.ground.new_operator_token
+
+    @property
+    def embedded(self) -> EmbeddedPostgres | None:
+        return self.ground.embedded
+
+    async def stop(self) -> None:
+        """Stop accepting, stop every clock, tell clients, close sockets, then let the
+        ground go (the database's lock, the embedded PostgreSQL, the data directory)."""
+        try:
+            await self.runner.cleanup()
+        finally:
+            if self.owns_ground:
+                await self.ground.release()
+
+
+async def start_app(
+    ground: Prepared,
+    *,
+    host: str,
+    port: int,
+    settings: Settings | None = None,
+    node: NodeSettings | None = None,
+    shared_port: int | None = None,
+    page_urls: tuple[str, ...] = (),
+    owns_ground: bool = True,
+) -> Running:
+    """Serve the application on ``ground``, listening on ``host:port`` (and, for a
+    worker, on the server's ``shared_port`` with its siblings).  On failure what this
+    call started is stopped; the ground is the caller's to release."""
+    node = node or NodeSettings()
+    if not node.public_url and port:
+        node = dataclasses.replace(node, public_url=f"http://{host}:{port}")
+    app = make_app(
+        Config(
+            dsn=ground.url.dsn,
+            keys=ground.keys,
+            settings=settings or Settings(),
+            node=node,
+            page_urls=page_urls,
+            server_lock=ground.db_lock,
         )
-        runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=1.0)
+    )
+    runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=1.0)
+    try:
         try:
             await runner.setup()
-        except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
-            raise database_error(e, url) from e
+        except DB_ERRORS as e:
+            raise database_error(e, ground.url) from e
         site = web.TCPSite(runner, host, port)
         try:
             await site.start()
@@ -138,15 +221,36 @@ async def start_server(
             except OSError as e:
                 raise listen_error(host, shared_port, e) from e
     except BaseException:
-        if runner is not None:
-            await runner.cleanup()
-        if embedded is not None:
-            await asyncio.to_thread(embedded.stop)
-        dir_lock.release()
-        if created is not None:
-            shutil.rmtree(created, ignore_errors=True)  # nothing half-created
+        await runner.cleanup()
         raise
     bound = runner.addresses[0]
-    served = f"http://{host}:{bound[1]}"
-    token = app[NEW_OPERATOR_TOKEN][0] if app[NEW_OPERATOR_TOKEN] else None
-    return Running(served, runner, embedded, token, app, dir_lock)
+    return Running(f"http://{host}:{bound[1]}", runner, app, ground, owns_ground)
+
+
+async def start_server(
+    *,
+    host: str,
+    port: int,
+    data_dir: Path,
+    database_url: str | None,
+    operator_token: str | None,
+    settings: Settings | None = None,
+    database_source: str = "DATABASE_URL",
+    node: NodeSettings | None = None,
+    page_urls: tuple[str, ...] = (),
+) -> Running:
+    """:func:`prepare` and :func:`start_app` in one call: a whole server in this
+    process."""
+    shared = node is not None and node.cluster
+    ground = await prepare(
+        data_dir=data_dir,
+        database_url=database_url,
+        operator_token=operator_token,
+        database_source=database_source,
+        shared=shared,
+    )
+    try:
+        return await start_app(ground, host=host, port=port, settings=settings, node=node, page_urls=page_urls)
+    except BaseException:
+        await ground.release(failed=True)
+        raise

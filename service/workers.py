@@ -20,7 +20,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -32,13 +31,9 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import aiohttp
-import asyncpg
 
-from service import store
-from service.db import ACQUIRE_TIMEOUT, DataDirLock, EmbeddedPostgres, ServerLock, migrate
 from service.errors import EXIT_OK, EXIT_USAGE, CliError
-from service.keys import ServerKeys
-from service.startchecks import DatabaseUrl, check_database, check_key_files, database_error, first_missing
+from service.startup import prepare
 from verifier.signing import fingerprint_text
 
 log = logging.getLogger("rummy.workers")
@@ -183,34 +178,16 @@ def serve_workers(args: argparse.Namespace, count: int, data_dir: Path, dsn: str
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        url = DatabaseUrl(dsn, source) if dsn is not None else None
-        if url is not None:
-            await check_database(url)
-        created = first_missing(data_dir)
-        data_dir.mkdir(parents=True, exist_ok=True)
-        lock = DataDirLock(data_dir)
-        embedded: EmbeddedPostgres | None = None
         sup: Supervisor | None = None
-        db_lock: ServerLock | None = None
         port = args.port or free_port(args.host)
+        ground = await prepare(
+            data_dir=data_dir,
+            database_url=dsn,
+            operator_token=os.environ.get(OPERATOR_ENV) or None,
+            database_source=source,
+        )  # one server per database, for all its workers: the supervisor holds the lock
+        url, keys, token = ground.url, ground.keys, ground.new_operator_token
         try:
-            lock.acquire()
-            check_key_files(data_dir)
-            keys = ServerKeys.load(data_dir)
-            if url is None:
-                embedded = EmbeddedPostgres(data_dir)
-                url = DatabaseUrl(await asyncio.to_thread(embedded.start), "the embedded PostgreSQL")
-            try:
-                db_lock = await ServerLock.acquire(url.dsn)  # one server per database, for all its workers
-                conn = await asyncpg.connect(url.dsn, timeout=ACQUIRE_TIMEOUT)
-            except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
-                raise database_error(e, url) from e
-            try:  # the database, once, before the workers: migrations, the keys, the operator token
-                await migrate(conn)
-                await store.check_keys(conn, keys)
-                token = await store.operator_token(conn, os.environ.get(OPERATOR_ENV) or None)
-            finally:
-                await conn.close()
             flags = [
                 "--data-dir",
                 str(data_dir),
@@ -231,8 +208,6 @@ def serve_workers(args: argparse.Namespace, count: int, data_dir: Path, dsn: str
             ]
             verbosity = ["-v"] if args.verbose else []
             env = dict(os.environ)
-            if token:
-                env[OPERATOR_ENV] = token
             sup = Supervisor(
                 [sys.executable, "-m", "service.cli", *verbosity, "serve", *flags],
                 args.host,
@@ -248,7 +223,7 @@ def serve_workers(args: argparse.Namespace, count: int, data_dir: Path, dsn: str
             await sup.wait_ready()
             print(
                 f"rummy-table serving on http://{args.host}:{port}  ({count} workers; data: {data_dir.resolve()}, "
-                f"database: {'embedded' if embedded else source})",
+                f"database: {'embedded' if ground.embedded else source})",
                 flush=True,
             )
             print(f"server key fingerprint: {fingerprint_text(keys.signer.fingerprint)}", flush=True)
@@ -261,13 +236,7 @@ def serve_workers(args: argparse.Namespace, count: int, data_dir: Path, dsn: str
         finally:
             if sup is not None:
                 await sup.stop()
-            if db_lock is not None:
-                await db_lock.release()
-            if embedded is not None:
-                await asyncio.to_thread(embedded.stop)
-            lock.release()
-            if created is not None and sup is None:
-                shutil.rmtree(created, ignore_errors=True)
+            await ground.release(failed=sup is None)
 
     asyncio.run(main())
     return EXIT_OK
