@@ -27,6 +27,7 @@ from typing import Final
 
 import asyncpg
 
+from service import nodes
 from service.db import ACQUIRE_TIMEOUT, connection
 
 log = logging.getLogger("rummy.cluster")
@@ -67,7 +68,7 @@ WITH lk AS MATERIALIZED (  -- locked here, in table order, before the UPDATE tou
     SELECT table_id FROM table_leases WHERE table_id = ANY($2::text[]) AND owner = $1
     ORDER BY table_id FOR UPDATE
 )
-UPDATE table_leases l SET owner = NULL, expires_at = '-infinity'
+UPDATE table_leases l SET owner = NULL, expires_at = now()
 FROM unnest($2::text[], $3::bigint[]) AS o(t, e)
 WHERE l.table_id = o.t AND l.epoch = o.e AND l.owner = $1 AND l.table_id IN (SELECT table_id FROM lk)
 """
@@ -136,12 +137,7 @@ class Cluster:
     # -- life --------------------------------------------------------------------------
     async def join(self) -> None:
         async with self._own_connection() as conn:
-            await conn.execute(
-                "INSERT INTO nodes (node_id, public_url) VALUES ($1, $2) ON CONFLICT (node_id) DO UPDATE "
-                "SET public_url = EXCLUDED.public_url, seen_at = now(), started_at = now()",
-                self.node.node_id,
-                self.node.public_url,
-            )
+            await nodes.register(conn, self.node.node_id, self.node.public_url)
             # Tables created before leases existed (or by an older server) get a lease row.
             await conn.execute(
                 "INSERT INTO table_leases (table_id) SELECT id FROM tables ON CONFLICT (table_id) DO NOTHING"
@@ -196,7 +192,7 @@ class Cluster:
 
     async def beat(self) -> None:
         async with self._own_connection() as conn:
-            await conn.execute("UPDATE nodes SET seen_at = now() WHERE node_id = $1", self.node.node_id)
+            await nodes.beat(conn, self.node.node_id)
         await self.renew()
         await self.acquire()
         await self.rebalance()
@@ -209,7 +205,7 @@ class Cluster:
         await self._close_heart()
         with contextlib.suppress(Exception):
             async with connection(self.pool) as conn:
-                await conn.execute("UPDATE nodes SET seen_at = '-infinity' WHERE node_id = $1", self.node.node_id)
+                await nodes.leave(conn, self.node.node_id)
         if not self.owned:
             return
         tables = list(self.owned)
@@ -253,26 +249,16 @@ class Cluster:
             await self._stop(table_id)
 
     async def acquire(self) -> None:
-        """Take free and expired leases, at most this node's share (all of them when
-        alone), each with a new epoch; start their tables."""
+        """Take free and expired leases, up to this node's share of the open tables
+        (all of them when alone), each with a new epoch; start their tables.  A table
+        left free for two lease periods — every node thought itself full — is taken
+        beyond the share: an open table is never left without an owner."""
         async with self._own_connection() as conn:
-            want = (await self.share(conn)) - len(self.owned) if self.node.cluster else 1 << 30
-            if want <= 0:
-                return
-            rows = await conn.fetch(
-                "UPDATE table_leases l SET owner = $1, epoch = l.epoch + 1, "
-                "expires_at = now() + make_interval(secs => $2) "
-                "WHERE l.table_id IN (SELECT f.table_id FROM table_leases f JOIN tables t ON t.id = f.table_id "
-                " WHERE t.status <> 'closed' AND (f.owner IS NULL OR f.expires_at < now() OR f.owner = $1 OR NOT $4)"
-                " AND NOT (f.table_id = ANY($5::text[]))"
-                " ORDER BY f.table_id LIMIT $3 FOR UPDATE SKIP LOCKED) "
-                "RETURNING l.table_id, l.epoch",
-                self.node.node_id,
-                self.node.lease_seconds,
-                want,
-                self.node.cluster,
-                [*self.owned, *self._creating],
-            )
+            if self.node.cluster:
+                want = (await self.share(conn)) - len(await self.open_owned(conn))
+                rows = await self._take(conn, want) if want > 0 else await self._take(conn, 1, stray=True)
+            else:
+                rows = await self._take(conn, 1 << 30)
         for r in rows:
             lease = Lease(str(r["table_id"]), self.node.node_id, int(r["epoch"]))
             self.owned[lease.table_id] = lease
@@ -280,26 +266,57 @@ class Cluster:
             log.info("node %s: took table %s (epoch %d)", self.node.node_id, lease.table_id, lease.epoch)
             self._start(lease)
 
+    async def _take(self, conn: asyncpg.Connection, limit: int, stray: bool = False) -> list[asyncpg.Record]:
+        """Take up to ``limit`` open tables whose lease is free or has expired (with
+        ``stray``, only those free for two lease periods or more)."""
+        free_for = 2 * self.node.lease_seconds if stray else 0.0
+        rows: list[asyncpg.Record] = await conn.fetch(
+            "UPDATE table_leases l SET owner = $1, epoch = l.epoch + 1, "
+            "expires_at = now() + make_interval(secs => $2) "
+            "WHERE l.table_id IN (SELECT f.table_id FROM table_leases f JOIN tables t ON t.id = f.table_id "
+            " WHERE t.status <> 'closed' AND (((f.owner IS NULL OR f.owner <> $1) "
+            "   AND f.expires_at < now() - make_interval(secs => $6)) OR (NOT $6 > 0 AND f.owner = $1) OR NOT $4)"
+            " AND NOT (f.table_id = ANY($5::text[]))"
+            " ORDER BY f.table_id LIMIT $3 FOR UPDATE SKIP LOCKED) "
+            "RETURNING l.table_id, l.epoch",
+            self.node.node_id,
+            self.node.lease_seconds,
+            limit,
+            self.node.cluster,
+            [*self.owned, *self._creating],
+            free_for,
+        )
+        return rows
+
+    async def open_owned(self, conn: asyncpg.Connection) -> set[str]:
+        """The open tables among this node's: a closed table is out of the share (it
+        deals no hand; counted, it left an open table without an owner)."""
+        if not self.owned:
+            return set()
+        rows = await conn.fetch(
+            "SELECT id FROM tables WHERE id = ANY($1::text[]) AND status <> 'closed'", list(self.owned)
+        )
+        return {str(r["id"]) for r in rows}
+
     async def share(self, conn: asyncpg.Connection) -> int:
         """An even share of the open tables over the live nodes (rounded up)."""
-        live = int(
-            await conn.fetchval(
-                "SELECT COUNT(*) FROM nodes WHERE seen_at > now() - make_interval(secs => $1)",
-                self.node.lease_seconds,
-            )
-        )
+        live = await nodes.live_count(conn, self.node.lease_seconds)
         total = int(await conn.fetchval("SELECT COUNT(*) FROM tables WHERE status <> 'closed'"))
         return math.ceil(total / max(1, live))
 
     async def rebalance(self) -> None:
-        """Owning more than an even share (a node joined): hand the extra tables over,
-        each as its hand in progress ends — never in the middle of one."""
+        """Owning more open tables than an even share (a node joined): hand the extra
+        ones over, each as its hand in progress ends — never in the middle of one —
+        and only while another live node is below its share to take them."""
         if not self.node.cluster or self._handoff is None:
             return
         async with self._own_connection() as conn:
             share = await self.share(conn)
-        extra = len(self.owned) - len(self._handing) - share
-        for table_id in sorted(set(self.owned) - self._handing)[: max(0, extra)]:
+            mine = await self.open_owned(conn) - self._handing
+            extra = len(mine) - share
+            if extra <= 0 or not await nodes.another_below(conn, self.node.node_id, self.node.lease_seconds, share):
+                return
+        for table_id in sorted(mine)[:extra]:
             if self._handoff(table_id):
                 self._handing.add(table_id)
 
@@ -312,7 +329,7 @@ class Cluster:
         async with connection(self.pool) as conn:
             await conn.execute(
                 "WITH lk AS (SELECT table_id FROM table_leases WHERE table_id = $1 AND owner = $2 AND epoch = $3 "
-                "FOR UPDATE) UPDATE table_leases SET owner = NULL, expires_at = '-infinity' "
+                "FOR UPDATE) UPDATE table_leases SET owner = NULL, expires_at = now() "
                 "WHERE table_id IN (SELECT table_id FROM lk)",
                 lease.table_id,
                 lease.owner,
@@ -346,12 +363,7 @@ class Cluster:
     async def owner_of(self, table_id: str) -> tuple[str, str] | None:
         """(node id, public URL) of the node that holds the table's lease now."""
         async with connection(self.pool) as conn:
-            row = await conn.fetchrow(
-                "SELECT l.owner, n.public_url FROM table_leases l JOIN nodes n ON n.node_id = l.owner "
-                "WHERE l.table_id = $1 AND l.expires_at > now()",
-                table_id,
-            )
-        return None if row is None else (str(row["owner"]), str(row["public_url"]))
+            return await nodes.owner_of(conn, table_id)
 
     async def others(self) -> list[str]:
         """The public URLs of the other live nodes (none for a server alone): where a
@@ -359,13 +371,7 @@ class Cluster:
         if not self.node.cluster:
             return []
         async with connection(self.pool) as conn:
-            rows = await conn.fetch(
-                "SELECT public_url FROM nodes WHERE node_id <> $1 AND public_url <> '' "
-                "AND seen_at > now() - make_interval(secs => $2) ORDER BY node_id",
-                self.node.node_id,
-                self.node.lease_seconds,
-            )
-        return [str(r["public_url"]) for r in rows]
+            return await nodes.other_urls(conn, self.node.node_id, self.node.lease_seconds)
 
     # -- hearing of released and new tables --------------------------------------------
     async def _listen(self) -> None:

@@ -9,7 +9,7 @@ import contextlib
 import asyncpg
 from aiohttp import web
 
-from service import store, wire
+from service import nodes, store, wire
 from service.appkeys import CLUSTER, CONFIG, POOL, TABLES
 from service.db import connection
 from service.edge import ApiError
@@ -57,6 +57,5 @@ async def node_urls(request: web.Request) -> list[str]:
     if node.cluster:
         with contextlib.suppress(OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError):
             async with connection(request.app[POOL]) as conn:
-                rows = await conn.fetch("SELECT public_url FROM nodes WHERE public_url <> ''")
-            urls += [str(r["public_url"]) for r in rows]
+                urls += await nodes.public_urls(conn)
     return urls
