@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -260,6 +261,9 @@ async def prove(h: Harness) -> dict[str, Any]:
     )
     out["sigterm_tables"] = theirs
     out["sigterm_at_ms"] = int(down * 1000)
+    # Handed over by SIGTERM's release, not by its leases running out: the node said so.
+    released = re.findall(r"leaving; released tables (.*)$", h.log_of(leaving), re.M)
+    out["sigterm_released"] = bool(released) and set(theirs) <= set(released[-1].split())
     h.start_node(leaving)
     await h.ready(leaving)
     # The bots play on past any turn the hand-over could have cost (a turn and the

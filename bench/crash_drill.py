@@ -10,9 +10,12 @@ nothing may be lost:
 * accounts sum to the deposits, no balance is negative, no hold is left on an ended
   hand, no hand was settled twice.
 
-    python bench/crash_drill.py --quick      # ≥ 50 kills (the test suite runs this)
+    python bench/crash_drill.py --quick      # ≥ 50 kills and ≥ 20 hands (the drill step of .ci/run)
     python bench/crash_drill.py --long       # ≥ 200 kills; figures for docs/benchmarks.md
-    python bench/crash_drill.py --kills N --tables T --seed S [--json]
+    python bench/crash_drill.py --kills N --min-hands H --tables T --seed S [--json]
+
+The kills go on past N until at least H hands have been dealt (a busy machine plays
+fewer hands between two kills), up to ten times N.
 
 It prints kills, hands, how many were resumed across a kill, how many voided, and the
 recovery time p50/p99 — after a server kill, from the restart to every table loaded and
@@ -125,7 +128,14 @@ class Drill:
         return await operator_call(session, self.url, OPERATOR, method, path, body)
 
     # -- the drill ---------------------------------------------------------------------
-    async def run(self, kills: int, pg_share: float) -> dict[str, Any]:
+    async def hands_dealt(self) -> int:
+        conn = await asyncpg.connect(self.dsn)
+        try:
+            return int(await conn.fetchval("SELECT COUNT(*) FROM hands"))
+        finally:
+            await conn.close()
+
+    async def run(self, kills: int, pg_share: float, min_hands: int = 0) -> dict[str, Any]:
         await asyncio.to_thread(self.start_pg)
         self.start_server()
         async with aiohttp.ClientSession() as session:
@@ -143,7 +153,9 @@ class Drill:
                     self.bots.append(Bot(self.url, p["token"], t["id"], fast=self.rng.random() < 0.7))
             self.tasks = [asyncio.create_task(b.run()) for b in self.bots]
             started = time.monotonic()
-            for k in range(kills):
+            k = 0
+            while k < kills or (k < 10 * kills and await self.hands_dealt() < min_hands):
+                k += 1
                 await asyncio.sleep(self.rng.uniform(0.2, 1.6))
                 what = "postgres" if self.rng.random() < pg_share else "server"
                 self.kill_times.append(time.time())
@@ -163,7 +175,7 @@ class Drill:
                 self.recovery_by[what].append(self.recoveries[-1])
                 self.kills[what] += 1
                 if sys.stderr.isatty():
-                    sys.stderr.write(f"\r[{'#' * (30 * (k + 1) // kills):<30}] {k + 1}/{kills} kills")
+                    sys.stderr.write(f"\r[{'#' * (30 * min(k, kills) // kills):<30}] {k}/{kills} kills")
                     sys.stderr.flush()
             if sys.stderr.isatty():
                 sys.stderr.write("\n")
@@ -241,9 +253,10 @@ class Drill:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="Kill the server and PostgreSQL at random moments; lose nothing.")
     mode = ap.add_mutually_exclusive_group()
-    mode.add_argument("--quick", action="store_true", help="50 kills, 2 tables (the suite runs this)")
+    mode.add_argument("--quick", action="store_true", help="50 kills and 20 hands, 2 tables (the drill step runs this)")
     mode.add_argument("--long", action="store_true", help="200 kills, 3 tables")
     ap.add_argument("--kills", type=int)
+    ap.add_argument("--min-hands", type=int, help="kill on until this many hands were dealt (--quick: 20)")
     ap.add_argument("--tables", type=int)
     ap.add_argument("--seats", type=int, default=4, choices=(4, 6, 8))
     ap.add_argument("--postgres-share", type=float, default=0.25, help="the share of kills that hit PostgreSQL")
@@ -256,7 +269,8 @@ def main(argv: list[str] | None = None) -> int:
     workdir = Path(tempfile.mkdtemp(prefix="rummy-drill-"))
     drill = Drill(workdir, tables, args.seats, random.Random(args.seed))
     try:
-        report = asyncio.run(drill.run(kills, args.postgres_share))
+        min_hands = args.min_hands if args.min_hands is not None else (20 if args.quick else 0)
+        report = asyncio.run(drill.run(kills, args.postgres_share, min_hands))
     finally:
         drill.close()
     report["workdir"] = str(workdir) if args.keep else None

@@ -70,7 +70,7 @@ async def websocket(request: web.Request) -> web.WebSocketResponse:
         for table_id in joined:
             a = request.app[TABLES].get(table_id)
             if a is not None:
-                a.watchers.detach(conn)
+                a.detach(conn)
         conn.close()
         request.app[SOCKETS].pop(ws, None)
         with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
@@ -152,7 +152,7 @@ async def _dispatch(
         done.set_exception(await elsewhere(request, data["table_id"]))
         return done
     if kind == "join":
-        a.watchers.attach(conn)
+        a.attach(conn)
         joined.add(a.table_id)
         return a.enqueue("snapshot", player.id, {"since": data.get("since")})
     if a.table_id not in joined:

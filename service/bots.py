@@ -78,6 +78,7 @@ class Bot:
     _leaving: str | None = None  # the id of our leave message
     _joining: str | None = None  # the id of our join message
     _ws: aiohttp.ClientWebSocketResponse | None = None
+    _asking: asyncio.Task[None] | None = None  # a join sent again after a refused move
     home: str = ""  # the server first given; any node of a cluster sends us on from there
     others: list[str] = field(default_factory=list)  # other nodes, as named by a node going down
 
@@ -186,6 +187,12 @@ class Bot:
                     self.left = True
                 else:  # signature_required, stale_head…: sign again over what we see next
                     self._leaving = None
+            elif code == "unavailable":
+                # The table could not store our move (its database away, D32): nothing
+                # was changed.  Ask again where the hand stands after a backoff, and act
+                # on that — the same move if it is still ours to make.
+                self._acted_on = None
+                self._ask_again()
         elif t == "shutdown":
             servers = m.get("servers")
             if isinstance(servers, list) and all(isinstance(u, str) for u in servers):
@@ -199,6 +206,7 @@ class Bot:
             self.server = self.home  # ask again where the table is served
         elif t == "resumed" and isinstance(m.get("snapshot"), dict):
             log.debug("bot %s: resumed", self.player_id)
+            self._acted_on = None  # a move refused while the table was paused is ours to make again
             await self._from_snapshot(m["snapshot"])
         elif t == "table":
             self._seat_from(m.get("seats", {}))
@@ -211,6 +219,18 @@ class Bot:
         elif t == "result":
             self.hands_seen.append(m)
             self._records = {}
+
+    def _ask_again(self) -> None:
+        if self._asking is not None and not self._asking.done():
+            return
+
+        async def later() -> None:
+            await asyncio.sleep(BACKOFF_FIRST + secrets.randbelow(300) / 1000)
+            if self._ws is not None and not self._ws.closed:
+                with contextlib.suppress(ConnectionError, RuntimeError):
+                    self._joining = await self.send({"type": "join", "table_id": self.table_id})
+
+        self._asking = asyncio.create_task(later())
 
     async def _on_result(self, m: dict[str, Any], result: dict[str, Any]) -> None:
         if "rules" in result and "seats" in result:  # the snapshot answering our join

@@ -219,6 +219,7 @@ class Cluster:
                     epochs,
                 )
                 await conn.execute("SELECT pg_notify($1, $2)", CHANNEL, "released")
+                log.info("node %s: leaving; released tables %s", self.node.node_id, " ".join(sorted(tables)))
         self.owned.clear()
         await self._drop_listener()
 

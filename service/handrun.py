@@ -1,9 +1,9 @@
 """The hand in progress at a table: its recorder, its phase, its clock.
 
 A :class:`HandRun` is built in one of two ways, and only these: a new hand
-(:meth:`TableActor._start_hand` makes the header) or :func:`restore` from the stored
+(the core's start makes the header) or :func:`restore` from the stored
 rows, which feeds every stored record through the recorder — the same code path the
-live hand took — and re-arms the clock with the grace of D32.  Its phase is derived
+live hand took (D32); the clock and its grace are the core's (D37).  Its phase is derived
 from the recorder's log, never kept beside it: one record is the commit phase, two the
 reveal phase, three (reveals stored, deal not yet) the deal, more is play, and an
 ended or void log is finishing.
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,52 +20,62 @@ from cryptography.exceptions import InvalidTag
 
 from service.handstore import StoredHand
 from service.keys import ServerKeys
+from service.tablecore.phase import HandPhase
 from verifier.errors import RuleError
 from verifier.fairness import PROTOCOL_V2
 from verifier.record import HandRecorder, RestoreError
 
 log = logging.getLogger("rummy.hand")
 
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
+_BY_RECORDS = {1: HandPhase.COMMIT, 2: HandPhase.REVEAL, 3: HandPhase.DEAL}
 
 
 @dataclass
 class HandRun:
+    """A hand in progress; pure (every time is passed in, in ms)."""
+
     hand_id: int
     hand_no: int
     recorder: HandRecorder
     players: dict[int, str]  # seat -> player id
     holds: dict[int, int]  # seat -> HT held (D20)
-    deadline: float | None = None
     commits: dict[int, tuple[bytes, str]] = field(default_factory=dict)  # accepted (commit, player signature)
     seeds: dict[int, tuple[bytes, str]] = field(default_factory=dict)  # accepted (seed, player signature)
     seed_revealed: bool = True  # False when the sealed server seed could not be opened (D33)
     turn_began: int = 0  # t (ms) of the record that began the current turn
-    # D32: the graced deadline of a resumed hand and the clock it belongs to (phase, turn):
-    # it holds until that window or turn is over, whatever records come meanwhile.
-    graced: tuple[tuple[str, int], float] | None = None
+    #: the server's signed head of record i, signed once and shared by the reply, the
+    #: update and the snapshots
+    heads: dict[int, dict[str, Any]] = field(default_factory=dict)
     # D35: (clock, seat) -> the earliest ms that seat's window may close, after the house
     # refused a move of it that the rules allow (a refusal's arrival + the whole window)
     owed: dict[tuple[tuple[str, int], int], int] = field(default_factory=dict)
 
     @property
-    def phase(self) -> str:
+    def phase(self) -> HandPhase:
         rec = self.recorder
         if rec.ended:
-            return "finishing"
-        return {1: "commit", 2: "reveal", 3: "deal"}.get(len(rec.records), "play")
+            return HandPhase.FINISHING
+        return _BY_RECORDS.get(len(rec.records), HandPhase.PLAY)
 
     def seat_of(self, player_id: str) -> int | None:
-        return next((s for s, p in self.players.items() if p == player_id), None)
+        for s, p in self.players.items():
+            if p == player_id:
+                return s
+        return None
 
-    def next_t(self, at_least: int = 0) -> int:
+    def head(self, i: int) -> dict[str, Any]:
+        """Record i's signed head (docs/fairness.md §15), signed once."""
+        got = self.heads.get(i)
+        if got is None:
+            got = self.heads[i] = self.recorder.head_evidence(i)
+        return got
+
+    def next_t(self, now: int, at_least: int = 0) -> int:
         """A record time: now, never before the previous record, never before
         ``at_least`` (a window or a turn clock that has run out: docs/fairness.md
         check ``time``)."""
         last = int(self.recorder.records[-1]["t"]) if self.recorder.records else 0
-        return max(now_ms(), last, at_least)
+        return max(now, last, at_least)
 
     def window_end(self) -> int:
         """When the current seed window closes (ms): its announced end, or later when
@@ -77,7 +86,10 @@ class HandRun:
         else:
             end = int(rec.records[1]["t"]) + rec.reveal_ms
             waiting = [s for s in self.players if rec.commit_of(s) is not None and s not in self.seeds]
-        return max([end, *(self.owed.get((self.clock, s), 0) for s in waiting)])
+        if not self.owed:
+            return end
+        clock = self.clock
+        return max([end, *(self.owed.get((clock, s), 0) for s in waiting)])
 
     def turn_end(self) -> int:
         """When the turn's clock runs out (ms): ``turn_seconds`` after the turn began, or
@@ -85,59 +97,52 @@ class HandRun:
         state = self.recorder.state
         assert state is not None
         end = self.turn_began + 1000 * state.rules.turn_seconds
-        return max(end, self.owed.get((self.clock, state.turn), 0))
+        return max(end, self.owed.get((self.clock, state.turn), 0)) if self.owed else end
 
     @property
     def clock(self) -> tuple[str, int]:
         """Which window or turn runs now: (phase, the ms the turn began, or 0)."""
         phase = self.phase
-        return phase, self.turn_began if phase == "play" else 0
+        return phase.value, self.turn_began if phase is HandPhase.PLAY else 0
 
     def window_ms(self) -> int:
         """The whole window of the clock that runs now (ms)."""
         phase, rec = self.phase, self.recorder
-        if phase == "commit":
+        if phase is HandPhase.COMMIT:
             return rec.commit_ms
-        if phase == "reveal":
+        if phase is HandPhase.REVEAL:
             return rec.reveal_ms
         return 1000 * rec.rules.turn_seconds
 
     def owe(self, seat: int, arrived: int) -> None:
         """D35: the house refused a move of ``seat`` that the rules allow, at
-        ``arrived``: the seat keeps its whole window from then; re-arm the clock."""
-        if self.phase not in ("commit", "reveal", "play"):
+        ``arrived``: the seat keeps its whole window from then."""
+        if self.phase not in (HandPhase.COMMIT, HandPhase.REVEAL, HandPhase.PLAY):
             return
         key = (self.clock, seat)
         self.owed[key] = max(self.owed.get(key, 0), arrived + self.window_ms())
-        self.arm()
+
+    @property
+    def deadline(self) -> float | None:
+        """The hand's clock by its log and D35's owed windows, in seconds (the core
+        holds it back further for D37's grace)."""
+        due = self.base_deadline()
+        return None if due is None else due / 1000
 
     def note_turns(self, record: dict[str, Any]) -> None:
-        if any(e["kind"] == "turn" for e in record.get("events", [])):
+        if any(e["kind"] == "turn" for e in record.get("events", ())):
             self.turn_began = int(record["t"])
 
-    def arm(self, *, grace: float = 0.0) -> None:
-        """Set the clock from the log: the seed window's end, or the turn's end; none
-        when finishing.  ``grace`` (D32) is added to a resumed hand's clock, counted
-        from now when the stored deadline has passed, and it lasts for the rest of that
-        window or turn: a seat that draws in its graced turn keeps the time to discard
-        (re-arming from the log alone put the clock back to the turn's first end, long
-        past, and the seat was timed out the moment it drew)."""
+    def base_deadline(self) -> int | None:
+        """When the hand's clock runs out by the log alone (ms): the seed window's
+        end, the turn's end; None when nothing waits for a seat (the deal, the end).
+        The grace of D37 is the core's (service.tablecore.clock)."""
         phase = self.phase
-        if phase in ("commit", "reveal"):
-            due = self.window_end() / 1000
-        elif phase == "play":
-            due = self.turn_end() / 1000
-        else:
-            due = time.time()
-        clock = self.clock
-        if grace:
-            self.deadline = max(due, time.time()) + grace
-            self.graced = (clock, self.deadline)
-        elif self.graced is not None and self.graced[0] == clock:
-            self.deadline = max(due, self.graced[1])
-        else:
-            self.graced = None
-            self.deadline = due
+        if phase in (HandPhase.COMMIT, HandPhase.REVEAL):
+            return self.window_end()
+        if phase is HandPhase.PLAY:
+            return self.turn_end()
+        return None
 
 
 @dataclass
@@ -149,9 +154,7 @@ class Restored:
     keep: int = 0  # records that replayed (those after them are set aside)
 
 
-def restore(
-    stored: StoredHand, keys: ServerKeys, table_id: str, *, grace: float, trusted: HandRecorder | None = None
-) -> Restored:
+def restore(stored: StoredHand, keys: ServerKeys, table_id: str, *, trusted: HandRecorder | None = None) -> Restored:
     """Rebuild a stored hand through the recorder (D32), or say why it must be voided
     (D33).  Pure: no I/O.  ``trusted``: this process's recorder of the same hand (a
     reload after a failed write), whose checked signatures are not checked again."""
@@ -215,5 +218,4 @@ def restore(
                 run.seeds[s] = (seed_i, psig)
             except RuleError:
                 log.warning("hand %d: a stored reveal of seat %d does not check; it is left out", stored.hand_id, s)
-    run.arm(grace=grace)
     return Restored(run, None, len(rec.records))

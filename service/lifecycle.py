@@ -82,15 +82,17 @@ async def tables_and_leases(app: web.Application) -> AsyncIterator[None]:
     def start(lease: Lease) -> None:
         old = app[TABLES].get(lease.table_id)
         if old is not None:  # taken again with a new epoch: the old task can never write again
-            task = asyncio.create_task(old.stop())
+            task = asyncio.create_task(old.lose())
             app[BACKGROUND].add(task)
             task.add_done_callback(app[BACKGROUND].discard)
         new_actor(app, lease).start()
 
     async def stop(table_id: str) -> None:
+        """The lease is lost: the table's clients are told ``moved`` and their sockets
+        closed, exactly as when a write is fenced (they reconnect to the new owner)."""
         a = app[TABLES].pop(table_id, None)
         if a is not None:
-            await a.stop()
+            await a.lose()
 
     def handoff(table_id: str) -> bool:
         a = app[TABLES].get(table_id)

@@ -119,6 +119,10 @@ def iso(ts: float | None) -> str | None:
     return None if ts is None else datetime.fromtimestamp(ts, UTC).isoformat()
 
 
+def iso_ms(ms: int | None) -> str | None:
+    return None if ms is None else iso(ms / 1000)
+
+
 class Teller(Watchers):
     """What a table tells its connections, each message built once (docs/api.md,
     "Server → client pushes")."""
@@ -135,7 +139,7 @@ class Teller(Watchers):
             }
         )
 
-    def tell_phase(self, hand: HandRun) -> None:
+    def tell_phase(self, hand: HandRun, deadline: int | None) -> None:
         """A seed phase begins: record 0 (the signed header) or record 1 (the signed
         commitments), with the server's signed head (docs/fairness.md §15)."""
         rec = hand.recorder
@@ -143,22 +147,21 @@ class Teller(Watchers):
         self.broadcast(
             {
                 "type": "hand",
-                "phase": hand.phase,
+                "phase": hand.phase.value,
                 "table_id": self.table_id,
                 "hand_no": hand.hand_no,
                 "hand_id": hand.hand_id,
                 "record": rec.records[i],
-                "head": rec.head_evidence(i),
-                "deadline": iso(hand.deadline),
+                "head": hand.head(i),
+                "deadline": iso_ms(deadline),
             }
         )
 
-    def tell_update(self, hand: HandRun, record: dict[str, Any], events: list[Event]) -> None:
+    def tell_update(self, hand: HandRun, record: dict[str, Any], events: list[Event], deadline_ms: int | None) -> None:
         """A stored record from the deal on: its events and the view, per seat."""
-        rec = hand.recorder
-        state = rec.state
-        head = rec.head_evidence(record["i"])
-        deadline = iso(hand.deadline)
+        state = hand.recorder.state
+        head = hand.head(record["i"])  # signed once: the reply to the move shares it
+        deadline = iso_ms(deadline_ms)
 
         def build(seat: int | None) -> dict[str, Any]:
             return {

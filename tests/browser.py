@@ -1,9 +1,10 @@
 """A real headless Chromium for browser tests, with Playwright's async API.
 
-The Debian package's Chromium (``/usr/bin/chromium``) is used; no browser is ever
-downloaded. ``serve_directory`` serves static files from 127.0.0.1 on a free port
-with a tiny aiohttp app, so pages run from an http origin (WebCrypto's Ed25519 and
-``fetch`` behave there as they do on the real server).
+The Debian package's Chromium (``/usr/bin/chromium``, else ``chromium`` on PATH, or
+the path in $CHROMIUM) is used; no browser is ever downloaded.  Without it the suite
+stops before any test runs (``tests/conftest.py``).  ``serve_directory`` serves static
+files from 127.0.0.1 on a free port with a tiny aiohttp app, so pages run from an http
+origin (WebCrypto's Ed25519 and ``fetch`` behave there as they do on the real server).
 """
 
 from __future__ import annotations
@@ -11,13 +12,17 @@ from __future__ import annotations
 import contextlib
 import os
 import pathlib
+import shutil
 from collections.abc import AsyncIterator
 
 import pytest
 from aiohttp import web
 from playwright.async_api import Browser, Page, async_playwright
 
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+DEBIAN_CHROMIUM = "/usr/bin/chromium"
+CHROMIUM = os.environ.get("CHROMIUM") or (
+    DEBIAN_CHROMIUM if pathlib.Path(DEBIAN_CHROMIUM).exists() else shutil.which("chromium") or DEBIAN_CHROMIUM
+)
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -28,10 +33,14 @@ CHROMIUM_ARGS = [
 ]
 
 
+def chromium_missing() -> bool:
+    return not pathlib.Path(CHROMIUM).is_file()
+
+
 def require_chromium() -> None:
     """The browser tests are part of the suite: without Chromium they fail, they are
     never skipped (.ci/run installs Debian's package when it is missing)."""
-    if not pathlib.Path(CHROMIUM).exists():
+    if chromium_missing():
         pytest.fail(f"no Chromium at {CHROMIUM}: install Debian's package (apt-get install chromium)")
 
 

@@ -1,5 +1,8 @@
 """Shared fixtures: one embedded PostgreSQL for the whole session, and a served app
-on 127.0.0.1 in front of it."""
+on 127.0.0.1 in front of it; servers on databases of their own for tests that must
+not meet the others' state.  Also the suite's rules that hold in any order: Hypothesis
+derandomized (each property test draws the same examples in every run, whatever ran
+before it), and no browser test without Chromium."""
 
 from __future__ import annotations
 
@@ -7,6 +10,8 @@ import asyncio
 import contextlib
 import os
 import secrets
+import shutil
+import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -16,13 +21,74 @@ import aiohttp
 import asyncpg
 import pytest
 import pytest_asyncio
+from hypothesis import settings
+from playwright.async_api import Browser
 
 from service.cli import Running, start_server
 from service.db import EmbeddedPostgres, create_pool, migrate
 from service.table import Settings
+from tests.browser import CHROMIUM, chromium_missing, launch
 from verifier.signing import Signer
 
 OPERATOR = "test-operator-token"
+
+# Hypothesis: "suite" (the default) derives each test's examples from the test itself
+# (derandomize), so a run does not depend on the order, on pytest-randomly's seed or on
+# what an earlier run found, and keeps no example database.  HYPOTHESIS_PROFILE=explore
+# draws fresh examples every run, for hunting; a failure it finds is pasted into the
+# test as an @example.
+settings.register_profile("suite", derandomize=True, database=None)
+settings.register_profile("explore", database=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "suite"))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """The run's temporary files go to a directory of its own, not to pytest's shared
+    /tmp/pytest-of-USER: any other pytest run that starts on the machine makes that
+    folder private again (mode 700), and the embedded PostgreSQL, which runs as another
+    user and was started in it, then loses its own data directory mid-run.  Kept when a
+    test failed, else removed at the end; --basetemp still chooses."""
+    if config.option.basetemp is None and not hasattr(config, "workerinput"):
+        config.option.basetemp = tempfile.mkdtemp(prefix="rummy-pytest-")
+        config.stash[_OWN_BASETEMP] = config.option.basetemp
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    own = config.stash.get(_OWN_BASETEMP, None)
+    if own is not None and not config.stash.get(_FAILED, False):
+        shutil.rmtree(own, ignore_errors=True)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    session.config.stash[_FAILED] = exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED)
+
+
+_OWN_BASETEMP = pytest.StashKey[str]()
+_FAILED = pytest.StashKey[bool]()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A test that drives Chromium (it takes the ``browser`` fixture, or its module
+    uses ``tests.browser``) is marked ``browser``."""
+    for item in items:
+        module = getattr(item, "module", None)
+        uses_module = module is not None and any(
+            getattr(v, "__module__", None) == "tests.browser" for v in vars(module).values()
+        )
+        if uses_module or "browser" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.browser)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Browser tests selected and no Chromium: stop before any test runs, with one line
+    that says what to install (the tests drive Debian's chromium, never a download)."""
+    if chromium_missing() and any(item.get_closest_marker("browser") for item in session.items):
+        pytest.exit(
+            f"no Chromium at {CHROMIUM}: the browser tests need it; install Debian's package"
+            " (apt-get install chromium) or set CHROMIUM to its path",
+            returncode=pytest.ExitCode.USAGE_ERROR,
+        )
 
 
 @pytest.fixture(scope="session")
@@ -76,6 +142,17 @@ async def fresh_pool(pg_dsn: str, prefix: str, max_size: int = 10) -> AsyncItera
             await pool.close()
 
 
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def browser() -> AsyncIterator[Browser]:
+    """One headless Chromium for the session's browser tests; each test opens contexts
+    (its own cookies, storage and pages) in it."""
+    async with launch() as b:
+        yield b
+
+
+TEST_SETTINGS = Settings(commit_seconds=3, reveal_seconds=3, next_hand_delay=1.0, queue_size=64)
+
+
 @pytest_asyncio.fixture(scope="session")
 async def server(pg_dsn: str, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Running]:
     running = await start_server(
@@ -84,12 +161,32 @@ async def server(pg_dsn: str, tmp_path_factory: pytest.TempPathFactory) -> Async
         data_dir=Path(tmp_path_factory.mktemp("data")),
         database_url=pg_dsn,
         operator_token=OPERATOR,
-        settings=Settings(commit_seconds=3, reveal_seconds=3, next_hand_delay=1.0, queue_size=64),
+        settings=TEST_SETTINGS,
     )
     try:
         yield running
     finally:
         await running.stop()
+
+
+@contextlib.asynccontextmanager
+async def server_of_its_own(pg_dsn: str, data_dir: Path, prefix: str) -> AsyncIterator[Running]:
+    """A server like the session's (same operator token and settings) on a fresh
+    database: for tests that count or fingerprint the whole database, which the
+    session server's other tables (still playing, in any order) would move."""
+    async with fresh_database(pg_dsn, prefix) as dsn:
+        running = await start_server(
+            host="127.0.0.1",
+            port=0,
+            data_dir=data_dir,
+            database_url=dsn,
+            operator_token=OPERATOR,
+            settings=TEST_SETTINGS,
+        )
+        try:
+            yield running
+        finally:
+            await running.stop()
 
 
 class Api:

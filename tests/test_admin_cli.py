@@ -204,7 +204,7 @@ async def test_stand_close_and_void_a_hand_in_progress(server: Running, api: Api
         return bool(t["status"] == "closed" and t["seated"] == [])
 
     loop = asyncio.get_running_loop()
-    end = loop.time() + 20
+    end = loop.time() + 90  # a bound only a hang exceeds
     while not await closed():
         assert loop.time() < end, await adm_json(url, "table", table)
         await asyncio.sleep(0.2)
@@ -269,7 +269,6 @@ def test_amounts_are_checked_before_any_request(tmp_path: Path) -> None:
 
 
 # ----------------------------------------------------------------------------- rotating the token
-@pytest.mark.timeout(120)
 async def test_rotate_token_on_a_server_of_its_own(pg_dsn: str, tmp_path: Path) -> None:
     """The fixture's operator token must keep working for the other tests: rotation
     runs against a server on a database of its own."""

@@ -35,7 +35,6 @@ class Result:
     code: int
     out: str
     err: str
-    seconds: float
 
 
 def clean_env(**extra: str) -> dict[str, str]:
@@ -45,7 +44,6 @@ def clean_env(**extra: str) -> dict[str, str]:
 
 
 def rummy(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 90) -> Result:
-    start = time.monotonic()
     p = subprocess.run(
         [sys.executable, "-m", "service.cli", *args],
         cwd=cwd,
@@ -54,7 +52,7 @@ def rummy(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: flo
         text=True,
         timeout=timeout,
     )
-    return Result(p.returncode, p.stdout, p.stderr, time.monotonic() - start)
+    return Result(p.returncode, p.stdout, p.stderr)
 
 
 async def arummy(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 90) -> Result:
@@ -110,7 +108,6 @@ def test_a_port_out_of_range_is_refused_before_the_data_dir_is_created(tmp_path:
     r = rummy("serve", f"--port={port}", cwd=tmp_path)
     one_line(r, 2, f"--port {port}", "1-65535")
     assert not (tmp_path / "rummy-data").exists()
-    assert r.seconds < 20
 
 
 def test_a_port_in_use_is_one_line_and_creates_nothing(tmp_path: Path) -> None:
@@ -225,7 +222,6 @@ def test_a_damaged_key_file_is_named_and_never_replaced(tmp_path: Path, damage: 
     assert not (data / "signing-ed25519.key").exists() and not (data / "pgdata").exists()
 
 
-@pytest.mark.timeout(150)
 def test_serve_logs_postgres_to_a_file_json_logs_a_second_server_and_signals(tmp_path: Path) -> None:
     """A fresh data directory with -v and --log-format json: SIGTERM while the
     embedded PostgreSQL is being created stops cleanly (exit 0, PostgreSQL stopped);
@@ -247,7 +243,7 @@ def test_serve_logs_postgres_to_a_file_json_logs_a_second_server_and_signals(tmp
 
     proc = serve("-v", "serve", "--log-format", "json")
     try:
-        deadline = time.time() + 60
+        deadline = time.time() + 120
         while not (data / "postgres.log").exists():  # start-up is under way
             assert proc.poll() is None and time.time() < deadline, err.read_text()
             time.sleep(0.02)
@@ -317,10 +313,12 @@ def test_json_formatter_carries_table_and_hand_ids() -> None:
 # ----------------------------------------------------------------------------- demo
 @pytest.mark.parametrize("hands", ["0", "-1"])
 def test_demo_refuses_no_hands(tmp_path: Path, hands: str) -> None:
-    r = rummy("demo", f"--hands={hands}", cwd=tmp_path)
+    scratch = tmp_path / "tmp"  # where the demo would make its throw-away stack
+    scratch.mkdir()
+    r = rummy("demo", f"--hands={hands}", cwd=tmp_path, env=clean_env(TMPDIR=str(scratch)))
     one_line(r, 2, f"--hands {hands}", "at least 1")
     assert "demo OK" not in r.out
-    assert r.seconds < 20  # nothing was started
+    assert list(scratch.iterdir()) == [], "the demo started something before it refused"
 
 
 # ----------------------------------------------------------------------------- bots
@@ -383,9 +381,8 @@ async def test_refused_bots_runs_create_no_player(server: Running, tmp_path: Pat
         (["--server", url, "--table", closed, "--count", "1", "--operator-token", OPERATOR], 4, ("is closed",)),
     ]
     for args, code, words in cases:
-        r = await arummy("bots", *args, cwd=tmp_path)
+        r = await arummy("bots", *args, cwd=tmp_path, timeout=120)  # a hang fails here
         one_line(r, code, *words)
-        assert r.seconds < 30, "no silent hang"
     assert await deposited(server) == before, "a refused run created funded players"
     assert await seated(server, table) == []
 
@@ -405,7 +402,6 @@ async def test_bots_against_an_unreachable_server(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     one_line(r, 3, f"cannot reach http://127.0.0.1:{port}", "Connection refused")
-    assert r.seconds < 30
 
 
 async def test_bots_play_report_seats_and_hands_and_leave_on_ctrl_c(server: Running, tmp_path: Path) -> None:
@@ -434,7 +430,7 @@ async def test_bots_play_report_seats_and_hands_and_leave_on_ctrl_c(server: Runn
             stderr=e,
         )
     try:
-        deadline = time.time() + 60
+        deadline = time.time() + 120
         while "bots seated" not in out.read_text():
             assert proc.poll() is None and time.time() < deadline, err.read_text()
             await asyncio.sleep(0.1)

@@ -6,6 +6,7 @@ import json
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 from verifier.cards import Card, card_value, wild_rank_of
 
@@ -64,7 +65,9 @@ def test_bad_stream_line_exits_2_naming_the_line() -> None:
 
 
 def test_console_script_is_installed() -> None:
-    exe = shutil.which("rummy-verify")
+    # Beside this interpreter, where pip puts it (PATH may not name the environment).
+    beside = Path(sys.executable).with_name("rummy-verify")
+    exe = str(beside) if beside.exists() else shutil.which("rummy-verify")
     assert exe is not None, "pip install . provides rummy-verify"
     r = subprocess.run(
         [exe, "score", "--wild", "JK", *"AS AS AH AH KS KS KH KH QD QD QC QC JD".split()],

@@ -1,7 +1,8 @@
 """The crash drill's quick mode (issue 7, item 8): 50 SIGKILLs of the server and of
-PostgreSQL at random moments while bot tables play; afterwards every hand ended or was
-voided by rule, every transcript and every bot's saved evidence verifies, each table's
-chain has no gap, the ledger balances and no hand was settled twice."""
+PostgreSQL at random moments while bot tables play (and more, until 20 hands were
+dealt: a busy machine plays fewer hands between two kills); afterwards every hand ended
+or was voided by rule, every transcript and every bot's saved evidence verifies, each
+table's chain has no gap, the ledger balances and no hand was settled twice."""
 
 from __future__ import annotations
 
@@ -16,13 +17,13 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.mark.drill
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(2400)
 def test_the_quick_crash_drill_loses_nothing() -> None:
     r = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "crash_drill.py"), "--quick", "--json"],
         capture_output=True,
         text=True,
-        timeout=880,
+        timeout=2350,
         check=False,
     )
     assert r.stdout.strip(), r.stderr[-3000:]

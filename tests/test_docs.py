@@ -48,7 +48,7 @@ ERROR_CALL = re.compile(
 
 def codes_in_code() -> set[str]:
     found: set[str] = set()
-    for path in [*ROOT.glob("service/*.py"), *ROOT.glob("verifier/*.py")]:
+    for path in [*ROOT.glob("service/**/*.py"), *ROOT.glob("verifier/*.py")]:
         if path.name in ("vectors.py", "cli.py", "checks.py", "schema.py", "transcript.py", "strictjson.py"):
             continue  # the verifier's own failure names are checks, not wire error codes
         for groups in ERROR_CALL.findall(path.read_text(encoding="utf-8")):
@@ -68,3 +68,15 @@ def test_every_error_code_the_server_sends_is_documented() -> None:
     internal = {"unbalanced", "bad_deal", "bad_reshuffle", "bad_settlement", "not_enough_players", "piles_exhausted"}
     assert not (in_code - in_doc - internal), f"sent but not in docs/api.md: {sorted(in_code - in_doc - internal)}"
     assert not (in_doc - in_code), f"documented but never sent: {sorted(in_doc - in_code)}"
+
+
+def test_the_readme_test_command_is_what_ci_runs() -> None:
+    """Issue 19: README's test command is .ci/run's first step, the drills its second;
+    README says what the command needs beside pip and how the verifier installs alone."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    command = "npm ci --prefix tests/axe && pip install -c constraints.txt '.[test]' && python -m pytest"
+    assert f"\n    {command}\n" in readme and f"\n{command}\n" in ci
+    assert "`python -m pytest -m drill`" in readme and "\npython -m pytest -m drill\n" in ci
+    assert "apt-get install\nchromium" in readme or "apt-get install chromium" in readme
+    assert "\n    pip install ./verifier\n" in readme and "\n    pip install . && rummy-table serve\n" in readme

@@ -91,7 +91,7 @@ async def test_stand_a_seat_up_now_or_as_its_hand_ends_and_close_a_table(api: Ap
             assert not {e["player_id"] for e in f["stood"]} & set(f["seats"].values()), f
     detail = await api.call("GET", f"/api/tables/{table}", token=None)
     assert detail["status"] == "closed" and detail["seated"] == []
-    assert server.app[TABLES][table].next_start is None  # no new hand is ever dealt
+    assert server.app[TABLES][table].core.next_start is None  # no new hand is ever dealt
     actions = await audit_actions(api)
     for entry in (("stand_seat", f"{table}/3", "done"), ("stand_seat", f"{table}/{seat_a}", "done")):
         assert entry in actions

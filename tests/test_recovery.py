@@ -426,19 +426,23 @@ async def test_a_seat_that_draws_in_its_graced_turn_keeps_the_grace(api: Api, se
         # The table is down past the turn's end (2 s), and comes back with 4 s of grace.
         new = await restart_table(server, table, down=2.5, grace=4.0)
         hand = new.hand
-        assert hand is not None and hand.deadline is not None
-        graced = hand.deadline
-        assert graced >= hand.turn_end() / 1000 + 4.0
+        assert hand is not None
         for cl in (ca, cb):
             assert (await cl.request({"type": "join", "table_id": table}))["type"] == "reply"
+        graced = new.core.deadline(hand)
+        assert graced is not None and graced >= hand.turn_end() + 4000  # D37: 4 s from its reconnection
         assert (await c.act(table, hand_no, seat_of(c), {"kind": "draw_closed"}))["type"] == "reply"
-        assert hand.deadline == graced  # not the turn's first end, long past
+        assert new.core.deadline(hand) == graced  # not the turn's first end, long past
         await wait_for(lambda: latest_view(c)["phase"] == "discard")
         card = latest_view(c)["me"]["cards"][0]
         discard = await c.act(table, hand_no, seat_of(c), {"kind": "discard", "card": card})
         assert discard["type"] == "reply", discard
-        # The next turn has no grace: it runs on the table's own clock.
-        assert hand.graced is None and hand.deadline == hand.turn_end() / 1000
+        # The next turn runs on the table's own clock, held back only for its seat's own
+        # grace from its reconnection (D37).
+        state = hand.recorder.state
+        assert state is not None
+        other = hand.players[state.turn]
+        assert new.core.deadline(hand) == max(hand.turn_end(), new.core.reach.charge_from(other, new.core.cfg))
         kinds = [r["action"]["kind"] for r in hand.recorder.records if r["type"] == "action"]
         assert kinds == ["draw_closed", "discard"]
         for cl in (ca, cb):
@@ -470,3 +474,43 @@ async def test_a_server_with_other_keys_than_the_card_rooms_is_refused(pg_dsn: s
             host="127.0.0.1", port=0, data_dir=tmp_path / "a", database_url=dsn, operator_token=OPERATOR
         )
         await again.stop()
+
+
+async def test_bots_send_a_move_refused_as_unavailable_again(proxied: tuple[Running, PgProxy]) -> None:
+    """A bot whose move is refused ``unavailable`` (the table cannot reach its database)
+    asks again once the table is back and makes its move: the clock never has to move
+    for it.  Before, the bot waited on its head for ever and the clock timed it out."""
+    import aiohttp
+
+    from service.bots import Bot
+
+    server, proxy = proxied
+    async with aiohttp.ClientSession() as session:
+        api = Api(server.url, session)
+        table = await api.table(seats=4, point_value=1, turn_seconds=30, max_missed_turns=3)
+        bots = []
+        for name in ("ann", "bo"):
+            p = await api.player(name)
+            bots.append(Bot(server.url, p["token"], table, key=p["signer"], drops=False, think=0.5, max_hands=1))
+            bots[-1].keep_frames = True
+        tasks = [asyncio.create_task(b.run()) for b in bots]
+        try:
+            # the deal is out: the seat on turn thinks for 0.5 s, and PostgreSQL goes away meanwhile
+            await wait_for(lambda: any(f.get("type") == "update" for b in bots for f in b.frames), timeout=60)
+            proxy.refuse = True
+            proxy.cut()
+            await asyncio.sleep(4)  # the move is sent meanwhile; it is answered once the table is back
+            proxy.refuse = False
+            await wait_for(lambda: all(b.hands_seen for b in bots), timeout=120)
+        finally:
+            for t in tasks:
+                t.cancel()
+            for t in tasks:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await t
+        refused = [e for b in bots for e in b.errors if e["error"]["code"] == "unavailable"]
+        assert refused, "no move was refused: the outage missed the move"
+        result = bots[0].hands_seen[0]
+        transcript = await api.call("GET", result["transcript"])
+        clock = [r for r in transcript["log"] if r["type"] == "action" and r["action"]["kind"] == "timeout"]
+        assert clock == [], "the clock moved for a bot whose refused move was never sent again"

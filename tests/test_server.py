@@ -443,7 +443,7 @@ async def test_state_is_rebuilt_from_the_stored_log(api: Api, server: Running) -
             stored = await handstore.load_hand(conn, table)
         assert stored is not None
         # The path a restart takes: every sealed record opened and fed through the recorder.
-        restored = restore(stored, server.app[CONFIG].keys, table, grace=0)
+        restored = restore(stored, server.app[CONFIG].keys, table)
         assert restored.void_reason is None
         assert restored.run.recorder.state == actor.hand.recorder.state
         assert restored.run.recorder.records == actor.hand.recorder.records

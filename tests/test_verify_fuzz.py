@@ -5,8 +5,9 @@ every verdict is either ok — only for an unmutated vector, unless the mutant w
 re-signed like a dishonest server would — or a failure naming a check of the table
 (or ``read``, for input the reader refuses).
 
-Deterministic (``derandomize``), no example database.  Most examples use the small
-vectors, so the whole file runs in about a minute on a slow machine.
+Deterministic (``derandomize``), no example database.  Each test runs twice: with a
+tenth of the budget in the fast suite (1,010 inputs), and with the whole budget
+(10,100) as a drill (``.ci/run``'s second step).  Most examples use the small vectors.
 """
 
 from __future__ import annotations
@@ -46,6 +47,12 @@ EVIDENCE_MUTATIONS = 600
 JUNK = 800
 RAW = 2_700
 assert MUTATIONS + EVIDENCE_MUTATIONS + JUNK + RAW >= 10_000
+
+# Each test's share of the budget: a tenth in the fast suite, all of it in the drill.
+SHARE = pytest.mark.parametrize(
+    "share",
+    [pytest.param(10, id="tenth"), pytest.param(1, id="full", marks=[pytest.mark.drill, pytest.mark.timeout(900)])],
+)
 
 
 def fuzz_settings(n: int) -> Any:
@@ -217,11 +224,12 @@ def judge(t: Any, base: Any, seen: Counter[str], *, resigned: bool, evidence: An
 
 
 # ----------------------------------------------------------------------------- the tests
-@pytest.mark.timeout(300)
-def test_mutated_vectors() -> None:
+@SHARE
+def test_mutated_vectors(share: int) -> None:
+    n = MUTATIONS // share
     seen: Counter[str] = Counter()
 
-    @fuzz_settings(MUTATIONS)
+    @fuzz_settings(n)
     @given(st.one_of(*[mutants(SMALL)] * 7, mutants(LARGER)))
     def run(m: tuple[str, dict[str, Any], str, list[str]]) -> None:
         name, t, resign, _ = m
@@ -235,17 +243,18 @@ def test_mutated_vectors() -> None:
         seen["examples"] += 1
 
     run()
-    assert seen["examples"] >= MUTATIONS
+    assert seen["examples"] >= n
     # The mutants reach well past the first checks.
     assert {"format", "signature", "chain"} <= set(seen) and len(seen) >= 8, seen
 
 
-@pytest.mark.timeout(300)
-def test_mutated_evidence() -> None:
+@SHARE
+def test_mutated_evidence(share: int) -> None:
+    n = EVIDENCE_MUTATIONS // share
     seen: Counter[str] = Counter()
     base = BASE["v2-transcript-4seat-two-players.json"]
 
-    @fuzz_settings(EVIDENCE_MUTATIONS)
+    @fuzz_settings(n)
     @given(st.data())
     def run(data: st.DataObject) -> None:
         items = copy.deepcopy(EVIDENCE)
@@ -262,18 +271,19 @@ def test_mutated_evidence() -> None:
         seen["examples"] += 1
 
     run()
-    assert seen["examples"] >= EVIDENCE_MUTATIONS and seen["evidence"] > 0
+    assert seen["examples"] >= n and seen["evidence"] > 0
 
 
-@pytest.mark.timeout(300)
-def test_generated_junk() -> None:
+@SHARE
+def test_generated_junk(share: int) -> None:
+    n = JUNK // share
     seen: Counter[str] = Counter()
     shaped = st.fixed_dictionaries(
         {"protocol": st.sampled_from(["rummy-pf/v1", "rummy-pf/v2"])},
         optional={k: json_values for k in ("table_id", "hand_no", "log", "head", "deck", "result", "signature")},
     )
 
-    @fuzz_settings(JUNK)
+    @fuzz_settings(n)
     @given(st.one_of(json_values, shaped))
     def run(value: Any) -> None:
         report = verify_transcript(value, KEY, debug=True)
@@ -282,7 +292,7 @@ def test_generated_junk() -> None:
         seen["examples"] += 1
 
     run()
-    assert seen["examples"] >= JUNK
+    assert seen["examples"] >= n
 
 
 TOKENS = [b"{", b"}", b"[", b"]", b'"', b"\\", b",", b":", b"1e5", b"-0", b"0.5", b"99999999999999999", b"\\ud800",
@@ -304,11 +314,12 @@ def raw_inputs(draw: st.DrawFn) -> tuple[bytes, str | None]:
     return bytes(data), name
 
 
-@pytest.mark.timeout(300)
-def test_raw_bytes_through_the_strict_reader() -> None:
+@SHARE
+def test_raw_bytes_through_the_strict_reader(share: int) -> None:
+    n = RAW // share
     seen: Counter[str] = Counter()
 
-    @fuzz_settings(RAW)
+    @fuzz_settings(n)
     @given(raw_inputs())
     def run(raw: tuple[bytes, str | None]) -> None:
         data, name = raw
@@ -321,4 +332,4 @@ def test_raw_bytes_through_the_strict_reader() -> None:
         seen["examples"] += 1
 
     run()
-    assert seen["examples"] >= RAW and seen["read"] > 0
+    assert seen["examples"] >= n and seen["read"] > 0

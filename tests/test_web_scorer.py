@@ -10,10 +10,10 @@ import json
 import random
 from pathlib import Path
 
-import pytest
+from playwright.async_api import Browser
 
 from bench.score import near_complete_hand, random_hand
-from tests.browser import launch, new_page, serve_directory
+from tests.browser import new_page, serve_directory
 from verifier.arrange import best_arrangement
 from verifier.cards import JOKER, Card, card_value
 from verifier.groups import classify
@@ -34,10 +34,9 @@ def hands(n: int) -> list[tuple[list[Card], Card]]:
     return out
 
 
-@pytest.mark.timeout(180)
-async def test_the_javascript_count_agrees_with_the_python_count() -> None:
+async def test_the_javascript_count_agrees_with_the_python_count(browser: Browser) -> None:
     cases = hands(300)
-    async with launch() as browser, serve_directory(WEB) as base, new_page(browser) as page:
+    async with serve_directory(WEB) as base, new_page(browser) as page:
         await page.goto(base + "/verify.html")
         await page.wait_for_function("() => !!(window.RummyPF && window.RummyPF.score)")
         faces = [[str(c) for c in cards] for cards, _ in cases]

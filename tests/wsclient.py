@@ -27,7 +27,15 @@ class Client:
 
     async def __aenter__(self) -> Client:
         self.session = aiohttp.ClientSession()
-        self.ws = await self.session.ws_connect(self.base + "/ws", headers={"Authorization": f"Bearer {self.token}"})
+        try:
+            self.ws = await self.session.ws_connect(
+                self.base + "/ws", headers={"Authorization": f"Bearer {self.token}"}
+            )
+        except BaseException:
+            # A refused handshake must not leave its session to the garbage collector:
+            # its ResourceWarning would fail whichever test runs when it is collected.
+            await self.session.close()
+            raise
         self._reader = asyncio.create_task(self._read())
         return self
 

@@ -52,17 +52,24 @@ def canonical(obj: Any) -> bytes:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
+_PLAIN = frozenset({str, int, bool, type(None)})  # exactly these types hold nothing to check
+
+
 def _reject_floats(obj: Any) -> None:
+    if type(obj) in _PLAIN:
+        return
     if isinstance(obj, float):
         raise ValueError("floats are not allowed in rummy-pf/v1 data")
     if isinstance(obj, dict):
         for k, v in obj.items():
-            if not isinstance(k, str):
+            if type(k) is not str and not isinstance(k, str):
                 raise ValueError("object keys must be strings")
-            _reject_floats(v)
+            if type(v) not in _PLAIN:
+                _reject_floats(v)
     elif isinstance(obj, list | tuple):
         for v in obj:
-            _reject_floats(v)
+            if type(v) not in _PLAIN:
+                _reject_floats(v)
 
 
 # --------------------------------------------------------------------------- commitments

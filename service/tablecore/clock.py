@@ -1,0 +1,68 @@
+"""D37: when the clock may charge a seat, and the backoff after repeated failures.
+
+The house is at fault while the table cannot store (the store unreachable, hung — a
+write unanswered for ``hung_ms`` — or refusing), while it reloads, while its node
+stood still (no beat for ``freeze_ms``) and while the table moves between nodes.
+No clock runs then.  When the fault is over (at ``recovered_at``) each seat's grace
+is counted from the moment it could reach the table's owner again: at once for a
+player connected then, from its reconnection for one that comes back later, and —
+so that an absent player cannot hold the table for ever — at most ``reach_ms`` after
+the recovery.  A seat is charged by the clock (a timeout, a null commitment, a
+withheld reveal, a clock drop) only after its ordinary deadline *and* a full
+``grace_ms`` from that moment.  A player's own disconnections during normal play
+change nothing (D16: the clock moves for an absent seat).
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+
+from service.tablecore.state import CoreConfig
+
+
+@dataclass
+class Reachability:
+    recovered_at: int = 0  # when the house's last fault ended (ms)
+    connected: set[str] = field(default_factory=set)
+    #: since the last fault: the moment each player could reach the owner again
+    reach: dict[str, int] = field(default_factory=dict)
+    #: D35: when the house last refused a player's move (it keeps its whole window from then)
+    refused: dict[str, int] = field(default_factory=dict)
+
+    def fault_over(self, now: int) -> None:
+        """The house serves again: every grace starts again from here."""
+        self.recovered_at = now
+        self.reach = dict.fromkeys(self.connected, now)
+
+    def connect(self, player_id: str, now: int) -> None:
+        self.connected.add(player_id)
+        self.reach.setdefault(player_id, now)
+
+    def disconnect(self, player_id: str) -> None:
+        self.connected.discard(player_id)
+
+    def reached(self, player_id: str, cfg: CoreConfig) -> int:
+        """When the player could reach the owner again since the last fault."""
+        got = self.reach.get(player_id)
+        return self.recovered_at + cfg.reach_ms if got is None else min(got, self.recovered_at + cfg.reach_ms)
+
+    def charge_from(self, player_id: str, cfg: CoreConfig, window: int = 0) -> int:
+        """The earliest moment the clock may charge this player's seat: its grace after
+        it could reach the table (D37), and ``window`` after a move of its the house
+        refused (D35)."""
+        at = self.reached(player_id, cfg) + cfg.grace_ms
+        refused = self.refused.get(player_id)
+        return at if refused is None else max(at, refused + window)
+
+
+def backoff(table_id: str, streak: int, cfg: CoreConfig) -> int:
+    """How long to wait before reloading after ``streak`` failures with no write
+    committed between them: the first reload is at once; then the wait doubles up
+    to ``retry_max_ms``, spread by the table (a thousand tables that failed together
+    do not retry together; deterministic, so a simulation replays)."""
+    if streak <= 1:
+        return 0
+    base = min(cfg.retry_max_ms, cfg.retry_first_ms << min(streak - 2, 20))
+    spread = 500 + (zlib.crc32(f"{table_id}/{streak}".encode()) % 1000)  # 0.5…1.5
+    return base * spread // 1000

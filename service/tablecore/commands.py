@@ -1,0 +1,343 @@
+"""Commands at a table: each is checked against memory (a typed error changes
+nothing), then either answered at once or turned into one store op whose commit
+answers it (:mod:`service.tablecore.core`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from service.handrun import HandRun
+from service.tablecore import io
+from service.tablecore.errors import ClientError
+from service.tablecore.phase import HandPhase
+from service.tablecore.steps import Steps
+from service.telling import iso_ms
+from verifier.chain import commit_move, reveal_move
+from verifier.hand import Event, Leave, Status, action_from_json, action_to_json, seat_view
+from verifier.settle import hold_amount
+
+
+@dataclass(frozen=True)
+class Judged:
+    """A move the table judged (docs/fairness.md §15): what its signed ack names,
+    whichever way the move is answered."""
+
+    hand: HandRun
+    seat: int
+    move: dict[str, Any]
+    prev: str
+    psig: str
+    arrived: int  # the table's clock when it judged the move (ms)
+    i: int  # the last record of the log then (a move refused after a failed write names it, not the lost one)
+    clock: tuple[str, int]  # the window or turn that ran then (HandRun.clock)
+
+    def ack(self, code: str | None = None) -> dict[str, Any]:
+        """Accepted (``code`` None: a commit or a reveal, acknowledged at the last
+        record) or refused with ``code``; an accepted action's ack is made with its
+        record (:meth:`service.tablecore.steps.Steps.apply`)."""
+        rec = self.hand.recorder
+        return rec.ack(self.seat, self.move, self.prev, self.psig, arrived=self.arrived, code=code, i=self.i)
+
+    def signed(self, code: str | None = None) -> io.Signed:
+        return io.Signed(lambda: self.ack(code))
+
+
+class Commands(Steps):
+    judged: Judged | None = None  # the move of the command in hand, once the table judged it
+
+    def handle(self, cmd: io.Command, now: int) -> dict[str, Any] | None:
+        """The reply now, or None: the reply comes when the command's op commits."""
+        self.judged = None
+        handler = _HANDLERS.get(cmd.kind)
+        if handler is None:
+            raise ClientError("bad_message", f"unknown command {cmd.kind!r}")
+        return handler(self, cmd, now)
+
+    def _sit(self, cmd: io.Command, now: int) -> dict[str, Any] | None:
+        facts = self.facts
+        assert facts is not None
+        rules = facts.rules
+        player_id = cmd.player_id
+        if facts.status != "open":
+            raise ClientError("table_closed", f"this table is {facts.status}: it deals no new hand")
+        if player_id in facts.seats.values():
+            raise ClientError("already_seated", "you already have a seat at this table")
+        seat = cmd.payload.get("seat")
+        if seat is None:
+            free = [s for s in range(rules.seats) if s not in facts.seats]
+            if not free:
+                raise ClientError("table_full", "every seat is taken")
+            seat = free[0]
+        if not isinstance(seat, int) or isinstance(seat, bool) or not 0 <= seat < rules.seats:
+            raise ClientError("bad_message", f"seat must be an integer 0…{rules.seats - 1}")
+        if seat in facts.seats:
+            raise ClientError("seat_taken", f"seat {seat} is taken")
+        result = {"seat": seat, "table_id": self.table_id}
+
+        def seated(_: Any) -> dict[str, Any]:
+            facts.seats[seat] = player_id
+            facts.stood.pop(player_id, None)
+            self.emit(io.TellSeats(facts.seats))
+            return result
+
+        self.write(
+            io.SitOp(player_id, seat, hold_amount(rules.point_value)),
+            now,
+            cmd=cmd,
+            on_commit=seated,
+            settled=lambda: result if facts.seats.get(seat) == player_id else None,
+        )
+        return None
+
+    def _leave(self, cmd: io.Command, now: int) -> dict[str, Any] | None:
+        facts = self.facts
+        assert facts is not None
+        player_id = cmd.player_id
+        seat = next((s for s, p in facts.seats.items() if p == player_id), None)
+        if seat is None:
+            raise ClientError("not_seated", "you have no seat at this table")
+        hand = self.hand
+        records: tuple[dict[str, Any], ...] = ()
+        tell: list[io.TellUpdate] = []
+        result: dict[str, Any] = {"left": seat, "charged": False}
+        if hand is not None and hand.seat_of(player_id) is not None and not hand.recorder.ended:
+            rec = hand.recorder
+            state = rec.state
+            if state is None:  # D36: leaving in the seed phases is no move of the hand
+                after = {**result, "after_hand": True}
+
+                def later(_: Any) -> dict[str, Any]:
+                    facts.after_hand[player_id] = ("left", "D36")
+                    return after
+
+                self.write(io.StandLaterOp(seat), now, cmd=cmd, on_commit=later)
+                return None
+            if state.seat(seat).status is Status.PLAYING:  # D15: 40 points, recorded where it was signed
+                psig = _signed(cmd.payload, hand)
+                move = {"kind": "leave", "seat": seat}
+                self.judged = self._judge(hand, seat, move, psig["prev"], psig["sig"], now)
+                new, record, events = rec.prepare(Leave(seat), psig, hand.next_t(now))
+                rec.accept(new, record)
+                hand.note_turns(record)
+                records = (record,)
+                tell.append(io.TellUpdate(hand, record, events, None))
+                i, t = record["i"], record["t"]
+                ack = io.Signed(lambda: rec.ack(seat, move, psig["prev"], psig["sig"], arrived=t, i=i))
+                result = {"left": seat, "charged": True, "ack": ack}
+
+        def left(_: Any) -> dict[str, Any]:
+            told = facts.stand({player_id}, "left", "D15" if result["charged"] else None, None, now)
+            self.emit(io.TellSeats(facts.seats, told))
+            for u in tell:
+                assert hand is not None
+                self.emit(io.TellUpdate(u.hand, u.record, u.events, self.deadline(hand)))
+            return result
+
+        op = io.UnseatOp(player_id)
+        if records and hand is not None:
+            op = io.UnseatOp(player_id, hand.hand_id, hand.hand_no, records, self.deadline(hand))
+        self.write(op, now, cmd=cmd, on_commit=left, settled=lambda: result if seat not in facts.seats else None)
+        return None
+
+    def _hand_for(self, cmd: io.Command) -> tuple[HandRun, int]:
+        """The hand a move is for, and the mover's seat in it; a move for no hand the
+        table is dealing, or from no seat of it, is refused unjudged (no ack, §15)."""
+        hand = self.hand
+        if hand is None:
+            raise ClientError("no_hand", "no hand is being dealt at this table")
+        if cmd.payload.get("hand_no") != hand.hand_no:
+            raise ClientError("wrong_hand", f"the hand being dealt is number {hand.hand_no}")
+        seat = hand.seat_of(cmd.player_id)
+        if seat is None:
+            raise ClientError("not_in_hand", "you take no part in this hand")
+        return hand, seat
+
+    def _judge(self, hand: HandRun, seat: int, move: dict[str, Any], prev: str, psig: str, now: int) -> Judged:
+        i = len(hand.recorder.records) - 1
+        return Judged(hand, seat, move, prev, psig, arrived=hand.next_t(now), i=i, clock=hand.clock)
+
+    @staticmethod
+    def _in_phase(hand: HandRun, phase: HandPhase) -> None:
+        if hand.phase is not phase:
+            raise ClientError("wrong_phase", f"this needs the {phase} phase; the hand is in the {hand.phase} phase")
+
+    def _seed(self, cmd: io.Command, now: int, kind: str) -> dict[str, Any] | None:
+        commit = kind == "commit"
+        hand, seat = self._hand_for(cmd)
+        value, psig = bytes.fromhex(cmd.payload[kind if commit else "seed"]), str(cmd.payload["sig"])
+        rec = hand.recorder
+        if commit:
+            prev, move = str(rec.records[0]["h"]), commit_move(seat, value)
+        else:  # before record 1 there is no such prev
+            prev, move = (str(rec.records[1]["h"]) if len(rec.records) > 1 else rec.head), reveal_move(seat, value)
+        judged = self.judged = self._judge(hand, seat, move, prev, psig, now)
+        self._in_phase(hand, HandPhase.COMMIT if commit else HandPhase.REVEAL)
+        held = hand.commits if commit else hand.seeds
+        earlier = held.get(seat)
+        if earlier is not None and earlier != (value, psig):
+            if commit:
+                raise ClientError("already_committed", "your commitment is already in")
+            raise ClientError("already_revealed", "your seed is already in")
+        if commit:
+            rec.check_commit(seat, value, psig)
+        else:
+            rec.check_reveal(seat, value, psig)
+        result = {"committed" if commit else "revealed": seat, "ack": judged.signed()}
+        if earlier is not None:
+            return result  # the same move again: acknowledged again
+
+        def stored(_: Any) -> dict[str, Any]:
+            held[seat] = (value, psig)
+            return result
+
+        def settled() -> dict[str, Any] | None:
+            now_hand = self.hand
+            if now_hand is None or now_hand.hand_id != hand.hand_id:
+                return None
+            return result if seat in (now_hand.commits if commit else now_hand.seeds) else None
+
+        self.write(io.SeedOp(kind, hand.hand_id, seat, value, psig), now, cmd=cmd, on_commit=stored, settled=settled)
+        return None
+
+    def _commit(self, cmd: io.Command, now: int) -> dict[str, Any] | None:
+        return self._seed(cmd, now, "commit")
+
+    def _reveal(self, cmd: io.Command, now: int) -> dict[str, Any] | None:
+        return self._seed(cmd, now, "reveal")
+
+    def _action(self, cmd: io.Command, now: int) -> dict[str, Any] | None:
+        hand, seat = self._hand_for(cmd)
+        action = action_from_json({**cmd.payload["action"], "seat": seat})
+        psig = {"prev": cmd.payload["prev"], "sig": cmd.payload["sig"]}
+        self.judged = self._judge(hand, seat, action_to_json(action), psig["prev"], psig["sig"], now)
+        self._in_phase(hand, HandPhase.PLAY)
+        self.apply(hand, action, psig, now, cmd)
+        return None
+
+    def _operator_void(self, cmd: io.Command, now: int) -> dict[str, Any] | None:
+        hand = self.hand
+        if hand is None or hand.hand_id != cmd.payload.get("hand_id"):
+            raise ClientError("no_such_hand", "that hand is not in progress at this table")
+        if hand.phase is HandPhase.FINISHING:
+            raise ClientError("hand_over", "the hand has ended; it is being settled")
+        self.void(hand, f"voided by the operator: {cmd.payload['reason']} (D33)", now, cmd)
+        return None
+
+    def _operator_close(self, cmd: io.Command, now: int) -> dict[str, Any] | None:
+        """No new hand; the hand in progress finishes; then the table closes."""
+        facts = self.facts
+        assert facts is not None
+        if facts.status != "open":
+            return {"id": self.table_id, "status": facts.status}
+        if self.hand is None:
+            self._close(now)
+            assert self.pending is not None
+            self.pending.cmd = cmd
+            return None
+
+        def closing(_: Any) -> dict[str, Any]:
+            facts.status = "closing"
+            return {"id": self.table_id, "status": "closing"}
+
+        self.write(io.StatusOp("closing"), now, cmd=cmd, on_commit=closing)
+        return None
+
+    def _operator_stand(self, cmd: io.Command, now: int) -> dict[str, Any] | None:
+        """Stand a seat up: now, or — its player being in the hand in progress — as
+        that hand ends (the hand goes on; the clock moves for an absent seat)."""
+        facts = self.facts
+        assert facts is not None
+        seat = int(cmd.payload["seat"])
+        player_id = facts.seats.get(seat)
+        if player_id is None:
+            raise ClientError("not_seated", f"seat {seat} is empty")
+        hand = self.hand
+        later = hand is not None and hand.seat_of(player_id) is not None and not hand.recorder.ended
+        result = {"table_id": self.table_id, "seat": seat, "player_id": player_id, "now": not later}
+        if later:
+
+            def asked(_: Any) -> dict[str, Any]:
+                facts.after_hand[player_id] = ("operator", None)
+                return result
+
+            self.write(io.StandLaterOp(seat), now, cmd=cmd, on_commit=asked)
+            return None
+
+        def stood(_: Any) -> dict[str, Any]:
+            told = facts.stand({player_id}, "operator", None, None, now)
+            self.emit(io.TellSeats(facts.seats, told))
+            return result
+
+        self.write(io.UnseatOp(player_id), now, cmd=cmd, on_commit=stood)
+        return None
+
+    def snapshot_for(self, player_id: str, events_since: tuple[int, int] | None, now: int) -> dict[str, Any]:
+        """Everything a (re)connecting player may see now: the table, and the hand in
+        progress from their seat's point of view.  With ``events_since`` (hand_no, i),
+        the hand's events after record i — all of them when that is another hand — as
+        the seat may see them, each with its record's ``i``."""
+        facts = self.facts
+        assert facts is not None
+        out: dict[str, Any] = {
+            "table_id": self.table_id,
+            "rules": facts.rules.to_json(),
+            "seats": {str(s): p for s, p in sorted(facts.seats.items())},
+            "paused": self.paused,
+            "hand": None,
+            # why this player's seat was last stood up, while they have none (docs/api.md)
+            "stood_up": None if player_id in facts.seats.values() else facts.stood.get(player_id),
+        }
+        hand = self.hand
+        if hand is not None and hand.recorder.records:
+            rec = hand.recorder
+            seat = hand.seat_of(player_id)
+            i = len(rec.records) - 1
+            deadline = self.deadline(hand)
+            out["hand"] = {
+                "hand_no": hand.hand_no,
+                "hand_id": hand.hand_id,
+                "phase": hand.phase.value,
+                "seat": seat,
+                "deadline": iso_ms(deadline),
+                "header": rec.records[0],
+                "commitments": rec.records[1] if len(rec.records) > 1 else None,
+                "committed": None if seat is None else (seat in hand.commits or rec.commit_of(seat) is not None),
+                "revealed": seat in hand.seeds if seat is not None else None,
+                "i": i,
+                "h": rec.head,
+                "head": hand.head(i),
+                "view": None if rec.state is None else seat_view(rec.state, seat),
+            }
+            if events_since is not None:
+                after = events_since[1] if events_since[0] == hand.hand_no else -1
+                out["hand"]["events"] = [
+                    {"i": r["i"], **Event.from_json(e).for_seat(seat)}
+                    for r in rec.records[after + 1 :]
+                    for e in r.get("events", ())
+                ]
+        return out
+
+
+_HANDLERS = {
+    "sit": Commands._sit,
+    "leave": Commands._leave,
+    "commit": Commands._commit,
+    "reveal": Commands._reveal,
+    "action": Commands._action,
+    "void": Commands._operator_void,
+    "close": Commands._operator_close,
+    "stand": Commands._operator_stand,
+}
+
+
+def _signed(payload: dict[str, Any], hand: HandRun) -> dict[str, Any]:
+    """A leave from the deal on is a move: it carries the player's signature over the
+    newest record (§9)."""
+    if payload.get("hand_no") != hand.hand_no or "prev" not in payload or "sig" not in payload:
+        raise ClientError(
+            "signature_required",
+            f"you are in hand {hand.hand_no}: leaving is a move, signed over the newest record of the hand "
+            "(hand_no, prev, sig)",
+        )
+    return {"prev": payload["prev"], "sig": payload["sig"]}

@@ -1,0 +1,356 @@
+"""The table's state machine: ``step(input, now) -> effects``.
+
+One object per table holds its state (mutated in place, for speed; nothing outside
+it changes it).  At most one store op is in flight: commands that arrive meanwhile
+wait in order, and the clock waits too (D37: no clock while a write is pending).
+Memory moves first for a record (the recorder accepts it), then the op goes out;
+what it tells comes out of the core only once its outcome says committed (stored
+before told).  A failed, conflicting or ambiguous write drops memory: the table
+pauses, reloads from the store (D32), answers the command in flight by what is
+stored, and resumes.  A fenced write or a lost lease lets the table go: every client
+is told ``moved`` and its socket closed.  The hand's own steps are in
+:mod:`service.tablecore.steps`, the commands in :mod:`service.tablecore.commands`.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+from enum import Enum
+from typing import Any
+
+from service.handrun import HandRun, restore
+from service.keys import ServerKeys
+from service.tablecore import io
+from service.tablecore.clock import Reachability, backoff
+from service.tablecore.commands import Commands
+from service.tablecore.errors import ClientError, moved, unavailable
+from service.tablecore.phase import HandPhase
+from service.tablecore.state import CoreConfig, TableFacts
+from verifier.errors import RuleError
+from verifier.record import RestoreError
+
+log = logging.getLogger("rummy.table")
+HOUSE_REFUSALS = frozenset({"unavailable", "moved", "shutting_down"})  # the house's fault (D35)
+MOVES = frozenset({"commit", "reveal", "action"})
+
+
+class Mode(Enum):
+    NEW = "new"  # not loaded yet
+    LOADING = "loading"  # a load is in flight
+    WAITING = "waiting"  # backing off before the next load
+    SERVING = "serving"
+    GONE = "gone"  # let go: another node serves the table, or it was handed over
+
+
+class TableCore(Commands):
+    def __init__(self, table_id: str, keys: ServerKeys, cfg: CoreConfig) -> None:
+        self.table_id = table_id
+        self.keys = keys
+        self.cfg = cfg
+        self.facts: TableFacts | None = None
+        self.hand: HandRun | None = None
+        self.mode = Mode.NEW
+        self.queue: collections.deque[io.Command] = collections.deque()
+        self.pending: io.Pending | None = None
+        self.unsettled: io.Pending | None = None  # the op in flight when the store failed
+        self.load_id: int | None = None
+        self.reach = Reachability()
+        self.streak = 0  # failures since the last committed write
+        self.paused_told = False  # `paused` went out in this streak
+        self.resumed_told = False
+        self.hung = False
+        self.retry_at: int | None = None
+        self.next_start: int | None = None
+        self.handoff = False
+        self.last_now: int | None = None
+        self.armed: int | None = None
+        self.hands_finished = 0
+        self.to_void: tuple[str, int | None] | None = None  # a restored hand to void (D33), keep
+        self.unreadable: io.VoidUnreadableOp | None = None
+        self._ops = 0
+        self.fx: list[io.Effect] = []
+
+    # -- the one entry ------------------------------------------------------------------
+    def step(self, inp: io.Input, now: int) -> list[io.Effect]:
+        self.fx = fx = list[io.Effect]()
+        self._time(now)
+        if isinstance(inp, io.Command):
+            self._command(inp, now)
+        elif isinstance(inp, io.Outcome):
+            self._outcome(inp, now)
+        elif isinstance(inp, io.Reach):
+            if inp.connected:
+                self.reach.connect(inp.player_id, now)
+            else:
+                self.reach.disconnect(inp.player_id)
+        elif isinstance(inp, io.LeaseEvent):
+            if inp.kind is io.Lease.LOST:
+                self._let_go("the lease was lost", release=False)
+            else:
+                self.handoff = True
+        self._pump(now)
+        self._arm(now)
+        return fx
+
+    @property
+    def paused(self) -> bool:
+        return self.mode is not Mode.SERVING or self.hung
+
+    @property
+    def ready(self) -> bool:
+        """Loaded, and done with what a load may leave to do (a hand to void or settle)."""
+        hand = self.hand
+        return (
+            self.mode is Mode.SERVING
+            and self.pending is None
+            and self.to_void is None
+            and self.unreadable is None
+            and (hand is None or hand.phase is not HandPhase.FINISHING)
+        )
+
+    @property
+    def gone(self) -> bool:
+        return self.mode is Mode.GONE
+
+    def emit(self, effect: io.Effect) -> None:
+        self.fx.append(effect)
+
+    def reply(
+        self, cmd: io.Command | None, result: dict[str, Any] | None = None, error: RuleError | None = None
+    ) -> None:
+        if cmd is not None:
+            self.fx.append(io.Reply(cmd.cmd_id, result, error))
+            if error is not None and error.code in HOUSE_REFUSALS and cmd.kind in MOVES and self.last_now is not None:
+                self.reach.refused[cmd.player_id] = self.last_now  # D35: its whole window from now
+
+    # -- time ---------------------------------------------------------------------------
+    def _time(self, now: int) -> None:
+        last, self.last_now = self.last_now, now if self.last_now is None else max(now, self.last_now)
+        if self.mode is Mode.NEW:
+            self._load(now)
+            return
+        if last is not None and now - last >= self.cfg.freeze_ms and self.mode is Mode.SERVING:
+            # This node stood still (frozen, or its loop blocked): nobody could reach it.
+            log.warning("table %s: no beat for %d ms; every grace starts again", self.table_id, now - last)
+            self.reach.fault_over(now)
+        p = self.pending
+        if p is not None and not self.hung and now - p.since >= self.cfg.hung_ms:
+            log.warning("table %s: a write has not answered for %d ms; pausing", self.table_id, now - p.since)
+            self.hung = True
+            self._tell_paused()
+
+    def _arm(self, now: int) -> None:
+        at = None
+        if self.mode is Mode.WAITING:
+            at = self.retry_at
+        elif self.mode is Mode.SERVING:
+            if self.pending is not None:
+                at = None if self.hung else self.pending.since + self.cfg.hung_ms
+            else:
+                at = self.due(now)
+        if at != self.armed:
+            self.armed = at
+            self.emit(io.Arm(at))
+
+    # -- commands -----------------------------------------------------------------------
+    def _command(self, cmd: io.Command, now: int) -> None:
+        if self.mode is Mode.GONE:
+            self.reply(cmd, error=moved())
+        elif cmd.kind == "snapshot" and self.facts is not None:
+            since = cmd.payload.get("since")
+            self.reply(cmd, self.snapshot_for(cmd.player_id, (since["hand_no"], since["i"]) if since else (0, -1), now))
+        elif self.mode is Mode.WAITING:
+            self.reply(cmd, error=unavailable())
+        else:
+            self.queue.append(cmd)
+
+    def _pump(self, now: int) -> None:
+        if self.mode is Mode.WAITING and self.retry_at is not None and now >= self.retry_at:
+            self._load(now)
+        while self.mode is Mode.SERVING and self.pending is None:
+            if self.queue:
+                cmd = self.queue.popleft()
+                try:
+                    result = self.handle(cmd, now)
+                except RuleError as e:  # the kernel's, or the server's own: nothing changed
+                    if self.judged is not None:  # a move the table judged: its refusal is acknowledged (§15)
+                        e.ack = self.judged.signed(e.code)  # type: ignore[attr-defined]
+                    self.reply(cmd, error=e)
+                else:
+                    if result is not None:
+                        self.reply(cmd, result)
+                continue
+            if self.advance(now) or self.fire(now):
+                continue
+            break
+
+    # -- the store ------------------------------------------------------------------------
+    def write(self, op: io.Op, now: int, **kw: Any) -> io.Pending:
+        self._ops += 1
+        p = io.Pending(self._ops, op, now, **kw)
+        if p.cmd is not None:
+            p.judged = self.judged
+        self.pending = p
+        self.emit(io.Write(p.op_id, op))
+        return p
+
+    def _outcome(self, out: io.Outcome, now: int) -> None:
+        if self.mode is Mode.GONE:
+            return
+        if self.mode is Mode.LOADING and out.op_id == self.load_id:
+            self.load_id = None
+            if out.result is io.Result.COMMITTED:
+                self._loaded(out.data, now)
+            else:
+                self._failed(now, "the load failed")
+            return
+        p = self.pending
+        if p is None or out.op_id != p.op_id:
+            return  # an answer to an op memory has dropped (a reload came between)
+        self.pending = None
+        was_hung, self.hung = self.hung, False
+        r = out.result
+        if r is io.Result.COMMITTED:
+            if was_hung:  # the store came back: the fault is over
+                self.reach.fault_over(now)
+                self._tell_resumed()
+            self.streak = 0
+            self.paused_told = self.resumed_told = False
+            result = p.on_commit(out.data) if p.on_commit is not None else None
+            self.fx.extend(p.after)
+            if p.cmd is not None:
+                self.reply(p.cmd, result if result is not None else {})
+        elif r is io.Result.REFUSED:  # by rule: nothing was stored, memory had not moved
+            if p.on_refused is not None:
+                p.on_refused(out.error)
+            self.reply(p.cmd, error=out.error or unavailable())
+        elif r is io.Result.FENCED:
+            self.reply(p.cmd, error=moved())
+            self._let_go("this node's lease was taken over", release=False)
+        else:  # failed, ambiguous, conflicting: memory is no longer trusted
+            log.warning("table %s: a write came back %s; reloading", self.table_id, r.value)
+            self.unsettled = p
+            self._failed(now, f"a write came back {r.value}", first_try=self.streak == 0)
+
+    def _failed(self, now: int, why: str, *, first_try: bool = False) -> None:
+        self.streak += 1
+        self._tell_paused()
+        for cmd in self.queue:
+            self.reply(cmd, error=unavailable())
+        self.queue.clear()
+        wait = backoff(self.table_id, self.streak, self.cfg)
+        if wait == 0:
+            self._load(now)
+        else:
+            log.warning("table %s: %s; reloading in %d ms", self.table_id, why, wait)
+            self.mode = Mode.WAITING
+            self.retry_at = now + wait
+
+    def _load(self, now: int) -> None:
+        self._ops += 1
+        self.load_id = self._ops
+        self.mode = Mode.LOADING
+        self.retry_at = None
+        self.emit(io.Load(self._ops, None if self.hand is None else self.hand.hand_id))
+
+    def _loaded(self, data: io.Loaded, now: int) -> None:
+        """The table as the store has it; an unfinished hand is rebuilt through the
+        recorder, whatever its phase (D32), or voided by rule (D33)."""
+        old = self.hand
+        first = self.facts is None
+        if self.facts is not None:  # what memory alone knows of stand-ups survives a reload
+            data.facts.stood, data.facts.after_hand = self.facts.stood, self.facts.after_hand
+        self.facts = data.facts
+        self.hand = None
+        self.next_start = None
+        self.to_void = None
+        self.unreadable = None
+        stored = data.stored
+        if stored is not None:
+            trusted = old.recorder if old is not None and old.hand_id == stored.hand_id else None
+            try:
+                restored = restore(stored, self.keys, self.table_id, trusted=trusted)
+            except RestoreError as e:
+                self.unreadable = io.VoidUnreadableOp(stored, f"the stored hand cannot be read: {e}")
+            else:
+                self.hand = run = restored.run
+                if restored.void_reason is not None and not run.recorder.voided:
+                    log.warning("table %s: hand %d is voided: %s", self.table_id, run.hand_no, restored.void_reason)
+                    keep = restored.keep if restored.keep < len(stored.records) else None
+                    self.to_void = (restored.void_reason, keep)
+                elif run.phase is not HandPhase.FINISHING:
+                    log.info("table %s: hand %d resumed in the %s phase", self.table_id, run.hand_no, run.phase)
+        self.mode = Mode.SERVING
+        self.reach.fault_over(now)
+        hand = self.hand
+        if old is not None and hand is not None and hand.hand_id == old.hand_id and old.owed:
+            hand.owed.update(old.owed)  # D35: what the house owed before this reload, it still owes
+        p, self.unsettled = self.unsettled, None
+        if p is not None and p.cmd is not None:
+            result = p.settled() if p.settled is not None else None
+            if result is not None:
+                self.reply(p.cmd, result)
+            else:
+                self._refuse_unstored(p)
+        if old is not None and data.ended_transcript is not None:
+            if self.hand is None or self.hand.hand_id != old.hand_id:
+                self.emit(io.TellResult(old, data.ended_transcript))
+        if not first:
+            self._tell_resumed()
+
+    def _refuse_unstored(self, p: io.Pending) -> None:
+        """The move in flight was not stored: refused ``unavailable``, with its ack when
+        the table had judged it; D35: its seat keeps its whole window from the move's
+        arrival, if that window or turn is still the one running."""
+        error = unavailable()
+        j = p.judged
+        if j is not None:
+            error.ack = j.signed(error.code)  # type: ignore[attr-defined]
+            hand = self.hand
+            if hand is not None and hand.hand_id == j.hand.hand_id and hand.clock == j.clock:
+                hand.owe(j.seat, j.arrived)
+        self.reply(p.cmd, error=error)
+
+    def _tell_paused(self) -> None:
+        if not self.paused_told:
+            self.paused_told, self.resumed_told = True, False
+            self.emit(
+                io.TellAll(
+                    {
+                        "type": "paused",
+                        "table_id": self.table_id,
+                        "message": "the table cannot store right now; no clock runs until it is back",
+                    }
+                )
+            )
+
+    def _tell_resumed(self) -> None:
+        if self.paused_told and not self.resumed_told:
+            self.resumed_told = True
+            self.emit(io.TellResumed())
+
+    def _let_go(self, why: str, *, release: bool) -> None:
+        log.warning("table %s: letting go (%s)", self.table_id, why)
+        self.mode = Mode.GONE
+        for p in (self.pending, self.unsettled):
+            if p is not None:
+                self.reply(p.cmd, error=moved())
+        self.pending = self.unsettled = None
+        for cmd in self.queue:
+            self.reply(cmd, error=moved())
+        self.queue.clear()
+        self.emit(io.LetGo(release, why))
+
+    def refuse_all(self, error: ClientError) -> list[io.Effect]:
+        """The shell stops: every command still waiting is answered."""
+        self.fx = []
+        for p in (self.pending, self.unsettled):
+            if p is not None:
+                self.reply(p.cmd, error=error)
+        for cmd in self.queue:
+            self.reply(cmd, error=error)
+        self.queue.clear()
+        self.pending = self.unsettled = None
+        self.mode = Mode.GONE
+        return self.fx

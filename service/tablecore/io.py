@@ -1,0 +1,328 @@
+"""What goes into the table core and what comes out of it.
+
+Inputs: :class:`Command` (a client's or the operator's), :class:`Tick` (time
+passed), :class:`Outcome` (what the store answered to an op the core asked for),
+:class:`LeaseEvent`, :class:`Reach` (a player's connection came or went).
+Effects: :class:`Write` and :class:`Load` (ask the store; its answer comes back as an
+Outcome), the ``Tell*`` effects, :class:`Reply`, :class:`Arm`, :class:`LetGo`.
+
+Store ops are plain data the store module (:mod:`service.tablestore`, or the
+simulator's store) carries out in one transaction each; every one is safe to repeat
+after an unknown outcome (service.handstore).  Times are integer milliseconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+from verifier.errors import RuleError
+from verifier.hand import Event
+
+if TYPE_CHECKING:
+    from service.handrun import HandRun
+    from service.handstore import StoredHand
+    from service.tablecore.state import TableFacts
+
+
+# ----------------------------------------------------------------------------- inputs
+@dataclass(frozen=True, slots=True)
+class Command:
+    cmd_id: int
+    kind: str  # sit, leave, commit, reveal, action, snapshot, void, close, stand
+    player_id: str
+    payload: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Tick:
+    """Time passed (the shell's timer, armed by :class:`Arm`, or its steady beat)."""
+
+
+class Result(StrEnum):
+    COMMITTED = "committed"  # stored; ``data`` is the op's answer
+    REFUSED = "refused"  # not stored, by rule: ``error`` says why (a seat taken, no balance…)
+    FENCED = "fenced"  # not stored: another node holds the table's lease now
+    CONFLICT = "conflict"  # not stored: the store holds something else than memory believes
+    FAILED = "failed"  # not stored: the store could not be reached
+    AMBIGUOUS = "ambiguous"  # unknown: the COMMIT's answer was lost
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    op_id: int
+    result: Result
+    data: Any = None
+    error: RuleError | None = None
+
+
+class Lease(StrEnum):
+    LOST = "lost"  # the heartbeat found the lease gone: another node may hold the table
+    HANDOFF = "handoff"  # hand the table over as soon as no hand is in progress
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseEvent:
+    kind: Lease
+
+
+@dataclass(frozen=True, slots=True)
+class Reach:
+    """A player's live connection to this table came (``connected``) or went."""
+
+    player_id: str
+    connected: bool
+
+
+Input = Command | Tick | Outcome | LeaseEvent | Reach
+
+
+# ----------------------------------------------------------------------------- store ops
+@dataclass(frozen=True, slots=True)
+class SitOp:
+    player_id: str
+    seat: int
+    need: int  # D20: the hold a seat must be able to cover
+
+
+@dataclass(frozen=True, slots=True)
+class UnseatOp:
+    """Stand a player up (a leave, the operator's stand), with the leave's records
+    when the leave is a move of the hand in play (D15), in one transaction."""
+
+    player_id: str
+    hand_id: int | None = None
+    hand_no: int = 0
+    records: tuple[dict[str, Any], ...] = ()
+    deadline: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StandLaterOp:
+    seat: int  # stood up as the hand in progress ends
+
+
+@dataclass(frozen=True, slots=True)
+class StatusOp:
+    status: str  # closing
+
+
+@dataclass(frozen=True, slots=True)
+class CloseOp:
+    """Every seat stood up, the table closed."""
+
+
+class NotEnough(Exception):
+    """A new hand could not be held: fewer than min_players can cover their hold (the
+    store's transaction rolled back; the table tries again later)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Started:
+    """What the store held for a new hand: its id, the seats that could cover their
+    hold (D20) with their keys, the server seed it drew and sealed, and the players
+    stood up after max_away hands away (D34)."""
+
+    hand_id: int
+    seed: bytes
+    players: dict[int, str]
+    keys: dict[str, bytes]
+
+
+@dataclass(frozen=True, slots=True)
+class StartOp:
+    """A new hand: the hand row with its sealed server seed, a hold per candidate
+    that can cover it (the others sit out), the header made by ``begin`` (pure: the
+    core's) stored as record 0, the table's next hand number and dealer, and D34's
+    count of hands away — one transaction.  Refused (:class:`NotEnough`) when fewer
+    than min_players can be held.  Answer: (HandRun, stood-up players)."""
+
+    hand_no: int
+    candidates: tuple[tuple[int, str], ...]
+    absent: tuple[str, ...]
+    need: int
+    min_players: int
+    max_away: int
+    begin: Callable[[Started], tuple[HandRun, int]]  # -> (hand, dealer)
+
+
+@dataclass(frozen=True, slots=True)
+class RecordsOp:
+    """Records of one hand and its clock (the group commit's write)."""
+
+    hand_no: int
+    hand_id: int
+    records: tuple[dict[str, Any], ...]
+    deadline: int | None
+    status: str | None = None  # "playing" once the deal is stored
+
+
+@dataclass(frozen=True, slots=True)
+class SeedOp:
+    kind: str  # commit or reveal
+    hand_id: int
+    seat: int
+    value: bytes
+    psig: str
+
+
+@dataclass(frozen=True, slots=True)
+class FinishOp:
+    """Settle once (D19) or release every hold (a void, D33), publish the transcript,
+    move the table's head, stand up ``stand_up`` (D31) and the seats the operator
+    asked to stand up.  Answer: the players stood up (None: it had ended already)."""
+
+    hand_id: int
+    transcript: dict[str, Any]
+    holds: dict[int, tuple[str, int]]
+    settlement: Any  # verifier.settle.Settlement | None
+    void_reason: str | None
+    stand_up: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class VoidUnreadableOp:
+    stored: StoredHand
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class QuarantineOp:
+    hand_id: int
+    keep: int  # records from this number on are set aside (D33)
+
+
+Op = (
+    SitOp | UnseatOp | StandLaterOp | StatusOp | CloseOp | StartOp | RecordsOp | SeedOp | FinishOp | VoidUnreadableOp
+) | QuarantineOp
+
+
+@dataclass(frozen=True, slots=True)
+class Loaded:
+    """What a load answers: the table's row and seats, its unfinished hand, and the
+    transcript of the hand memory last had if that one has ended meanwhile."""
+
+    facts: TableFacts
+    stored: StoredHand | None
+    ended_transcript: dict[str, Any] | None = None
+
+
+# ----------------------------------------------------------------------------- effects
+@dataclass(frozen=True, slots=True)
+class Write:
+    op_id: int
+    op: Op
+
+
+@dataclass(frozen=True, slots=True)
+class Load:
+    op_id: int
+    ended_of: int | None  # a hand id: answer its transcript if it has ended
+
+
+@dataclass(frozen=True, slots=True)
+class TellAll:
+    message: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class TellSeats:
+    seats: dict[int, str]
+    stood: list[dict[str, Any]] = field(default_factory=list)  # the seats this change stood up, and why
+
+
+@dataclass(frozen=True, slots=True)
+class TellPhase:
+    hand: HandRun
+    deadline: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class TellUpdate:
+    hand: HandRun
+    record: dict[str, Any]
+    events: list[Event]
+    deadline: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class TellResult:
+    hand: HandRun
+    transcript: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class TellResumed:
+    """Each connected player gets ``resumed`` with its snapshot."""
+
+
+@dataclass(frozen=True, slots=True)
+class Signed:
+    """A signature a reply carries (an ack, a head), made by the shell as it sends
+    the reply: signed once, and never for a reply nobody reads (the simulator)."""
+
+    make: Callable[[], dict[str, Any]]
+
+
+def resolve(result: dict[str, Any] | None) -> dict[str, Any]:
+    """A reply as it is sent: its :class:`Signed` parts signed."""
+    if not result:
+        return {}
+    return {k: v.make() if isinstance(v, Signed) else v for k, v in result.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    cmd_id: int
+    result: dict[str, Any] | None = None
+    error: RuleError | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Arm:
+    at: int | None  # ms; None: nothing is due
+
+
+@dataclass(frozen=True, slots=True)
+class LetGo:
+    """This node no longer serves the table: tell every client ``moved`` and close its
+    socket (they reconnect and are sent to the owner), release the lease if
+    ``release`` (a hand-over), and stop."""
+
+    release: bool
+    why: str
+
+
+@dataclass(frozen=True, slots=True)
+class Charge:
+    """The clock charged a seat (a timeout, a null commitment, a withheld reveal): for
+    the simulator's checks and the metrics."""
+
+    hand_id: int
+    seat: int
+    kind: str
+    at: int
+
+
+Effect = (
+    Write | Load | TellAll | TellSeats | TellPhase | TellUpdate | TellResult | TellResumed | Reply | Arm | LetGo
+) | Charge
+
+
+@dataclass
+class Pending:
+    """The one op in flight: what to release when it commits (stored before told),
+    the command it answers, and how to tell after an unknown outcome whether it was
+    stored (judged on the reloaded state)."""
+
+    op_id: int
+    op: Op
+    since: int
+    after: list[Effect] = field(default_factory=list)
+    cmd: Command | None = None
+    settled: Callable[[], dict[str, Any] | None] | None = None
+    on_commit: Callable[[Any], dict[str, Any] | None] | None = None  # may give the reply
+    on_refused: Callable[[RuleError | None], None] | None = None
+    judged: Any = None  # the command's move as the table judged it (service.tablecore.commands.Judged)

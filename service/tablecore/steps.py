@@ -1,0 +1,371 @@
+"""The hand's own steps, from its start to its settlement, and the clock (D37).
+
+:meth:`Steps.advance` moves the table on when nobody needs to be waited for (every
+commitment in, the hand ended, a departure signed during the seed phases, a table
+closing); :meth:`Steps.fire` does what the clock says once it has run out.  Each
+step makes its record in memory and asks the store for one op; what it tells goes
+out when the op has committed (:mod:`service.tablecore.core`).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from service.handrun import HandRun
+from service.tablecore import io
+from service.tablecore.clock import Reachability
+from service.tablecore.phase import HandPhase
+from service.tablecore.state import CoreConfig, TableFacts
+from verifier.errors import RuleError
+from verifier.hand import Action, TimeOut, action_to_json
+from verifier.record import HandRecorder
+from verifier.settle import hold_amount
+
+if TYPE_CHECKING:
+    from service.keys import ServerKeys
+
+log = logging.getLogger("rummy.table")
+
+
+class Steps:
+    table_id: str
+    keys: ServerKeys
+    cfg: CoreConfig
+    facts: TableFacts | None
+    hand: HandRun | None
+    reach: Reachability
+    pending: io.Pending | None
+    next_start: int | None
+    handoff: bool
+    hands_finished: int
+    to_void: tuple[str, int | None] | None
+    unreadable: io.VoidUnreadableOp | None
+
+    def emit(self, effect: io.Effect) -> None:
+        raise NotImplementedError
+
+    def write(self, op: io.Op, now: int, **kw: Any) -> io.Pending:
+        raise NotImplementedError
+
+    def _let_go(self, why: str, *, release: bool) -> None:
+        raise NotImplementedError
+
+    @property
+    def paused(self) -> bool:
+        raise NotImplementedError
+
+    # -- what is due ------------------------------------------------------------------
+    def charged(self, hand: HandRun) -> list[int]:
+        """The seats the clock would charge if it ran out now."""
+        phase = hand.phase
+        if phase is HandPhase.COMMIT:
+            return [s for s in hand.players if s not in hand.commits]
+        if phase is HandPhase.REVEAL:
+            rec = hand.recorder
+            return [s for s in hand.players if rec.commit_of(s) is not None and s not in hand.seeds]
+        if phase is HandPhase.PLAY:
+            state = hand.recorder.state
+            return [] if state is None else [state.turn]
+        return []
+
+    def deadline(self, hand: HandRun) -> int | None:
+        """The hand's clock: its deadline by the log, held back for every seat it would
+        charge until that seat has had its grace (D37)."""
+        base = hand.base_deadline()
+        if base is None:
+            return None
+        phase = hand.phase
+        window = (
+            self.cfg.commit_ms
+            if phase is HandPhase.COMMIT
+            else self.cfg.reveal_ms
+            if phase is HandPhase.REVEAL
+            else 1000 * hand.recorder.rules.turn_seconds
+        )
+        for s in self.charged(hand):
+            base = max(base, self.reach.charge_from(hand.players[s], self.cfg, window))
+        return base
+
+    def due(self, now: int) -> int | None:
+        """When the clock runs out next; None while the house is at fault or nothing waits."""
+        if self.paused or self.pending is not None or self.facts is None:
+            return None
+        hand = self.hand
+        if hand is not None:
+            if hand.phase in (HandPhase.DEAL, HandPhase.FINISHING):
+                return now
+            return self.deadline(hand)
+        if self.next_start is None:
+            return None
+        at = self.next_start
+        for p in self.facts.seats.values():  # no deal while a seated player may yet come back
+            if p not in self.reach.connected:
+                at = max(at, self.reach.charge_from(p, self.cfg))
+        return at
+
+    # -- moving on --------------------------------------------------------------------
+    def advance(self, now: int) -> bool:
+        """One step that waits for nobody; True if it did something."""
+        facts = self.facts
+        assert facts is not None
+        if self.unreadable is not None:
+            op, self.unreadable = self.unreadable, None
+            log.error("table %s: hand %d voided without a transcript: %s", self.table_id, op.stored.hand_no, op.reason)
+            self.write(op, now)
+            return True
+        hand = self.hand
+        if hand is None:
+            if self.handoff:
+                self._let_go("handed over between hands", release=True)
+                return True
+            if facts.status == "closing":
+                self._close(now)
+                return True
+            self._schedule_start(now)
+            return False
+        if self.to_void is not None:
+            reason, keep = self.to_void
+            if keep is not None:
+                self.to_void = (reason, None)
+                self.write(io.QuarantineOp(hand.hand_id, keep), now)
+            else:
+                self.to_void = None
+                self.void(hand, reason, now)
+            return True
+        phase = hand.phase
+        if phase is HandPhase.FINISHING:
+            self.finish(hand, now)
+            return True
+        if phase is HandPhase.COMMIT and len(hand.commits) == len(hand.players):
+            self.close_commits(hand, now)
+            return True
+        if phase is HandPhase.REVEAL and not self.charged(hand):
+            self.close_reveals(hand, now)
+            return True
+        return False
+
+    def fire(self, now: int) -> bool:
+        """The clock has run out: its move (D16, D21, D29) or the next hand."""
+        due = self.due(now)
+        if due is None or due > now:
+            return False
+        hand = self.hand
+        if hand is None:
+            self.next_start = None
+            self.start(now)
+            return True
+        for s in self.charged(hand):
+            self.emit(io.Charge(hand.hand_id, s, hand.phase.value, now))
+        phase = hand.phase
+        if phase is HandPhase.COMMIT:
+            self.close_commits(hand, now)
+        elif phase is HandPhase.REVEAL:
+            self.close_reveals(hand, now)
+        elif phase is HandPhase.DEAL:
+            self.deal(hand, now)
+        else:
+            state = hand.recorder.state
+            assert state is not None
+            self.apply(hand, TimeOut(state.turn), None, now)  # D16: the clock moves for the seat
+        return True
+
+    def _schedule_start(self, now: int) -> None:
+        facts = self.facts
+        assert facts is not None
+        if facts.status != "open" or len(facts.seats) < facts.rules.min_players:
+            self.next_start = None
+        elif self.next_start is None:
+            self.next_start = now + self.cfg.next_hand_ms
+
+    # -- the start ----------------------------------------------------------------------
+    def start(self, now: int) -> None:
+        """A new hand for the connected seats that can cover their hold (D20); absent
+        seats sit it out, and are stood up after ``max_away`` hands away (D34)."""
+        facts = self.facts
+        assert facts is not None
+        rules = facts.rules
+        live = self.reach.connected
+        candidates = tuple((s, p) for s, p in sorted(facts.seats.items()) if p in live)
+        absent = tuple(p for p in facts.seats.values() if p not in live)
+        if len(candidates) < rules.min_players:
+            self.next_start = now + max(1000, self.cfg.next_hand_ms)
+            return
+        hand_no = facts.next_hand_no
+        need = hold_amount(rules.point_value)
+        prev_dealer, prev_head = facts.dealer, facts.head
+
+        def begin(st: io.Started) -> tuple[HandRun, int]:
+            order = sorted(st.players)
+            dealer = next((s for s in order if prev_dealer is not None and s > prev_dealer), order[0])
+            recorder = HandRecorder(
+                signer=self.keys.signer,
+                table_id=self.table_id,
+                hand_no=hand_no,
+                rules=rules,
+                seats=[(s, st.players[s], st.keys[st.players[s]]) for s in order],
+                dealer=dealer,
+                server_seed=st.seed,
+                prev_head=prev_head,
+                commit_ms=self.cfg.commit_ms,
+                reveal_ms=self.cfg.reveal_ms,
+            )
+            hand = HandRun(st.hand_id, hand_no, recorder, dict(st.players), dict.fromkeys(st.players, need))
+            recorder.open(hand.next_t(now))
+            return hand, dealer
+
+        def started(data: tuple[HandRun, int, list[str]]) -> None:
+            hand, dealer, stood = data
+            facts.next_hand_no = hand_no + 1
+            facts.dealer = dealer
+            self.hand = hand
+            if stood:
+                log.info("table %s: stood up after %d hands away: %s", self.table_id, facts.max_away, stood)
+                told = facts.stand(stood, "away", "D34", hand_no, now)
+                self.emit(io.TellSeats(facts.seats, told))
+            self.emit(io.TellPhase(hand, self.deadline(hand)))
+
+        def refused(_: RuleError | None) -> None:
+            self.next_start = now + max(1000, self.cfg.next_hand_ms)
+
+        op = io.StartOp(hand_no, candidates, absent, need, rules.min_players, facts.max_away, begin)
+        self.write(op, now, on_commit=started, on_refused=refused)
+
+    # -- the seed phases and the deal -----------------------------------------------------
+    def _store(self, hand: HandRun, records: list[dict[str, Any]], now: int, **kw: Any) -> io.Pending:
+        op = io.RecordsOp(hand.hand_no, hand.hand_id, tuple(records), self.deadline(hand), kw.pop("status", None))
+        return self.write(op, now, **kw)
+
+    def close_commits(self, hand: HandRun, now: int) -> None:
+        everyone = len(hand.commits) == len(hand.players)
+        hand.recorder.commitments(hand.commits, hand.next_t(now, 0 if everyone else hand.window_end()))
+        self._store(hand, hand.recorder.records[1:2], now, on_commit=lambda _: self._tell_phase(hand))
+
+    def _tell_phase(self, hand: HandRun) -> None:
+        self.emit(io.TellPhase(hand, self.deadline(hand)))
+
+    def close_reveals(self, hand: HandRun, now: int) -> None:
+        rec = hand.recorder
+        everyone = not self.charged(hand)
+        rec.reveal(hand.seeds, hand.next_t(now, 0 if everyone else hand.window_end()))
+        self.deal(hand, now)
+
+    def deal(self, hand: HandRun, now: int) -> None:
+        """Record 3: the deal, stored with the reveals in one write; the departures
+        signed during the seed phases follow (advance)."""
+        rec = hand.recorder
+        record, events = rec.deal(hand.next_t(now))
+        if rec.voided:  # no seat was dealt in (D29): finish follows
+            self._store(hand, rec.records[2:4], now)
+            return
+        hand.note_turns(record)
+        self._store(hand, rec.records[2:4], now, status="playing", on_commit=lambda _: self._told(hand, record, events))
+
+    def _told(self, hand: HandRun, record: dict[str, Any], events: list[Any]) -> None:
+        self.emit(io.TellUpdate(hand, record, events, self.deadline(hand)))
+
+    # -- moves ------------------------------------------------------------------------------
+    def apply(
+        self, hand: HandRun, action: Action, psig: dict[str, Any] | None, now: int, cmd: io.Command | None = None
+    ) -> None:
+        """Check, store, then tell: the one path every move takes."""
+        rec = hand.recorder
+        at_least = hand.turn_end() if isinstance(action, TimeOut) else 0
+        state, record, events = rec.prepare(action, psig, hand.next_t(now, at_least))
+        rec.accept(state, record)  # memory first; if the store fails, the table reloads
+        hand.note_turns(record)
+        i, h, t = record["i"], record["h"], record["t"]
+
+        def ack(of: HandRun) -> io.Signed | None:
+            """A player's move is answered with the server's signed ack (docs/fairness.md
+            §15), which is also its record's signed head: ``arrived`` is the record's t."""
+            if psig is None:  # the clock's move: nobody to answer
+                return None
+            move = action_to_json(action)
+            return io.Signed(lambda: of.recorder.ack(action.seat, move, psig["prev"], psig["sig"], arrived=t, i=i))
+
+        def committed(_: Any) -> dict[str, Any]:
+            self._told(hand, record, events)
+            return {"i": i, "h": h, "ack": ack(hand)}
+
+        def settled() -> dict[str, Any] | None:
+            now_hand = self.hand
+            if now_hand is None or now_hand.hand_id != hand.hand_id:
+                return None  # the hand ended meanwhile; its result says what happened
+            recs = now_hand.recorder.records
+            return {"i": i, "h": h, "ack": ack(now_hand)} if len(recs) > i and recs[i]["h"] == h else None
+
+        self._store(hand, [record], now, cmd=cmd, on_commit=committed, settled=settled)
+
+    # -- the end ----------------------------------------------------------------------------
+    def void(self, hand: HandRun, reason: str, now: int, cmd: io.Command | None = None) -> dict[str, Any]:
+        """D33: a void record after what replays; finish follows (nothing is settled)."""
+        hand.recorder.void(reason[:500], hand.next_t(now))
+        result = {"voided": hand.hand_id, "reason": reason}
+        self._store(hand, hand.recorder.records[-1:], now, cmd=cmd, on_commit=lambda _: result)
+        return result
+
+    def finish(self, hand: HandRun, now: int) -> None:
+        """Settle once (D19) or release (a void, D33), publish the transcript, free the
+        table for the next hand."""
+        facts = self.facts
+        assert facts is not None
+        rec = hand.recorder
+        transcript = rec.transcript(seed_revealed=hand.seed_revealed)
+        settlement = None
+        if not rec.voided:
+            assert rec.state is not None and rec.state.result is not None
+            settlement = rec.state.result.settlement
+        op = io.FinishOp(
+            hand.hand_id,
+            transcript,
+            {s: (hand.players[s], hand.holds[s]) for s in hand.players},
+            settlement,
+            str(rec.records[-1]["reason"]) if rec.voided else None,
+            tuple(hand.players[s] for s in clock_dropped(rec.records)),  # D31
+        )
+
+        absent = op.stand_up
+
+        def finished(stood: list[str] | None) -> None:
+            facts.head = str(transcript["head"])
+            if stood:  # D31; seats left before the deal (D36) or stood up by the operator, as the hand ends
+                asked = set(stood) & set(facts.after_hand)
+                clock = set(absent) & set(stood) - asked
+                told = facts.stand(clock, "clock", "D31", hand.hand_no, now)
+                for player_id in sorted(set(stood) - clock):
+                    # "after_hand" when this node did not hear why (a reload in between)
+                    reason, rule = facts.after_hand.get(player_id, ("after_hand", None))
+                    told += facts.stand({player_id}, reason, rule, hand.hand_no, now)
+                self.emit(io.TellSeats(facts.seats, told))
+            facts.after_hand = {p: why for p, why in facts.after_hand.items() if p in facts.seats.values()}
+            self.hand = None
+            self.hands_finished += 1
+            log.info("table %s: hand %d %s", self.table_id, hand.hand_no, "voided" if rec.voided else "settled")
+            self.emit(io.TellResult(hand, transcript))
+
+        self.write(op, now, on_commit=finished)
+
+    def _close(self, now: int) -> None:
+        """A closing table closes once its hand is over: every seat is stood up."""
+        facts = self.facts
+        assert facts is not None
+
+        def closed(_: Any) -> dict[str, Any]:
+            facts.status = "closed"
+            told = facts.stand(set(facts.seats.values()), "closed", None, None, now)
+            self.emit(io.TellSeats(facts.seats, told))
+            self.emit(io.TellAll({"type": "closed", "table_id": self.table_id, "message": "the table is closed"}))
+            return {"id": self.table_id, "status": "closed"}
+
+        self.write(io.CloseOp(), now, on_commit=closed)
+
+
+def clock_dropped(records: list[dict[str, Any]]) -> list[int]:
+    """Seats the clock dropped (D31: stood up when the hand ends)."""
+    return [
+        int(e["seat"])
+        for r in records
+        for e in r.get("events", ())
+        if e["kind"] == "drop" and e["data"].get("reason") == "clock"
+    ]

@@ -1,0 +1,658 @@
+"""A deterministic simulation of many tables: the real table core
+(service.tablecore), a simulated store (tests/sim/store.py), simulated players who
+sign their moves with real Ed25519 keys, a virtual clock, and faults injected at the
+boundaries where effects leave the core: a node crash, the store unreachable, hung,
+slow or full, a COMMIT whose answer is lost, a lease lost and taken by another node,
+a frozen node, clients that drop and come back after a random backoff, slow readers.
+
+Everything random comes from one seed; the same seed and fault list replay the same
+run.  After every step the invariants are checked (:class:`Violation` names the
+first broken one); see tests/test_sim.py and bench/sim_soak.py.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import random
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from service.keys import ServerKeys
+from service.tablecore import io
+from service.tablecore.core import TableCore
+from service.tablecore.phase import HandPhase
+from service.tablecore.state import CoreConfig
+from tests.sim.store import SimStore
+from verifier.chain import commit_move, move_body, reveal_move
+from verifier.fairness import PROTOCOL_V2, player_commit
+from verifier.hand import Discard, Drop, Phase, TableRules, action_to_json
+from verifier.signing import Signer
+from verifier.transcript import verify_transcript
+
+logging.getLogger("rummy.table").setLevel(logging.ERROR)  # the faults are many; their log is the trace
+
+SECOND = 1000
+BEAT = SECOND  # the shell's steady tick (service.table: beat_seconds)
+LEASE = 8 * SECOND  # a frozen node loses its leases after this long
+TURN_MS = 4 * SECOND
+STORE_WIDE = ("unreachable", "hung", "slow", "full")
+KINDS = ("crash", "unreachable", "hung", "slow", "full", "lost_reply", "takeover", "freeze", "drop", "slow_reader")
+
+
+@dataclass(frozen=True, order=True)
+class Fault:
+    at: int
+    kind: str
+    table: int  # which table (store-wide faults: ignored)
+    duration: int
+    player: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.kind}@{self.at / 1000:.1f}s t{self.table} p{self.player} for {self.duration / 1000:.1f}s"
+
+
+class Violation(AssertionError):
+    def __init__(self, at: int, table: str, what: str) -> None:
+        super().__init__(f"t={at / 1000:.3f}s table {table}: {what}")
+        self.at, self.table, self.what = at, table, what
+
+
+@dataclass
+class Player:
+    pid: str
+    signer: Signer
+    seat_table: str
+    conn: TableCore | None = None  # the core this player's socket is attached to
+    connected_at: int = 0
+    look_gen: int = 0
+    slow_until: int = 0
+    seeds: dict[int, bytes] = field(default_factory=dict)  # hand id -> my seed
+
+
+@dataclass
+class SimTable:
+    tid: str
+    index: int
+    core: TableCore | None = None
+    epoch: int = 1
+    players: list[Player] = field(default_factory=list)
+    frozen_until: int = 0
+    held: deque[io.Input] = field(default_factory=deque)  # inputs held while frozen
+    arm_gen: int = 0
+    lost_reply: int = 0  # the next n ops are applied but answered ambiguous
+    # the house's fault, as the checker sees it (independently of the core)
+    fault_open: bool = False
+    cause_end: int = 0
+    ok_at: int = -(10**12)
+    last_progress: int = 0
+    touched: set[int] = field(default_factory=set)  # hand ids a fault touched
+    reached: dict[str, int] = field(default_factory=dict)  # since ok_at: when each player could reach the owner
+    refused: dict[str, int] = field(default_factory=dict)  # D35: when the house last refused a player's move
+    cmds: dict[int, tuple[str, str]] = field(default_factory=dict)  # command id -> (player, kind)
+    seq: int = 0
+    trace: deque[str] = field(default_factory=lambda: deque(maxlen=80))
+    rng: random.Random = field(default_factory=random.Random)
+
+
+class World:
+    def __init__(
+        self,
+        seed: int,
+        *,
+        tables: int = 20,
+        seats: int = 2,
+        duration: int = 600 * SECOND,
+        faults: list[Fault] | None = None,
+        fault_rate: float = 1.0,
+        only: set[int] | None = None,
+        stop_after_hands: int | None = None,
+        verify_every: int = 25,
+        cfg: CoreConfig | None = None,
+    ) -> None:
+        self.seed = seed
+        self.rng = random.Random(seed)
+        self.cfg = cfg or CoreConfig(
+            commit_ms=2000, reveal_ms=2000, next_hand_ms=500, grace_ms=3000, reach_ms=3000, hung_ms=1500
+        )
+        self.keys = ServerKeys(
+            Signer(Ed25519PrivateKey.from_private_bytes(self.rng.randbytes(32))), self.rng.randbytes(32)
+        )
+        self.store = SimStore(self.keys, self.rng)
+        self.duration = duration
+        self.now = 0
+        self.events: list[tuple[int, int, int, Callable[[], object]]] = []
+        self._seq = 0
+        self.tables: list[SimTable] = []
+        self.hands_ended = 0
+        self.verified = 0
+        self.verify_every = verify_every
+        self.steps = 0
+        self.stop_after_hands = stop_after_hands
+        self.store_faults: list[Fault] = []
+        self.injected: dict[str, int] = {}
+        rules = TableRules(seats=4, turn_seconds=TURN_MS // 1000, max_missed_turns=2, min_players=2)
+        self.n_tables = tables
+        for n in range(tables):
+            if only is not None and n not in only:
+                continue
+            tid = f"t{n}"
+            self.store.add_table(tid, rules)
+            # each table draws from its own stream: a table replays alone (shrinking)
+            t = SimTable(tid, n, rng=random.Random(f"{seed}/{tid}"))
+            self.store.rngs[tid] = random.Random(f"{seed}/{tid}/store")
+            for k in range(seats):
+                signer = Signer(Ed25519PrivateKey.from_private_bytes(t.rng.randbytes(32)))
+                pid = f"p{n}_{k}"
+                self.store.add_player(pid, signer.public_bytes, 10**7)
+                self.store.tables[tid].facts.seats[k] = pid
+                t.players.append(Player(pid, signer, tid))
+            self.tables.append(t)
+        if faults is None:
+            faults = self.random_faults(fault_rate)
+        self.by_index = {t.index: t for t in self.tables}
+        self.faults = sorted(f for f in faults if f.kind in STORE_WIDE or f.table in self.by_index)
+        for f in self.faults:
+            self.at(f.at, lambda f=f: self._fault(f))
+        for t in self.tables:
+            self.at(t.rng.randrange(0, 200), lambda t=t: self._boot(t), t)
+            self.at(BEAT, lambda t=t: self._beat(t), t)
+        self.at(10 * SECOND, self._stall_check)
+
+    # -- the schedule ---------------------------------------------------------------------
+    def random_faults(self, rate: float) -> list[Fault]:
+        """About ``rate`` faults a table every 5 virtual minutes, none in the last minute
+        (the run drains)."""
+        out: list[Fault] = []
+        n = int(rate * self.n_tables * self.duration / (300 * SECOND))
+        end = max(1, self.duration - 60 * SECOND)
+        for _ in range(n):
+            kind = self.rng.choice(KINDS)
+            dur = {
+                "crash": self.rng.randrange(1, 20) * SECOND,
+                "unreachable": self.rng.randrange(1, 30) * SECOND,
+                "hung": self.rng.randrange(1, 30) * SECOND,
+                "slow": self.rng.randrange(2, 20) * SECOND,
+                "full": self.rng.randrange(2, 30) * SECOND,
+                "freeze": self.rng.randrange(4, 30) * SECOND,
+                "drop": self.rng.randrange(0, 10) * SECOND,
+                "slow_reader": self.rng.randrange(1, 10) * SECOND,
+            }.get(kind, 0)
+            out.append(
+                Fault(
+                    self.rng.randrange(5 * SECOND, end),
+                    kind,
+                    self.rng.randrange(self.n_tables),
+                    dur,
+                    self.rng.randrange(4),
+                )
+            )
+        return out
+
+    def at(self, when: int, fn: Callable[[], object], t: SimTable | None = None) -> None:
+        """Run ``fn`` at ``when``; events of one table at one moment keep their order
+        whatever the other tables do (a table replays alone)."""
+        if t is None:
+            self._seq += 1
+            heapq.heappush(self.events, (when, -1, self._seq, fn))
+        else:
+            t.seq += 1
+            heapq.heappush(self.events, (when, t.index, t.seq, fn))
+
+    def run(self) -> World:
+        while self.events:
+            when, _, _, fn = heapq.heappop(self.events)
+            if when > self.duration:
+                break
+            if self.stop_after_hands is not None and self.hands_ended >= self.stop_after_hands:
+                break
+            self.now = when
+            fn()
+        self._final_check()
+        return self
+
+    # -- feeding a core ---------------------------------------------------------------------
+    def feed(self, t: SimTable, core: TableCore, inp: io.Input) -> None:
+        if core is t.core and self.now < t.frozen_until:
+            t.held.append(inp)
+            return
+        if core.gone and not isinstance(inp, io.Command):
+            return
+        self.steps += 1
+        fx = core.step(inp, self.now)
+        done = [_effect(e) for e in fx if not isinstance(e, io.Arm)]
+        if done or not isinstance(inp, io.Tick):  # a tick that did nothing is left out of the trace
+            who = "" if core is t.core else "old node: "
+            t.trace.append(f"{self.now / 1000:.3f} {who}{_short(inp)} -> {', '.join(done) or '-'}")
+        self._effects(t, core, fx)
+
+    def _effects(self, t: SimTable, core: TableCore, fx: list[io.Effect]) -> None:
+        # a charge is judged by what was known of the house's faults when it was made
+        charges = [(e, self._grace_of(t, core, e)) for e in fx if isinstance(e, io.Charge)]
+        for e in fx:
+            if isinstance(e, io.Write):
+                self._write(t, core, e, charges)
+                charges = []
+            elif isinstance(e, io.Load):
+                self._load(t, core, e)
+            elif isinstance(e, io.Arm):
+                if core is t.core and e.at is not None:
+                    t.arm_gen += 1
+                    gen = t.arm_gen
+                    self.at(max(e.at, self.now), lambda gen=gen: gen == t.arm_gen and self._tick(t), t)
+            elif isinstance(e, io.Reply):
+                sent = t.cmds.pop(e.cmd_id, None)
+                if e.error is not None and e.error.code in ("unavailable", "moved", "shutting_down"):
+                    if sent is not None and sent[1] in ("commit", "reveal", "action") and core is t.core:
+                        t.refused[sent[0]] = self.now
+                    self._retry_soon(t)
+            elif isinstance(e, io.TellPhase | io.TellUpdate | io.TellResumed | io.TellSeats):
+                self._look_all(t)
+            elif isinstance(e, io.TellResult):
+                self._look_all(t)
+            elif isinstance(e, io.LetGo):
+                for p in t.players:
+                    if p.conn is core:
+                        self._disconnect(t, p, reconnect=True)
+
+    def _tick(self, t: SimTable) -> None:
+        if t.core is not None:
+            self.feed(t, t.core, io.Tick())
+
+    def _beat(self, t: SimTable) -> None:
+        self._tick(t)
+        self.at(self.now + BEAT, lambda: self._beat(t), t)
+
+    # -- the store, with its faults ------------------------------------------------------------
+    def _store_fault(self, kind: str, when: int) -> Fault | None:
+        if self.store_faults and self.store_faults[0].at + self.store_faults[0].duration < self.now - 60 * SECOND:
+            self.store_faults = [f for f in self.store_faults if f.at + f.duration >= self.now - 60 * SECOND]
+        for f in self.store_faults:
+            if f.kind == kind and f.at <= when < f.at + f.duration:
+                return f
+        return None
+
+    def _house_fault(self, t: SimTable, cause_end: int) -> None:
+        if not t.fault_open:
+            t.fault_open = True
+            t.trace.append(f"{self.now / 1000:.3f} HOUSE FAULT until at least {cause_end / 1000:.3f}")
+        t.cause_end = max(t.cause_end, cause_end)
+        core = t.core
+        if core is not None and core.hand is not None:
+            t.touched.add(core.hand.hand_id)
+
+    def _house_ok(self, t: SimTable) -> None:
+        if t.fault_open and self.now >= t.cause_end:
+            self._ok(t)
+
+    def _ok(self, t: SimTable) -> None:
+        t.fault_open = False
+        t.ok_at = self.now
+        t.reached = {p.pid: self.now for p in t.players if p.conn is not None and p.conn is t.core}
+        t.trace.append(f"{self.now / 1000:.3f} HOUSE OK")
+
+    def _latency(self, t: SimTable) -> int:
+        if self._store_fault("slow", self.now) is not None:
+            return t.rng.randrange(100, 3000)
+        return t.rng.randrange(1, 6)
+
+    def _answer_at(self, t: SimTable, kind_write: bool) -> tuple[int, io.Result | None]:
+        """When and how an op sent now comes back (None: it applies)."""
+        lat = self._latency(t)
+        f = self._store_fault("unreachable", self.now)
+        if f is not None:
+            return self.now + lat, io.Result.FAILED
+        if kind_write and self._store_fault("full", self.now) is not None:
+            return self.now + lat, io.Result.FAILED
+        h = self._store_fault("hung", self.now)
+        if h is not None:
+            return h.at + h.duration + lat, None
+        return self.now + lat, None
+
+    def _write(self, t: SimTable, core: TableCore, e: io.Write, charges: list[tuple[io.Charge, str | None]]) -> None:
+        sent = self.now
+        when, result = self._answer_at(t, True)
+        epoch = t.epoch if core is t.core else t.epoch - 1
+
+        def done() -> None:
+            res, data, err = result, None, None
+            if res is None and self._store_fault("unreachable", self.now) is not None:
+                res = io.Result.AMBIGUOUS  # the connection broke with the COMMIT in flight
+                if t.rng.random() < 0.5:
+                    res = None
+            if res is None:
+                try:
+                    data = self.store.run(t.tid, epoch, e.op)
+                    res = io.Result.COMMITTED
+                except Exception as exc:
+                    from service.tablestore import outcome
+
+                    o = outcome(e.op_id, exc)
+                    res, err = o.result, o.error
+                if isinstance(e.op, io.StartOp | io.FinishOp | io.VoidUnreadableOp):  # the ops that move money
+                    self._check_money(t)
+                if res is io.Result.COMMITTED and t.lost_reply and core is t.core:
+                    t.lost_reply -= 1
+                    res = io.Result.AMBIGUOUS
+            if res in (io.Result.FAILED, io.Result.AMBIGUOUS) or self.now - sent >= self.cfg.hung_ms:
+                if core is t.core:
+                    self._house_fault(t, self.now)
+            if res is io.Result.COMMITTED:
+                if core is t.core:
+                    self._house_ok(t)
+                    t.last_progress = self.now
+                for c, bad in charges:  # the charge took effect: it must have been fair
+                    if bad is not None:
+                        raise Violation(c.at, t.tid, bad)
+                if isinstance(e.op, io.FinishOp):
+                    self._ended(t, e.op)
+            if core.gone or (core is not t.core and t.core is not None and core not in (t.core,)):
+                if not core.gone:
+                    self.feed(t, core, io.Outcome(e.op_id, res, data, err))
+                return
+            self.feed(t, core, io.Outcome(e.op_id, res, data, err))
+
+        self.at(when, done, t)
+
+    def _load(self, t: SimTable, core: TableCore, e: io.Load) -> None:
+        when, result = self._answer_at(t, False)
+
+        def done() -> None:
+            if core is not t.core:
+                return
+            if result is io.Result.FAILED or self._store_fault("unreachable", self.now) is not None:
+                self._house_fault(t, self.now)
+                self.feed(t, core, io.Outcome(e.op_id, io.Result.FAILED))
+                return
+            self._house_ok(t)
+            self.feed(t, core, io.Outcome(e.op_id, io.Result.COMMITTED, self.store.load(t.tid, e.ended_of)))
+
+        self.at(when, done, t)
+
+    # -- nodes ----------------------------------------------------------------------------------
+    def _boot(self, t: SimTable) -> None:
+        """A node takes the table: a new core, loaded from the store; players find it."""
+        core = TableCore(t.tid, self.keys, self.cfg)
+        t.core = core
+        t.held.clear()
+        self.feed(t, core, io.Tick())
+        for p in t.players:
+            self._disconnect(t, p, reconnect=True)
+
+    def _fault(self, f: Fault) -> None:
+        k = f.kind
+        self.injected[k] = self.injected.get(k, 0) + 1
+        if k in STORE_WIDE:
+            self.store_faults.append(f)
+            for t in self.tables:
+                t.trace.append(f"{self.now / 1000:.3f} FAULT {f}")
+            return
+        t = self.by_index[f.table]
+        t.trace.append(f"{self.now / 1000:.3f} FAULT {f}")
+        if k == "lost_reply":
+            t.lost_reply += 1
+        elif k == "crash":
+            if t.core is None:
+                return
+            self._house_fault(t, self.now + f.duration)
+            old, t.core = t.core, None
+            old.refuse_all(_gone())
+            for p in t.players:
+                if p.conn is old:
+                    self._disconnect(t, p, reconnect=True)
+            t.epoch += 1
+            self.store.tables[t.tid].epoch = t.epoch
+            self.at(self.now + f.duration, lambda: self._boot(t), t)
+        elif k == "takeover":
+            self._takeover(t)
+        elif k == "freeze":
+            if t.core is None or self.now < t.frozen_until:
+                return
+            self._house_fault(t, self.now + f.duration)
+            t.frozen_until = self.now + f.duration
+            if f.duration > LEASE:  # its lease runs out: another node takes the table
+                self.at(self.now + LEASE, lambda: self._takeover(t, frozen=True), t)
+            self.at(self.now + f.duration, lambda: self._thaw(t), t)
+        elif k == "drop":
+            p = t.players[f.player % len(t.players)]
+            if p.conn is not None and t.core is not None:
+                self._disconnect(t, p, reconnect=True, after=f.duration)
+        elif k == "slow_reader":
+            p = t.players[f.player % len(t.players)]
+            p.slow_until = self.now + f.duration
+
+    def _takeover(self, t: SimTable, frozen: bool = False) -> None:
+        old = t.core
+        if old is None:
+            return
+        self._house_fault(t, self.now)
+        t.cause_end = self.now  # the new owner serves once it has loaded, whatever the old node does
+        t.epoch += 1
+        self.store.tables[t.tid].epoch = t.epoch
+        held = list(t.held) if frozen else []
+        t.held.clear()
+        was_frozen = t.frozen_until
+        t.frozen_until = 0
+        self._boot(t)
+        if frozen:  # the old node thaws later: it hears it lost the lease then
+            self.at(was_frozen, lambda: self._zombie(t, old, held), t)
+        else:  # its heartbeat notices within a lease
+            self.at(self.now + t.rng.randrange(0, LEASE), lambda: self.feed(t, old, io.LeaseEvent(io.Lease.LOST)), t)
+
+    def _zombie(self, t: SimTable, old: TableCore, held: list[io.Input]) -> None:
+        for inp in held:
+            self.feed(t, old, inp)
+        self.feed(t, old, io.LeaseEvent(io.Lease.LOST))
+
+    def _thaw(self, t: SimTable) -> None:
+        if t.frozen_until == 0 or self.now < t.frozen_until:
+            return
+        t.frozen_until = 0
+        core = t.core
+        if core is None:
+            return
+        held, t.held = list(t.held), deque()
+        self._house_ok_at_thaw(t)
+        for inp in held:
+            self.feed(t, core, inp)
+        self.feed(t, core, io.Tick())
+
+    def _house_ok_at_thaw(self, t: SimTable) -> None:
+        if self.now >= t.cause_end and t.fault_open:
+            self._ok(t)
+
+    # -- players --------------------------------------------------------------------------------
+    def _disconnect(self, t: SimTable, p: Player, *, reconnect: bool, after: int | None = None) -> None:
+        old = p.conn
+        p.conn = None
+        if old is not None and not old.gone and old is t.core:
+            self.feed(t, old, io.Reach(p.pid, False))
+        if reconnect:
+            delay = after if after is not None else t.rng.randrange(100, 4000)
+            self.at(self.now + delay, lambda: self._connect(t, p), t)
+
+    def _connect(self, t: SimTable, p: Player) -> None:
+        core = t.core
+        if p.conn is not None:
+            return
+        if core is None or core.gone:
+            self.at(self.now + t.rng.randrange(200, 3000), lambda: self._connect(t, p), t)
+            return
+        p.conn = core
+        p.connected_at = self.now
+        t.reached.setdefault(p.pid, self.now)
+        self.feed(t, core, io.Reach(p.pid, True))
+        self._look(t, p)
+
+    def _look_all(self, t: SimTable) -> None:
+        for p in t.players:
+            self._look(t, p)
+
+    def _retry_soon(self, t: SimTable) -> None:
+        for p in t.players:
+            self._look(t, p, t.rng.randrange(300, 2000))
+
+    def _look(self, t: SimTable, p: Player, delay: int | None = None) -> None:
+        p.look_gen += 1
+        gen = p.look_gen
+        think = delay if delay is not None else t.rng.randrange(50, 1200)
+        if self.now < p.slow_until:
+            think += t.rng.randrange(1000, 6000)
+        self.at(self.now + think, lambda: gen == p.look_gen and self._act(t, p), t)
+
+    def _act(self, t: SimTable, p: Player) -> None:
+        """What a bot does with what it was last told."""
+        core = p.conn
+        if core is None or core is not t.core or core.gone or core.facts is None:
+            return
+        facts = core.facts
+        if p.pid not in facts.seats.values():
+            if facts.status == "open" and len(facts.seats) < facts.rules.seats:
+                self._send(t, p, "sit", {})
+            return
+        hand = core.hand
+        if hand is None:
+            return
+        seat = hand.seat_of(p.pid)
+        if seat is None:
+            return
+        rec = hand.recorder
+        phase = hand.phase
+        hb = (t.tid, hand.hand_no)
+        if phase is HandPhase.COMMIT and seat not in hand.commits:
+            seed = p.seeds.setdefault(hand.hand_id, t.rng.randbytes(32))
+            c = player_commit(seat, seed)
+            sig = p.signer.sign("move", move_body(*hb, rec.records[0]["h"], commit_move(seat, c)), PROTOCOL_V2)
+            self._send(t, p, "commit", {"hand_no": hand.hand_no, "commit": c.hex(), "sig": sig})
+        elif phase is HandPhase.REVEAL and seat not in hand.seeds and rec.commit_of(seat) is not None:
+            seed = p.seeds.get(hand.hand_id)
+            if seed is None:
+                return
+            sig = p.signer.sign("move", move_body(*hb, rec.records[1]["h"], reveal_move(seat, seed)), PROTOCOL_V2)
+            self._send(t, p, "reveal", {"hand_no": hand.hand_no, "seed": seed.hex(), "sig": sig})
+        elif phase is HandPhase.PLAY and rec.state is not None and rec.state.turn == seat:
+            state = rec.state
+            me = state.seat(seat)
+            if state.phase is Phase.DRAW:
+                first = not me.drawn_any and t.rng.random() < 0.3
+                late = me.drawn_any and state.turn_no > len(state.seats) and t.rng.random() < 0.4
+                move: dict[str, Any] = (
+                    action_to_json(Drop(seat)) if first or late else {"kind": "draw_closed", "seat": seat}
+                )
+            else:
+                cards = [c for c in me.cards if c != me.drawn_this_turn] or list(me.cards)
+                move = action_to_json(Discard(seat, t.rng.choice(cards)))
+            sig = p.signer.sign("move", move_body(*hb, rec.head, move), PROTOCOL_V2)
+            body = {k: v for k, v in move.items() if k != "seat"}
+            self._send(t, p, "action", {"hand_no": hand.hand_no, "action": body, "prev": rec.head, "sig": sig})
+
+    def _send(self, t: SimTable, p: Player, kind: str, payload: dict[str, Any]) -> None:
+        core = p.conn
+        assert core is not None
+        t.seq += 1
+        cmd = io.Command(t.seq, kind, p.pid, payload)
+        t.cmds[t.seq] = (p.pid, kind)
+        self.at(self.now + t.rng.randrange(1, 30), lambda: p.conn is core and self.feed(t, core, cmd), t)
+
+    # -- the invariants --------------------------------------------------------------------------
+    def _check_money(self, t: SimTable) -> None:
+        bad = self.store.check_ledger()
+        if bad is not None:
+            raise Violation(self.now, t.tid, bad)
+
+    def _grace_of(self, t: SimTable, core: TableCore, c: io.Charge) -> str | None:
+        """Why this clock charge is unfair, or None: no charge while the house is at
+        fault, nor before the seat has had its full grace from the moment it could
+        reach the table again (D37).  The house is at fault for a table from the first
+        of its ops a fault touched (failed, ambiguous, or unanswered for hung_ms), its
+        node's crash, freeze or loss of the lease, until the table's first op succeeds
+        after the fault's cause has ended (or its node thaws)."""
+        if core is not t.core:
+            return f"a node that no longer owns the table charged seat {c.seat}"
+        if t.fault_open:
+            return f"seat {c.seat} charged ({c.kind}) while the house is at fault"
+        hand = self.store.hands.get(c.hand_id)
+        if hand is None:
+            return None
+        pid = hand.players[c.seat][0]
+        reach = min(t.reached.get(pid, t.ok_at + self.cfg.reach_ms), t.ok_at + self.cfg.reach_ms)
+        refused = t.refused.get(pid)
+        if refused is not None:
+            window = {"commit": self.cfg.commit_ms, "reveal": self.cfg.reveal_ms}.get(c.kind, TURN_MS)
+            if c.at < refused + window:
+                return (
+                    f"seat {c.seat} charged ({c.kind}) {(c.at - refused) / 1000:.3f}s after its move was refused (D35)"
+                )
+        if c.at < reach + self.cfg.grace_ms:
+            return (
+                f"seat {c.seat} charged ({c.kind}) {(c.at - reach) / 1000:.3f}s after it could reach the table "
+                f"again (the house was back at {t.ok_at / 1000:.3f}s); its grace is {self.cfg.grace_ms / 1000:.1f}s"
+            )
+        return None
+
+    def _ended(self, t: SimTable, op: io.FinishOp) -> None:
+        h = self.store.hands[op.hand_id]
+        if h.settlements > 1:
+            raise Violation(self.now, t.tid, f"hand {op.hand_id} settled twice")
+        if h.transcript is not op.transcript:
+            return  # a repeat: the hand had ended already
+        self.hands_ended += 1
+        if op.hand_id in t.touched or self.hands_ended % self.verify_every == 0:
+            report = verify_transcript(op.transcript, self.keys.signer.public_bytes)
+            self.verified += 1
+            if not report.ok:
+                raise Violation(self.now, t.tid, f"hand {op.hand_id}'s transcript does not verify: {report.failure}")
+
+    def _stall_check(self) -> None:
+        """A table with seated, connected players that the house is not failing makes
+        progress within the rules' bounds."""
+        bound = 60 * SECOND
+        for t in self.tables:
+            core = t.core
+            if core is None or t.fault_open or self.now < t.frozen_until:
+                continue
+            seated = core.facts.seats.values() if core.facts else ()
+            live = [p for p in t.players if p.conn is core and p.pid in seated]
+            if len(live) >= 2 and self.now - max(t.last_progress, t.ok_at, *(p.connected_at for p in live)) > bound:
+                raise Violation(self.now, t.tid, f"stalled: no progress for {bound / 1000:.0f}s with players connected")
+        self.at(self.now + 10 * SECOND, self._stall_check)
+
+    def _final_check(self) -> None:
+        for t in self.tables:
+            if self.store.check_ledger() is not None:
+                raise Violation(self.now, t.tid, str(self.store.check_ledger()))
+        for h in self.store.hands.values():
+            if h.settlements > 1:
+                raise Violation(self.now, h.table_id, f"hand {h.hand_id} settled twice")
+
+
+def _gone() -> Any:
+    from service.tablecore.errors import shutting_down
+
+    return shutting_down()
+
+
+def _effect(e: io.Effect) -> str:
+    if isinstance(e, io.Write):
+        return f"write {e.op_id} {type(e.op).__name__}"
+    if isinstance(e, io.Load):
+        return f"load {e.op_id}"
+    if isinstance(e, io.Reply):
+        return f"reply {e.cmd_id}" + (f" {e.error.code}" if e.error is not None else "")
+    if isinstance(e, io.TellAll):
+        return f"tell {e.message['type']}"
+    if isinstance(e, io.Charge):
+        return f"CHARGE seat {e.seat} ({e.kind})"
+    return type(e).__name__
+
+
+def _short(inp: io.Input) -> str:
+    if isinstance(inp, io.Command):
+        return f"cmd {inp.kind} {inp.player_id} {str(inp.payload.get('action', ''))[:40]}"
+    if isinstance(inp, io.Outcome):
+        return f"outcome {inp.op_id} {inp.result.value}{' ' + inp.error.code if inp.error else ''}"
+    return type(inp).__name__ + ("" if not isinstance(inp, io.Reach) else f" {inp.player_id} {inp.connected}")

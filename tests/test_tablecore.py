@@ -1,0 +1,302 @@
+"""The table core's rules, driven step by step with a virtual clock (issue 17, D37):
+no clock while a write is pending, hung or failing; a seat's grace counted from the
+moment it can reach the table again; a paused/resumed pair, not a flood, and a
+backoff between reloads when the store keeps failing; no deal before the seated
+players are back or their grace is over; a lost lease lets the table go.  The store
+is tests/sim's in-memory one; each op is answered only when the test says so."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from service.keys import ServerKeys
+from service.tablecore import io
+from service.tablecore.core import Mode, TableCore
+from service.tablecore.phase import HandPhase
+from service.tablecore.state import CoreConfig
+from service.tablestore import outcome
+from tests.sim.store import SimStore
+from verifier.chain import commit_move, move_body, reveal_move
+from verifier.fairness import PROTOCOL_V2, player_commit
+from verifier.hand import TableRules
+from verifier.signing import Signer
+
+CFG = CoreConfig(
+    commit_ms=2000, reveal_ms=2000, next_hand_ms=500, grace_ms=5000, reach_ms=4000, hung_ms=1500, freeze_ms=3000
+)
+TURN_MS = 4000
+
+
+class Harness:
+    def __init__(self, players: int = 2, connected: bool = True, turn_ms: int = TURN_MS) -> None:
+        rng = random.Random(7)
+        self.keys = ServerKeys(Signer(Ed25519PrivateKey.from_private_bytes(rng.randbytes(32))), rng.randbytes(32))
+        self.store = SimStore(self.keys, rng)
+        self.store.rngs["t0"] = random.Random(1)
+        self.store.add_table("t0", TableRules(seats=4, turn_seconds=turn_ms // 1000, max_missed_turns=3))
+        self.store.tables["t0"].facts.head = "0" * 64
+        self.signers: dict[str, Signer] = {}
+        for k in range(players):
+            pid = f"p{k}"
+            self.signers[pid] = Signer(Ed25519PrivateKey.from_private_bytes(rng.randbytes(32)))
+            self.store.add_player(pid, self.signers[pid].public_bytes, 10**6)
+            self.store.tables["t0"].facts.seats[k] = pid
+        self.core = TableCore("t0", self.keys, CFG)
+        self.now = 0
+        self.inflight: dict[int, io.Write | io.Load] = {}
+        self.effects: list[tuple[int, io.Effect]] = []
+        self.ids = 0
+        self.step(io.Tick())
+        self.answer_all()
+        if connected:
+            for pid in self.signers:
+                self.step(io.Reach(pid, True))
+
+    # -- driving ---------------------------------------------------------------------------
+    def step(self, inp: io.Input) -> list[io.Effect]:
+        fx = self.core.step(inp, self.now)
+        for e in fx:
+            self.effects.append((self.now, e))
+            if isinstance(e, io.Write | io.Load):
+                self.inflight[e.op_id] = e
+        return fx
+
+    def answer(self, op_id: int, result: io.Result = io.Result.COMMITTED) -> None:
+        e = self.inflight.pop(op_id)
+        if isinstance(e, io.Load):
+            if result is io.Result.COMMITTED:
+                self.step(io.Outcome(op_id, result, self.store.load("t0", e.ended_of)))
+            else:
+                self.step(io.Outcome(op_id, result))
+            return
+        if result is not io.Result.COMMITTED:
+            self.step(io.Outcome(op_id, result))
+            return
+        try:
+            data = self.store.run("t0", self.store.tables["t0"].epoch, e.op)
+        except Exception as err:
+            self.step(outcome(op_id, err))
+        else:
+            self.step(io.Outcome(op_id, result, data))
+
+    def answer_all(self) -> None:
+        while self.inflight:
+            self.answer(min(self.inflight))
+
+    def advance(self, to: int, *, answer: bool = True) -> None:
+        """Tick every 500 ms up to ``to`` (the shell's beat), answering ops as they come."""
+        while self.now < to:
+            self.now = min(to, self.now + 500)
+            self.step(io.Tick())
+            if answer:
+                self.answer_all()
+
+    def send(self, pid: str, kind: str, payload: dict[str, Any]) -> None:
+        self.ids += 1
+        self.step(io.Command(self.ids, kind, pid, payload))
+
+    # -- looking -----------------------------------------------------------------------------
+    def of(self, kind: type, since: int = -1) -> list[Any]:
+        return [e for t, e in self.effects if isinstance(e, kind) and t >= since]
+
+    def charges(self) -> list[tuple[int, io.Charge]]:
+        return [(t, e) for t, e in self.effects if isinstance(e, io.Charge)]
+
+    def told(self, message_type: str) -> list[int]:
+        return [t for t, e in self.effects if isinstance(e, io.TellAll) and e.message["type"] == message_type]
+
+    # -- playing -------------------------------------------------------------------------------
+    def through_seeds(self) -> None:
+        """Every seat commits and reveals: the hand is dealt."""
+        self.advance(self.now + CFG.next_hand_ms + 500)
+        hand = self.core.hand
+        assert hand is not None and hand.phase is HandPhase.COMMIT
+        seeds = {}
+        for seat, pid in hand.players.items():
+            seeds[seat] = bytes([seat + 1]) * 32
+            c = player_commit(seat, seeds[seat])
+            body = move_body("t0", hand.hand_no, hand.recorder.records[0]["h"], commit_move(seat, c))
+            sig = self.signers[pid].sign("move", body, PROTOCOL_V2)
+            self.send(pid, "commit", {"hand_no": hand.hand_no, "commit": c.hex(), "sig": sig})
+            self.answer_all()
+        assert hand.phase is HandPhase.REVEAL
+        for seat, pid in hand.players.items():
+            body = move_body("t0", hand.hand_no, hand.recorder.records[1]["h"], reveal_move(seat, seeds[seat]))
+            sig = self.signers[pid].sign("move", body, PROTOCOL_V2)
+            self.send(pid, "reveal", {"hand_no": hand.hand_no, "seed": seeds[seat].hex(), "sig": sig})
+            self.answer_all()
+        assert hand.phase is HandPhase.PLAY
+
+    def on_turn(self) -> tuple[str, int]:
+        hand = self.core.hand
+        assert hand is not None and hand.recorder.state is not None
+        seat = hand.recorder.state.turn
+        return hand.players[seat], seat
+
+    def draw(self) -> None:
+        hand = self.core.hand
+        assert hand is not None
+        pid, seat = self.on_turn()
+        move = {"kind": "draw_closed", "seat": seat}
+        head = hand.recorder.head
+        sig = self.signers[pid].sign("move", move_body("t0", hand.hand_no, head, move), PROTOCOL_V2)
+        self.send(pid, "action", {"hand_no": hand.hand_no, "action": {"kind": "draw_closed"}, "prev": head, "sig": sig})
+
+
+def turn_began(h: Harness) -> int:
+    hand = h.core.hand
+    assert hand is not None
+    return hand.turn_began
+
+
+# ----------------------------------------------------------------------------- the rules
+def test_the_clock_charges_a_seat_that_does_not_move_at_its_turns_end() -> None:
+    """The ground truth for the tests below: with no fault, the clock moves for the seat
+    at the end of its turn (D16), not before."""
+    h = Harness()
+    h.through_seeds()
+    began = turn_began(h)
+    h.advance(began + TURN_MS + 1000)
+    charges = h.charges()
+    assert len(charges) == 1 and charges[0][1].kind == "play"
+    assert began + TURN_MS <= charges[0][0] <= began + TURN_MS + 500
+
+
+def test_no_clock_while_a_write_is_pending_one_paused_when_it_hangs_and_grace_after() -> None:
+    """A write unanswered for hung_ms pauses the table (told once); no clock runs while it
+    is pending, however long; once it answers, the seat on turn has its full grace."""
+    h = Harness()
+    h.through_seeds()
+    began = turn_began(h)
+    h.draw()  # its write hangs
+    assert len(h.inflight) == 1
+    h.advance(began + 30_000, answer=False)
+    assert h.charges() == [], "the clock ran while a write was pending"
+    assert len(h.told("paused")) == 1
+    assert h.told("paused")[0] <= began + CFG.hung_ms + 500
+    assert h.core.paused
+    back = h.now
+    h.answer_all()
+    assert h.of(io.TellResumed) and not h.core.paused
+    h.advance(back + CFG.grace_ms + TURN_MS)
+    (at, charge), *_ = h.charges()
+    assert at >= back + CFG.grace_ms, "charged within its grace after the store came back"
+
+
+def test_a_frozen_node_takes_the_queued_move_first_and_gives_grace_from_the_thaw() -> None:
+    """Frozen past the turn's end: at the thaw the move that waited in the queue is taken
+    before any clock, and the next seat's clock has its full grace from the thaw."""
+    h = Harness()
+    h.through_seeds()
+    began = turn_began(h)
+    h.now = began + 20_000  # the node stood still for 20 s: no beat, no input
+    h.draw()  # the move that waited in the queue arrives first at the thaw
+    h.answer_all()
+    h.step(io.Tick())
+    assert h.charges() == [], "the clock fired ahead of a queued move"
+    thaw = began + 20_000
+    h.advance(thaw + CFG.grace_ms + TURN_MS)
+    at, _ = h.charges()[0]
+    assert at >= thaw + CFG.grace_ms
+
+
+def test_a_store_that_keeps_failing_backs_off_and_pauses_once() -> None:
+    """A full disk: every write fails, every load works.  The table reloads at most once
+    per backoff step and tells its clients `paused` and `resumed` once, not on every
+    reload; and its clock never runs meanwhile."""
+    h = Harness()
+    h.through_seeds()
+    start = h.now
+    h.draw()
+    for _ in range(400):  # 20 s of a failing disk
+        h.now += 50
+        h.step(io.Tick())
+        for op_id, e in sorted(h.inflight.items()):
+            h.answer(op_id, io.Result.FAILED if isinstance(e, io.Write) else io.Result.COMMITTED)
+        h.draw()  # the client sends its move again and again
+    loads = h.of(io.Load, since=start)
+    assert 3 <= len(loads) <= 12, f"{len(loads)} reloads in 20 s"
+    assert len(h.told("paused")) == 1 and len(h.of(io.TellResumed)) <= 1
+    assert h.charges() == []
+
+
+def test_no_deal_before_the_seated_players_are_back_or_their_grace_is_over() -> None:
+    """After a restart, a hand is not dealt while a seated player has yet to reconnect,
+    until its grace is over; once every seated player is back it is dealt."""
+    h = Harness(players=3, connected=False)
+    loaded = h.now
+    h.step(io.Reach("p0", True))
+    h.step(io.Reach("p1", True))  # two are enough to deal (min_players 2), but p2 is seated too
+    h.advance(loaded + CFG.reach_ms + CFG.grace_ms - 500)
+    assert not h.of(io.Write), "a hand was dealt before p2 could come back"
+    h.step(io.Reach("p2", True))
+    h.advance(h.now + CFG.next_hand_ms + 1000)
+    starts = [e for e in h.of(io.Write) if isinstance(e.op, io.StartOp)]
+    assert len(starts) == 1 and {p for _, p in starts[0].op.candidates} == {"p0", "p1", "p2"}
+
+
+def test_a_seated_player_who_does_not_come_back_sits_out_once_its_grace_is_over() -> None:
+    h = Harness(players=3, connected=False)
+    loaded = h.now
+    h.step(io.Reach("p0", True))
+    h.step(io.Reach("p1", True))
+    h.advance(loaded + CFG.reach_ms + CFG.grace_ms + 1000)
+    starts = [e for e in h.of(io.Write) if isinstance(e.op, io.StartOp)]
+    assert len(starts) == 1 and starts[0].op.absent == ("p2",)
+
+
+def test_a_seats_grace_starts_when_it_reconnects() -> None:
+    """The store fails the move of the seat on turn, and its player's socket goes with
+    it; the table reloads.  The player is back 3 s later: the clock does not charge it
+    before 3 s + its full grace (nor before the reach bound for one who never came back)."""
+    h = Harness()
+    h.through_seeds()
+    pid, _ = h.on_turn()
+    h.draw()
+    (op_id,) = h.inflight
+    h.step(io.Reach(pid, False))
+    h.answer(op_id, io.Result.FAILED)  # not stored: the table reloads
+    assert any(isinstance(e, io.Load) for e in h.inflight.values())
+    reloaded = h.now
+    h.answer_all()
+    assert h.core.mode is Mode.SERVING
+    h.advance(reloaded + 3000)
+    h.step(io.Reach(pid, True))
+    h.advance(reloaded + 3000 + CFG.grace_ms + TURN_MS)
+    at, _ = h.charges()[0]
+    assert at >= reloaded + 3000 + CFG.grace_ms
+
+
+def test_a_lost_lease_lets_the_table_go_and_answers_moved() -> None:
+    h = Harness()
+    h.through_seeds()
+    h.draw()  # in flight
+    fx = h.step(io.LeaseEvent(io.Lease.LOST))
+    assert [e for e in fx if isinstance(e, io.LetGo)] == [io.LetGo(False, "the lease was lost")]
+    replies = [e for e in fx if isinstance(e, io.Reply)]
+    assert replies and all(r.error is not None and r.error.code == "moved" for r in replies)
+    h.send("p0", "sit", {})
+    assert h.of(io.Reply)[-1].error.code == "moved"
+
+
+def test_a_move_the_house_refused_keeps_the_seats_whole_turn() -> None:
+    """D35: the store fails the move of the seat on turn; the table is back at once, but
+    the seat is not charged before a whole turn from the refusal (longer than its grace)."""
+    turn = 10_000
+    assert turn > CFG.grace_ms
+    h = Harness(turn_ms=turn)
+    h.through_seeds()
+    h.advance(turn_began(h) + turn - 2000)  # late in its turn
+    h.draw()
+    (op_id,) = h.inflight
+    h.answer(op_id, io.Result.FAILED)
+    refused = h.now
+    h.answer_all()  # the reload works at once
+    replies = h.of(io.Reply)
+    assert replies[-1].error is not None and replies[-1].error.code == "unavailable"
+    h.advance(refused + turn + 1000)
+    at, _ = h.charges()[0]
+    assert at >= refused + turn
