@@ -71,7 +71,7 @@ exit codes:
   {EXIT_USAGE:<4} usage or bad input: an argument, --data-dir, DATABASE_URL, a key file
   {EXIT_UNREACHABLE:<4} cannot reach the server or the database
   {EXIT_REFUSED:<4} refused by the server or the database (token, login, not found, not allowed)
-  {EXIT_LOCKED:<4} already running: the port, the data directory or the database is in use
+  {EXIT_LOCKED:<4} already running: the port, the data directory, the database or the node id is in use
   {EXIT_INTERNAL:<4} internal error: run again with --debug and report the traceback
   {EXIT_INTERRUPTED:<4} interrupted (Ctrl-C or SIGTERM); bots leave their seats first
 Errors are one line on stderr; --debug adds the traceback."""

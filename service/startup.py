@@ -91,11 +91,12 @@ async def prepare(
     database_url: str | None,
     operator_token: str | None,
     database_source: str = "DATABASE_URL",
-    shared: bool = False,
+    node: str | None = None,
 ) -> Prepared:
-    """A server's ground (module docstring).  ``shared``: a node of a cluster, which
-    holds the database's lock shared with the other nodes; else this server holds it
-    alone.  Expected failures raise a :class:`service.errors.ServiceError` after
+    """A server's ground (module docstring).  ``node``: the id of a node of a
+    cluster, which holds the database's lock shared with the other nodes, and its
+    node id alone (a second live process with that id is refused); else this server
+    holds the database alone.  Expected failures raise a :class:`service.errors.ServiceError` after
     undoing what this call started."""
     url = DatabaseUrl(database_url, database_source) if database_url is not None else None
     if url is not None:
@@ -117,7 +118,7 @@ async def prepare(
             ground.embedded = EmbeddedPostgres(data_dir)
             url = ground.url = DatabaseUrl(await _start_embedded(ground.embedded), "the embedded PostgreSQL")
         try:
-            ground.db_lock = await ServerLock.acquire(url.dsn, shared=shared)
+            ground.db_lock = await ServerLock.acquire(url.dsn, shared=node is not None, node=node)
             conn = await asyncpg.connect(url.dsn, timeout=ACQUIRE_TIMEOUT)
         except DB_ERRORS as e:
             raise database_error(e, url) from e
@@ -241,13 +242,12 @@ async def start_server(
 ) -> Running:
     """:func:`prepare` and :func:`start_app` in one call: a whole server in this
     process."""
-    shared = node is not None and node.cluster
     ground = await prepare(
         data_dir=data_dir,
         database_url=database_url,
         operator_token=operator_token,
         database_source=database_source,
-        shared=shared,
+        node=node.node_id if node is not None and node.cluster else None,
     )
     try:
         return await start_app(ground, host=host, port=port, settings=settings, node=node, page_urls=page_urls)
