@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import os
 import sys
 from pathlib import Path
@@ -19,6 +18,7 @@ import aiohttp
 
 from service import admin
 from service.errors import EXIT_OK, EXIT_REFUSED, EXIT_UNREACHABLE, EXIT_USAGE, CliError
+from service.httpclient import Refused, Rest, Unreachable, reason
 from service.interrupt import Interrupt, run_interruptible
 
 OPERATOR_ENV = "RUMMY_OPERATOR_TOKEN"
@@ -42,41 +42,15 @@ def check_server_url(server: str, flag: str = "--server") -> str:
 async def rest(
     session: aiohttp.ClientSession, server: str, method: str, path: str, token: str | None = None, body: Any = None
 ) -> Any:
-    """One request with the session's timeout; failures as :class:`CliError`."""
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    """One request with a timeout (:mod:`service.httpclient`: a node's 307 followed);
+    failures as :class:`CliError`."""
     try:
-        async with session.request(method, server + path, json=body, headers=headers) as r:
-            text = await r.text()
-            status = r.status
-    except (aiohttp.ClientConnectorError, aiohttp.ServerDisconnectedError, ConnectionError) as e:
-        raise CliError(
-            EXIT_UNREACHABLE, f"cannot reach {server} ({reason(e)}); is `rummy-table serve` running there? (--server)"
-        ) from e
-    except TimeoutError as e:
-        raise CliError(EXIT_UNREACHABLE, f"{server} did not answer within {REQUEST_SECONDS:g} s") from e
-    except aiohttp.ClientError as e:
-        raise CliError(EXIT_UNREACHABLE, f"cannot talk to {server} ({reason(e)})") from e
-    try:
-        data = json.loads(text)
-    except ValueError:
-        raise CliError(
-            EXIT_UNREACHABLE, f"{server} answered {method} {path} with something that is not JSON: is it rummy-table?"
-        ) from None
-    if status >= 400:
-        err = data.get("error") if isinstance(data, dict) else None
-        code = str(err.get("code")) if isinstance(err, dict) else None
-        what = f"{err.get('message')} ({code})" if isinstance(err, dict) else f"HTTP {status}"
-        raise CliError(
-            EXIT_UNREACHABLE if status >= 500 else EXIT_REFUSED, f"the server refused {method} {path}: {what}", code
-        )
-    return data
-
-
-def reason(e: BaseException) -> str:
-    if isinstance(e, aiohttp.ClientConnectorError):
-        err = e.os_error
-        return os.strerror(err.errno) if err.errno else (err.strerror or str(err))
-    return str(e) or type(e).__name__
+        return await Rest(session, server, REQUEST_SECONDS).call(method, path, token, body)
+    except Unreachable as e:
+        raise CliError(e.exit_code, e.message) from None
+    except Refused as e:
+        what = f"{e.message} ({e.server_code})" if e.error is not None else f"HTTP {e.status}"
+        raise CliError(e.exit_code, f"the server refused {method} {path}: {what}", e.server_code) from None
 
 
 async def preflight_bots(
