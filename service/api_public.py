@@ -9,9 +9,13 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from service import ledger, wire
-from service.appkeys import CONFIG, LEDGER_TOTALS, METRICS, POOL, TABLES
+from service.appkeys import CONFIG, LEDGER_TOTALS, METRICS, POOL
 from service.db import connection
 from service.edge import ApiError, require_operator
+from service.health import decide
+from service.health import local as local_health
+from service.internal import SIBLINGS, gather_health, gather_live
+from service.metrics import multiprocess, sum_live, whole_server
 from service.openapi import OPENAPI
 from verifier.record import PROTOCOL
 from verifier.signing import public_pem
@@ -52,12 +56,12 @@ async def openapi(request: web.Request) -> web.Response:
 
 
 async def health(request: web.Request) -> web.Response:
-    async with connection(request.app[POOL]) as conn:
-        await conn.fetchval("SELECT 1")
-    tables = request.app[TABLES].values()
-    return web.json_response(
-        {"ok": True, "tables": len(request.app[TABLES]), "paused": sum(1 for a in tables if a.paused)}
-    )
+    """The whole server's health, whichever worker is asked (service.health)."""
+    states = [await local_health(request.app)]
+    if SIBLINGS in request.app:
+        states += await gather_health(request.app[SIBLINGS])
+    status, body = decide(states)
+    return web.json_response(body, status=status)
 
 
 async def metrics(request: web.Request) -> web.Response:
@@ -66,5 +70,9 @@ async def metrics(request: web.Request) -> web.Response:
         await require_operator(request)
     async with connection(request.app[POOL]) as conn:
         request.app[LEDGER_TOTALS].update(await ledger.summary(conn))
-    body = generate_latest(request.app[METRICS].registry)
+    m = request.app[METRICS]
+    if multiprocess() and SIBLINGS in request.app:  # a worker: the whole server's
+        body = whole_server(sum_live([m.read_live(), *await gather_live(request.app[SIBLINGS])]))
+    else:
+        body = generate_latest(m.registry)
     return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})

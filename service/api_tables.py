@@ -5,6 +5,7 @@ to the task that serves it (:mod:`service.routing`)."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from aiohttp import web
 
@@ -13,6 +14,7 @@ from service.appkeys import CLUSTER, POOL
 from service.cluster import Lease
 from service.db import connection
 from service.edge import ApiError, audited, body_json, int_or_none, require_operator, require_player
+from service.internal import RemoteTable
 from service.lifecycle import new_actor
 from service.routing import actor
 from service.table import TableActor
@@ -43,7 +45,16 @@ async def create_table(request: web.Request) -> web.Response:
         return table_id, rules, a
 
     table_id, rules, a = await audited(request, "create_table", None, settings, work())
-    await asyncio.wait_for(a.loaded.wait(), 10)
+    # Until it is loaded here, or handed to another worker or node first (a share
+    # evening out: the table exists all the same, served there).
+    loaded = asyncio.create_task(a.loaded.wait())
+    try:
+        assert a.task is not None
+        done, _ = await asyncio.wait({loaded, a.task}, timeout=10, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        loaded.cancel()
+    if not done:
+        raise TimeoutError
     return web.json_response({"id": table_id, **rules.to_json(), "max_away_hands": max_away}, status=201)
 
 
@@ -66,19 +77,25 @@ async def leave(request: web.Request) -> web.Response:
     return web.json_response(await a.submit("leave", player.id, data))
 
 
+def describe(a: TableActor) -> dict[str, Any]:
+    """What the table's task knows that the database does not say: its status and
+    the hand in progress."""
+    hand = a.hand
+    return {
+        "status": a.t.status,
+        "hand": None
+        if hand is None
+        else {"hand_id": hand.hand_id, "hand_no": hand.hand_no, "phase": hand.phase, "seats": sorted(hand.players)},
+    }
+
+
 async def table_detail(request: web.Request) -> web.Response:
     a = await actor(request, request.match_info["table_id"])
     async with connection(request.app[POOL]) as conn:
         row = next((t for t in await store.list_tables(conn) if t["id"] == a.table_id), None)
     if row is None:
         raise ApiError(404, "no_such_table", f"no table {a.table_id}")
-    hand = a.hand
-    row["status"] = a.t.status
-    row["hand"] = (
-        None
-        if hand is None
-        else {"hand_id": hand.hand_id, "hand_no": hand.hand_no, "phase": hand.phase, "seats": sorted(hand.players)}
-    )
+    row.update(await a.describe() if isinstance(a, RemoteTable) else describe(a))
     return web.json_response(row)
 
 

@@ -13,10 +13,12 @@ from typing import Any
 from aiohttp import WSCloseCode, WSMsgType, web
 
 from service import auth, store, wire
-from service.appkeys import CONFIG, SOCKETS, TABLES
+from service.appkeys import CONFIG, METRICS, SOCKETS, TABLES
 from service.edge import require_player
 from service.errors import ServiceError
-from service.routing import elsewhere
+from service.handover import MARK, HandedOver, hand_over
+from service.internal import SIBLINGS
+from service.routing import elsewhere, where
 from service.table import ClientError, TableActor
 from service.telling import Connection, iso
 from service.wire import WireError
@@ -33,11 +35,20 @@ TABLE_ANSWER_SECONDS = 30.0
 
 
 # ----------------------------------------------------------------------------- WebSocket
-async def websocket(request: web.Request) -> web.WebSocketResponse:
+async def websocket(request: web.Request) -> web.StreamResponse:
     """One authenticated player per socket.  Messages are JSON objects with a client
     message ``id``; on this connection a repeated id gets the original reply and is
     never applied twice (``join`` is never replayed).  A writer task drains the
-    socket's bounded queue."""
+    socket's bounded queue.
+
+    A socket names its table in its URL (``/ws?table=ID``, as the page, the bots and
+    every client of this server do): when another worker of this server serves that
+    table, the connection is handed to it before anything else (service.handover)."""
+    table = request.query.get("table")
+    if table is not None:
+        to = await _owner_elsewhere_in_host(request, wire.path_id(table, "table"))
+        if to is not None and await hand_over(request, request.app[SIBLINGS].plan.handoff(to)):
+            return HandedOver(to)
     player = await require_player(request, websocket=True)
     ws = web.WebSocketResponse(
         heartbeat=request.app[CONFIG].heartbeat,
@@ -46,6 +57,7 @@ async def websocket(request: web.Request) -> web.WebSocketResponse:
         protocols=(auth.WS_PROTOCOL,),
     )
     await ws.prepare(request)
+    request.app[METRICS].ws_opened.inc()
     closing: list[asyncio.Task[bool]] = []
 
     def drop_slow_client() -> None:
@@ -60,6 +72,7 @@ async def websocket(request: web.Request) -> web.WebSocketResponse:
     )
     try:
         async for msg in ws:
+            request.app[METRICS].ws_messages.inc()
             if msg.type == WSMsgType.TEXT:
                 await _on_text(request, conn, player, msg.data, joined)
             elif msg.type == WSMsgType.BINARY:
@@ -77,6 +90,14 @@ async def websocket(request: web.Request) -> web.WebSocketResponse:
             await asyncio.wait_for(writer, 2)
         writer.cancel()
     return ws
+
+
+async def _owner_elsewhere_in_host(request: web.Request, table_id: str) -> int | None:
+    """The sibling worker that serves ``table_id``, when one does and the connection
+    was not handed over already."""
+    if table_id in request.app[TABLES] or SIBLINGS not in request.app or MARK in request.headers:
+        return None
+    return (await where(request.app, table_id)).sibling
 
 
 async def _writer(ws: web.WebSocketResponse, conn: Connection) -> None:

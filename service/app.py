@@ -29,6 +29,7 @@ from service.appkeys import (
     Config,
 )
 from service.headers import add_security_headers
+from service.measure import measure
 from service.metrics import Metrics
 from service.middleware import access_log, errors
 from service.pages import add_page_routes
@@ -52,7 +53,7 @@ __all__ = [
 
 
 def make_app(config: Config) -> web.Application:
-    app = web.Application(middlewares=[access_log, errors], client_max_size=wire.MAX_MESSAGE_BYTES * 2)
+    app = web.Application(middlewares=[measure, access_log, errors], client_max_size=wire.MAX_MESSAGE_BYTES * 2)
     app[CONFIG] = config
     app[METRICS] = Metrics()
     app[BACKGROUND] = set()

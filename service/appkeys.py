@@ -27,15 +27,13 @@ class Config:
     settings: Settings = field(default_factory=Settings)
     heartbeat: float = 20.0
     node: NodeSettings = field(default_factory=NodeSettings)
-    #: where people open this card room's pages besides this node's own URL (a worker
-    #: of ``serve --workers``: the server's port): origins the session cookie is taken from
-    page_urls: tuple[str, ...] = ()
     #: the database's one-server lock, when this process holds it (a server alone in
     #: its process); watched, so that two servers never write one table
     server_lock: ServerLock | None = None
 
     def own_urls(self) -> tuple[str, ...]:
-        return (self.node.public_url, *self.page_urls) if self.node.public_url else self.page_urls
+        """Where people open this card room's pages on this node: its public URL."""
+        return (self.node.public_url,) if self.node.public_url else ()
 
 
 CONFIG = web.AppKey("config", Config)

@@ -138,7 +138,9 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="join a cluster of nodes on one PostgreSQL (DATABASE_URL) under this name (docs/deploy.md)",
     )
-    sp.add_argument("--public-url", default=None, help="where clients reach this node (default http://HOST:PORT)")
+    sp.add_argument(
+        "--public-url", default=None, help="where clients reach this server or node (default http://HOST:PORT)"
+    )
     sp.add_argument(
         "--lease-seconds", type=float, default=5.0, help="how long a node's table leases last without renewal"
     )
@@ -146,11 +148,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--workers",
         type=int,
         default=None,
-        help="worker processes, each owning a share of the tables (default: the number of cores)",
+        help="worker processes on the one port, each owning a share of the tables (default: the number of cores)",
     )
-    sp.add_argument("--worker-of", type=int, default=None, help=argparse.SUPPRESS)
-    sp.add_argument("--shared-port", type=int, default=None, help=argparse.SUPPRESS)
-    sp.add_argument("--page-url", default=None, help=argparse.SUPPRESS)  # a worker: where people open the pages
     sp.add_argument(
         "--log-format", choices=("text", "json"), default="text", help="log lines on stderr: text, or one JSON a line"
     )

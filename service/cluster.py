@@ -29,6 +29,7 @@ import asyncpg
 
 from service import nodes
 from service.db import ACQUIRE_TIMEOUT, connection
+from service.worker import sibling_index
 
 log = logging.getLogger("rummy.cluster")
 CHANNEL = "rummy_cluster"
@@ -100,6 +101,15 @@ class NodeSettings:
     cluster: bool = False  # False: a server alone, which takes every table at start
     lease_seconds: float = 5.0
     heartbeat_seconds: float = 1.0
+    #: the node this process is a worker of (``serve --workers``: it holds leases as
+    #: ``NODE/wN``); empty: this process is the node
+    node_name: str = ""
+
+    def sibling(self, holder: str) -> int | None:
+        """The index of ``holder`` when it is another worker of this node."""
+        if not self.node_name or holder == self.node_id:
+            return None
+        return sibling_index(self.node_name, holder)
 
 
 StartTable = Callable[[Lease], None]

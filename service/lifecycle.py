@@ -28,6 +28,7 @@ from service.appkeys import (
 )
 from service.cluster import Cluster, Lease
 from service.db import ServerLock, create_pool
+from service.metrics import process_gauges
 from service.table import TableActor
 from service.telling import Connection
 from service.writer import RecordWriter
@@ -125,6 +126,7 @@ def new_actor(app: web.Application, lease: Lease) -> TableActor:
         if app[TABLES].get(table_id) is not a:
             return  # a newer actor serves the table (taken again, a new epoch): its lease is not ours to drop
         del app[TABLES][table_id]
+        app[METRICS].tables_let_go.labels("handed_over" if release else "lost").inc()
         if release:
             task = asyncio.create_task(app[CLUSTER].release(table_id))
             app[BACKGROUND].add(task)
@@ -144,6 +146,7 @@ def new_actor(app: web.Application, lease: Lease) -> TableActor:
         loads=app[LOADS],
     )
     app[TABLES][lease.table_id] = a
+    app[METRICS].tables_taken.inc()
     return a
 
 
@@ -195,7 +198,13 @@ def live_metrics(app: web.Application) -> None:
             "rummy_hands_in_progress": ("Hands in progress", sum(1 for a in tables if a.hand is not None)),
             "rummy_seats": ("Seats taken", sum(len(a.t.seats) for a in tables)),
             "rummy_connections": ("Open WebSocket connections", len(app[SOCKETS])),
+            **process_gauges(),
         }
+        pool = app.get(POOL)
+        if pool is not None:
+            out["rummy_db_pool_connections"] = ("Database connections open in the pools", pool.get_size())
+            out["rummy_db_pool_idle"] = ("Database connections idle in the pools", pool.get_idle_size())
+            out["rummy_db_pool_max"] = ("Database connections the pools may open", pool.get_max_size())
         for key in ("deposited", "players_available", "players_held", "house_commission"):
             if key in totals:
                 out[f"rummy_ledger_{key}"] = (f"Ledger: {key.replace('_', ' ')} (HT minor units)", totals[key])

@@ -18,6 +18,7 @@ from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 
 from service.errors import ServiceError
+from service.handover import HandedOver
 from verifier.errors import RuleError
 
 log = logging.getLogger("rummy.app")
@@ -57,15 +58,19 @@ async def access_log(
     """One line per request (with ``--log-format json``, one JSON object)."""
     started = time.perf_counter()
     status = 500
+    handed = False
     try:
         response = await handler(request)
         status = response.status
+        handed = isinstance(response, HandedOver)
         return response
     except web.HTTPException as e:
         status = e.status
         raise
     finally:
-        if request.path != "/ws" or status != 101:
+        if handed:  # the worker that serves the table logs it
+            access.debug("%s %s handed over to a sibling worker", request.method, request.path)
+        elif request.path != "/ws" or status != 101:
             access.info(
                 "%s %s %d %.1fms",
                 request.method,
@@ -83,7 +88,7 @@ async def errors(
     try:
         return await handler(request)
     except ServiceError as e:
-        return error_response(e.status, e.code, e.message, e.rule)
+        return error_response(e.status, e.code, e.message, e.rule, getattr(e, "ack", None))
     except RuleError as e:  # the kernel's errors and the server's ClientError
         return error_response(RULE_STATUS.get(e.code, 400), e.code, e.message, e.rule, getattr(e, "ack", None))
     except TimeoutError:

@@ -16,9 +16,9 @@ from service.cluster import NodeSettings
 from service.db import database_url_from_env
 from service.errors import EXIT_OK, EXIT_USAGE, CliError
 from service.startchecks import DatabaseUrl, check_data_dir, check_listen, check_port
-from service.startup import attach, start_app, start_server
+from service.startup import start_server
 from service.table import Settings
-from service.workers import default_workers, serve_workers, watch_parent
+from service.workers import default_workers, serve_workers
 from verifier.signing import fingerprint_text
 
 OPERATOR_ENV = "RUMMY_OPERATOR_TOKEN"
@@ -39,79 +39,35 @@ def cmd_serve(args: argparse.Namespace) -> int:
     source = "--database-url" if args.database_url else "DATABASE_URL"
     if dsn is not None:
         DatabaseUrl(dsn, source).check()
-    if args.worker_of is None:
-        check_listen(args.host, args.port)
+    check_listen(args.host, args.port)
     workers = default_workers() if args.workers is None else args.workers
     if not 1 <= workers <= 64:
         raise CliError(EXIT_USAGE, "--workers is 1 to 64")
-    if args.worker_of is None and workers > 1:
-        if args.node_id is not None:
-            raise CliError(EXIT_USAGE, "--workers makes its own nodes: give --node-id to a server of one worker")
-        return serve_workers(args, workers, data_dir, dsn, source)
-    node = NodeSettings()
-    if args.node_id is not None:
-        if not re.fullmatch(r"[A-Za-z0-9_.:-]{1,64}", args.node_id):
-            raise CliError(EXIT_USAGE, "--node-id is 1 to 64 letters, digits or _.:-")
-        wildcard = args.host in ("", "::") or (args.host.count(".") == 3 and set(args.host) <= {"0", "."})
-        public = args.public_url or ("" if wildcard else f"http://{args.host}:{args.port}")
-        if not public.startswith(("http://", "https://")):
-            raise CliError(EXIT_USAGE, "a node needs --public-url http(s)://HOST:PORT, where its clients reach it")
-        if dsn is None:
-            raise CliError(
-                EXIT_USAGE, "the nodes of a cluster share one PostgreSQL: give --database-url or DATABASE_URL"
-            )
-        if not 1 <= args.lease_seconds <= 300:
-            raise CliError(EXIT_USAGE, "--lease-seconds is 1 to 300")
-        node = NodeSettings(
-            node_id=args.node_id,
-            public_url=public.rstrip("/"),
-            cluster=True,
-            lease_seconds=args.lease_seconds,
-            heartbeat_seconds=max(0.2, args.lease_seconds / 5),
-        )
+    node = node_settings(args, dsn)
+    if workers > 1:
+        return serve_workers(args, workers, data_dir, dsn, source, node)
 
     async def main() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)  # from the start: a signal during start-up stops cleanly
-        if args.worker_of is not None:
-            orphan = asyncio.create_task(watch_parent(args.worker_of))
-        settings = Settings(
-            commit_seconds=args.seed_seconds,
-            reveal_seconds=args.seed_seconds,
-            next_hand_delay=args.next_hand_delay,
-            resume_grace=args.resume_grace,
+        running = await start_server(
+            host=args.host,
+            port=args.port,
+            data_dir=data_dir,
+            database_url=dsn,
+            database_source=source,
+            operator_token=os.environ.get(OPERATOR_ENV) or None,
+            settings=Settings(
+                commit_seconds=args.seed_seconds,
+                reveal_seconds=args.seed_seconds,
+                next_hand_delay=args.next_hand_delay,
+                resume_grace=args.resume_grace,
+            ),
+            node=node,
         )
-        if args.worker_of is not None:  # a worker: its supervisor prepared the ground (service.workers)
-            assert dsn is not None
-            running = await start_app(
-                attach(data_dir, dsn),
-                host=args.host,
-                port=args.port,
-                settings=settings,
-                node=node,
-                shared_port=args.shared_port,
-                page_urls=(args.page_url,) if args.page_url else (),
-                owns_ground=False,
-            )
-        else:
-            running = await start_server(
-                host=args.host,
-                port=args.port,
-                data_dir=data_dir,
-                database_url=dsn,
-                database_source=source,
-                operator_token=os.environ.get(OPERATOR_ENV) or None,
-                settings=settings,
-                node=node,
-            )
         try:
-            if args.worker_of is not None:
-                print(f"worker {node.node_id} serving on {running.url} and port {args.shared_port}", flush=True)
-                await stop.wait()
-                orphan.cancel()
-                return
             signer = running.app[CONFIG].keys.signer
             print(
                 f"rummy-table serving on {running.url}  (data: {data_dir.resolve()}, "
@@ -128,3 +84,30 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     asyncio.run(main())
     return EXIT_OK
+
+
+def node_settings(args: argparse.Namespace, dsn: str | None) -> NodeSettings:
+    """A server alone (its public URL, when given), or a node of a cluster
+    (docs/deploy.md): its id, the URL its clients reach it at, its leases."""
+    public = (args.public_url or "").rstrip("/")
+    if public and not public.startswith(("http://", "https://")):
+        raise CliError(EXIT_USAGE, "--public-url is http(s)://HOST[:PORT], where clients reach this server")
+    if args.node_id is None:
+        return NodeSettings(public_url=public)
+    if not re.fullmatch(r"[A-Za-z0-9_.:-]{1,64}", args.node_id):
+        raise CliError(EXIT_USAGE, "--node-id is 1 to 64 letters, digits or _.:-")
+    wildcard = args.host in ("", "::") or (args.host.count(".") == 3 and set(args.host) <= {"0", "."})
+    public = public or ("" if wildcard else f"http://{args.host}:{args.port}")
+    if not public:
+        raise CliError(EXIT_USAGE, "a node needs --public-url http(s)://HOST:PORT, where its clients reach it")
+    if dsn is None:
+        raise CliError(EXIT_USAGE, "the nodes of a cluster share one PostgreSQL: give --database-url or DATABASE_URL")
+    if not 1 <= args.lease_seconds <= 300:
+        raise CliError(EXIT_USAGE, "--lease-seconds is 1 to 300")
+    return NodeSettings(
+        node_id=args.node_id,
+        public_url=public,
+        cluster=True,
+        lease_seconds=args.lease_seconds,
+        heartbeat_seconds=max(0.2, args.lease_seconds / 5),
+    )

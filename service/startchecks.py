@@ -184,6 +184,45 @@ def check_listen(host: str, port: int) -> None:
         raise listen_error(host, port, unavailable)
 
 
+def listen(host: str, port: int, backlog: int = 1024) -> list[socket.socket]:
+    """The server's listening sockets on ``host:port``, one per address family of
+    the host (``port`` 0: one free port, the same for each); bound and listening,
+    for this process or, inherited, for the workers of ``serve --workers``, which
+    all accept from them."""
+    try:
+        infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as e:
+        raise listen_error(host, port, e) from None
+    out: list[socket.socket] = []
+    unavailable: OSError | None = None
+    try:
+        for family, kind, proto, _, addr in infos:
+            s = socket.socket(family, kind, proto)
+            try:
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                if family == socket.AF_INET6:
+                    s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+                if port == 0 and out:  # the port the first address got
+                    addr = (addr[0], out[0].getsockname()[1], *addr[2:])
+                s.bind(addr)
+                s.listen(backlog)
+                s.setblocking(False)
+            except OSError as e:
+                s.close()
+                if e.errno != errno.EADDRNOTAVAIL:
+                    raise listen_error(host, port, e) from None
+                unavailable = e
+                continue
+            out.append(s)
+        if not out:
+            raise listen_error(host, port, unavailable or OSError(errno.EADDRNOTAVAIL, "no address to listen on"))
+    except BaseException:
+        for s in out:
+            s.close()
+        raise
+    return out
+
+
 def check_key_files(data_dir: Path) -> None:
     """Read each key file that is there (KeyFileError if one cannot be used), so that
     a damaged one stops the start before the other is created."""

@@ -16,7 +16,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import os
 import shutil
+import socket
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,16 +31,12 @@ from service.app import Config, make_app
 from service.cluster import NodeSettings
 from service.db import ACQUIRE_TIMEOUT, DataDirLock, EmbeddedPostgres, ServerLock, migrate
 from service.errors import EXIT_UNREACHABLE, EXIT_USAGE, CliError
+from service.handover import Receiver
+from service.internal import SIBLINGS, Siblings, make_internal_app
 from service.keys import ServerKeys
-from service.startchecks import (
-    DatabaseUrl,
-    check_database,
-    check_key_files,
-    database_error,
-    first_missing,
-    listen_error,
-)
+from service.startchecks import DatabaseUrl, check_database, check_key_files, database_error, first_missing, listen
 from service.table import Settings
+from service.worker import WorkerPlan
 
 DB_ERRORS = (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError)
 
@@ -158,6 +156,7 @@ class Running:
     app: web.Application
     ground: Prepared
     owns_ground: bool = True  # False for a worker: its supervisor lets the ground go
+    inside: Inside | None = None  # a worker's internal socket and hand-over receiver
 
     @property
     def new_operator_token(self) -> str | None:
@@ -168,64 +167,100 @@ class Running:
         return self.ground.embedded
 
     async def stop(self) -> None:
-        """Stop accepting, stop every clock, tell clients, close sockets, then let the
-        ground go (the database's lock, the embedded PostgreSQL, the data directory)."""
+        """Stop taking connections, stop every clock, tell clients, close sockets,
+        then let the ground go (the database's lock, the embedded PostgreSQL, the data
+        directory)."""
         try:
+            if self.inside is not None:
+                self.inside.receiver.close()  # no connection is handed to a worker going down
             await self.runner.cleanup()
         finally:
-            if self.owns_ground:
-                await self.ground.release()
+            try:
+                if self.inside is not None:
+                    await self.inside.close()
+            finally:
+                if self.owns_ground:
+                    await self.ground.release()
+
+
+@dataclass
+class Inside:
+    """What a worker of ``serve --workers`` serves besides the public port: its
+    internal socket (service.internal) and its hand-over receiver (service.handover)."""
+
+    runner: web.AppRunner
+    receiver: Receiver
+    siblings: Siblings
+
+    async def close(self) -> None:
+        self.receiver.close()
+        await self.runner.cleanup()
+        await self.siblings.close()
 
 
 async def start_app(
     ground: Prepared,
     *,
-    host: str,
-    port: int,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    sockets: list[socket.socket] | None = None,
     settings: Settings | None = None,
     node: NodeSettings | None = None,
-    shared_port: int | None = None,
-    page_urls: tuple[str, ...] = (),
+    worker: WorkerPlan | None = None,
     owns_ground: bool = True,
 ) -> Running:
-    """Serve the application on ``ground``, listening on ``host:port`` (and, for a
-    worker, on the server's ``shared_port`` with its siblings).  On failure what this
-    call started is stopped; the ground is the caller's to release."""
+    """Serve the application on ``ground``: on ``sockets`` (a worker's, inherited
+    from its supervisor), else on new ones at ``host:port``.  A worker also serves its
+    internal socket and takes connections its siblings hand over.  On failure what
+    this call started is stopped; the ground is the caller's to release."""
     node = node or NodeSettings()
     if not node.public_url and port:
         node = dataclasses.replace(node, public_url=f"http://{host}:{port}")
     app = make_app(
         Config(
-            dsn=ground.url.dsn,
-            keys=ground.keys,
-            settings=settings or Settings(),
-            node=node,
-            page_urls=page_urls,
-            server_lock=ground.db_lock,
+            dsn=ground.url.dsn, keys=ground.keys, settings=settings or Settings(), node=node, server_lock=ground.db_lock
         )
     )
+    if worker is not None:
+        app[SIBLINGS] = Siblings(worker)
     runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=1.0)
+    inside: Inside | None = None
+    own_sockets = sockets is None
     try:
+        if sockets is None:
+            sockets = listen(host, port)
         try:
             await runner.setup()
         except DB_ERRORS as e:
             raise database_error(e, ground.url) from e
-        site = web.TCPSite(runner, host, port)
-        try:
-            await site.start()
-        except OSError as e:
-            raise listen_error(host, port, e) from e
-        if shared_port is not None:  # a worker: the server's port too, shared with its siblings
-            shared = web.TCPSite(runner, host, shared_port, reuse_port=True)
-            try:
-                await shared.start()
-            except OSError as e:
-                raise listen_error(host, shared_port, e) from e
+        for s in sockets:
+            await web.SockSite(runner, s).start()
+        if worker is not None:
+            inside = await _start_inside(app, runner, worker)
     except BaseException:
+        if inside is not None:
+            await inside.close()
         await runner.cleanup()
+        if own_sockets and sockets is not None:
+            for s in sockets:
+                s.close()
         raise
-    bound = runner.addresses[0]
-    return Running(f"http://{host}:{bound[1]}", runner, app, ground, owns_ground)
+    bound = sockets[0].getsockname()[1]
+    return Running(f"http://{host}:{bound}", runner, app, ground, owns_ground, inside)
+
+
+async def _start_inside(app: web.Application, runner: web.AppRunner, plan: WorkerPlan) -> Inside:
+    internal = web.AppRunner(make_internal_app(app), handle_signals=False, access_log=None, shutdown_timeout=1.0)
+    await internal.setup()
+    path = plan.sock(plan.index)
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()  # left by this worker's previous life
+    await web.UnixSite(internal, str(path)).start()
+    os.chmod(path, 0o600)
+    assert runner.server is not None
+    receiver = Receiver(plan.handoff(plan.index), runner.server)
+    receiver.start()
+    return Inside(internal, receiver, app[SIBLINGS])
 
 
 async def start_server(
@@ -238,7 +273,6 @@ async def start_server(
     settings: Settings | None = None,
     database_source: str = "DATABASE_URL",
     node: NodeSettings | None = None,
-    page_urls: tuple[str, ...] = (),
 ) -> Running:
     """:func:`prepare` and :func:`start_app` in one call: a whole server in this
     process."""
@@ -250,7 +284,7 @@ async def start_server(
         node=node.node_id if node is not None and node.cluster else None,
     )
     try:
-        return await start_app(ground, host=host, port=port, settings=settings, node=node, page_urls=page_urls)
+        return await start_app(ground, host=host, port=port, settings=settings, node=node)
     except BaseException:
         await ground.release(failed=True)
         raise
