@@ -65,14 +65,35 @@ async def health(request: web.Request) -> web.Response:
 
 
 async def metrics(request: web.Request) -> web.Response:
-    """Prometheus text; for the operator, or anyone on this machine (a scraper)."""
-    if request.remote not in ("127.0.0.1", "::1"):
+    """Prometheus text; for the operator, or anyone on this machine (a scraper) unless
+    the metrics have an address of their own (``serve --metrics-listen``)."""
+    if request.app[CONFIG].metrics_elsewhere or request.remote not in ("127.0.0.1", "::1"):
         await require_operator(request)
-    async with connection(request.app[POOL]) as conn:
-        request.app[LEDGER_TOTALS].update(await ledger.summary(conn))
-    m = request.app[METRICS]
-    if multiprocess() and SIBLINGS in request.app:  # a worker: the whole server's
-        body = whole_server(sum_live([m.read_live(), *await gather_live(request.app[SIBLINGS])]))
-    else:
-        body = generate_latest(m.registry)
+    return web.Response(body=await render_metrics(request.app), headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+async def render_metrics(app: web.Application) -> bytes:
+    """The metrics of this server: of every worker, on a server of several."""
+    async with connection(app[POOL]) as conn:
+        app[LEDGER_TOTALS].update(await ledger.summary(conn))
+    m = app[METRICS]
+    if multiprocess() and SIBLINGS in app:  # a worker: the whole server's
+        return whole_server(sum_live([m.read_live(), *await gather_live(app[SIBLINGS])]))
+    return generate_latest(m.registry)
+
+
+METRICS_OF = web.AppKey("metrics_of", web.Application)
+
+
+async def _metrics_only(request: web.Request) -> web.Response:
+    body = await render_metrics(request.app[METRICS_OF])
     return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+def make_metrics_app(main: web.Application) -> web.Application:
+    """``GET /metrics`` alone, for ``serve --metrics-listen``: no token asked (the
+    address is the protection: a private one, or a firewall's)."""
+    app = web.Application()
+    app[METRICS_OF] = main
+    app.router.add_get("/metrics", _metrics_only)
+    return app

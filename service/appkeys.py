@@ -30,6 +30,9 @@ class Config:
     #: the database's one-server lock, when this process holds it (a server alone in
     #: its process); watched, so that two servers never write one table
     server_lock: ServerLock | None = None
+    #: /metrics is served on an address of its own (serve --metrics-listen): on the
+    #: public port it then needs the operator token from everyone, this machine too
+    metrics_elsewhere: bool = False
 
     def own_urls(self) -> tuple[str, ...]:
         """Where people open this card room's pages on this node: its public URL."""

@@ -151,6 +151,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="worker processes on the one port, each owning a share of the tables (default: the number of cores)",
     )
     sp.add_argument(
+        "--metrics-listen",
+        default=None,
+        metavar="HOST:PORT",
+        help="serve GET /metrics also on HOST:PORT, without a token (give a private address); "
+        "on the public port it then needs the operator token from everyone",
+    )
+    sp.add_argument(
         "--log-format", choices=("text", "json"), default="text", help="log lines on stderr: text, or one JSON a line"
     )
     sp.set_defaults(func=cmd_serve)

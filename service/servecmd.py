@@ -40,6 +40,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if dsn is not None:
         DatabaseUrl(dsn, source).check()
     check_listen(args.host, args.port)
+    args.metrics_listen = metrics_address(args.metrics_listen, args.host, args.port)
     workers = default_workers() if args.workers is None else args.workers
     if not 1 <= workers <= 64:
         raise CliError(EXIT_USAGE, "--workers is 1 to 64")
@@ -66,6 +67,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 resume_grace=args.resume_grace,
             ),
             node=node,
+            metrics_listen=args.metrics_listen,
         )
         try:
             signer = running.app[CONFIG].keys.signer
@@ -111,3 +113,17 @@ def node_settings(args: argparse.Namespace, dsn: str | None) -> NodeSettings:
         lease_seconds=args.lease_seconds,
         heartbeat_seconds=max(0.2, args.lease_seconds / 5),
     )
+
+
+def metrics_address(text: str | None, host: str, port: int) -> tuple[str, int] | None:
+    """``--metrics-listen HOST:PORT`` ([IPv6]:PORT too), checked like ``--port``."""
+    if text is None:
+        return None
+    m = re.fullmatch(r"\[?([^\[\]]*?)\]?:([0-9]{1,5})", text.strip())
+    if m is None or not 1 <= int(m.group(2)) <= 65535:
+        raise CliError(EXIT_USAGE, f"--metrics-listen {text!r}: give HOST:PORT, e.g. 127.0.0.1:9108")
+    where = (m.group(1), int(m.group(2)))
+    if where == (host, port):
+        raise CliError(EXIT_USAGE, "--metrics-listen must be another address than the server's --host and --port")
+    check_listen(*where)
+    return where

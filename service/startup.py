@@ -27,6 +27,7 @@ import asyncpg
 from aiohttp import web
 
 from service import store
+from service.api_public import make_metrics_app
 from service.app import Config, make_app
 from service.cluster import NodeSettings
 from service.db import ACQUIRE_TIMEOUT, DataDirLock, EmbeddedPostgres, ServerLock, migrate
@@ -157,6 +158,7 @@ class Running:
     ground: Prepared
     owns_ground: bool = True  # False for a worker: its supervisor lets the ground go
     inside: Inside | None = None  # a worker's internal socket and hand-over receiver
+    metrics_runner: web.AppRunner | None = None  # /metrics on an address of its own
 
     @property
     def new_operator_token(self) -> str | None:
@@ -173,6 +175,8 @@ class Running:
         try:
             if self.inside is not None:
                 self.inside.receiver.close()  # no connection is handed to a worker going down
+            if self.metrics_runner is not None:
+                await self.metrics_runner.cleanup()
             await self.runner.cleanup()
         finally:
             try:
@@ -208,6 +212,7 @@ async def start_app(
     node: NodeSettings | None = None,
     worker: WorkerPlan | None = None,
     owns_ground: bool = True,
+    metrics_sockets: list[socket.socket] | None = None,
 ) -> Running:
     """Serve the application on ``ground``: on ``sockets`` (a worker's, inherited
     from its supervisor), else on new ones at ``host:port``.  A worker also serves its
@@ -218,13 +223,19 @@ async def start_app(
         node = dataclasses.replace(node, public_url=f"http://{host}:{port}")
     app = make_app(
         Config(
-            dsn=ground.url.dsn, keys=ground.keys, settings=settings or Settings(), node=node, server_lock=ground.db_lock
+            dsn=ground.url.dsn,
+            keys=ground.keys,
+            settings=settings or Settings(),
+            node=node,
+            server_lock=ground.db_lock,
+            metrics_elsewhere=metrics_sockets is not None,
         )
     )
     if worker is not None:
         app[SIBLINGS] = Siblings(worker)
     runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=1.0)
     inside: Inside | None = None
+    metrics_runner: web.AppRunner | None = None
     own_sockets = sockets is None
     try:
         if sockets is None:
@@ -237,7 +248,14 @@ async def start_app(
             await web.SockSite(runner, s).start()
         if worker is not None:
             inside = await _start_inside(app, runner, worker)
+        if metrics_sockets is not None:
+            metrics_runner = web.AppRunner(make_metrics_app(app), handle_signals=False, access_log=None)
+            await metrics_runner.setup()
+            for s in metrics_sockets:
+                await web.SockSite(metrics_runner, s).start()
     except BaseException:
+        if metrics_runner is not None:
+            await metrics_runner.cleanup()
         if inside is not None:
             await inside.close()
         await runner.cleanup()
@@ -246,7 +264,7 @@ async def start_app(
                 s.close()
         raise
     bound = sockets[0].getsockname()[1]
-    return Running(f"http://{host}:{bound}", runner, app, ground, owns_ground, inside)
+    return Running(f"http://{host}:{bound}", runner, app, ground, owns_ground, inside, metrics_runner)
 
 
 async def _start_inside(app: web.Application, runner: web.AppRunner, plan: WorkerPlan) -> Inside:
@@ -273,9 +291,10 @@ async def start_server(
     settings: Settings | None = None,
     database_source: str = "DATABASE_URL",
     node: NodeSettings | None = None,
+    metrics_listen: tuple[str, int] | None = None,
 ) -> Running:
     """:func:`prepare` and :func:`start_app` in one call: a whole server in this
-    process."""
+    process (and ``/metrics`` alone on ``metrics_listen``, when given)."""
     ground = await prepare(
         data_dir=data_dir,
         database_url=database_url,
@@ -283,8 +302,14 @@ async def start_server(
         database_source=database_source,
         node=node.node_id if node is not None and node.cluster else None,
     )
+    metrics_sockets: list[socket.socket] | None = None
     try:
-        return await start_app(ground, host=host, port=port, settings=settings, node=node)
+        metrics_sockets = listen(*metrics_listen) if metrics_listen is not None else None
+        return await start_app(
+            ground, host=host, port=port, settings=settings, node=node, metrics_sockets=metrics_sockets
+        )
     except BaseException:
+        for s in metrics_sockets or []:
+            s.close()
         await ground.release(failed=True)
         raise

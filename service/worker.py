@@ -47,6 +47,7 @@ class WorkerPlan:
     settings: dict[str, Any] = field(default_factory=dict)  # service.table.Settings
     verbose: bool = False
     log_format: str = "text"
+    metrics_fds: tuple[int, ...] = ()  # serve --metrics-listen: its listening sockets, inherited
 
     @property
     def worker_id(self) -> str:
@@ -67,6 +68,7 @@ class WorkerPlan:
     def from_env(cls, text: str) -> WorkerPlan:
         data = json.loads(text)
         data["fds"] = tuple(data["fds"])
+        data["metrics_fds"] = tuple(data.get("metrics_fds", ()))
         return cls(**data)
 
 
@@ -118,6 +120,7 @@ async def serve(plan: WorkerPlan) -> None:
         node=node,
         worker=plan,
         owns_ground=False,
+        metrics_sockets=[socket.socket(fileno=fd) for fd in plan.metrics_fds] if plan.metrics_fds else None,
     )
     try:
         print(f"worker {plan.index} of {plan.count} ready (pid {os.getpid()}, {plan.worker_id})", flush=True)

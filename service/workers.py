@@ -93,7 +93,7 @@ class Supervisor:
         w.proc = subprocess.Popen(
             [sys.executable, "-m", "service.worker"],
             env={**self.env, PLAN_ENV: w.plan.to_env()},
-            pass_fds=w.plan.fds,
+            pass_fds=(*w.plan.fds, *w.plan.metrics_fds),
         )
         w.started_at = time.monotonic()
 
@@ -168,6 +168,16 @@ def serve_workers(
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
         sockets: list[socket.socket] = listen(args.host, args.port)
+        if args.metrics_listen is not None:
+            try:
+                metrics_sockets = listen(*args.metrics_listen)
+            except BaseException:
+                for s in sockets:
+                    s.close()
+                raise
+            sockets_for_metrics = metrics_sockets
+        else:
+            sockets_for_metrics = []
         port = sockets[0].getsockname()[1]
         sup: Supervisor | None = None
         run: Path | None = None
@@ -180,12 +190,12 @@ def serve_workers(
                 node=node.node_id if node.cluster else None,
             )  # one server per database, for all its workers: the supervisor holds the lock
         except BaseException:
-            for s in sockets:
+            for s in (*sockets, *sockets_for_metrics):
                 s.close()
             raise
         try:
             run = run_dir(data_dir)
-            for s in sockets:
+            for s in (*sockets, *sockets_for_metrics):
                 s.set_inheritable(True)
             wildcard = args.host in ("", "::") or (args.host.count(".") == 3 and set(args.host) <= {"0", "."})
             public_url = node.public_url or ("" if wildcard else f"http://{args.host}:{port}")
@@ -205,6 +215,7 @@ def serve_workers(
                     data_dir=str(data_dir.resolve()),
                     dsn=ground.url.dsn,
                     fds=tuple(s.fileno() for s in sockets),
+                    metrics_fds=tuple(s.fileno() for s in sockets_for_metrics),
                     supervisor=os.getpid(),
                     lease_seconds=node.lease_seconds,
                     cluster=node.cluster,
@@ -234,7 +245,7 @@ def serve_workers(
             print("shutting down", flush=True)
             await watcher
         finally:
-            for s in sockets:
+            for s in (*sockets, *sockets_for_metrics):
                 s.close()  # no new connection is accepted while the workers stop
             if sup is not None:
                 await sup.stop()

@@ -9,6 +9,7 @@ import asyncio
 import json
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -18,7 +19,7 @@ import pytest_asyncio
 
 from tests.conftest import fresh_database
 from tests.test_admin_cli import adm, adm_json
-from tests.test_cli_errors import clean_env, rummy
+from tests.test_cli_errors import clean_env, free_port, rummy
 from tests.workerserver import WorkerServer, worker_server
 from verifier.signing import Signer
 
@@ -203,6 +204,9 @@ async def test_metrics_are_the_whole_servers_and_never_go_backwards(two: WorkerS
     async with aiohttp.ClientSession() as s:
         before = None
         for _ in range(6):
+            for _ in range(10):
+                async with s.get(two.url + "/api/tables") as r:
+                    assert r.status == 200
             async with s.get(two.url + "/metrics") as r:
                 assert r.status == 200
                 scrape = samples(await r.text())
@@ -214,6 +218,55 @@ async def test_metrics_are_the_whole_servers_and_never_go_backwards(two: WorkerS
             if before is not None:
                 assert listed == before + 10, (before, listed)
             before = listed
-            for _ in range(10):
-                async with s.get(two.url + "/api/tables") as r:
+
+
+async def test_metrics_on_an_address_of_their_own(pg_dsn: str, tmp_path: Path) -> None:
+    """``--metrics-listen``: the whole server's metrics there without a token, and on
+    the public port only with the operator token, from this machine too (a reverse
+    proxy on the same host no longer makes them public)."""
+    port = free_port()
+    extra = ("--metrics-listen", f"127.0.0.1:{port}")
+    async with (
+        fresh_database(pg_dsn, "metricsport") as dsn,
+        worker_server(tmp_path / "data", dsn=dsn, extra=extra) as server,
+        aiohttp.ClientSession() as s,
+    ):
+        async with s.get(f"http://127.0.0.1:{port}/metrics") as r:
+            assert r.status == 200
+            assert total(samples(await r.text()), "rummy_processes") == 2
+        async with s.get(f"http://127.0.0.1:{port}/api/tables") as r:
+            assert r.status == 404  # nothing else is served there
+        async with s.get(server.url + "/metrics") as r:
+            assert r.status == 401, await r.text()
+        async with s.get(server.url + "/metrics", headers=auth(server.token)) as r:
+            assert r.status == 200 and total(samples(await r.text()), "rummy_processes") == 2
+
+
+async def test_metrics_on_an_address_of_their_own_in_a_server_of_one_process(pg_dsn: str, tmp_path: Path) -> None:
+    """The same for a server in one process (``--workers 1``, as the tests start it)."""
+    from service.startup import start_server
+    from tests.conftest import OPERATOR
+
+    port = free_port()
+    async with fresh_database(pg_dsn, "metricsone") as dsn:
+        running = await start_server(
+            host="127.0.0.1",
+            port=0,
+            data_dir=tmp_path / "data",
+            database_url=dsn,
+            operator_token=OPERATOR,
+            metrics_listen=("127.0.0.1", port),
+        )
+        try:
+            async with aiohttp.ClientSession() as s:
+                async with s.get(f"http://127.0.0.1:{port}/metrics") as r:
+                    assert r.status == 200 and total(samples(await r.text()), "rummy_processes") == 1
+                async with s.get(running.url + "/metrics") as r:
+                    assert r.status == 401
+                async with s.get(running.url + "/metrics", headers=auth(OPERATOR)) as r:
                     assert r.status == 200
+        finally:
+            await running.stop()
+        async with aiohttp.ClientSession() as s:  # stopped with the server
+            with pytest.raises(aiohttp.ClientConnectionError):
+                await s.get(f"http://127.0.0.1:{port}/metrics")
