@@ -270,3 +270,23 @@ async def test_metrics_on_an_address_of_their_own_in_a_server_of_one_process(pg_
         async with aiohttp.ClientSession() as s:  # stopped with the server
             with pytest.raises(aiohttp.ClientConnectionError):
                 await s.get(f"http://127.0.0.1:{port}/metrics")
+
+
+def test_the_grafana_dashboard_reads_the_servers_metrics() -> None:
+    """docs/grafana-dashboard.json: every metric a panel asks for is one the server
+    declares (a counter's ``_total`` and a histogram's ``_bucket`` as Prometheus
+    adds them), and the dashboard is valid JSON with one query at least per panel."""
+    import re
+
+    root = Path(__file__).resolve().parent.parent
+    dash = json.loads((root / "docs" / "grafana-dashboard.json").read_text())
+    source = "\n".join(f.read_text() for f in sorted((root / "service").rglob("*.py")))
+    asked = set()
+    for panel in dash["panels"]:
+        assert panel["targets"], panel["title"]
+        for target in panel["targets"]:
+            asked |= set(re.findall(r"\brummy_[a-z_]+", target["expr"]))
+    assert len(asked) >= 20
+    for name in sorted(asked):
+        declared = re.sub(r"_(total|bucket)$", "", name)
+        assert f'"{declared}"' in source, f"{name} is not a metric of service/"
