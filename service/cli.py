@@ -28,10 +28,11 @@ import traceback
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from service import admin
+from service import admin, connbudget
 from service.botcmd import OPERATOR_ENV, cmd_bots
 from service.demo import cmd_demo
 from service.errors import (
+    EXIT_CAPACITY,
     EXIT_FAILED,
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
@@ -72,6 +73,7 @@ exit codes:
   {EXIT_UNREACHABLE:<4} cannot reach the server or the database
   {EXIT_REFUSED:<4} refused by the server or the database (token, login, not found, not allowed)
   {EXIT_LOCKED:<4} already running: the port, the data directory, the database or the node id is in use
+  {EXIT_CAPACITY:<4} the database's max_connections cannot hold this server's workers and pools
   {EXIT_INTERNAL:<4} internal error: run again with --debug and report the traceback
   {EXIT_INTERRUPTED:<4} interrupted (Ctrl-C or SIGTERM); bots leave their seats first
 Errors are one line on stderr; --debug adds the traceback."""
@@ -148,7 +150,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--workers",
         type=int,
         default=None,
-        help="worker processes on the one port, each owning a share of the tables (default: the number of cores)",
+        help="worker processes on the one port, each owning a share of the tables "
+        "(default: the number of cores; 1 with --node-id)",
     )
     sp.add_argument(
         "--metrics-listen",
@@ -268,6 +271,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return code
     except ServiceError as e:
         return _fail(e.exit_code, e.message, debug)
+    except connbudget.TooManyConnections as e:
+        return _fail(EXIT_CAPACITY, str(e), debug)
     except KeyboardInterrupt:
         return _fail(EXIT_INTERRUPTED, "interrupted", debug)
     except BrokenPipeError:

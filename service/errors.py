@@ -19,6 +19,7 @@ EXIT_USAGE = 2  # usage or bad input
 EXIT_UNREACHABLE = 3  # cannot reach the server or the database
 EXIT_REFUSED = 4  # refused by the server or the database
 EXIT_LOCKED = 5  # already running: the port, the data directory, the database or the node id is taken
+EXIT_CAPACITY = 6  # the database cannot hold the connections this server would open (service/connbudget.py)
 EXIT_INTERNAL = 70  # a fault of ours
 EXIT_INTERRUPTED = 130  # Ctrl-C or SIGTERM
 EXIT_PIPE = 141  # stdout closed under us (| head)

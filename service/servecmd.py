@@ -41,9 +41,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
         DatabaseUrl(dsn, source).check()
     check_listen(args.host, args.port)
     args.metrics_listen = metrics_address(args.metrics_listen, args.host, args.port)
-    workers = default_workers() if args.workers is None else args.workers
+    # A node of a cluster is one worker (docs/deploy.md): --node-id alone means --workers 1.
+    workers = (1 if args.node_id is not None else default_workers()) if args.workers is None else args.workers
     if not 1 <= workers <= 64:
         raise CliError(EXIT_USAGE, "--workers is 1 to 64")
+    if args.node_id is not None and workers > 1:
+        raise CliError(EXIT_USAGE, "a node of a cluster is one worker: give --node-id without --workers")
     node = node_settings(args, dsn)
     if workers > 1:
         return serve_workers(args, workers, data_dir, dsn, source, node)

@@ -26,7 +26,7 @@ from pathlib import Path
 import asyncpg
 from aiohttp import web
 
-from service import store
+from service import connbudget, store
 from service.api_public import make_metrics_app
 from service.app import Config, make_app
 from service.cluster import NodeSettings
@@ -91,6 +91,8 @@ async def prepare(
     operator_token: str | None,
     database_source: str = "DATABASE_URL",
     node: str | None = None,
+    workers: int = 1,
+    lease_seconds: float = 5.0,
 ) -> Prepared:
     """A server's ground (module docstring).  ``node``: the id of a node of a
     cluster, which holds the database's lock shared with the other nodes, and its
@@ -121,7 +123,8 @@ async def prepare(
             conn = await asyncpg.connect(url.dsn, timeout=ACQUIRE_TIMEOUT)
         except DB_ERRORS as e:
             raise database_error(e, url) from e
-        try:  # once, before any worker: the migrations, the card room's keys, the operator token
+        try:  # once, before any worker: room for them, the migrations, the keys, the operator token
+            await connbudget.check(conn, workers, node, lease_seconds)  # TooManyConnections: exit 6
             await migrate(conn)
             await store.check_keys(conn, keys)
             ground.new_operator_token = await store.operator_token(conn, operator_token)
@@ -301,6 +304,7 @@ async def start_server(
         operator_token=operator_token,
         database_source=database_source,
         node=node.node_id if node is not None and node.cluster else None,
+        lease_seconds=node.lease_seconds if node is not None else 5.0,
     )
     metrics_sockets: list[socket.socket] | None = None
     try:

@@ -188,6 +188,8 @@ def serve_workers(
                 operator_token=os.environ.get(OPERATOR_ENV) or None,
                 database_source=source,
                 node=node.node_id if node.cluster else None,
+                workers=count,
+                lease_seconds=node.lease_seconds,
             )  # one server per database, for all its workers: the supervisor holds the lock
         except BaseException:
             for s in (*sockets, *sockets_for_metrics):
