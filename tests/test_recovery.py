@@ -329,6 +329,11 @@ async def test_a_lost_database_pauses_the_table_and_nothing_is_half_applied(
             gone = time.time()
             move = asyncio.create_task(c.act(table, hand_no, seat_of(c), {"kind": "draw_closed"}, timeout=40))
             await c.wait_frame(lambda f: f.get("type") == "paused", timeout=20)
+            # /healthz says so, never with a 500 (issues 17 and 18): 503, degraded, and why
+            async with session.get(server.url + "/healthz") as r:
+                health = await r.json()
+                assert r.status == 503 and health["status"] == "degraded", (r.status, health)
+                assert any("database" in p for p in health["problems"]), health
             await asyncio.sleep(4)  # two turn clocks' worth: no clock may run meanwhile
             proxy.refuse = False
             back = time.time()
@@ -336,7 +341,8 @@ async def test_a_lost_database_pauses_the_table_and_nothing_is_half_applied(
             # The move was in flight when the database went: refused, typed, never half applied.
             assert answer["type"] == "error" and answer["error"]["code"] == "unavailable", answer
             await c.wait_frame(lambda f: f.get("type") == "resumed", timeout=20)
-            assert await api.call("GET", "/healthz") == {"ok": True, "tables": 1, "paused": 0}
+            health = await api.call("GET", "/healthz", expect=200)
+            assert (health["status"], health["problems"], health["tables"], health["paused"]) == ("ok", [], 1, 0)
             again = await c.act(table, hand_no, seat_of(c), {"kind": "draw_closed"})
             assert again["type"] == "reply", again
             other = cb if c is ca else ca
