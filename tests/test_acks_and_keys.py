@@ -16,10 +16,12 @@ from typing import Any
 
 import aiohttp
 
+from service.app import CONFIG, TABLES
 from service.bots import Bot
 from service.cli import Running
 from tests.conftest import Api, wait_for
 from tests.pgproxy import PgProxy
+from tests.skipclock import SkipClock
 from tests.test_recovery import key_of, proxied  # noqa: F401 - a fixture
 from tests.test_server import latest_view, seat_of, seat_two, through_seeds
 from tests.wsclient import Client
@@ -185,12 +187,15 @@ async def test_a_move_the_house_could_not_store_leaves_the_seat_its_whole_turn(
             c = ca if view["turn"] == view["me"]["seat"] else cb
             other = cb if c is ca else ca
             seat = seat_of(c)
-            await asyncio.sleep(5)  # 5 s into the 8 s turn: what is left of it is less than the whole turn owed
+            clock = server.app[CONFIG].settings.clock  # the tables' clock skips ahead instead of sleeping
+            assert isinstance(clock, SkipClock)
+            tables = list(server.app[TABLES].values())
+            await clock.skip(tables, 5)  # 5 s into the 8 s turn: what is left of it is less than the whole turn owed
             proxy.refuse = True
             proxy.cut()  # PostgreSQL is gone
             move = asyncio.create_task(c.act(table, hand_no, seat, {"kind": "draw_closed"}, timeout=40))
             await c.wait_frame(lambda f: f.get("type") == "paused", timeout=20)
-            await asyncio.sleep(0.5)
+            await clock.skip(tables, 0.5)
             proxy.refuse = False
             answer = await move
             assert answer["type"] == "error" and answer["error"]["code"] == "unavailable", answer
@@ -198,10 +203,13 @@ async def test_a_move_the_house_could_not_store_leaves_the_seat_its_whole_turn(
             assert server_signed(key, ack) and ack["body"]["outcome"] == "refused"
             assert ack["body"]["code"] == "unavailable" and ack["body"]["i"] == 3
             arrived = ack["body"]["arrived"]
+
             # c sends nothing more: the clock moves for it, a whole turn after the refusal
-            clock = await other.wait_frame(
-                lambda f: f.get("type") == "update" and any(e["kind"] == "clock" for e in f["events"]), timeout=40
-            )
+            def moved(f: dict[str, Any]) -> bool:
+                return f.get("type") == "update" and any(e["kind"] == "clock" for e in f["events"])
+
+            await clock.skip(tables, 20, until=lambda: any(moved(f) for f in other.frames))
+            timed = await other.wait_frame(moved, timeout=40)
             await other.leave(table, hand_no, seat_of(other))
             result = await c.wait_frame(lambda f: f.get("type") == "result", timeout=30)
             await c.leave(table)
@@ -209,7 +217,7 @@ async def test_a_move_the_house_could_not_store_leaves_the_seat_its_whole_turn(
         report = verify_transcript(t, key, [ack])
         assert report.ok, report.failure  # without the re-arm: evidence fails, the clock moved too early (D35)
         assert report.summary["evidence"] == {"items": 1, "checked": 1, "other_hands": 0, "after_void": 0}
-        timeout = t["log"][clock["i"]]
+        timeout = t["log"][timed["i"]]
         assert timeout["action"] == {"kind": "timeout", "seat": seat} and timeout["t"] >= arrived + 8000
 
 

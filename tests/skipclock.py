@@ -1,0 +1,51 @@
+"""A clock for the tables of a test's server (``Settings(clock=SkipClock())``): the
+wall clock plus what the test has skipped.  A test that must let a turn, a seed
+window or an outage pass skips it instead of sleeping through it; the tables see the
+time go by as they would have, a beat at a time."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterable
+
+from service.table import TableActor
+from service.tablecore import io
+
+
+class SkipClock:
+    def __init__(self, skipped: float = 0.0) -> None:
+        self.skipped = skipped
+
+    def __call__(self) -> float:
+        return time.time() + self.skipped
+
+    async def skip(
+        self,
+        tables: Iterable[TableActor],
+        seconds: float,
+        *,
+        step: float = 0.5,
+        until: Callable[[], bool] | None = None,
+        bound: float = 30.0,
+    ) -> float:
+        """Move the clock ``seconds`` on, ``step`` at a time (under a beat, so that no
+        table takes the jump for a node that stood still: D37), ticking each running
+        table after each step and waiting until it has stepped at that time; stop
+        early once ``until()`` holds.  Returns the seconds skipped.  ``bound`` (real
+        seconds a step may take) only catches a hang."""
+        actors = [a for a in tables if a.task is not None and not a.task.done()]
+        done = 0.0
+        while done < seconds and not (until is not None and until()):
+            d = min(step, seconds - done)
+            self.skipped += d
+            done += d
+            target = int(self() * 1000)
+            for a in actors:
+                a.inputs.put_nowait(io.Tick())
+            async with asyncio.timeout(bound):
+                while not all(a.core.gone or (a.core.last_now or 0) >= target for a in actors):
+                    await asyncio.sleep(0.01)
+            if until is not None:
+                await asyncio.sleep(0.05)  # what the step told the clients arrives
+        return done
