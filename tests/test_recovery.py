@@ -39,7 +39,13 @@ async def key_of(api: Api) -> bytes:
 
 
 async def restart_table(
-    server: Running, table: str, keys: ServerKeys | None = None, *, down: float = 0.0, grace: float | None = None
+    server: Running,
+    table: str,
+    keys: ServerKeys | None = None,
+    *,
+    down: float = 0.0,
+    grace: float | None = None,
+    clock: SkipClock | None = None,
 ) -> TableActor:
     """Stop a table's task and start a new one on the same rows: the path a server
     restart takes for that table, ``down`` seconds later by the new table's clock
@@ -51,12 +57,20 @@ async def restart_table(
     if grace is not None:
         settings = dataclasses.replace(settings, resume_grace=grace)
     # the table is down ``down`` seconds: its new clock is that far ahead (tests/skipclock.py)
-    clock = SkipClock(down) if down else None
+    if down:
+        clock = clock or SkipClock()
+        clock.skipped += down
     new = TableActor(table, server.app[POOL], keys or server.app[CONFIG].keys, settings, clock=clock)
     new.start()
     server.app[TABLES][table] = new
     await asyncio.wait_for(new.loaded.wait(), 30)
     return new
+
+
+async def clocked(server: Running, table: str) -> tuple[TableActor, SkipClock]:
+    """The table served again by a task whose clock the test can skip ahead."""
+    clock = SkipClock()
+    return await restart_table(server, table, clock=clock), clock
 
 
 async def hand_row(server: Running, table: str) -> asyncpg.Record:
@@ -167,10 +181,20 @@ async def test_the_operator_voids_a_stuck_hand_by_the_same_rule(api: Api, server
 # ----------------------------------------------------------------------------- ghost seats (D34)
 async def test_a_seat_with_no_connection_sits_out_and_is_stood_up(api: Api, server: Running) -> None:
     table = await api.table(seats=4, point_value=2, max_away_hands=1)
+    actor, clock = await clocked(server, table)
     a, b, ghost = [await api.player(n) for n in ("ann", "bo", "ghost")]
     await api.call("POST", f"/api/tables/{table}/sit", token=ghost["token"], body={"seat": 0}, expect=200)
     async with Client(server.url, a["token"], a["signer"]) as ca, Client(server.url, b["token"], b["signer"]) as cb:
+        # no deal until the ghost may have come back and had its grace (D37): skipped, not waited for
+        dealt = asyncio.create_task(
+            clock.skip([actor], 60, until=lambda: any(f.get("type") == "hand" for f in ca.frames))
+        )
         hand_no = await through_seeds(table, ca, cb)
+        assert 0 < await dealt < 60
+        # dealt once the ghost's reach and grace (10 s each) had gone by on the table's clock
+        cfg = actor.core.cfg
+        dealt_at = next(f for f in ca.frames if f.get("type") == "hand")["record"]["t"]
+        assert dealt_at >= actor.core.reach.recovered_at + cfg.reach_ms + cfg.grace_ms
         header = next(f for f in ca.frames if f.get("type") == "hand")["record"]["header"]
         assert ghost["id"] not in {s["player_id"] for s in header["seats"]}  # not dealt in
         me = await api.call("GET", "/api/me", token=ghost["token"])
