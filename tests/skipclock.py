@@ -9,6 +9,8 @@ import asyncio
 import time
 from collections.abc import Callable, Iterable
 
+from service.app import CONFIG, POOL, TABLES
+from service.cli import Running
 from service.table import TableActor
 from service.tablecore import io
 
@@ -49,3 +51,17 @@ class SkipClock:
             if until is not None:
                 await asyncio.sleep(0.05)  # what the step told the clients arrives
         return done
+
+
+async def clocked(server: Running, table: str, clock: SkipClock | None = None) -> tuple[TableActor, SkipClock]:
+    """``table`` served again, on the same rows, by a task whose clock the test skips
+    ahead (the path a restart takes: tests/test_recovery.py, restart_table)."""
+    clock = clock or SkipClock()
+    old: TableActor = server.app[TABLES][table]
+    await old.stop()
+    config = server.app[CONFIG]
+    new = TableActor(table, server.app[POOL], config.keys, config.settings, clock=clock)
+    new.start()
+    server.app[TABLES][table] = new
+    await asyncio.wait_for(new.loaded.wait(), 30)
+    return new, clock

@@ -27,7 +27,7 @@ from service.keys import ServerKeys
 from service.table import Settings, TableActor
 from tests.conftest import OPERATOR, Api, fresh_database, wait_for
 from tests.pgproxy import PgProxy
-from tests.skipclock import SkipClock
+from tests.skipclock import SkipClock, clocked
 from tests.test_server import latest_view, seat_of, seat_two, through_seeds
 from tests.wsclient import Client
 from verifier.signing import load_public_key
@@ -65,12 +65,6 @@ async def restart_table(
     server.app[TABLES][table] = new
     await asyncio.wait_for(new.loaded.wait(), 30)
     return new
-
-
-async def clocked(server: Running, table: str) -> tuple[TableActor, SkipClock]:
-    """The table served again by a task whose clock the test can skip ahead."""
-    clock = SkipClock()
-    return await restart_table(server, table, clock=clock), clock
 
 
 async def hand_row(server: Running, table: str) -> asyncpg.Record:
