@@ -36,17 +36,21 @@ class SkipClock:
         table after each step and waiting until it has stepped at that time; stop
         early once ``until()`` holds.  Returns the seconds skipped.  ``bound`` (real
         seconds a step may take) only catches a hang."""
-        actors = [a for a in tables if a.task is not None and not a.task.done()]
+        actors = list(tables)
+
+        def running() -> list[TableActor]:
+            return [a for a in actors if a.task is not None and not a.task.done() and not a.core.gone]
+
         done = 0.0
         while done < seconds and not (until is not None and until()):
             d = min(step, seconds - done)
             self.skipped += d
             done += d
             target = int(self() * 1000)
-            for a in actors:
+            for a in running():
                 a.inputs.put_nowait(io.Tick())
             async with asyncio.timeout(bound):
-                while not all(a.core.gone or (a.core.last_now or 0) >= target for a in actors):
+                while not all((a.core.last_now or 0) >= target for a in running()):
                     await asyncio.sleep(0.01)
             if until is not None:
                 await asyncio.sleep(0.05)  # what the step told the clients arrives
