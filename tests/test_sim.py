@@ -7,6 +7,7 @@ again (D37), every verified transcript verifies."""
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
@@ -54,9 +55,11 @@ def test_a_clock_that_ignores_the_grace_is_caught_and_shrunk_to_its_seed_and_tra
     assert any("FAULT" in line or "HOUSE" in line for line in found.trace)
 
 
-# The CI-sized run: two worlds of 100 tables for 11 virtual minutes, each split between
-# two processes (tests/sim/run.py); about 21,000 hands.
+# The CI-sized run: two worlds of 100 tables for 11 virtual minutes, each split by table
+# between as many processes as the machine has cores, two to four (tests/sim/run.py);
+# about 22,500 hands, about 105 s of CPU (docs/benchmarks.md).
 CI_WORLDS = {"first": 1000, "count": 2, "kw": {"tables": 100, "duration": 660_000, "fault_rate": 2.0}}
+CI_PARTS = max(2, min(4, len(os.sched_getaffinity(0))))
 
 
 @pytest.mark.drill
@@ -65,11 +68,12 @@ def test_twenty_thousand_simulated_hands_keep_every_invariant() -> None:
     """The CI-sized run: at least 20,000 hands through the real core, every invariant
     checked after every step; every hand a fault touched, and every 25th other hand,
     has its transcript verified by the verifier (one in ten of them on the curve
-    alone, the rest with the signature book, tests/sim/sigbook.py).  The figures (CPU per hand) go to the
-    log; bench/sim_soak.py measures, docs/benchmarks.md records."""
+    alone, the rest with the signature book, tests/sim/sigbook.py).  The figures
+    (CPU per hand) go to the log; bench/sim_soak.py measures, docs/benchmarks.md
+    records."""
     started = time.perf_counter()
     figures = Figures()
-    for r in worlds(parts=2, **CI_WORLDS):  # type: ignore[arg-type]
+    for r in worlds(parts=CI_PARTS, **CI_WORLDS):  # type: ignore[arg-type]
         figures.add(r)
     print(f"simulated {figures.line()}; {time.perf_counter() - started:.1f} s of wall time")
     assert not figures.failures, "\n\n".join(figures.failures)
