@@ -57,7 +57,7 @@ def test_a_clock_that_ignores_the_grace_is_caught_and_shrunk_to_its_seed_and_tra
 
 # The CI-sized run: two worlds of 100 tables for 11 virtual minutes, each split by table
 # between as many processes as the machine has cores, two to four (tests/sim/run.py);
-# about 22,500 hands, about 105 s of CPU (docs/benchmarks.md).
+# about 22,500 hands, 105-155 s of CPU (docs/benchmarks.md).
 CI_WORLDS = {"first": 1000, "count": 2, "kw": {"tables": 100, "duration": 660_000, "fault_rate": 2.0}}
 CI_PARTS = max(2, min(4, len(os.sched_getaffinity(0))))
 
