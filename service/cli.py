@@ -44,7 +44,7 @@ from aiohttp import web
 
 from service import admin, connbudget, store
 from service.app import CONFIG, NEW_OPERATOR_TOKEN, Config, make_app
-from service.cluster import NodeSettings
+from service.cluster import NodeSettings, forget_every_node
 from service.db import (
     ACQUIRE_TIMEOUT,
     DataDirLock,
@@ -56,6 +56,7 @@ from service.db import (
 )
 from service.keys import SEED_KEY_FILE, SIGNING_KEY_FILE, KeyFileError, ServerKeys
 from service.keys import _load_or_create as read_key_file  # reads, as the file exists
+from service.leftovers import clear_old_workers
 from service.store import OperatorTokenMismatch
 from service.table import Settings
 from service.workers import Supervisor, default_workers, free_port, watch_parent
@@ -415,6 +416,13 @@ async def start_server(
     return Running(served, runner, embedded, token, app, dir_lock)
 
 
+def lost_lock(holder: asyncio.Task[None], stop: asyncio.Event) -> None:
+    if holder.cancelled() or holder.exception() is not None:  # only a lock another server took stops us
+        return
+    log.critical("another server took this database's lock while it was away: stopping")
+    stop.set()
+
+
 def serve_workers(args: argparse.Namespace, count: int, data_dir: Path, dsn: str | None, source: str) -> int:
     """The supervisor of ``count`` worker processes (service.workers)."""
     wildcard = args.host in ("", "::") or (args.host.count(".") == 3 and set(args.host) <= {"0", "."})
@@ -439,6 +447,7 @@ def serve_workers(args: argparse.Namespace, count: int, data_dir: Path, dsn: str
         port = args.port or free_port(args.host)
         try:
             lock.acquire()
+            await asyncio.to_thread(clear_old_workers, lock.previous, data_dir)  # of a server killed before
             check_key_files(data_dir)
             keys = ServerKeys.load(data_dir)
             if url is None:
@@ -454,6 +463,7 @@ def serve_workers(args: argparse.Namespace, count: int, data_dir: Path, dsn: str
                 await migrate(conn)
                 await store.check_keys(conn, keys)
                 token = await store.operator_token(conn, os.environ.get(OPERATOR_ENV) or None)
+                await forget_every_node(conn)  # our lock: the nodes in the database are dead workers
             finally:
                 await conn.close()
             flags = [
@@ -500,7 +510,10 @@ def serve_workers(args: argparse.Namespace, count: int, data_dir: Path, dsn: str
             if token:
                 print(f"operator token (shown once, keep it): {token}", flush=True)
             watcher = asyncio.create_task(sup.watch(stop))
+            holder = asyncio.create_task(db_lock.hold())  # the database's lock, again after a restart of it
+            holder.add_done_callback(lambda t: lost_lock(t, stop))
             await stop.wait()
+            holder.cancel()
             print("shutting down", flush=True)
             await watcher
         finally:
