@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from service import fastjson
 from service.handrun import HandRun
 from service.tablecore import io
 from service.tablecore.clock import Reachability
@@ -209,6 +210,7 @@ class Steps:
                 prev_head=prev_head,
                 commit_ms=self.cfg.commit_ms,
                 reveal_ms=self.cfg.reveal_ms,
+                encode=fastjson.canonical,
             )
             hand = HandRun(st.hand_id, hand_no, recorder, dict(st.players), dict.fromkeys(st.players, need))
             recorder.open(hand.next_t(now))
