@@ -42,7 +42,7 @@ import aiohttp
 import asyncpg
 from aiohttp import web
 
-from service import admin, store
+from service import admin, gctune, store
 from service.app import CONFIG, NEW_OPERATOR_TOKEN, Config, make_app
 from service.cluster import NodeSettings
 from service.db import (
@@ -572,6 +572,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             page_urls=(args.page_url,) if args.page_url else (),
             lock_data_dir=args.worker_of is None,
         )
+        gctune.tune()  # start-up is done: freeze what it made, collect less often
         try:
             if args.worker_of is not None:
                 print(f"worker {node.node_id} serving on {running.url} and port {args.shared_port}", flush=True)

@@ -273,7 +273,9 @@ async def test_workers_share_the_tables_and_a_dead_worker_is_replaced(tmp_path: 
             tables = []
             for _ in range(4):
                 async with s.post(url + "/api/tables", json={"seats": 4, "turn_seconds": 20}, headers=auth) as r:
-                    tables.append((await r.json())["id"])
+                    body = await r.json()
+                    assert "id" in body, body
+                    tables.append(body["id"])
             bots = []
             for t in tables:
                 for n in range(2):
