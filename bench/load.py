@@ -93,10 +93,11 @@ TARGETS = {
     "human_kb_per_seat": 100,
 }
 # What the server's log says when it struggles (service/cluster.py, service/table.py,
-# service/telling.py, service/workers.py): counted over a measurement, set-up included.
+# service/tablecore/core.py, service/telling.py, service/workers.py): counted over a
+# measurement, set-up included.
 LOG_MARKS = {
     "lost_leases": "lost the lease",
-    "reloads": "reloading from the database",
+    "reloads": "a write came back",  # the table core, once per reload after a write
     "load_retries": "cannot load",
     "tables_let_go": "letting go",
     "slow_heartbeats": "a heartbeat took",
@@ -107,12 +108,13 @@ LOG_MARKS = {
     "tracebacks": "Traceback",
 }
 TIMEOUT = re.compile(r"Timeout|timed out|canceling statement", re.IGNORECASE)
+WRITE_FAILED = " failed: "  # the table's shell, naming the error of a write that failed
 
 
 def count_log(path: Path, upto: int) -> dict[str, int]:
     """The LOG_MARKS in the first ``upto`` bytes of a server's log (its shutdown is not
-    counted), and ``reload_timeouts``: the reloads that a timeout (a write or a pool
-    acquire that took too long) set off."""
+    counted), and ``reload_timeouts``: the writes that failed on a timeout (a write or
+    a pool acquire that took too long), each of which sets a reload off."""
     out = dict.fromkeys(LOG_MARKS, 0)
     out["reload_timeouts"] = 0
     with contextlib.suppress(OSError), open(path, "rb") as f:
@@ -120,7 +122,7 @@ def count_log(path: Path, upto: int) -> dict[str, int]:
             for name, mark in LOG_MARKS.items():
                 if mark in line:
                     out[name] += 1
-            if LOG_MARKS["reloads"] in line and TIMEOUT.search(line):
+            if WRITE_FAILED in line and TIMEOUT.search(line):
                 out["reload_timeouts"] += 1
     return out
 

@@ -41,4 +41,27 @@ def structured_hand(draw: st.DrawFn) -> tuple[list[Card], int | None]:
     return [cards[i] for i in order], wild
 
 
+@st.composite
+def crowded_hand(draw: st.DrawFn) -> tuple[list[Card], int | None]:
+    """The shapes the search finds hardest (bench/score_worst.py): one or two suits
+    crowded over a few ranks, with copies from a two- or three-deck pack, cards of
+    the wild rank and printed jokers among them, and maybe a stray card."""
+    decks = draw(st.sampled_from((2, 3)))
+    suits = draw(st.lists(st.integers(0, 3), min_size=1, max_size=2, unique=True))
+    lo = draw(st.integers(0, 8))
+    hi = draw(st.integers(lo + 3, 12))
+    wild = draw(st.one_of(st.none(), st.integers(lo, hi), st.integers(0, 12)))
+    cards = [JOKER] * draw(st.integers(0, decks if wild is None else min(decks, 2)))
+    faces = [Card(s, r) for s in suits for r in range(lo, hi + 1)]
+    strays = draw(st.integers(0, 2))
+    while len(cards) < 13:
+        pool = FACES_AND_JOKER[:52] if len(cards) >= 13 - strays else faces
+        free = [f for f in pool if cards.count(f) < decks] or [
+            f for f in FACES_AND_JOKER[:52] if cards.count(f) < decks
+        ]
+        cards.append(draw(st.sampled_from(free)))
+    order = draw(st.permutations(range(13)))
+    return [cards[i] for i in order], wild
+
+
 FACES_AND_JOKER = [Card(s, r) for s in range(4) for r in range(13)] + [JOKER]

@@ -143,11 +143,17 @@ def test_a_refusal_the_rules_justify_owes_nothing() -> None:
             code="wrong_phase",
         )
     )
+    # a timeout is the server's own move (§9): a player's signed one is refused with reason,
+    # whatever the code says
+    timeout = {"kind": "timeout", "seat": seat}
+    items.append(
+        hand.rec.ack(seat, timeout, head, hand.sign(seat, head, timeout), arrived=hand.now + 1000, code="unavailable")
+    )  # 1 s into the turn: were it the house's refusal, the timeout at its end would be 29 s early
     hand.act(TimeOut(seat))  # at the turn's end, no later
     t = finish(hand)
     r = verdict(t, items)
     assert r.ok, r.failure
-    assert r.summary["evidence"] == {"items": 4, "checked": 4, "other_hands": 0, "after_void": 0}
+    assert r.summary["evidence"] == {"items": 5, "checked": 5, "other_hands": 0, "after_void": 0}
 
 
 def test_a_house_refusal_of_a_legal_move_owes_the_whole_turn_from_its_arrival() -> None:
@@ -180,6 +186,12 @@ def test_items_after_a_void_are_counted_not_failed() -> None:
     r = verdict(rec.transcript(), items)
     assert r.ok, r.failure
     assert r.summary["evidence"] == {"items": len(items), "checked": 2, "other_hands": 0, "after_void": 2}
+    # §15 rule 8: evidence that applies to nothing is skipped, never passed
+    r = verdict(rec.transcript(), [accepted, head])
+    assert r.ok, r.failure
+    assert "evidence" in r.checks_skipped and "evidence" not in r.checks_passed
+    assert "nothing could be checked" in r.skip_reasons["evidence"]
+    assert r.summary["evidence"] == {"items": 2, "checked": 0, "other_hands": 0, "after_void": 2}
 
 
 def test_a_player_item_must_be_signed_by_its_own_key() -> None:

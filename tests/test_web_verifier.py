@@ -2,1071 +2,102 @@
 headless Chromium.
 
 The JavaScript is an independent implementation of docs/fairness.md. These tests run
-it on the published vectors (verifier/vectors/), on tampered variants made here, and
-compare its verdicts with rummy-verify's (run only as a black box, in one test).
+it on the published vectors (verifier/vectors/), on tampered variants made here
+(tests/webverify_cases.py, and the 2026-12 amendments' in tests/webverify_amendments.py),
+and compare its verdicts with rummy-verify's (run only as a black box, in one test).
 Tampered transcripts are re-signed with the vectors' test signing key (and, for player
-moves, with test player keys made here), so that each variant fails where it is meant
-to and not merely at the signature.
+moves, with test player keys made here: tests/webverify_tooling.py), so that each variant
+fails where it is meant to and not merely at the signature.
 """
 
 from __future__ import annotations
 
 import asyncio
-import copy
 import hashlib
 import json
 import os
 import pathlib
+import re
 import shutil
 import sys
 import time
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import pytest
 import pytest_asyncio
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from playwright.async_api import Browser, Page
 
 from service.webpage import inline_page
 from tests.browser import new_page, serve_directory
+from tests.webverify_amendments import build_amendment_cases
+from tests.webverify_cases import (
+    EVID,
+    V1E,
+    V1V,
+    V2E,
+    V2H,
+    V2T,
+    V2VS,
+    Builder,
+    Case,
+    expected_checks,
+    transcript_cases,
+)
+from tests.webverify_tooling import (
+    ALL_CHECKS,
+    CHECKS_V1,
+    CHECKS_V2,
+    SERVER_PUB,
+    SMALL_ORDER_KEYS,
+    V1,
+    V2,
+    VECTORS,
+    actions,
+    amended_verdict,
+    dump,
+    encode_y,
+    events,
+    fingerprint,
+    load,
+    non_canonical_key,
+    off_curve_key,
+    pub_hex,
+    r_not_canonical,
+    read_vector,
+    reseal,
+    s_plus_l,
+    seat_evidence,
+    vector_names,
+)
+from tests.webverify_tooling import (
+    P as P_FIELD,
+)
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 WEB = ROOT / "service" / "web"
-VECTORS = ROOT / "verifier" / "vectors"
-
-V1 = "rummy-pf/v1"
-V2 = "rummy-pf/v2"
-CHECKS_V2 = [
-    "format",
-    "signature",
-    "player_signatures",
-    "server_commit",
-    "player_seeds",
-    "deck",
-    "deal",
-    "replay",
-    "time",
-    "points",
-    "penalties",
-    "settlement",
-    "chain",
-    "evidence",
-]
-CHECKS_V1 = [c for c in CHECKS_V2 if c not in ("player_signatures", "time", "evidence")]
-ALL_CHECKS = {*CHECKS_V2, "read"}
-
-# ------------------------------------------------------------------ test tooling: canonical JSON and signing
-
-
-def canonical(x: Any) -> bytes:
-    """canonical(x) of docs/fairness.md §1, written out here (test tooling)."""
-
-    def enc(v: Any) -> str:
-        if v is None:
-            return "null"
-        if v is True:
-            return "true"
-        if v is False:
-            return "false"
-        if isinstance(v, int):
-            return str(v)
-        if isinstance(v, str):
-            return json.dumps(v, ensure_ascii=False)
-        if isinstance(v, list):
-            return "[" + ",".join(enc(e) for e in v) + "]"
-        if isinstance(v, dict):
-            return "{" + ",".join(json.dumps(k, ensure_ascii=False) + ":" + enc(v[k]) for k in sorted(v)) + "}"
-        raise TypeError(f"not canonical JSON: {v!r}")
-
-    return enc(x).encode("utf-8")
-
-
-def lp(b: bytes | str) -> bytes:
-    data = b.encode("utf-8") if isinstance(b, str) else b
-    return len(data).to_bytes(4, "big") + data
-
-
-SERVER_KEY = Ed25519PrivateKey.from_private_bytes(
-    hashlib.sha256(b"rummy-pf/v1 test vector signing key -- never use for real hands").digest()
-)
-
-
-def pub_hex(key: Ed25519PrivateKey) -> str:
-    return key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw).hex()
-
-
-SERVER_PUB = pub_hex(SERVER_KEY)
-OTHER_KEY = Ed25519PrivateKey.from_private_bytes(hashlib.sha256(b"web verifier test: some other key").digest())
-
-
-def player_key(seat: int) -> Ed25519PrivateKey:
-    """Test player keys made here, to re-sign the moves of tampered v2 transcripts."""
-    return Ed25519PrivateKey.from_private_bytes(hashlib.sha256(f"web verifier test player {seat}".encode()).digest())
-
-
-def sign(key: Ed25519PrivateKey, protocol: str, purpose: str, obj: Any) -> str:
-    version = protocol.rsplit("/", 1)[1]
-    return key.sign(lp(f"rummy-pf/{version}/{purpose}") + canonical(obj)).hex()
-
-
-def reseal(
-    t: dict[str, Any],
-    *,
-    players: bool = True,
-    header: bool = True,
-    chain: bool = True,
-    transcript: bool = True,
-) -> None:
-    """Re-sign a tampered transcript: player moves (v2, with this file's player keys),
-    the header and commitments, the hash chain and head, the transcript signature."""
-    proto = t["protocol"]
-    v2 = proto == V2
-    log = t["log"]
-    old_h = [r["h"] for r in log]
-    hd = log[0]["header"]
-    if v2 and players:
-        for s in hd["seats"]:
-            s["player_key"] = pub_hex(player_key(s["seat"]))
-    if header:
-        log[0]["sig"] = sign(SERVER_KEY, proto, "header", hd)
-    prev = bytes.fromhex(hd["prev_head"])
-    new_h: list[str] = []
-
-    def move(seat: int, prev_h: str, m: dict[str, Any]) -> str:
-        body = {"table_id": t["table_id"], "hand_no": t["hand_no"], "prev": prev_h, "move": m}
-        return sign(player_key(seat), proto, "move", body)
-
-    for i, r in enumerate(log):
-        if v2 and players:
-            if r["type"] == "commitments":
-                for c in r["commitments"]["commits"]:
-                    if c["commit"] is not None:
-                        c["psig"] = move(
-                            c["seat"], new_h[0], {"kind": "commit", "seat": c["seat"], "commit": c["commit"]}
-                        )
-            elif r["type"] == "reveals":
-                for e in r["reveals"]:
-                    if e["status"] == "revealed":
-                        e["psig"] = move(e["seat"], new_h[1], {"kind": "reveal", "seat": e["seat"], "seed": e["seed"]})
-            elif r["type"] == "action" and r.get("psig") is not None:
-                j = old_h.index(r["psig"]["prev"]) if r["psig"]["prev"] in old_h[:i] else i - 1
-                prev_h = new_h[j]
-                r["psig"] = {"prev": prev_h, "sig": move(r["action"]["seat"], prev_h, r["action"])}
-        if r["type"] == "commitments" and header:
-            r["sig"] = sign(SERVER_KEY, proto, "commitments", r["commitments"])
-        if chain:
-            digest = hashlib.sha256(prev + canonical({k: v for k, v in r.items() if k != "h"})).digest()
-            r["h"] = digest.hex()
-            prev = digest
-        new_h.append(r["h"])
-    if chain:
-        t["head"] = log[-1]["h"]
-    if transcript:
-        t["signature"] = sign(SERVER_KEY, proto, "transcript", {k: v for k, v in t.items() if k != "signature"})
-
-
-# ------------------------------------------------------------------ vectors
-
-
-def vector_names(prefix: str = "") -> list[str]:
-    return sorted(p.name for p in VECTORS.glob("*.json") if "transcript" in p.name and p.name.startswith(prefix))
-
-
-def load(name: str) -> dict[str, Any]:
-    data = json.loads((VECTORS / name).read_text(encoding="utf-8"))
-    return copy.deepcopy(data["transcript"] if "transcript" in data and "_about" in data else data)
-
-
-def load_evidence(name: str) -> list[Any]:
-    data = json.loads((VECTORS / name).read_text(encoding="utf-8"))
-    return copy.deepcopy(data["evidence"] if isinstance(data, dict) else data)
-
-
-def evidence_pairs() -> list[tuple[str, str]]:
-    """(evidence vector, the transcript vector of the same hand)."""
-    pairs = []
-    for p in sorted(VECTORS.glob("*evidence*.json")):
-        items = load_evidence(p.name)
-        heads = [it for it in items if it.get("purpose") == "head"]
-        for tname in vector_names():
-            t = load(tname)
-            if heads and any(r["h"] == heads[0]["body"]["h"] for r in t["log"]):
-                pairs.append((p.name, tname))
-    return pairs
-
-
-def expected_checks(t: dict[str, Any], evidence: bool) -> tuple[list[str], list[str]]:
-    """Which checks pass and which are skipped for a good transcript, by docs/fairness.md
-    §14 as this verifier reads it (see the report for the readings)."""
-    v2 = t["protocol"] == V2
-    names = CHECKS_V2 if v2 else CHECKS_V1
-    log = t["log"]
-
-    def has(i: int, kind: str) -> bool:
-        return len(log) > i and log[i]["type"] == kind
-
-    seed = t["server_seed"] != ""
-    skipped: set[str] = set()
-    if v2 and not has(1, "commitments"):
-        skipped.add("player_signatures")
-    if not seed:
-        skipped.add("server_commit")
-    if not has(2, "reveals"):
-        skipped.add("player_seeds")
-    if not seed or not has(2, "reveals"):
-        skipped.add("deck")
-    nothing_replayed = not seed or not has(2, "reveals") or not has(3, "deal")
-    if nothing_replayed:
-        skipped |= {"replay", "penalties"}
-        # `deal` judges a void at record 3 when too few seats are dealt in (D29; v1: fewer than two)
-        dealt = [e for e in log[2]["reveals"] if e["status"] != "withheld"] if has(2, "reveals") else []
-        if not seed or not has(2, "reveals") or len(dealt) >= (1 if v2 else 2):
-            skipped.add("deal")
-    if log[-1]["type"] == "void":
-        skipped |= {"points", "settlement"}
-    if v2 and not evidence:
-        skipped.add("evidence")
-    return [n for n in names if n not in skipped], [n for n in names if n in skipped]
-
-
-# ------------------------------------------------------------------ tampered variants
-
-
-@dataclass
-class Case:
-    name: str
-    text: str
-    expect: str | None  # the failing check, or None for a verdict of ok
-    key: str | None = None
-    evidence: str | None = None
-    notes: list[str] = field(default_factory=list)
-
-
-def dump(t: Any) -> str:
-    return json.dumps(t, indent=1, ensure_ascii=False)
-
-
-def actions(t: dict[str, Any], kind: str | None = None) -> list[dict[str, Any]]:
-    return [r for r in t["log"] if r["type"] == "action" and (kind is None or r["action"]["kind"] == kind)]
-
-
-def events(t: dict[str, Any], kind: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    return [(r, e) for r in t["log"] if "events" in r for e in r["events"] if e["kind"] == kind]
-
-
-def end_event(t: dict[str, Any]) -> dict[str, Any]:
-    return events(t, "end")[-1][1]
-
-
-def card_value(t: dict[str, Any], card: int) -> int:
-    decks = 3 if t["log"][0]["header"]["rules"]["seats"] == 8 else 2
-    indicator = events(t, "deal")[0][1]["data"]["wild_indicator"]
-    wild_rank = None if indicator >= decks * 52 else indicator % 13
-    if card >= decks * 52 or card % 13 == wild_rank:
-        return 0
-    rank = card % 13
-    return 10 if rank == 0 or rank >= 9 else rank + 1
-
-
-def flip(hexstr: str) -> str:
-    return ("1" if hexstr[0] != "1" else "2") + hexstr[1:]
-
-
-def nested(depth: int) -> Any:
-    x: Any = []
-    for _ in range(depth - 1):
-        x = [x]
-    return x
-
-
-V2E = "v2-transcript-6seat-everything.json"
-V1E = "transcript-6seat-everything.json"
-V2L = "v2-transcript-8seat-seeds-and-leaves.json"
-V2H = "v2-transcript-headsup-withheld.json"
-V2T = "v2-transcript-4seat-two-players.json"
-V2VM = "v2-transcript-void-mid-hand.json"
-V2VS = "v2-transcript-void-seed-lost.json"
-V1V = "transcript-void.json"
-EVID = "v2-evidence-4seat-two-players-seat1.json"
 
 
 def build_cases() -> list[Case]:
-    cases: list[Case] = []
-    present = {p.name for p in VECTORS.glob("*.json")}
-
-    def add(name: str, base: str, fn: Callable[[dict[str, Any]], Any] | None, expect: str | None, **kw: Any) -> None:
-        """A variant of vector `base`: fn tampers with it, then it is re-sealed (kw: reseal options,
-        key=, evidence=, after= a second tampering after re-sealing)."""
-        if base not in present:
-            return
-        t = load(base)
-        if fn is not None:
-            fn(t)
-        opts = {k: kw.pop(k) for k in ("players", "header", "chain", "transcript") if k in kw}
-        after = kw.pop("after", None)
-        if fn is not None or opts:
-            reseal(t, **opts)
-        if after is not None:
-            after(t)
-        cases.append(Case(name, dump(t), expect, **kw))
-
-    def text_case(name: str, base: str, edit: Callable[[str], str], expect: str | None) -> None:
-        if base not in present:
-            return
-        cases.append(Case(name, edit(json.dumps(load(base))), expect))
-
-    # §2: unreadable input
-    text_case("read: a duplicate key", V2E, lambda s: '{"hand_no": 46, ' + s[1:], "read")
-    text_case("read: a fraction", V2E, lambda s: s.replace('"hand_no": 46', '"hand_no": 46.0', 1), "read")
-    text_case("read: an exponent", V2E, lambda s: s.replace('"hand_no": 46', '"hand_no": 4.6e1', 1), "read")
-    text_case("read: -0", V2E, lambda s: s.replace('"commission_bps": 1000', '"commission_bps": -0', 1), "read")
-    text_case(
-        "read: an integer beyond 2^53-1",
-        V2E,
-        lambda s: s.replace('"point_value": 3', '"point_value": 9007199254740992', 1),
-        "read",
-    )
-    text_case("read: the top level is a list", V2E, lambda s: "[" + s + "]", "read")
-    text_case("read: not JSON", V2E, lambda s: s[:-1], "read")
-    text_case("read: a byte order mark", V2E, lambda s: "\ufeff" + s, "read")
-    text_case(
-        "read: a raw control character in a string",
-        V2VM,
-        lambda s: s.replace('"reason": "', '"reason": "\t', 1),
-        "read",
-    )
-    text_case(
-        "read: an unpaired surrogate escape",
-        V2VM,
-        lambda s: s.replace('"reason": "', '"reason": "\\ud800', 1),
-        "read",
-    )
-
-    def deep(depth: int) -> Callable[[dict[str, Any]], None]:
-        # top object 1, log 2, record 3, events 4, event 5, data 6: the lists add the rest
-        def fn(t: dict[str, Any]) -> None:
-            t["log"][3]["events"][0]["data"]["x"] = nested(depth - 6)
-
-        return fn
-
-    if V2E in present:
-        for depth, expect in ((65, "read"), (64, "deal")):
-            t = load(V2E)
-            deep(depth)(t)
-            reseal(t)
-            cases.append(Case(f"read: nesting {depth} deep", json.dumps(t), expect))
-
-    # §13: format
-    add("format: an extra top-level field", V2E, lambda t: t.update(extra=1), "format")
-    add("format: an action record without t", V2E, lambda t: actions(t)[0].pop("t"), "format")
-    add("format: commit_ms 0", V2E, lambda t: t["log"][0]["header"].update(commit_ms=0), "format")
-    add("format: a wrong rules_id", V2E, lambda t: t["log"][0]["header"].update(rules_id="00" * 32), "format")
-    add("format: a wrong face in deck_faces", V2E, lambda t: t["deck_faces"].__setitem__(0, "ZZ"), "format")
-    add("format: a duplicate card in the deck", V2E, lambda t: t["deck"].__setitem__(1, t["deck"][0]), "format")
-    add("format: a card id as a string", V2E, lambda t: actions(t, "discard")[0]["action"].update(card="5"), "format")
-    add("format: a hint on a discard", V2E, lambda t: actions(t, "discard")[0]["action"].update(hint=[[1]]), "format")
-    add("format: 131 points", V2E, lambda t: t["result"]["points"].update({"0": 131}), "format")
-    add(
-        "format: a revealed seed without psig",
-        V2E,
-        None,
-        "format",
-        after=lambda t: (t["log"][2]["reveals"][0].update(psig=None), reseal(t, players=False)),
-    )
-    add("format: record numbers out of order", V2E, lambda t: t["log"][5].update(i=6), "format")
-    add("format: a seat number as text", V2E, lambda t: actions(t)[0]["action"].update(seat="1"), "format")
-
-    def space_in_table_id(t: dict[str, Any]) -> None:
-        t["table_id"] = t["log"][0]["header"]["table_id"] = t["log"][1]["commitments"]["table_id"] = "table rich"
-
-    add("format: a space in table_id", V2E, space_in_table_id, "format")
-    add("format (v1): a header record with t", V1E, lambda t: t["log"][0].update(t=1), "format")
-    add("format (v1): an action with psig", V1E, lambda t: actions(t)[0].update(psig=None), "format")
-
-    def void_with_result(t: dict[str, Any]) -> None:
-        t["result"] = load(V2E)["result"]
-
-    add("format: a void hand with a result", V2VM, void_with_result, "format")
-    add("format: a log that stops mid-hand without a void", V2VM, lambda t: t["log"].pop(), "format")
-
-    def void_after_end(t: dict[str, Any]) -> None:
-        t["log"].append(
-            {"i": len(t["log"]), "t": t["log"][-1]["t"] + 1, "h": "00" * 32, "type": "void", "reason": "late"}
-        )
-
-    add("format: a void after a hand that ended, result kept", V2H, void_after_end, "format")
-
-    # §9: signature
-    add(
-        "signature: the transcript signature",
-        V2E,
-        None,
-        "signature",
-        after=lambda t: t.update(signature=flip(t["signature"])),
-    )
-    add("signature: another pinned key", V2E, None, "signature", key=pub_hex(OTHER_KEY))
-    add("signature: the right pinned key", V2E, None, None, key=SERVER_PUB)
-    add(
-        "signature: a header changed after signing",
-        V2E,
-        lambda t: t["log"][0]["header"].update(commit_ms=10001),
-        "signature",
-        header=False,
-    )
-
-    def bad_commitments_sig(t: dict[str, Any]) -> None:
-        t["log"][1]["sig"] = flip(t["log"][1]["sig"])
-        reseal(t, players=False, header=False)
-
-    add("signature: the commitments signature", V2E, None, "signature", after=bad_commitments_sig)
-    add(
-        "signature (v1): the header signature",
-        V1E,
-        lambda t: t["log"][0].update(sig=flip(t["log"][0]["sig"])),
-        "signature",
-        header=False,
-    )
-    add(
-        "signature: everything signed by another key",
-        V2E,
-        None,
-        "signature",
-        after=lambda t: t.update(
-            signature=sign(OTHER_KEY, V2, "transcript", {k: v for k, v in t.items() if k != "signature"})
-        ),
-    )
-
-    # §9: player signatures
-    add(
-        "player_signatures: a draw without psig",
-        V2E,
-        lambda t: actions(t, "draw_closed")[0].update(psig=None),
-        "player_signatures",
-    )
-
-    def timeout_psig(t: dict[str, Any]) -> None:
-        r = actions(t, "timeout")[0]
-        r["psig"] = {"prev": t["log"][r["i"] - 1]["h"], "sig": "00" * 64}
-
-    add("player_signatures: a timeout with psig", V2E, timeout_psig, "player_signatures")
-
-    def prev_two_back(t: dict[str, Any]) -> None:
-        r = actions(t, "discard")[3]
-        r["psig"]["prev"] = t["log"][r["i"] - 2]["h"]
-
-    add("player_signatures: a discard signed over an older record", V2E, prev_two_back, "player_signatures")
-
-    def leave_prev(t: dict[str, Any]) -> None:
-        r = actions(t, "leave")[-1]
-        r["psig"]["prev"] = t["log"][2]["h"]
-
-    add("player_signatures: a leave signed over an earlier record", V2L, leave_prev, None)
-    add(
-        "player_signatures: a commit's psig",
-        V2E,
-        None,
-        "player_signatures",
-        after=lambda t: (
-            t["log"][1]["commitments"]["commits"][2].update(
-                psig=flip(t["log"][1]["commitments"]["commits"][2]["psig"])
-            ),
-            reseal(t, players=False),
-        ),
-    )
-
-    def discard_other_card(t: dict[str, Any]) -> None:
-        r = actions(t, "discard")[0]
-        r["action"]["card"] = r["events"][0]["data"]["card"] = t["log"][3]["events"][2]["private"]["cards"][0]
-
-    add(
-        "player_signatures: a discard changed after signing",
-        V2E,
-        discard_other_card,
-        "player_signatures",
-        players=False,
-    )
-
-    def reveal_by_other(t: dict[str, Any]) -> None:
-        reseal(t)
-        e = t["log"][2]["reveals"][0]
-        body = {
-            "table_id": t["table_id"],
-            "hand_no": t["hand_no"],
-            "prev": t["log"][1]["h"],
-            "move": {"kind": "reveal", "seat": e["seat"], "seed": e["seed"]},
-        }
-        e["psig"] = sign(player_key(99), V2, "move", body)
-        reseal(t, players=False)
-
-    add("player_signatures: a reveal signed by another key", V2E, None, "player_signatures", after=reveal_by_other)
-
-    # §5: commitments
-    add(
-        "server_commit: another server seed",
-        V2E,
-        lambda t: t.update(server_seed=hashlib.sha256(b"x").hexdigest()),
-        "server_commit",
-    )
-    add(
-        "server_commit (v1 void)",
-        V1V,
-        lambda t: t.update(server_seed=hashlib.sha256(b"x").hexdigest()),
-        "server_commit",
-    )
-    add(
-        "player_seeds: another seed",
-        V2E,
-        lambda t: t["log"][2]["reveals"][1].update(seed=hashlib.sha256(b"y").hexdigest()),
-        "player_seeds",
-    )
-    add(
-        "player_seeds: revealed without a commitment",
-        V2E,
-        lambda t: t["log"][1]["commitments"]["commits"][1].update(commit=None, psig=None),
-        "player_seeds",
-    )
-
-    def no_commit_with_commit(t: dict[str, Any]) -> None:
-        for c in t["log"][1]["commitments"]["commits"]:
-            if c["commit"] is None:
-                c["commit"] = "ab" * 32
-                c["psig"] = "00" * 64
-
-    add("player_seeds: no_commit with a commitment", V2L, no_commit_with_commit, "player_seeds")
-    add(
-        "player_seeds (v1): another seed",
-        V1E,
-        lambda t: t["log"][2]["reveals"][0].update(seed="00" * 32),
-        "player_seeds",
-    )
-    add(
-        "player_seeds (v1): a 16-byte seed",
-        V1E,
-        lambda t: t["log"][2]["reveals"][0].update(seed="00" * 16),
-        "player_seeds",
-    )
-    add(
-        "player_seeds (v1): an empty revealed seed",
-        V1E,
-        lambda t: t["log"][2]["reveals"][0].update(seed=""),
-        "player_seeds",
-    )
-    add(
-        "format (v1): a revealed seed of odd length",
-        V1E,
-        lambda t: t["log"][2]["reveals"][0].update(seed="abc"),
-        "format",
-    )
-    add("format: a 16-byte seed in v2", V2E, lambda t: t["log"][2]["reveals"][0].update(seed="00" * 16), "format")
-
-    # §6-8: the deck
-    def swap_deck(t: dict[str, Any]) -> None:
-        d, f = t["deck"], t["deck_faces"]
-        d[0], d[1] = d[1], d[0]
-        f[0], f[1] = f[1], f[0]
-
-    add("deck: two cards swapped", V2E, swap_deck, "deck")
-    add("deck (v1): two cards swapped", V1E, swap_deck, "deck")
-    add("deck: no deck published", V2E, lambda t: t.update(deck=[], deck_faces=[]), "deck")
-    add(
-        "deck: a deck published for a seed never revealed",
-        V2VS,
-        lambda t: t.update(
-            deck=list(range(106)), deck_faces=load(V2E)["deck_faces"] and [face(c, 2) for c in range(106)]
-        ),
-        "deck",
-    )
-
-    # A.2: the deal
-    def swap_hands(t: dict[str, Any]) -> None:
-        ev = t["log"][3]["events"]
-        a, b = ev[1]["private"]["cards"], ev[2]["private"]["cards"]
-        a[0], b[0] = b[0], a[0]
-
-    add("deal: a card moved between hands", V2E, swap_hands, "deal")
-    add("deal (v1): a card moved between hands", V1E, swap_hands, "deal")
-    add(
-        "deal: another wild indicator", V2E, lambda t: t["log"][3]["events"][0]["data"].update(wild_indicator=0), "deal"
-    )
-    add("deal: another first player", V2E, lambda t: t["log"][3]["events"][0]["data"].update(first=3), "deal")
-    add(
-        "penalties: a forfeit charged 40",
-        V2L,
-        lambda t: events(t, "forfeit")[0][1]["data"].update(points=40),
-        "penalties",
-    )
-
-    # Appendix A: the replay
-    def draw_other(t: dict[str, Any]) -> None:
-        for _, e in events(t, "draw"):
-            if e["data"]["source"] == "closed":
-                e["private"]["card"] += 1
-                return
-
-    add("replay: another closed card drawn", V2E, draw_other, "replay")
-    add("replay (v1): another closed card drawn", V1E, draw_other, "replay")
-    add(
-        "replay: a discard marked by_clock",
-        V2E,
-        lambda t: events(t, "discard")[0][1]["data"].update(by_clock=True),
-        "replay",
-    )
-    add("replay: the log ends before the hand", V2E, lambda t: t["log"].pop(), "replay")
-
-    def regroup(t: dict[str, Any]) -> None:
-        e = next(e for _, e in events(t, "declare") if e["data"]["valid"])
-        e["data"]["groups"] = [list(reversed(g)) for g in reversed(e["data"]["groups"])]
-
-    add("replay: the declare shown in another order (B.3)", V2E, regroup, None)
-    add("replay (v1): the declare shown in another order (B.3)", V1E, regroup, None)
-
-    def one_group(t: dict[str, Any]) -> None:
-        e = next(e for _, e in events(t, "declare") if e["data"]["valid"])
-        e["data"]["groups"] = [[c for g in e["data"]["groups"] for c in g]]
-
-    add("replay: the declare shown as one group", V2E, one_group, "replay")
-
-    def hands_reversed(t: dict[str, Any]) -> None:
-        hands = end_event(t)["data"]["hands"]
-        k = sorted(hands)[0]
-        hands[k] = list(reversed(hands[k]))
-
-    add("replay: the end's hands in another order", V2E, hands_reversed, "replay")
-
-    def after_end(t: dict[str, Any]) -> None:
-        last = copy.deepcopy(actions(t, "draw_closed")[-1])
-        last["i"] = len(t["log"])
-        last["t"] = t["log"][-1]["t"] + 1
-        last["events"] = []
-        last["psig"]["prev"] = t["log"][-1]["h"]
-        t["log"].append(last)
-
-    add("replay: an action after the end", V2E, after_end, "replay")
-    add("replay: the end's reason", V2E, lambda t: end_event(t)["data"].update(reason="last_standing"), "replay")
-
-    def discard_not_held(t: dict[str, Any]) -> None:
-        r = actions(t, "discard")[0]
-        card = t["log"][3]["events"][0]["data"]["wild_indicator"]
-        r["action"]["card"] = r["events"][0]["data"]["card"] = card
-
-    add("replay: a discard of a card not held", V2E, discard_not_held, "replay")
-    add("replay: a turn number", V2E, lambda t: events(t, "turn")[3][1]["data"].update(turn_no=99), "replay")
-    add("replay: the clock's missed count", V2E, lambda t: events(t, "clock")[0][1]["data"].update(missed=2), "replay")
-    add(
-        "replay: the reshuffled pile",
-        V2E,
-        lambda t: events(t, "reshuffle")[0][1]["private"]["closed"].reverse(),
-        "replay",
-    )
-
-    def open_to_closed(t: dict[str, Any]) -> None:
-        actions(t, "draw_open")[0]["action"]["kind"] = "draw_closed"
-
-    add("replay: a void hand's draw changed", V2VM, open_to_closed, "replay")
-
-    # time
-    def early_timeout(t: dict[str, Any]) -> None:
-        log = t["log"]
-        r = actions(t, "timeout")[0]
-        start = max(i for i in range(r["i"]) if any(e["kind"] == "turn" for e in log[i].get("events", [])))
-        r["t"] = log[start]["t"] + 1000 * log[0]["header"]["rules"]["turn_seconds"] - 1
-        assert r["t"] >= log[r["i"] - 1]["t"]
-
-    add("time: a timeout before the turn's time", V2E, early_timeout, "time")
-    add("time: t decreases", V2E, lambda t: t["log"][5].update(t=t["log"][4]["t"] - 1), "time")
-    add(
-        "time: the commit window closed early",
-        V2L,
-        lambda t: t["log"][1].update(t=t["log"][0]["t"] + t["log"][0]["header"]["commit_ms"] - 1),
-        "time",
-    )
-    add(
-        "time: the reveal window closed early",
-        V2H,
-        lambda t: t["log"][2].update(t=t["log"][1]["t"] + t["log"][0]["header"]["reveal_ms"] - 1),
-        "time",
-    )
-
-    # B: points
-    def counted_plus_one(t: dict[str, Any]) -> None:
-        c = end_event(t)["data"]["counted"]
-        c[sorted(c)[0]]["points"] += 1
-
-    add("points: a counted seat's points", V2E, counted_plus_one, "points")
-    add("points (v1): a counted seat's points", V1E, counted_plus_one, "points")
-
-    def worse_arrangement(t: dict[str, Any]) -> None:
-        c = end_event(t)["data"]["counted"]
-        seat = next(s for s in sorted(c) if c[s]["groups"])
-        cards_ = [x for g in c[seat]["groups"] for x in g] + c[seat]["loose"]
-        c[seat] = {"points": sum(card_value(t, x) for x in cards_), "groups": [], "loose": cards_}
-
-    add("points: a count that is not the best", V2E, worse_arrangement, "points")
-
-    def other_arrangement_order(t: dict[str, Any]) -> None:
-        c = end_event(t)["data"]["counted"]
-        for v in c.values():
-            v["groups"] = [list(reversed(g)) for g in reversed(v["groups"])]
-            v["loose"].reverse()
-
-    add("points: counts shown in another order (B.3)", V2E, other_arrangement_order, None)
-    add(
-        "points: a counted seat left out",
-        V2E,
-        lambda t: end_event(t)["data"]["counted"].pop(sorted(end_event(t)["data"]["counted"])[0]),
-        "points",
-    )
-
-    def result_points(t: dict[str, Any]) -> None:
-        seat = sorted(end_event(t)["data"]["counted"])[0]
-        t["result"]["points"][seat] += 3
-
-    add("points: a counted seat's points in the result", V2E, result_points, "points")
-    add("points: the result's winner", V2E, lambda t: t["result"].update(winner=4), "points")
-
-    # penalties
-    add(
-        "penalties: a first drop charged 40",
-        V2E,
-        lambda t: events(t, "drop")[0][1]["data"].update(points=40),
-        "penalties",
-    )
-    add(
-        "penalties (v1): a first drop charged 40",
-        V1E,
-        lambda t: events(t, "drop")[0][1]["data"].update(points=40),
-        "penalties",
-    )
-    add(
-        "penalties: a wrong declare charged 40",
-        V2E,
-        lambda t: next(e for _, e in events(t, "declare") if not e["data"]["valid"])["data"].update(points=40),
-        "penalties",
-    )
-    add(
-        "penalties: a departure charged 20",
-        V2L,
-        lambda t: events(t, "leave")[0][1]["data"].update(points=20),
-        "penalties",
-    )
-
-    def wrong_declarer_in_result(t: dict[str, Any]) -> None:
-        seat = next(e for _, e in events(t, "declare") if not e["data"]["valid"])["seat"]
-        t["result"]["points"][str(seat)] = 60
-
-    add("penalties: a wrong declare in the result", V2E, wrong_declarer_in_result, "penalties")
-    add(
-        "penalties: a withheld seat not charged in the result",
-        V2H,
-        lambda t: t["result"]["points"].update({"1": 0}),
-        "penalties",
-    )
-
-    # settlement
-    def delta_plus_one(t: dict[str, Any]) -> None:
-        st = t["result"]["settlement"]
-        st["deltas"][str(st["winner"])] += 1
-
-    add("settlement: the winner's delta", V2E, delta_plus_one, "settlement")
-    add("settlement (v1): the winner's delta", V1E, delta_plus_one, "settlement")
-    add(
-        "settlement: the end event's commission",
-        V2E,
-        lambda t: end_event(t)["data"]["settlement"].update(commission=55),
-        "settlement",
-    )
-    add("settlement: the pot", V2E, lambda t: t["result"]["settlement"].update(pot=547), "settlement")
-    add(
-        "settlement: points in the settlement",
-        V2E,
-        lambda t: t["result"]["settlement"]["points"].update({"0": 21}),
-        "settlement",
-    )
-    add("settlement: heads-up", V2H, lambda t: t["result"]["settlement"]["deltas"].update({"0": 99}), "settlement")
-
-    # chain
-    add(
-        "chain: the head",
-        V2E,
-        None,
-        "chain",
-        after=lambda t: (t.update(head=flip(t["head"])), reseal(t, players=False, header=False, chain=False)),
-    )
-
-    def last_h(t: dict[str, Any]) -> None:
-        t["log"][-1]["h"] = t["head"] = flip(t["head"])
-        reseal(t, players=False, header=False, chain=False)
-
-    add("chain: the last record's h", V2E, None, "chain", after=last_h)
-    add(
-        "chain (v1): an action's t changed",
-        V1E,
-        lambda t: actions(t)[3].update(t=actions(t)[3]["t"] + 1),
-        "chain",
-        chain=False,
-    )
-    add("chain (v1): prev_head", V1E, lambda t: t["log"][0]["header"].update(prev_head="11" * 32), "chain", chain=False)
-    add("chain: prev_head re-chained", V2E, lambda t: t["log"][0]["header"].update(prev_head="11" * 32), None)
-
-    # more corners of Appendix A and B.3
-    def declare_hint(good: bool) -> Callable[[dict[str, Any]], None]:
-        def fn(t: dict[str, Any]) -> None:
-            r = next(r for r in actions(t, "declare") if r["events"][0]["data"]["valid"])
-            groups = [list(g) for g in r["events"][0]["data"]["groups"]]
-            if not good:
-                groups[0][0] = r["action"]["card"]
-            r["action"]["hint"] = groups
-
-        return fn
-
-    add("replay: a declare with its hint", V2E, declare_hint(True), None)
-    add("replay: a declare whose hint is not the kept cards", V2E, declare_hint(False), "replay")
-
-    def drop_after_draw(t: dict[str, Any]) -> None:
-        r = actions(t, "discard")[2]
-        r["action"] = {"kind": "drop", "seat": r["action"]["seat"]}
-
-    add("replay: a drop after drawing", V2E, drop_after_draw, "replay")
-    add(
-        "replay: an event with an extra field",
-        V2E,
-        lambda t: events(t, "discard")[0][1]["private"].update(x=1),
-        "replay",
-    )
-    add(
-        "settlement: the end event without settlement",
-        V2E,
-        lambda t: end_event(t)["data"].pop("settlement"),
-        "settlement",
-    )
-    add("points: the end event without counted", V2E, lambda t: end_event(t)["data"].pop("counted"), "points")
-    add(
-        "penalties: a drop event without points",
-        V2E,
-        lambda t: events(t, "drop")[0][1]["data"].pop("points"),
-        "penalties",
-    )
-    add(
-        "replay: a valid declare without groups",
-        V2E,
-        lambda t: next(e for _, e in events(t, "declare") if e["data"]["valid"])["data"].pop("groups"),
-        "replay",
-    )
-    add(
-        "replay: a declare group with a card id out of the pack",
-        V2E,
-        lambda t: next(e for _, e in events(t, "declare") if e["data"]["valid"])["data"]["groups"][0].append(999),
-        "replay",
-    )
-    add(
-        "points: a count with an extra field",
-        V2E,
-        lambda t: next(iter(end_event(t)["data"]["counted"].values())).update(x=1),
-        "points",
-    )
-    add("settlement: the settlement's winner", V2E, lambda t: t["result"]["settlement"].update(winner=4), "settlement")
-
-    def v1_void_with_dealt_seats(t: dict[str, Any]) -> None:
-        t["log"][3:] = [{"i": 3, "h": "00" * 32, "type": "void", "reason": "voided"}]
-        t["result"] = None
-
-    add("deal (v1): a void although six seats are dealt in", V1E, v1_void_with_dealt_seats, "deal")
-
-    def v2_void_at_deal(t: dict[str, Any]) -> None:
-        t["log"][3:] = [{"i": 3, "t": t["log"][2]["t"] + 5, "h": "00" * 32, "type": "void", "reason": "voided (D33)"}]
-        t["result"] = None
-
-    add("void: a v2 hand voided before its deal", V2E, v2_void_at_deal, None)
-
-    def deal_with_nobody(t: dict[str, Any]) -> None:
-        seats = [s["seat"] for s in t["log"][0]["header"]["seats"]]
-        t["log"][3] = {"i": 3, "t": t["log"][2]["t"] + 5, "h": "00" * 32, "type": "deal", "events": []}
-        points = {str(s): 20 for s in seats}
-        pay = sum(points.values()) - 20
-        deltas = {str(s): -20 for s in seats}
-        deltas[str(seats[0])] = pay
-        t["result"] = {
-            "winner": seats[0],
-            "reason": "last_standing",
-            "points": points,
-            "settlement": {
-                "winner": seats[0],
-                "point_value": 1,
-                "commission_bps": 0,
-                "points": points,
-                "pot": pay,
-                "commission": 0,
-                "deltas": deltas,
-            },
-        }
-
-    add("deal: a deal although no seat is dealt in", "v2-transcript-void-all-withheld.json", deal_with_nobody, "deal")
-
-    # the clock in the discard phase (D22), and a departure out of turn (D25), built from a played hand
-    def clock_in_discard_phase(phase: str) -> Callable[[dict[str, Any]], None]:
-        def fn(t: dict[str, Any]) -> None:
-            log = t["log"]
-            timed = {r["action"]["seat"] for r in actions(t, "timeout")}
-            k = next(
-                k
-                for k, r in enumerate(log)
-                if r["type"] == "action"
-                and r["action"]["kind"] == "discard"
-                and r["action"]["seat"] not in timed
-                and log[k - 1]["action"]["kind"] == "draw_closed"
-                and log[k - 1]["events"][0]["private"]["card"] == r["action"]["card"]
-            )
-            r = log[k]
-            seat, card = r["action"]["seat"], r["action"]["card"]
-            start = max(i for i in range(k) if any(e["kind"] == "turn" for e in log[i].get("events", [])))
-            delta = max(0, log[start]["t"] + 1000 * log[0]["header"]["rules"]["turn_seconds"] - r["t"])
-            for later in log[k:]:
-                later["t"] += delta
-            r["action"] = {"kind": "timeout", "seat": seat}
-            r["psig"] = None
-            r["events"] = [
-                {"kind": "clock", "seat": seat, "data": {"missed": 1, "phase": phase}, "private": {}},
-                {"kind": "discard", "seat": seat, "data": {"card": card, "by_clock": True}, "private": {}},
-                r["events"][1],
-            ]
-
-        return fn
-
-    add("replay: the clock discards the card drawn (D22)", V2E, clock_in_discard_phase("discard"), None)
-    add("replay: the clock's phase", V2E, clock_in_discard_phase("draw"), "replay")
-
-    def settle(points: dict[str, int], winner: int, rules: dict[str, int]) -> dict[str, Any]:
-        pays = {s: p * rules["point_value"] for s, p in points.items() if s != str(winner)}
-        pot = sum(pays.values())
-        commission = pot * rules["commission_bps"] // 10000
-        deltas = {s: -v for s, v in pays.items()} | {str(winner): pot - commission}
-        return {
-            "winner": winner,
-            "point_value": rules["point_value"],
-            "commission_bps": rules["commission_bps"],
-            "points": dict(points),
-            "pot": pot,
-            "commission": commission,
-            "deltas": deltas,
-        }
-
-    def leave_out_of_turn(t: dict[str, Any]) -> None:
-        log = t["log"]
-        last = log[-1]
-        end = last["events"][-1]["data"]
-        seat = int(sorted(end["counted"])[0])
-        leave = {
-            "i": last["i"],
-            "t": log[-2]["t"] + 1,
-            "h": "",
-            "type": "action",
-            "action": {"kind": "leave", "seat": seat},
-            "psig": {"prev": log[0]["h"], "sig": ""},
-            "events": [
-                {"kind": "leave", "seat": seat, "data": {"points": 40}, "private": {"cards": end["hands"][str(seat)]}}
-            ],
-        }
-        last["i"] += 1
-        last["psig"]["prev"] = ""
-        log.insert(len(log) - 1, leave)
-        del end["counted"][str(seat)], end["hands"][str(seat)]
-        t["result"]["points"][str(seat)] = 40
-        st = settle(t["result"]["points"], t["result"]["winner"], log[0]["header"]["rules"])
-        t["result"]["settlement"] = st
-        end["settlement"] = copy.deepcopy(st)
-
-    add("replay: a seat leaves while another is on turn (D25)", V2E, leave_out_of_turn, None)
-
-    # void hands
-    def void_after_a_drop(t: dict[str, Any]) -> None:
-        log = t["log"]
-        k = next(r["i"] for r in actions(t, "drop"))
-        log[k + 1 :] = [{"i": k + 1, "t": log[k]["t"] + 1, "h": "", "type": "void", "reason": "voided (D33)"}]
-        t["result"] = None
-
-    add("void: a hand voided after a drop", V2E, void_after_a_drop, None)
-    add(
-        "penalties: a void hand's drop charged 40",
-        V2E,
-        lambda t: (void_after_a_drop(t), events(t, "drop")[0][1]["data"].update(points=40)),
-        "penalties",
-    )
-
-    add("void: seed lost mid-hand", V2VM, lambda t: t.update(server_seed="", deck=[], deck_faces=[]), None)
-    add(
-        "void: an empty seed in a hand that was not void",
-        V2E,
-        lambda t: t.update(server_seed="", deck=[], deck_faces=[]),
-        "format",
-    )
-
-    # §15: evidence
-    if EVID in present and V2T in present:
-        good = load_evidence(EVID)
-
-        def ev_case(name: str, edit: Callable[[list[Any]], Any] | None, expect: str | None, base: str = V2T) -> None:
-            items = copy.deepcopy(good)
-            if edit is not None:
-                edit(items)
-            cases.append(Case(name, dump(load(base)), expect, evidence=json.dumps(items)))
-
-        def resign(item: dict[str, Any]) -> None:
-            item["sig"] = sign(SERVER_KEY, V2, item["purpose"], item["body"])
-
-        def head_of_other_record(items: list[Any]) -> None:
-            t = load(V2T)
-            it = next(x for x in items if x["purpose"] == "head" and x["body"]["i"] == 4)
-            it["body"]["h"] = t["log"][5]["h"]
-            resign(it)
-
-        def receipt_value(items: list[Any]) -> None:
-            it = next(x for x in items if x["purpose"] == "receipt" and x["body"]["kind"] == "commit")
-            it["body"]["value"] = "cd" * 32
-            resign(it)
-
-        def receipt_prev(items: list[Any]) -> None:
-            it = next(x for x in items if x["purpose"] == "receipt" and x["body"]["kind"] == "reveal")
-            it["body"]["prev"] = "ef" * 32
-            resign(it)
-
-        def other_hand(items: list[Any]) -> None:
-            for it in items:
-                it["body"]["table_id"] = "table-other"
-                resign(it)
-
-        def head_beyond(items: list[Any]) -> None:
-            it = copy.deepcopy(items[-1])
-            it["body"]["i"] = 50
-            resign(it)
-            items.append(it)
-
-        ev_case("evidence: the player's receipts and heads", None, None)
-        ev_case("evidence: a signature", lambda items: items[3].update(sig=flip(items[3]["sig"])), "evidence")
-        ev_case("evidence: a head that is not the record's h", head_of_other_record, "evidence")
-        ev_case("evidence: a commit receipt for another commitment", receipt_value, "evidence")
-        ev_case("evidence: a reveal receipt over another prev", receipt_prev, "evidence")
-        ev_case("evidence: a head for a record the log lacks", head_beyond, "evidence")
-        ev_case("evidence: items of another hand are ignored", other_hand, None)
-        ev_case("evidence: another hand's transcript", None, None, base=V2E)
-        ev_case(
-            "evidence: an item that is not a signed object", lambda items: items.append({"purpose": "head"}), "evidence"
-        )
-        ev_case("evidence: an empty file", lambda items: items.clear(), None)
-
-        cases.append(
-            Case("evidence: a file that is not a list", dump(load(V2T)), "evidence", evidence='{"purpose": "head"}')
-        )
-        cases.append(Case("read: evidence that is not JSON", dump(load(V2T)), "read", evidence="[{]"))
-    return cases
-
-
-def face(card: int, decks: int) -> str:
-    if card >= decks * 52:
-        return "JK"
-    return "A23456789TJQK"[card % 13] + "SHDC"[(card % 52) // 13]
+    b = Builder()
+    transcript_cases(b)
+    build_amendment_cases(b)
+    return b.cases
+
+
+def evidence_pairs() -> list[tuple[str, str]]:
+    """(evidence vector, the v2 transcript vector of the same hand)."""
+    pairs = []
+    for p in sorted(VECTORS.glob("*evidence*.json")):
+        items = read_vector(p.name)
+        items = items["evidence"] if isinstance(items, dict) else items
+        heads = [it for it in items if isinstance(it, dict) and it.get("purpose") == "head"]
+        for tname in vector_names():
+            t = load(tname)
+            if t["protocol"] == V2 and heads and any(r["h"] == heads[0]["body"]["h"] for r in t["log"]):
+                pairs.append((p.name, tname))
+    return pairs
 
 
 # ------------------------------------------------------------------ the browser
@@ -1089,16 +120,17 @@ async def page(browser: Browser, base_url: str) -> AsyncIterator[Page]:
 VERIFY_MANY = """async (cases) => {
   const out = [];
   for (const c of cases) {
-    const r = await RummyPF.verifyTranscript(c.text, {key: c.key, evidence: c.evidence});
+    const r = await RummyPF.verifyTranscript(c.text, {key: c.key, evidence: c.evidence, allowV1: c.allow_v1});
     out.push({ok: r.ok, failure: r.failure, passed: r.checks_passed, skipped: r.checks_skipped,
-              warnings: r.warnings.map((w) => w.code)});
+              warnings: r.warnings.map((w) => w.code), evidence: r.summary.evidence || null,
+              fingerprint: r.summary.key_fingerprint || null});
   }
   return out;
 }"""
 
 
 async def js_verify(page: Page, cases: list[Case]) -> list[dict[str, Any]]:
-    arg = [{"text": c.text, "key": c.key, "evidence": c.evidence} for c in cases]
+    arg = [{"text": c.text, "key": c.key, "evidence": c.evidence, "allow_v1": c.allow_v1} for c in cases]
     return await page.evaluate(VERIFY_MANY, arg)
 
 
@@ -1307,14 +339,98 @@ async def test_count_matches_a_reference_search(page: Page) -> None:
 # ------------------------------------------------------------------ the vectors and tampered variants
 
 
+NOT_SAID = "not said"
+SINGLE_FILE_CHECKS = {*CHECKS_V2, "read"}
+
+
+def about_verdict(about: Any) -> str | None:
+    """The verdict a vector's `_about` names: its "expect" ({"ok", "check", …}) when it has
+    one, else any field whose name holds "expect" or "verdict" (None for a pass, a check's
+    name for a failure), NOT_SAID when it names none."""
+    if not isinstance(about, dict):
+        return NOT_SAID
+    expect = about.get("expect")
+    if isinstance(expect, dict) and isinstance(expect.get("ok"), bool):
+        return None if expect["ok"] else str(expect.get("check"))
+    for key, value in about.items():
+        if not any(w in key.lower() for w in ("expect", "verdict")):
+            continue
+        text = json.dumps(value).lower()
+        named = [c for c in re.findall(r"[a-z_]+", text) if c in ALL_CHECKS]
+        if named:
+            return named[0]
+        if re.search(r"\b(ok|pass|passes|passed|valid)\b", text):
+            return None
+    return NOT_SAID
+
+
+def vector_files() -> list[str]:
+    """Every JSON file under verifier/vectors/ (the adversarial ones in their folder too)."""
+    return sorted(str(p.relative_to(VECTORS)) for p in VECTORS.rglob("*.json"))
+
+
+def vector_cases() -> list[Case]:
+    """Every transcript in verifier/vectors/ with the verdict it must get: what its `_about`
+    names (with the evidence, the box and the warnings it says), else (vectors signed before
+    the 2026-12 amendments) the rule of the amendments it breaks, if any. v1 vectors with no
+    verdict of their own are given with the box ticked, and once more without (refused).
+    A folder vector's transcripts are given one by one: each must fail the single-file
+    check its `_about` names for it, and pass when that is a check across files only."""
+    out = []
+    for n in vector_files():
+        data = read_vector(n)
+        if not isinstance(data, dict):
+            continue
+        about = data.get("_about")
+        expect = about.get("expect") if isinstance(about, dict) else None
+        allow = bool(isinstance(expect, dict) and expect.get("allow_v1"))
+        if "folder" in data and isinstance(expect, dict):
+            failed = expect.get("failed") or {}
+            for fname, t in sorted(data["folder"].items()):
+                check = failed.get(fname)
+                want = check if check in SINGLE_FILE_CHECKS else None
+                out.append(Case(f"{n} {fname}", json.dumps(t), want, allow_v1=allow or t["protocol"] == V1))
+            continue
+        if "transcript" not in data and "log" not in data:
+            continue
+        t = load(n)
+        said = about_verdict(about)
+        text = (VECTORS / n).read_text(encoding="utf-8")
+        evidence = (
+            json.dumps(data["evidence"]) if "evidence" in data and (not expect or expect.get("with_evidence")) else None
+        )
+        if said != NOT_SAID:
+            case = Case(n, json.dumps(t), said, evidence=evidence, allow_v1=allow)
+            if isinstance(expect, dict) and expect.get("ok") and "warnings" in expect:
+                case.notes.append("warnings=" + ",".join(sorted(expect["warnings"])))
+            out.append(case)
+            continue
+        out.append(Case(n, text, amended_verdict(t), allow_v1=t["protocol"] == V1))
+        if t["protocol"] == V1:
+            out.append(Case(f"{n}, no box ticked", text, "format", allow_v1=False, message="refused"))
+    return out
+
+
 async def test_every_vector_verifies(page: Page) -> None:
-    names = vector_names()
-    assert len(names) >= 4
-    results = await js_verify(page, [Case(n, (VECTORS / n).read_text(encoding="utf-8"), None) for n in names])
-    for name, r in zip(names, results, strict=True):
-        assert r["ok"], (name, r["failure"])
-        passed, skipped = expected_checks(load(name), evidence=False)
-        assert (r["passed"], r["skipped"]) == (passed, skipped), name
+    cases = vector_cases()
+    assert len(cases) >= 4
+    results = await js_verify(page, cases)
+    wrong = []
+    for c, r in zip(cases, results, strict=True):
+        got = verdict(r["ok"], r["failure"] and r["failure"]["check"])
+        if got != verdict(c.expect is None, c.expect):
+            wrong.append((c.name, verdict(c.expect is None, c.expect), f"{got} {r['failure']}"))
+            continue
+        if c.expect is None and "/" not in c.name and " " not in c.name:
+            passed, skipped = expected_checks(load(c.name), evidence=c.evidence is not None)
+            assert (r["passed"], r["skipped"]) == (passed, skipped), c.name
+        if c.message:
+            assert c.message in r["failure"]["message"], (c.name, r["failure"])
+        for note in c.notes:
+            if note.startswith("warnings="):
+                want = {w for w in note.split("=", 1)[1].split(",") if w}
+                assert set(r["warnings"]) == want, (c.name, r["warnings"])
+    assert not wrong, "\n" + disagreement_table(wrong, ("vector", "expected", "JavaScript"))
     pairs = evidence_pairs()
     if any(p.name.startswith("v2-") for p in VECTORS.glob("*.json")):
         assert pairs, "the v2 evidence vector matches no transcript vector"
@@ -1325,27 +441,32 @@ async def test_every_vector_verifies(page: Page) -> None:
         )
         assert r["ok"], (ename, r["failure"])
         assert r["passed"][-1] == "evidence", r
+        assert r["evidence"]["applied"] == r["evidence"]["total"] > 0, r["evidence"]
 
 
 async def test_warnings(page: Page) -> None:
     want = {
-        V1V: {"withheld", "void"},
+        V1V: {"v1_server_only", "withheld", "void"},
         V2VS: {"void", "seed_not_revealed"},
         V2H: {"withheld"},
         V2E: set(),
         "v2-transcript-void-all-withheld.json": {"withheld", "void"},
     }
     names = [n for n in want if (VECTORS / n).exists()]
-    results = await js_verify(page, [Case(n, (VECTORS / n).read_text(), None) for n in names])
+    results = await js_verify(page, [Case(n, (VECTORS / n).read_text(), None, allow_v1=True) for n in names])
     for n, r in zip(names, results, strict=True):
         assert set(r["warnings"]) == want[n], n
 
 
-def disagreement_table(rows: list[tuple[str, str, str]], head: tuple[str, str, str]) -> str:
+def disagreement_table(rows: Sequence[tuple[str, ...]], head: tuple[str, ...]) -> str:
+    """A plain table: the first column as wide as its longest entry, the middle ones 20
+    characters, the last as long as it is."""
     width = max(len(r[0]) for r in [*rows, head])
-    lines = [f"{head[0]:<{width}}  {head[1]:<18}  {head[2]}"]
-    lines += [f"{a:<{width}}  {b:<18}  {c}" for a, b, c in rows]
-    return "\n".join(lines)
+
+    def line(r: tuple[str, ...]) -> str:
+        return "  ".join([f"{r[0]:<{width}}", *(f"{x:<20}" for x in r[1:-1]), r[-1]])
+
+    return "\n".join([line(head), *(line(r) for r in rows)])
 
 
 def verdict(ok: bool, check: str | None) -> str:
@@ -1362,6 +483,10 @@ async def test_tampered_variants_fail_in_javascript(page: Page) -> None:
         want = verdict(c.expect is None, c.expect)
         if got != want:
             wrong.append((c.name, want, f"{got} {r['failure']}"))
+        elif c.message and c.message not in r["failure"]["message"]:
+            wrong.append((c.name, f"{want} ({c.message!r})", f"{got} {r['failure']['message']}"))
+        elif c.allow_v1 and r["ok"]:
+            assert "v1_server_only" in r["warnings"], c.name
     assert not wrong, "\n" + disagreement_table(wrong, ("variant", "expected", "JavaScript"))
 
 
@@ -1426,6 +551,8 @@ async def run_rummy_verify(cases: list[Case], tmp: pathlib.Path) -> list[tuple[s
         tfile = tmp / f"t{k}.json"
         tfile.write_text(case.text, encoding="utf-8")
         argv = ["--json"]
+        if case.allow_v1:
+            argv.append("--allow-v1")
         if case.key:
             argv += ["--key", case.key]
         argv.append(str(tfile))
@@ -1476,6 +603,8 @@ class KnownDisagreement(Exception):
 KNOWN_DISAGREEMENTS: dict[str, tuple[str, str]] = {}
 
 
+# some 260 transcripts, in Chromium and in rummy-verify, on a busy machine: only a hang needs more
+@pytest.mark.timeout(600)
 @pytest.mark.xfail(
     condition=bool(KNOWN_DISAGREEMENTS),
     strict=True,
@@ -1484,7 +613,7 @@ KNOWN_DISAGREEMENTS: dict[str, tuple[str, str]] = {}
 )
 async def test_javascript_agrees_with_rummy_verify(page: Page, tmp_path: pathlib.Path) -> None:
     started = time.monotonic()
-    vectors = [Case(n, (VECTORS / n).read_text(encoding="utf-8"), None) for n in vector_names()]
+    vectors = vector_cases()
     vectors += [
         Case(f"{e} with {t}", (VECTORS / t).read_text(), None, evidence=(VECTORS / e).read_text())
         for e, t in evidence_pairs()
@@ -1498,15 +627,16 @@ async def test_javascript_agrees_with_rummy_verify(page: Page, tmp_path: pathlib
         jv = verdict(r["ok"], r["failure"]["check"] if r["failure"] else None)
         theirs = check_lists(data)
         if jv == pv == "ok" and theirs is not None and theirs != (r["passed"], r["skipped"]):
-            lists.append((c.name, "skipped " + ",".join(r["skipped"]), "skipped " + ",".join(theirs[1])))
+            lists.append((c.name, "", "skipped " + ",".join(r["skipped"]), "skipped " + ",".join(theirs[1])))
         if jv == pv:
             continue
+        want = verdict(c.expect is None, c.expect)
         if KNOWN_DISAGREEMENTS.get(c.name) == (jv, pv):
-            known.append((c.name, jv, pv))
+            known.append((c.name, want, jv, pv))
         else:
-            rows.append((c.name, jv, f"{pv}  {detail}"))
+            rows.append((c.name, want, jv, f"{pv}  {detail}"))
     elapsed = time.monotonic() - started
-    head = ("transcript", "JavaScript", "rummy-verify")
+    head = ("transcript", "expected", "JavaScript", "rummy-verify")
     print(
         f"\ncross-check: {len(cases)} transcripts in {elapsed:.1f} s; "
         f"{len(known)} known and {len(rows)} new disagreements"
@@ -1527,7 +657,7 @@ async def test_javascript_agrees_with_rummy_verify(page: Page, tmp_path: pathlib
 DONE = "document.body.dataset.state === 'done' && document.querySelectorAll('#checks li').length > 0"
 
 
-async def paste_and_verify(page: Page, text: str, key: str = "", evidence: str = "") -> None:
+async def paste_and_verify(page: Page, text: str, key: str = "", evidence: str = "", allow_v1: bool = False) -> None:
     await page.evaluate(
         """([t, k, e]) => {
           document.getElementById('transcript').value = t;
@@ -1536,6 +666,7 @@ async def paste_and_verify(page: Page, text: str, key: str = "", evidence: str =
         }""",
         [text, key, evidence],
     )
+    await page.set_checked("#allow-v1", allow_v1)
     await page.click("#verify")
     await page.wait_for_function(DONE)
 
@@ -1559,8 +690,12 @@ async def test_page_verifies_and_replays_a_hand(page: Page) -> None:
     )
     assert await page.get_attribute("#verdict", "data-ok") == "true"
     assert await page.get_attribute("#key-pinned", "data-pinned") == "true"
-    fingerprint = hashlib.sha256(bytes.fromhex(SERVER_PUB)).hexdigest()
-    assert await page.text_content("#key-fingerprint") == fingerprint
+    # one form of the fingerprint (§9): SHA-256 of the raw key, 64 hex digits in groups of four
+    shown = await page.text_content("#key-fingerprint")
+    assert shown == fingerprint(SERVER_PUB)
+    assert shown is not None and shown.replace(" ", "") == hashlib.sha256(bytes.fromhex(SERVER_PUB)).hexdigest()
+    assert re.fullmatch(r"[0-9a-f]{4}( [0-9a-f]{4}){15}", shown)
+    assert (await page.text_content("#key-info .label")) == "server key fingerprint"
     assert await page.is_visible("#replay-panel")
 
     # step by step: the deal first, forward, back, then the slider to the end
@@ -1622,6 +757,10 @@ async def test_page_evidence_and_void(page: Page) -> None:
         pytest.skip("no evidence vector yet")
     await paste_and_verify(page, (VECTORS / V2T).read_text(), evidence=(VECTORS / EVID).read_text())
     assert (await check_statuses(page))["evidence"] == "passed"
+    n = len(json.loads((VECTORS / EVID).read_text())["evidence"])
+    assert await page.get_attribute("#evidence-info", "data-applied") == str(n)
+    assert (await page.text_content("#evidence-count") or "").startswith(f"{n} of {n} items applied")
+    assert f"evidence: {n} of {n} items applied" in (await page.text_content("#verdict") or "")
     await paste_and_verify(page, (VECTORS / V2VS).read_text())
     statuses = await check_statuses(page)
     assert statuses["deal"] == "skipped" and statuses["chain"] == "passed"
@@ -1665,3 +804,162 @@ async def test_single_inlined_file_from_file_url(browser: Browser, tmp_path: pat
         await p.click("#step-last")
         assert await p.get_attribute("#step-description", "data-kind") == "end"
     assert all(u.startswith("file://") for u in requests), requests
+
+
+async def test_page_evidence_of_another_hand_fails_and_shows_its_count(page: Page) -> None:
+    """Issue 21 item 3: another hand's evidence file said "every check passed" with 0 of 26
+    items applied. It fails now, and the page shows the count."""
+    t2 = load(V2T)
+    reseal(t2)
+    items = seat_evidence(t2, t2["log"][0]["header"]["seats"][1]["seat"])
+    t = load(V2E)
+    reseal(t)
+    await paste_and_verify(page, dump(t), evidence=json.dumps(items))
+    assert await page.get_attribute("#verdict", "data-ok") == "false"
+    verdict_text = await page.text_content("#verdict") or ""
+    assert "every check passed" not in verdict_text and "evidence" in verdict_text
+    statuses = await check_statuses(page)
+    assert statuses["evidence"] == "failed" and statuses["chain"] == "passed"
+    assert await page.is_visible("#evidence-info")
+    assert await page.get_attribute("#evidence-info", "data-applied") == "0"
+    assert await page.get_attribute("#evidence-info", "data-other-hands") == str(len(items))
+    count = await page.text_content("#evidence-count") or ""
+    assert count.startswith(f"0 of {len(items)} items applied")
+    assert "no item of this evidence is for table table-rich, hand 46" in (
+        await page.text_content("#failure-message") or ""
+    )
+    # the counts are shown even when an earlier check fails and evidence is not reached
+    t["log"][5]["t"] = t["log"][4]["t"] - 1
+    reseal(t)
+    await paste_and_verify(page, dump(t), evidence=json.dumps(items))
+    statuses = await check_statuses(page)
+    assert statuses["time"] == "failed" and statuses["evidence"] == "not-run"
+    assert (await page.text_content("#evidence-count") or "").startswith(f"0 of {len(items)} items applied")
+    assert "not checked" in (await page.text_content("#evidence-info") or "")
+
+
+async def test_page_refuses_v1_unless_the_box_is_ticked(page: Page) -> None:
+    text = (VECTORS / V1E).read_text()
+    await paste_and_verify(page, text)
+    assert await page.get_attribute("#verdict", "data-ok") == "false"
+    assert (await check_statuses(page))["format"] == "failed"
+    assert "accept rummy-pf/v1" in (await page.text_content("#failure-message") or "")
+    label = await page.text_content("label.allow-v1")
+    assert label is not None and label.strip() == "accept rummy-pf/v1: the server alone vouches for its moves"
+    await paste_and_verify(page, text, allow_v1=True)
+    assert await page.get_attribute("#verdict", "data-ok") == "true"
+    codes = await page.evaluate("() => [...document.querySelectorAll('#warnings li')].map(li => li.dataset.code)")
+    assert "v1_server_only" in codes and await page.is_visible("#warnings-box")
+    # v2 evidence of the same hand refutes a v1 copy of it, box or no box
+    v1_two = "transcript-4seat-two-players.json"
+    await paste_and_verify(page, (VECTORS / v1_two).read_text(), evidence=(VECTORS / EVID).read_text(), allow_v1=True)
+    assert (await check_statuses(page))["evidence"] == "failed"
+    assert "downgrade" in (await page.text_content("#failure-message") or "")
+
+
+STRICT = """async (c) => {
+  const E = RummyPF.ed25519, B = RummyPF.bytes;
+  const key = (h) => E.keyProblem(B.hexToBytes(h));
+  const out = {small: c.small.map(key), good: c.good.map((g) => key(g.pub)), bad: {}};
+  for (const [k, h] of Object.entries(c.badKeys)) out.bad[k] = key(h);
+  out.sig = {};
+  for (const [k, h] of Object.entries(c.sigs)) out.sig[k] = E.signatureProblem(B.hexToBytes(h));
+  out.verified = [];
+  for (const g of c.good) {
+    const ok = await RummyPF.crypto.ed25519Verify(B.hexToBytes(g.pub), B.hexToBytes(g.sig), B.hexToBytes(g.msg));
+    out.verified.push(ok);
+  }
+  // under the identity key, the constant signature verifies any message with a lax verifier: refused here
+  out.identity = await E.verify(B.hexToBytes(c.small[0]), B.hexToBytes(c.constant), B.utf8("anything"));
+  out.sPlusL = await E.verify(B.hexToBytes(c.good[0].pub), B.hexToBytes(c.sigs.s_plus_l), B.hexToBytes(c.good[0].msg));
+  return out;
+}"""
+
+
+async def test_strict_ed25519(page: Page) -> None:
+    """§9 in JavaScript: the eight small-order encodings, non-canonical and off-curve keys,
+    S ≥ L and a non-canonical R are refused before WebCrypto is asked; good keys and
+    signatures (RFC 8032 test 1, keys made by `cryptography`) verify."""
+    good = [
+        {
+            "pub": "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a",
+            "msg": "",
+            "sig": "e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e06522490155"
+            "5fb8821590a33bacc61e39701cf9b46bd25bf5f0595bbe24655141438e7a100b",
+        }
+    ]
+    for n in range(6):
+        k = Ed25519PrivateKey.from_private_bytes(hashlib.sha256(f"strict test {n}".encode()).digest())
+        msg = hashlib.sha256(f"message {n}".encode()).digest() * (n + 1)
+        good.append({"pub": pub_hex(k), "msg": msg.hex(), "sig": k.sign(msg).hex()})
+    bad_keys = {
+        "non-canonical y": non_canonical_key(),
+        "y = p": encode_y(P_FIELD),
+        "off the curve": off_curve_key(),
+        "x = 0, sign bit set": encode_y(1, 1),
+        "y = p - 1, sign bit set": encode_y(P_FIELD - 1, 1),
+    }
+    sigs = {
+        "s_plus_l": s_plus_l(good[0]["sig"]),
+        "r_not_canonical": r_not_canonical(good[0]["sig"]),
+        "r_x0_sign": encode_y(1, 1) + good[0]["sig"][64:],
+        "good": good[1]["sig"],
+    }
+    got = await page.evaluate(
+        STRICT,
+        {"small": SMALL_ORDER_KEYS, "good": good, "badKeys": bad_keys, "sigs": sigs, "constant": "01" + "00" * 63},
+    )
+    assert all(p and "small order" in p for p in got["small"]), got["small"]
+    assert got["good"] == [None] * len(good)
+    assert got["verified"] == [True] * len(good)
+    assert "canonical" in got["bad"]["non-canonical y"] and "canonical" in got["bad"]["y = p"]
+    assert "curve" in got["bad"]["off the curve"]
+    assert "sign bit" in got["bad"]["x = 0, sign bit set"] and "sign bit" in got["bad"]["y = p - 1, sign bit set"]
+    assert "S ≥ L" in got["sig"]["s_plus_l"]
+    assert "R is not a canonical" in got["sig"]["r_not_canonical"] and "sign bit" in got["sig"]["r_x0_sign"]
+    assert got["sig"]["good"] is None
+    assert got["identity"]["ok"] is False and "small order" in got["identity"]["problem"]
+    assert got["sPlusL"]["ok"] is False and "S ≥ L" in got["sPlusL"]["problem"]
+    # the vectors' own cases (verifier/vectors/ed25519_strict.json), when they are there
+    strict_file = VECTORS / "ed25519_strict.json"
+    if strict_file.exists():
+        data = json.loads(strict_file.read_text())
+        listed = {k["public_key"] for k in data["keys"] if k["verdict"] == "refused"}
+        assert set(SMALL_ORDER_KEYS) <= listed
+        verdicts = await page.evaluate(STRICT_VECTORS, data)
+        for k, problem in zip(data["keys"], verdicts["keys"], strict=True):
+            assert (problem is None) == (k["verdict"] == "accepted"), (k, problem)
+        for sig, v in zip(data["signatures"], verdicts["signatures"], strict=True):
+            assert v["ok"] == (sig["verdict"] == "valid"), (sig, v)
+
+
+STRICT_VECTORS = """async (d) => {
+  const E = RummyPF.ed25519, B = RummyPF.bytes, out = {keys: [], signatures: []};
+  for (const k of d.keys) out.keys.push(E.keyProblem(B.hexToBytes(k.public_key)));
+  for (const s of d.signatures) {
+    out.signatures.push(await E.verify(B.hexToBytes(s.public_key), B.hexToBytes(s.signature), B.hexToBytes(s.message)));
+  }
+  return out;
+}"""
+
+
+PAGE_FILES = [
+    "verify.html",
+    "verify-page.js",
+    "verify.css",
+    *(f"rummypf/{p.name}" for p in sorted((WEB / "rummypf").glob("*.js"))),
+]
+
+
+def test_page_has_nothing_a_strict_csp_blocks() -> None:
+    """A strict Content-Security-Policy (scripts by hash or file, no inline handlers, no
+    eval, styles by class) leaves the page working: none of what it would block is used."""
+    for name in PAGE_FILES:
+        text = (WEB / name).read_text(encoding="utf-8")
+        assert not re.search(r"\son[a-z]+\s*=", text), name  # onclick=, onload=, …
+        assert not re.search(r"\bstyle\s*=", text), name  # style attributes
+        assert not re.search(r"\beval\s*\(|new\s+Function\s*\(|setTimeout\(\s*[\"'`]", text), name
+        assert "javascript:" not in text, name
+        assert not re.search(r"setAttribute\(\s*[\"']style|\.style\.|cssText", text), name
+    html = inline_page(WEB / "verify.html")
+    assert not re.search(r"<[a-z][^>]*\s(on[a-z]+|style)\s*=", html)

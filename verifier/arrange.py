@@ -1,7 +1,7 @@
 """Best arrangement of a hand (RULES.md D11, D13): exact minimum points.
 
-The approach (see docs/scoring.md for the argument that it is exact)
----------------------------------------------------------------------
+The approach (docs/scoring.md gives the argument that it is exact)
+------------------------------------------------------------------
 Points are the minimum over three counting cases (D13):
 
 (a) at least two sequences, one of them pure: only ungrouped cards count;
@@ -13,34 +13,35 @@ Points are the minimum over three counting cases (D13):
 cards over every way of splitting the hand into non-overlapping valid groups plus
 loose cards, subject to "≥ 2 sequences, ≥ 1 pure".
 
-The cards are put in a fixed order — wild-rank cards ("flex" cards) first, then the
-other natural cards by suit and rank — and a memoised recursion decides the fate of
-the *first remaining* card, trying every group that can contain it:
+The search first chooses the pure sequence: every pure run of three to five cards
+(a longer one is a pure run of three plus a run of the rest, the same cards grouped
+with one sequence more).  That is the only place a card of the wild rank (a "flex"
+card) may stand as itself; everywhere else standing as itself is the same as
+standing in for its own face (D5, D6), so after the choice the printed jokers and
+the other flex cards are just a number of interchangeable wild cards.
 
-* a flex card becomes a wild card (it joins the pool of interchangeable wilds with
-  the printed jokers), or stands as itself in a pure run with other natural cards
-  (D6).  As itself in an impure run or a set it is indistinguishable from a wild
-  standing in for its own face, so nothing is lost by not trying that;
-* any other card is left loose, or joins a set of its rank (with naturals of later
-  suits, and wild cards for missing suits), or a run of its suit: every subset of
-  the remaining naturals of that suit above it whose gaps the free wild cards can
-  fill (skipping a natural and using a wild in its place is tried too, because the
-  natural may be worth more in a set).  A run of one natural and two wilds dominates
-  the set of one natural and two wilds, so the latter is not tried.
-* when no natural is left, the wild cards left over form one all-wild impure
-  sequence if there are three or more (D7), or stay loose.
+Then a memoised recursion decides the fate of the *first remaining* natural (suit by
+suit, rank by rank): it stays loose, or heads a set of its rank (with naturals of
+later suits, wild cards for missing suits), or a run of its suit: itself and every
+free natural of the suit after it up to where the run ends, wild cards in the gaps
+and for shortness below three cards.  A run never skips a present natural (a wild
+card in its place): were that natural loose, it would be better in the run; were it
+in another group, it and the wild card could trade places — the same value, the
+same wild cards, no fewer sequences, and purity no longer matters.  A run of one
+natural and two wilds dominates the set of one natural and two wilds, so the latter
+is not tried.  When no natural is left, three or more wild cards left over form one
+all-wild impure sequence (D7), or stay loose.
 
 Copies of one face (two or three decks) are interchangeable, so a group always takes
-the first free copy of each face and a card left loose (or turned wild) takes its
-later copies with it; every arrangement has a relabelling of that form.
+the first free copy of each face and a card left loose takes its later copies with
+it; every arrangement has a relabelling of that form.
 
-Every group that can contain the first remaining card is tried, so every
-arrangement is reached; the memo key (remaining cards, free wilds, sequences so far
-capped at 2, pure-so-far) captures all the recursion depends on.  Wild cards never
-cost points, so a group never needs more wild cards than the minimum that makes it
-valid; a loose wild card at the end is put into a sequence for display (there is
-always room: see docs/scoring.md), and a hand is a valid declare exactly when (a)
-is feasible with zero points.
+Branch and bound (fail-soft) with a memo keyed on (remaining naturals, free wild
+cards, sequences so far capped at 2); the bound is the value of the naturals left
+less what surely stays loose (:meth:`_Search._lost`).  Wild cards never cost points,
+so a group never takes more than it needs; a loose wild card at the end is put into a
+sequence for display (there is always room: see docs/scoring.md), and a hand is a
+valid declare exactly when (a) is feasible with zero points.
 """
 
 from __future__ import annotations
@@ -78,294 +79,363 @@ class Arrangement:
 
 
 _NEG = -(10**6)
+_HALF_NEG = _NEG // 2
 
-
-# -value, wilds needed, 0 sequence / 1 set, used mask, lower copies of the used faces
-_Entry = tuple[int, int, int, int, int]
+# -value, wilds needed, kind, used mask
+_Entry = tuple[int, int, int, int]
+_RUN, _SET = 0, 1  # kinds of group
 
 
 class _Search:
     """One best-arrangement search over one hand (the (a) case).
 
-    Bit ``b`` of a mask stands for card ``order[b]``: wild-rank ("flex") cards first,
-    then the other naturals by suit and rank.  Printed jokers are not in the mask:
-    they, and flex cards turned wild, are a count of interchangeable wild cards.
+    Bit ``b`` of a mask stands for card ``order[b]``: the naturals (neither printed
+    jokers nor of the wild rank) first, suit by suit (suits with fewer naturals
+    first) and by rank, then the flex cards.  Below the choice of the pure sequence
+    the masks hold naturals only and ``w`` counts the free wild cards.
     """
 
     def __init__(self, hand: Sequence[Card], wild_rank: int | None, values: Sequence[int]) -> None:
         # A printed joker has rank -1, never a wild rank (0…12 or None).
-        flex = [i for i, c in enumerate(hand) if c.rank == wild_rank]
-        nat = sorted(
-            (i for i, c in enumerate(hand) if c.rank >= 0 and c.rank != wild_rank),
-            key=lambda i: (hand[i].suit, hand[i].rank),
-        )
+        nat = [i for i, c in enumerate(hand) if c.rank >= 0 and c.rank != wild_rank]
+        flex = [i for i, c in enumerate(hand) if c.rank >= 0 and c.rank == wild_rank]
         self.jokers = [i for i, c in enumerate(hand) if c.rank < 0]
-        self.order = flex + nat
+        # Suits with fewer naturals first: their cards have the fewest groups, and
+        # the bounds learn early what they cost (bench/score_worst.py finds the
+        # worst hands of this order less bad than those of the opposite one).
+        count = [0] * 4
+        for i in nat:
+            count[hand[i].suit] += 1
+        suit_order = sorted(range(4), key=lambda s: (count[s], s))
+        place = [0] * 4
+        for k, s in enumerate(suit_order):
+            place[s] = k
+        nat.sort(key=lambda i: (place[hand[i].suit], hand[i].rank))
+        self.order = nat + flex
         self.n = n = len(self.order)
-        self.nflex = len(flex)
-        self.value = [values[i] for i in self.order]
+        self.nnat = nnat = len(nat)
+        self.value = value = [values[i] for i in self.order]
         suit = [hand[i].suit for i in self.order]
         rank = [hand[i].rank for i in self.order]
-        # at[suit][position 1..14] -> bits holding that face (its copies).
-        at: list[list[list[int]]] = [[[] for _ in range(15)] for _ in range(4)]
+        self.suit, self.rank = suit, rank
+        # nat_at / flex_at [suit][position 1..14]: the masks of the natural / flex
+        # copies of that face (an ace sits at 1 and at 14); face_value: what one
+        # natural copy there is worth.
+        nat_at = [[0] * 16 for _ in range(4)]
+        flex_at = [[0] * 16 for _ in range(4)]
+        face_value = [[0] * 16 for _ in range(4)]
+        self.places = [0] * 4  # per suit, bit p: a card at place p
         for b in range(n):
-            at[suit[b]][rank[b] + 1].append(b)
-            if rank[b] == 0:
-                at[suit[b]][14].append(b)
-        self.suit, self.rank, self.at = suit, rank, at
+            for p in (1, 14) if rank[b] == 0 else (rank[b] + 1,):
+                self.places[suit[b]] |= 1 << p
+                if b < nnat:
+                    nat_at[suit[b]][p] |= 1 << b
+                    face_value[suit[b]][p] = value[b]
+                else:
+                    flex_at[suit[b]][p] |= 1 << b
+        self.nat_at, self.flex_at, self.face_value = nat_at, flex_at, face_value
         # Copies of one face (two or three decks) are interchangeable: a group takes
-        # the first free copy of each face, and a card left loose (or turned wild)
-        # takes its later copies with it.  lower[b] / later[b]: b's copies before / after it.
-        self.lower = [0] * n
-        self.later = [0] * n
-        for b in range(n):
-            for y in at[suit[b]][rank[b] + 1]:
-                if y < b:
-                    self.lower[b] |= 1 << y
-                elif y > b:
-                    self.later[b] |= 1 << y
-        self.max_wilds = max_wilds = len(self.jokers) + self.nflex
-        # groups[b]: every group card b can head, best value first (so a perfect
-        # answer is met early), made when b first heads a state and filtered at run
-        # time by the cards still free.
-        self.groups: list[list[_Entry] | None] = [None] * n
+        # the first free copy of each face, and a natural left loose takes its later
+        # copies with it.  later[b]: b's copies after it.
+        self.later = [nat_at[suit[b]][rank[b] + 1] & ~((2 << b) - 1) for b in range(nnat)]
+        # set_mates[b]: b's rank in the suits after b's (a set headed by b takes from
+        # them); rank_mates[b]: b's rank in every other suit (b could be in a set).
+        self.later_suits = [suit_order[place[s] + 1 :] for s in range(4)]
+        of_rank = [nat_at[0][p] | nat_at[1][p] | nat_at[2][p] | nat_at[3][p] for p in range(14)]
+        self.rank_mates = [of_rank[rank[b] + 1] & ~nat_at[suit[b]][rank[b] + 1] for b in range(nnat)]
+        self.set_mates = [0] * nnat
+        for b in range(nnat):
+            if self.rank_mates[b]:
+                for s2 in self.later_suits[suit[b]]:
+                    self.set_mates[b] |= nat_at[s2][rank[b] + 1]
+        self.wilds = wilds = len(self.jokers) + len(flex)
         self.memo: dict[int, tuple[int, tuple[object, ...] | None]] = {}
-        # Cards that no group can hold are settled before the search: a natural stays
-        # loose, a wild-rank card becomes a wild card.  The test is generous (it
-        # keeps every card some group might hold): a group holding a natural b needs
-        # two wild cards, or another natural of b's rank, or another natural of b's
-        # suit within max_wilds + 1 positions; a pure run through a wild-rank card
-        # needs a natural next to it.
-        nflex = self.nflex
+        self.work = 0  # calls plus groups tried: a deterministic cost figure
+        self.pure_run = 0  # the mask of the pure sequence chosen, for _reconstruct
+        # For the bounds, per natural b: near[b], the naturals of b's suit at most two
+        # places away (other faces).  (run_trios, partner, trios and dups are made
+        # by _tables when a bound first needs them.)
+        self.near: list[int] = []
         start = 0
-        for b in range(n):
-            ok = b >= nflex and (max_wilds >= 2 or any(at[s2][rank[b] + 1] for s2 in range(4) if s2 != suit[b]))
-            if not ok:
-                row = at[suit[b]]
-                reach = 1 if b < nflex else max_wilds + 1
-                for p in (1, 14) if rank[b] == 0 else (rank[b] + 1,):
-                    for d in range(1, reach + 1):
-                        if (p - d >= 1 and row[p - d]) or (p + d <= 14 and row[p + d]):
-                            ok = True
-            if ok:
+        for b in range(nnat):
+            row = nat_at[suit[b]]
+            p = rank[b] + 1
+            near = (row[p - 2] if p > 2 else 0) | row[p - 1] | row[p + 1] | row[p + 2]
+            if p == 1:  # an ace is at 14 too
+                near |= row[12] | row[13]
+            self.near.append(near)
+            # Naturals no group can hold stay loose, settled before the search: a
+            # group holding b needs two wild cards, or another natural of b's rank,
+            # or another natural of b's suit within two places (one wild card at most).
+            if wilds >= 2 or near or self.rank_mates[b]:
                 start |= 1 << b
         self.start_mask = start
-        # For pruning states that can no longer meet (a): every pure run of three
-        # (wild-rank cards as themselves) and every pair of naturals of one suit
-        # within two positions (the makings of a sequence with one wild card).
-        self.flex_mask = (1 << nflex) - 1
-        self.pure3: list[int] = []
-        self.pairs: list[int] = []
-        for b in range(n):
-            row = at[suit[b]]
-            p = rank[b] + 1
-            bit = 1 << b
-            for y in row[p + 1] if p < 14 else ():
-                self.pairs.append(bit | 1 << y)
-                for z in row[p + 2] if p < 13 else ():
-                    self.pure3.append(bit | 1 << y | 1 << z)
-            for y in row[p + 2] if p < 13 else ():
-                self.pairs.append(bit | 1 << y)
-        self.pre_wild = [self.order[b] for b in range(self.nflex) if not start >> b & 1]
-        self.start_wilds = len(self.jokers) + len(self.pre_wild)
+        self.run_trios: list[list[tuple[int, int]]] = []
+        self.partner: list[list[int]] = []
+        self.trios: list[list[tuple[int, int]]] = []
+        self.dups: list[tuple[int, int, int, int]] = []
 
-    def _groups_of(self, b: int) -> list[_Entry]:
-        suit, rank, at = self.suit, self.rank, self.at
-        out: list[_Entry] = []
-        if b < self.nflex:
-            self._pure_runs_through(b, suit[b], rank[b], at, out)
-        else:
-            self._sets_from(b, suit[b], rank[b], at, out)
-            for p0, step in ((1, 1), (14, -1)) if rank[b] == 0 else ((rank[b] + 1, 1),):
-                self._runs_from(b, p0, step, out)
-        out.sort()
-        self.groups[b] = out
-        return out
+    def _tables(self) -> None:
+        """partner[b][w]: every natural that can share a group with natural b when
+        w ≥ 1 wild cards are about (b's rank in another suit, or b's suit at most
+        w + 1 places away); trios[b]: pairs of face masks that make a group of three
+        naturals with b (a pure run or a set); dups: the faces with two or more
+        copies, (copies, near, rank mates, value)."""
+        nat_at, suit, rank, wilds = self.nat_at, self.suit, self.rank, self.wilds
+        for b in range(self.nnat):
+            row = nat_at[suit[b]]
+            own = (1, 14) if rank[b] == 0 else (rank[b] + 1,)
+            self.run_trios.append(
+                [
+                    (row[lo], row[hi])
+                    for p in own
+                    for lo, hi in ((p - 2, p - 1), (p - 1, p + 1), (p + 1, p + 2))
+                    if 1 <= lo and hi <= 14 and row[lo] and row[hi]
+                ]
+            )
+            near = self.rank_mates[b] | self.near[b]
+            partner = [0, near]
+            for d in range(3, wilds + 2):
+                for p in own:
+                    for q in (p - d, p + d):
+                        if 1 <= q <= 14 and q not in own:
+                            near |= row[q]
+                partner.append(near)
+            self.partner.append(partner)
+            mates = [nat_at[s2][rank[b] + 1] for s2 in range(4) if s2 != suit[b] and nat_at[s2][rank[b] + 1]]
+            self.trios.append(self.run_trios[b] + [(m1, m2) for i, m1 in enumerate(mates) for m2 in mates[i + 1 :]])
+            if self.later[b] and not nat_at[suit[b]][rank[b] + 1] & ((1 << b) - 1):
+                self.dups.append((self.later[b] | 1 << b, self.near[b], self.rank_mates[b], self.value[b]))
 
     # -- candidate groups (D6–D10) ---------------------------------------------------
-    # An entry is (-value, wilds needed, 0 for a sequence / 1 for a set, used mask):
-    # plain sorting puts the most valuable first, sequences before sets.
-    def _lower_of(self, used: int) -> int:
-        """The earlier copies of the faces in ``used``: a group must not skip them."""
-        low = 0
-        while used:
-            bit = used & -used
-            low |= self.lower[bit.bit_length() - 1]
-            used ^= bit
-        return low
+    # Made for each state from the cards still free, so every one fits: a group takes
+    # the first free copy of each face (``m & -m`` of the face's copies in the mask).
+    # An entry is (-value, wilds needed, kind, used mask): plain sorting puts the
+    # most valuable first, sequences before sets.
+    def pure_runs(self) -> list[_Entry]:
+        """The pure runs (D6, D9) that can be the pure sequence: three to five
+        consecutive faces of one suit, each a natural (its first copy) or, in its
+        own place, a flex card."""
+        out: list[_Entry] = []
+        for s in range(4):
+            here = self.places[s]
+            if not here & here >> 1 & here >> 2:
+                continue  # no three places in a row
+            row, frow, fv = self.nat_at[s], self.flex_at[s], self.face_value[s]
+            cells: list[tuple[int, int]] = []
+            for p in range(1, 16):
+                m = row[p] & self.start_mask if p < 15 else 0
+                f = frow[p] if p < 15 else 0
+                if m or f:
+                    cells.append((m & -m, fv[p]) if m else (f & -f, 0))
+                    continue
+                # a stretch of present faces ends before p: its windows of 3 to 5
+                for i in range(len(cells) - 2):
+                    used, val = 0, 0
+                    for j in range(i, min(i + 5, len(cells))):
+                        used |= cells[j][0]
+                        val += cells[j][1]
+                        if j - i >= 2:
+                            out.append((-val, 0, _RUN, used))
+                cells = []
+        out.sort()
+        return out
 
-    def _mask_value(self, used: int) -> int:
-        val = 0
-        while used:
-            low = used & -used
-            val += self.value[low.bit_length() - 1]
-            used ^= low
-        return val
+    def _groups(self, b: int, mask: int, w: int) -> list[_Entry]:
+        """The groups the first free natural b can head with ``w`` wild cards
+        (D7–D10), but those that cannot do better than another (see _runs_from)."""
+        out: list[_Entry] = []
+        r = self.rank[b]
+        if self.set_mates[b] & mask:
+            self._sets_from(b, r, mask, w, out)
+        self._runs_from(b, 1 if r == 0 else r + 1, 1, mask, w, out)
+        if r == 0:
+            self._runs_from(b, 14, -1, mask, w, out)  # the ace played high
+        out.sort()
+        return out
 
-    def _pure_runs_through(self, b: int, s: int, r: int, at: list[list[list[int]]], out: list[_Entry]) -> None:
-        """Pure runs (D6, D9) of natural cards (wild-rank cards as themselves) through b."""
-        row = at[s]
-        for pos in (1, 14) if r == 0 else (r + 1,):
-            lo_edge, hi_edge = (2, 14) if pos == 14 else (1, 13 if pos == 1 else 14)
-            lo = pos
-            while lo - 1 >= lo_edge and row[lo - 1]:
-                lo -= 1
-            hi = pos
-            while hi + 1 <= hi_edge and row[hi + 1]:
-                hi += 1
-            for a in range(lo, pos + 1):
-                for z in range(max(pos, a + 2), hi + 1):
-                    if z - a + 1 > 13:
-                        continue  # never both aces (D9)
-                    combos = [1 << b]
-                    for p in range(a, z + 1):
-                        if p != pos:
-                            combos = [c | 1 << x for c in combos for x in row[p] if x != b]
-                    for used in combos:
-                        out.append((-self._mask_value(used), 0, 0, used, self._lower_of(used)))
+    def _sets_from(self, b: int, r: int, mask: int, w: int, out: list[_Entry]) -> None:
+        """Sets (D8, D10) headed by b: the first free copy of its rank from some later suits."""
+        partial = [(1 << b, self.value[b], 1)]
+        for s2 in self.later_suits[self.suit[b]]:
+            m = self.nat_at[s2][r + 1] & mask
+            if m:
+                x = m & -m
+                v = self.face_value[s2][r + 1]
+                partial += [(u | x, val + v, k + 1) for u, val, k in partial]
+        for used, val, k in partial:
+            # one natural and two wilds is dominated by a run (D26)
+            if k >= 3:
+                out.append((-val, 0, _SET, used))
+            elif k == 2 and w:
+                out.append((-val, 1, _SET, used))
 
-    def _sets_from(self, b: int, s: int, r: int, at: list[list[list[int]]], out: list[_Entry]) -> None:
-        """Sets (D8, D10) headed by b: one copy of its rank from each of some later suits."""
-        value, lower = self.value, self.lower
-        partial = [(1 << b, value[b], 1, 0)]
-        for s2 in range(s + 1, 4):
-            partial += [
-                (u | 1 << x, v + value[x], n + 1, lo | lower[x]) for u, v, n, lo in partial for x in at[s2][r + 1]
-            ]
-        for used, val, n, low in partial:
-            if n >= 2:  # one natural and two wilds is dominated by a run (D26)
-                out.append((-val, 3 - n if n < 3 else 0, 1, used, low))
-
-    def _runs_from(self, b: int, p0: int, step: int, out: list[_Entry]) -> None:
-        """Runs (D6, D7, D9) headed by b at position p0, going up (down from an ace
-        played high): b with any subset of later naturals of its suit whose gaps,
-        and whose shortness below three cards, wild cards can make up."""
-        row = self.at[self.suit[b]]
-        nflex, value, max_wilds = self.nflex, self.value, self.max_wilds
+    def _runs_from(self, b: int, p0: int, step: int, mask: int, w: int, out: list[_Entry]) -> None:
+        """Runs (D7, D9) whose lowest natural is b, at place p0, going up (down from
+        an ace played high): b and every free natural of its suit after it (the
+        first copy of each face) up to where the run ends, wild cards in the gaps
+        and for the shortness below three cards.  A run never skips a free natural
+        (see the module docstring), so it is known by where it ends."""
+        row, fv = self.nat_at[self.suit[b]], self.face_value[self.suit[b]]
         lo_edge = 2 if p0 == 14 else 1  # never both aces in one run (D9)
         hi_edge = 13 if p0 == 1 else 14
-        lower = self.lower
-        # stack of (used mask, value, cards, last position, gaps so far, earlier copies)
-        stack = [(1 << b, value[b], 1, p0, 0, 0)]
-        while stack:
-            used, val, n, p, gaps, low = stack.pop()
-            span = p - p0 + 1 if step > 0 else p0 - p + 1
-            need = (3 if span < 3 else span) - n
-            if need <= max_wilds:
-                out.append((-val, need, 0, used, low))
-            q = p + step
-            while lo_edge <= q <= hi_edge:
-                g = gaps + (q - p if step > 0 else p - q) - 1
-                if g > max_wilds:
+        used, val, n, gaps = 1 << b, self.value[b], 1, 0
+        if w >= 2 and step > 0:  # b and two wild cards (an ace alone going down is the same)
+            out.append((-val, 2, _RUN, used))
+        q = p0 + step
+        while lo_edge <= q <= hi_edge:
+            m = row[q] & mask
+            if m:
+                used |= m & -m
+                val += fv[q]
+                n += 1
+                need = gaps if n + gaps >= 3 else 3 - n
+                if need <= w:
+                    out.append((-val, need, _RUN, used))
+            else:
+                gaps += 1
+                if gaps > w:
                     break
-                for x in row[q]:
-                    if x >= nflex:
-                        stack.append((used | 1 << x, val + value[x], n + 1, q, g, low | lower[x]))
-                q += step
+            q += step
 
-    # -- the recursion -------------------------------------------------------------
-    def _has_sequence(self, mask: int, wilds: int) -> bool:
-        """Could the cards in ``mask`` and ``wilds`` wild cards hold a sequence?
-        Generous: wild-rank cards in the mask count as wild cards too."""
-        w = wilds + (mask & self.flex_mask).bit_count()
+    # -- bounds ----------------------------------------------------------------------
+    def _has_sequence(self, mask: int, w: int) -> bool:
+        """Could the naturals in ``mask`` and ``w`` wild cards hold a sequence?"""
         if w >= 3 or (w == 2 and mask):
             return True
-        if w == 1:
-            for p in self.pairs:
-                if not p & ~mask:
+        if not w and not self.partner:
+            self._tables()
+        m = mask
+        while m:
+            x = m & -m
+            m ^= x
+            b = x.bit_length() - 1
+            if w:
+                if self.near[b] & mask:
                     return True
-        for r in self.pure3:
-            if not r & ~mask:
-                return True
+            else:
+                for f1, f2 in self.run_trios[b]:
+                    if f1 & mask and f2 & mask:
+                        return True
         return False
 
-    def _feasible(self, mask: int, wilds: int, nseq: int, pure: int) -> bool:
-        """A necessary condition for reaching ≥ 2 sequences with ≥ 1 pure from here."""
-        if pure:
-            return nseq >= 2 or self._has_sequence(mask, wilds)
-        for r in self.pure3:
-            if not r & ~mask and (nseq >= 1 or self._has_sequence(mask & ~r, wilds)):
-                return True
-        return False
+    def _lost(self, mask: int, w: int) -> int:
+        """A lower bound on the value of the naturals in ``mask`` that stay loose
+        whatever happens, with ``w`` wild cards; the larger of two:
 
+        * a natural with no partner in the mask (``partner``) needs two wild cards
+          to itself, so at most w // 2 such naturals are grouped; with no wild
+          card, a natural needs a pure run or a set of three (``trios``);
+        * the copies of one face are in different groups, each a set (which needs
+          another natural of the rank) or a run through the face's place, which
+          holds two more cards at most two places away: naturals of the suit
+          there, or wild cards."""
+        if not self.partner:
+            self._tables()
+        value = self.value
+        lost = 0
+        m = mask
+        if w:
+            iso: list[int] = []
+            partner = self.partner
+            while m:
+                x = m & -m
+                m ^= x
+                b = x.bit_length() - 1
+                if not partner[b][w] & mask:
+                    iso.append(value[b])
+            keep = w // 2
+            if len(iso) > keep:
+                iso.sort()
+                lost = sum(iso[: len(iso) - keep])
+        else:
+            trios = self.trios
+            while m:
+                x = m & -m
+                m ^= x
+                b = x.bit_length() - 1
+                for f1, f2 in trios[b]:
+                    if f1 & mask and f2 & mask:
+                        break
+                else:
+                    lost += value[b]
+        extra = 0
+        for copies, near, mates, v in self.dups:
+            c = (mask & copies).bit_count()
+            if c >= 2:
+                room = ((mask & near).bit_count() + w) // 2 + (mask & mates).bit_count()
+                if c > room:
+                    extra += (c - room) * v
+        return extra if extra > lost else lost
+
+    # -- the recursion -------------------------------------------------------------
     def run(self) -> int:
         """Most value case (a) can group, or _NEG if (a) cannot be met.
 
-        The recursion is branch and bound, fail-soft: a result above ``alpha`` is
-        exact; a result at or below it is only an upper bound (the caller already
-        has something at least as good).  Exact results are memoised with the
-        choice that made them, for :func:`_reconstruct`.  ``ceiling`` is the value
-        of every card left: nothing can beat it.  ``nseq`` is capped at 2.
+        The root tries every pure run as the pure sequence; below it a recursion
+        decides the first natural left.  It is branch and bound, fail-soft: a
+        result above ``alpha`` is exact; a result at or below it is only an upper
+        bound (the caller already has something at least as good).  Exact results
+        are memoised with the choice that made them, for :func:`_reconstruct`.
+        ``ceiling`` is the value of every natural left: nothing can beat it.
+        ``nseq``, the sequences so far, is capped at 2.
         """
         memo = self.memo
-        groups_of = self.groups
         value = self.value
-        nflex = self.nflex
-        feasible = self._feasible
-        flex_mask = self.flex_mask
+        has_sequence = self._has_sequence
         later = self.later
-        make_groups = self._groups_of
+        make_groups = self._groups
+        lost = self._lost
 
-        def best(mask: int, wilds: int, nseq: int, pure: int, alpha: int, ceiling: int) -> int:
-            if mask == 0:
-                if wilds >= 3:
-                    nseq += 1  # D7: the wild cards left form one all-wild sequence
-                return 0 if (nseq >= 2 and pure) else _NEG
-            key = ((mask * 16 + wilds) * 3 + nseq) * 2 + pure
+        def best(mask: int, w: int, nseq: int, alpha: int, ceiling: int) -> int:
+            self.work += 1
+            if not mask:
+                return 0 if (nseq >= 2 or w >= 3) else _NEG  # D7: three wild cards alone
+            key = (mask * 32 + w) * 3 + nseq
             hit = memo.get(key)
             if hit is not None and (hit[1] is not None or hit[0] <= alpha):
                 return hit[0]
-            if (
-                (nseq < 2 or not pure)
-                # the common case needs no call: a pure run is in and two wild cards remain
-                and not (pure and wilds + (mask & flex_mask).bit_count() >= 2)
-                and not feasible(mask, wilds, nseq, pure)
-            ):
+            if nseq < 2 and w < 2 and not has_sequence(mask, w):
                 memo[key] = (_NEG, None)
                 return _NEG
             if ceiling <= alpha:
                 return ceiling
+            ub = ceiling
+            if alpha > _HALF_NEG:  # with nothing to beat yet, the bound cannot cut
+                ub -= lost(mask, w)
+                if ub <= alpha:
+                    if hit is None:
+                        memo[key] = (ub, None)
+                    return ub
             b = (mask & -mask).bit_length() - 1
-            groups = groups_of[b]
-            if groups is None:
-                groups = make_groups(b)
+            groups = make_groups(b, mask, w)
+            self.work += len(groups)
             best_v = _NEG
             best_c: tuple[object, ...] | None = None
             nseq2 = nseq + 1 if nseq < 2 else 2
-            for negval, need, is_set, used, lower in groups:
-                if used & ~mask or lower & mask or need > wilds:
-                    continue
+            for negval, need, kind, used in groups:
                 val = -negval
                 floor = (alpha if alpha > best_v else best_v) - val
-                if is_set:
-                    v = best(mask & ~used, wilds - need, nseq, pure, floor, ceiling - val)
-                else:
-                    v = best(mask & ~used, wilds - need, nseq2, 1 if (need == 0 or pure) else 0, floor, ceiling - val)
+                v = best(mask & ~used, w - need, nseq2 if kind == _RUN else nseq, floor, ceiling - val)
                 if v > _NEG and v + val > best_v:
                     best_v = v + val
                     if v > floor:
-                        best_c = ("set" if is_set else "run", used, need)
-                    if best_v == ceiling:
+                        best_c = ("run" if kind == _RUN else "set", used, need)
+                    if best_v == ub:
                         break
             floor = alpha if alpha > best_v else best_v
             skipped = _NEG
             copies = (1 << b) | (later[b] & mask)
-            k = copies.bit_count()
-            if floor >= ceiling - k * value[b]:
-                skipped = ceiling - k * value[b]  # the loose/wild branch cannot help
+            rest = ceiling - copies.bit_count() * value[b]
+            bound = rest if rest < ub else ub
+            if floor >= bound:
+                skipped = bound  # leaving b loose cannot help
             else:
-                rest = mask & ~copies
-                if b < nflex:
-                    # A wild-rank card not in a pure run becomes a wild card (D5).
-                    v = best(rest, wilds + k, nseq, pure, floor, ceiling)
-                    kind = "wild"
-                else:
-                    v = best(rest, wilds, nseq, pure, floor, ceiling - k * value[b])
-                    kind = "loose"
+                v = best(mask & ~copies, w, nseq, floor, rest)
                 if v > best_v:
                     best_v = v
                     if v > floor:
-                        best_c = (kind,)
+                        best_c = ("loose",)
             if best_v > alpha:
                 memo[key] = (best_v, best_c)
                 return best_v
@@ -376,8 +446,27 @@ class _Search:
                 memo[key] = (best_v, None)
             return best_v
 
-        ceiling = sum(value[b] for b in range(self.n) if self.start_mask >> b & 1)
-        return best(self.start_mask, self.start_wilds, 0, 0, _NEG, ceiling)
+        naturals = self.start_mask
+        ceiling = sum(value[b] for b in range(self.nnat) if naturals >> b & 1)
+        top = _NEG
+        for negval, _, _, used in self.pure_runs():
+            val = -negval
+            self.work += 1
+            v = best(naturals & ~used, self.wilds - (used >> self.nnat).bit_count(), 1, top - val, ceiling - val)
+            if v > _NEG and v + val > top:
+                top, self.pure_run = v + val, used
+                if top == ceiling:
+                    break
+        return top
+
+
+def _bits(mask: int) -> list[int]:
+    out = []
+    while mask:
+        x = mask & -mask
+        out.append(x.bit_length() - 1)
+        mask ^= x
+    return out
 
 
 def _sequence_order(cards: list[Card], members: list[int], wild_ids: list[int]) -> tuple[int, ...]:
@@ -409,7 +498,20 @@ def _sequence_order(cards: list[Card], members: list[int], wild_ids: list[int]) 
 def best_arrangement(hand: Sequence[Card], wild_rank: int | None) -> Arrangement:
     """The minimum points of ``hand`` under D13, one arrangement that achieves it, and
     whether the cards are a valid declare (D11).  Exact; see the module docstring."""
+    return _arrange(hand, wild_rank)[0]
+
+
+def search_work(hand: Sequence[Card], wild_rank: int | None) -> int:
+    """How much searching :func:`best_arrangement` does for ``hand``: states expanded
+    plus groups tried (0 when case (a) needs no search).  Deterministic, unlike a
+    time, so ``bench/score_worst.py`` hunts for slow hands with it and the tests can
+    bound it."""
+    return _arrange(hand, wild_rank)[1]
+
+
+def _arrange(hand: Sequence[Card], wild_rank: int | None) -> tuple[Arrangement, int]:
     cards = list(hand)
+    work = 0
     values = [card_value(c, wild_rank) for c in cards]
     total = sum(values)
     # (c) everything counts.
@@ -426,6 +528,7 @@ def best_arrangement(hand: Sequence[Card], wild_rank: int | None) -> Arrangement
         if _second_sequence_possible(cards, wild_rank):
             search = _Search(cards, wild_rank, values)
             grouped = search.run()
+            work = search.work
             if grouped > _NEG:
                 a_points = total - grouped
                 valid = a_points == 0
@@ -434,7 +537,7 @@ def best_arrangement(hand: Sequence[Card], wild_rank: int | None) -> Arrangement
                     best_groups = _reconstruct(search, cards)
     used = {i for g in best_groups for i in g}
     loose = tuple(i for i in range(len(cards)) if i not in used)
-    return Arrangement(best_points, valid, best_case, tuple(best_groups), loose)
+    return Arrangement(best_points, valid, best_case, tuple(best_groups), loose), work
 
 
 def _best_pure_run(cards: Sequence[Card], values: Sequence[int]) -> tuple[int, ...] | None:
@@ -498,30 +601,28 @@ def _second_sequence_possible(cards: Sequence[Card], wild_rank: int | None) -> b
 
 
 def _reconstruct(search: _Search, cards: list[Card]) -> list[tuple[int, ...]]:
-    """Follow the memoised choices from the root and lay the groups out."""
-    mask = search.start_mask
-    wilds, nseq, pure = search.start_wilds, 0, 0
-    pool = list(search.jokers) + search.pre_wild
-    plan: list[tuple[str, list[int], int]] = []
+    """Follow the memoised choices from the pure sequence on and lay the groups out."""
+    order = search.order
+    p_run = search.pure_run
+    plan: list[tuple[str, list[int], int]] = [("run", [order[x] for x in _bits(p_run)], 0)]
+    mask = search.start_mask & ~p_run
+    w, nseq = search.wilds - (p_run >> search.nnat).bit_count(), 1
     while mask:
-        choice = search.memo[((mask * 16 + wilds) * 3 + nseq) * 2 + pure][1]
+        choice = search.memo[(mask * 32 + w) * 3 + nseq][1]
         assert choice is not None, "an exact memo entry holds its choice"
         b = (mask & -mask).bit_length() - 1
-        if choice[0] in ("wild", "loose"):
-            copies = (1 << b) | (search.later[b] & mask)  # the card and its later copies
-            mask &= ~copies
-            if choice[0] == "wild":
-                pool.extend(search.order[x] for x in range(search.n) if copies >> x & 1)
-                wilds += copies.bit_count()
+        if choice[0] == "loose":
+            mask &= ~((1 << b) | search.later[b])  # the card and its later copies
         else:
             kind, used, need = choice
             assert isinstance(used, int) and isinstance(need, int)
             mask &= ~used
-            wilds -= need
+            w -= need
             if kind == "run":
                 nseq = min(nseq + 1, 2)
-                pure = 1 if (need == 0 or pure) else 0
-            plan.append((str(kind), [search.order[x] for x in range(search.n) if used >> x & 1], need))
+            plan.append((str(kind), [order[x] for x in _bits(used)], need))
+    # The wild cards: the printed jokers and every flex card not standing as itself.
+    pool = list(search.jokers) + [order[x] for x in range(search.nnat, search.n) if not p_run >> x & 1]
     runs: list[tuple[list[int], list[int]]] = []
     sets: list[list[int]] = []
     for kind, members, need in plan:

@@ -88,12 +88,18 @@ class Job:
 def verify_file(job: Job) -> FileResult:
     """Read and verify one file; never raises for bad input (only with ``debug`` for a
     verifier fault)."""
+    return verify_and_read(job)[0]
+
+
+def verify_and_read(job: Job) -> tuple[FileResult, dict[str, Any] | None]:
+    """:func:`verify_file`, and the transcript itself when every check passed (the room
+    audit reads its facts from the very transcript that was verified)."""
     try:
         t = read_transcript_file(Path(job.path))
     except InputError as e:
         failure = {"check": "read", "message": str(e), "record": None, "expected": None, "found": None}
         kept = {"ok": False, "failure": failure} if job.keep_report else None
-        return FileResult(job.path, False, failure, kept)
+        return FileResult(job.path, False, failure, kept), None
     report = verify_transcript(t, job.pinned, job.evidence, allow_v1=job.allow_v1, in_folder=True, debug=job.debug)
     out = FileResult(
         job.path,
@@ -110,7 +116,7 @@ def verify_file(job: Job) -> FileResult:
         header = t["log"][0]["header"]
         out.table_id, out.hand_no = str(t["table_id"]), int(t["hand_no"])
         out.prev_head, out.head, out.signature = str(header["prev_head"]), str(t["head"]), str(t["signature"])
-    return out
+    return out, t if report.ok else None
 
 
 def _claimed(t: Any) -> tuple[str, str, int] | None:

@@ -6,6 +6,7 @@
         every *.json under DIR, then each table's chain, gaps, forks and downgrades
     rummy-verify score [--json] --wild 7H AS 2S 3S …     one hand of 13 cards
     rummy-verify score [--json] < hands.jsonl             {"wild": "7H", "hand": [...]} per line
+    rummy-verify audit DIR [--json] [--alpha A] [--jobs N] [--key KEY] [--allow-v1]   the room audit
     rummy-verify --version
 
 Exit codes: 0 every check passed; 1 a check failed; 2 unreadable input (docs/fairness.md
@@ -29,7 +30,7 @@ from typing import IO, Any, NoReturn, TextIO
 
 from cryptography.exceptions import UnsupportedAlgorithm
 
-from verifier import __version__
+from verifier import __version__, audit
 from verifier.arrange import best_arrangement
 from verifier.batch import BatchOutcome, read_file, verify_folder
 from verifier.cards import Card, card_value, wild_rank_of
@@ -461,13 +462,21 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--debug", action="store_true", help="show tracebacks of faults of the verifier")
     sp.add_argument("cards", nargs="*", help="13 cards: AS 2S 3S … (TS or 10S for tens, JK for jokers)")
     sp.set_defaults(func=cmd_score)
+    ap_audit = sub.add_parser("audit", help="the room audit of a folder of transcripts (docs/audit.md)")
+    audit.add_arguments(ap_audit)
+    ap_audit.set_defaults(func=cmd_audit)
     return ap
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    progress = _progress(sys.stderr) if sys.stderr.isatty() else None
+    return audit.run(args, load_key(args.key) if args.key else None, progress)
 
 
 def _run(argv: list[str]) -> int:
     if argv and argv[0] == "verify":
         argv = argv[1:]
-    ap = build_parser() if argv[:1] == ["score"] else build_verify_parser()
+    ap = build_parser() if argv[:1] in (["score"], ["audit"]) else build_verify_parser()
     debug = "--debug" in argv
     try:
         args = ap.parse_args(argv)

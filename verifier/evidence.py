@@ -205,6 +205,8 @@ def justified(j: Judge, body: Mapping[str, Any]) -> bool:
     if not signature_ok(j.players[seat], PROTOCOL_V2, "move", signed, body["psig"]):
         return True
     kind = move["kind"]
+    if kind == "timeout":  # the server's own move (§9): a player cannot make one
+        return True
     if kind == "commit":
         if i != 0:
             return True
@@ -362,6 +364,11 @@ def check_evidence(ctx: Ctx) -> Skip | None:
             raise Fail(f"{where}: {f.message}", f.record, f.expected, f.found) from None
     if counts["checked"] + counts["after_void"] == 0:
         return _no_item(ctx, counts, "evidence that proves nothing does not pass")
+    if counts["checked"] == 0:  # §15 rule 8: applies to nothing, so it is skipped, never passed
+        return Skip(
+            f"every item of the evidence for table {t['table_id']}, hand {t['hand_no']} is for a record"
+            f" the void came before ({counts['after_void']} items): nothing could be checked"
+        )
     return None
 
 

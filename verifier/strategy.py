@@ -6,17 +6,30 @@ a hopeless hand."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from verifier.arrange import best_arrangement
-from verifier.cards import card_of_id, card_value
+from verifier.cards import FACES, card_of_id, card_value
 from verifier.hand import Action, Declare, Discard, DrawClosed, DrawOpen, Drop, HandState, Phase
 
 HOPELESS = 80  # first-drop (20) a dealt hand whose best count is at least this
 
 
+@lru_cache(maxsize=16384)
+def _count(faces: tuple[int, ...], wild_rank: int | None) -> tuple[int, bool]:
+    """(points, valid declare) of a hand given as sorted face indices: the count
+    depends on the faces only, and a seat's hands repeat from one decision to the
+    next (the kept 13 of one turn are the 13 held at the next)."""
+    arr = best_arrangement([FACES[f] for f in faces], wild_rank)
+    return arr.points, arr.valid_declare
+
+
+def _faces(cards: list[int], decks: int) -> tuple[int, ...]:
+    return tuple(sorted(card_of_id(c, decks).index for c in cards))
+
+
 def points_of(cards: list[int], state: HandState) -> int:
-    decks = state.rules.decks
-    return best_arrangement([card_of_id(c, decks) for c in cards], state.wild_rank).points
+    return _count(_faces(cards, state.rules.decks), state.wild_rank)[0]
 
 
 @dataclass(frozen=True)
@@ -36,12 +49,12 @@ def best_discard(cards: list[int], state: HandState) -> Choice:
     for c in sorted(set(cards), reverse=True):
         kept = list(cards)
         kept.remove(c)
-        arr = best_arrangement([card_of_id(x, decks) for x in kept], wild)
-        if arr.valid_declare:
+        points, valid = _count(_faces(kept, decks), wild)
+        if valid:
             return Choice(c, 0, True)
-        key = (arr.points, -card_value(card_of_id(c, decks), wild), -c)
+        key = (points, -card_value(card_of_id(c, decks), wild), -c)
         if best is None or key < best:
-            best, chosen = key, Choice(c, arr.points, False)
+            best, chosen = key, Choice(c, points, False)
     return chosen
 
 

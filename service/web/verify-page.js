@@ -7,7 +7,7 @@
 
   const CHECK_TEXT = {
     read: "the input is strict JSON (§2)",
-    format: "the transcript and every record have exactly the fields and types of §13",
+    format: "the transcript and every record have exactly the fields and types of §13; every key is a strict Ed25519 key, one key a seat",
     signature: "the server's signatures on the transcript, the header and the commitments",
     player_signatures: "every commitment, reveal and move is signed by its player's key",
     server_commit: "the revealed server seed is the one committed to before the hand",
@@ -19,8 +19,8 @@
     points: "every count is the best arrangement of the cards (D13)",
     penalties: "drops, departures, wrong declares and withheld reveals were charged right",
     settlement: "the tokens add up (D19)",
-    chain: "the hash chain of the log and its head",
-    evidence: "your receipts and signed heads agree with the transcript",
+    chain: "the hash chain of the log and its head; hand 1 starts from 64 zeros",
+    evidence: "your evidence is for this hand, signed by the right keys, agrees with the log, and no seat was charged by the clock while the house owed it time (D35)",
   };
 
   const STATUS_TEXT = {
@@ -148,6 +148,7 @@
     $("warnings-box").hidden = true;
     $("summary").replaceChildren();
     $("key-info").replaceChildren();
+    $("evidence-info").hidden = true;
     $("replay-panel").hidden = true;
   }
 
@@ -187,7 +188,7 @@
     $("busy").hidden = false;
     document.body.dataset.state = "verifying";
     try {
-      const res = await R.verifyTranscript(input, { key: $("key").value, evidence });
+      const res = await R.verifyTranscript(input, { key: $("key").value, evidence, allowV1: $("allow-v1").checked });
       render(res);
     } catch (e) {
       showMessage("The verifier failed: " + e.message);
@@ -244,13 +245,26 @@
     return typeof v === "string" ? v : JSON.stringify(v);
   }
 
+  /** Where a failure is: the evidence item (by its position in the file) and the log record. */
+  function whereText(f) {
+    const parts = [];
+    if (f.item !== undefined) parts.push("evidence item " + f.item);
+    if (f.record !== null) parts.push("log record " + f.record);
+    return parts.length ? parts.join(" · ") : "—";
+  }
+
   function render(res) {
     state.result = res;
     $("result-panel").hidden = false;
     const v = $("verdict");
+    const counts = res.summary ? res.summary.evidence : null;
     if (res.ok) {
       v.className = "verdict good";
-      v.textContent = "Verified: every check passed" + (res.checks_skipped.length ? " (" + res.checks_skipped.length + " skipped)" : "") + ".";
+      v.textContent =
+        "Verified: every check passed" +
+        (res.checks_skipped.length ? " (" + res.checks_skipped.length + " skipped)" : "") +
+        (counts && counts.is_list ? "; evidence: " + counts.applied + " of " + counts.total + " items applied" : "") +
+        ".";
     } else if (res.failure.check === "read") {
       v.className = "verdict bad";
       v.textContent = "Unreadable input: " + res.failure.message;
@@ -266,11 +280,13 @@
     const s = res.summary || {};
     if (s.key_fingerprint) {
       ki.append(
-        el("span", { class: "label" }, "Server key fingerprint "),
+        el("span", { class: "label" }, "server key fingerprint"),
         el("code", { id: "key-fingerprint" }, s.key_fingerprint),
         el("span", { class: s.key_pinned ? "pin pinned" : "pin unpinned", id: "key-pinned", "data-pinned": String(!!s.key_pinned) }, s.key_pinned ? "pinned by you" : "not pinned: the key the transcript names"),
       );
     }
+
+    renderEvidenceCounts(counts, res);
 
     // checks
     const ol = $("checks");
@@ -287,7 +303,8 @@
         status = "failed";
         reachedFailure = true;
       } else status = "not-run";
-      const reason = status === "skipped" && res.skip_reasons ? res.skip_reasons[name] : null;
+      let reason = status === "skipped" && res.skip_reasons ? res.skip_reasons[name] : null;
+      if (name === "evidence" && counts) reason = evidenceCountText(counts) + (status === "not-run" ? " (not checked: an earlier check failed)" : "");
       const mark = { passed: "\u2714", failed: "\u2718", skipped: "\u2013", "not-run": "\u00B7" }[status];
       ol.append(
         el(
@@ -316,7 +333,7 @@
           el("dt", null, "message"),
           el("dd", { id: "failure-message" }, f.message),
           el("dt", null, "record"),
-          el("dd", { id: "failure-record" }, f.record === null ? (f.item !== undefined ? "evidence item " + f.item : "—") : "log record " + f.record),
+          el("dd", { id: "failure-record" }, whereText(f)),
           el("dt", null, "expected"),
           el("dd", { id: "failure-expected" }, el("code", null, fmtValue(f.expected))),
           el("dt", null, "found"),
@@ -333,6 +350,34 @@
 
     renderSummary(s);
     setupReplay(res);
+  }
+
+  function evidenceCountText(c) {
+    if (!c.is_list) return "the evidence file is not a list of items";
+    return (
+      c.applied + " of " + c.total + " item" + (c.total === 1 ? "" : "s") + " applied to this hand · " +
+      c.other_hands + " for other hands · " + c.after_void + " after a void" + (c.malformed ? " · " + c.malformed + " not of §15's forms" : "")
+    );
+  }
+
+  /** The counts of the evidence (§14 check 14), shown whatever the verdict. */
+  function renderEvidenceCounts(c, res) {
+    const box = $("evidence-info");
+    if (!c) {
+      box.hidden = true;
+      box.replaceChildren();
+      return;
+    }
+    const checked = res.checks_passed.includes("evidence") || (res.failure && res.failure.check === "evidence");
+    box.hidden = false;
+    box.dataset.applied = String(c.applied);
+    box.dataset.total = String(c.total);
+    box.dataset.otherHands = String(c.other_hands);
+    box.dataset.afterVoid = String(c.after_void);
+    box.className = "evidence-info" + (c.applied === 0 ? " none" : "");
+    const parts = [el("span", { class: "label" }, "Evidence"), el("span", { id: "evidence-count" }, evidenceCountText(c))];
+    if (!checked) parts.push(el("span", { class: "small" }, "(not checked: an earlier check failed)"));
+    box.replaceChildren(...parts);
   }
 
   function renderSummary(s) {

@@ -1,0 +1,321 @@
+/* rummy-pf browser verifier: check 14, `evidence` (docs/fairness.md §15): the
+   items a player keeps (acks, heads, the header it accepted, its player key,
+   receipts), judged against the transcript; D35 for refusals the rules do not
+   justify.  Loaded after verify.js and verify-play.js; registers itself there. */
+(function (root) {
+  "use strict";
+  const RummyPF = root.RummyPF;
+  const B = RummyPF.bytes;
+  const U = RummyPF.util;
+  const F = RummyPF.fairness;
+  const { show, has, isPlainObject, jsonEqual } = U;
+  const { MAX_SAFE, ACTION_KINDS, CheckFailure, Skip, isInt, isId, verifySig, verifyMove, playerKey } = RummyPF.verify.base;
+
+  const PURPOSES = ["ack", "head", "header", "player", "receipt"];
+  const BODY_FIELDS = {
+    ack: ["table_id", "hand_no", "seat", "move", "prev", "psig", "i", "h", "arrived", "outcome", "code"],
+    head: ["table_id", "hand_no", "i", "h"],
+    player: ["table_id", "hand_no", "seat", "player_key"],
+    receipt: ["table_id", "hand_no", "seat", "kind", "value", "prev"],
+  };
+  const HAND_NO_MAX = 2147483647;
+
+  // ---------------------------------------------------------------- the forms of §15
+
+  /** null when m is the seat's move as in §9 (a commit, a reveal, or an action as §13 has it),
+      else why not. A malformed move gets no ack (§15): an ack holding one is not of the form. */
+  function moveProblem(m, seat) {
+    if (!isPlainObject(m)) return "an ack's move is not an object";
+    if (m.seat !== seat) return "an ack's move is the seat's own: its seat is " + show(m.seat) + ", the ack's " + show(seat);
+    const keys = Object.keys(m).sort();
+    if (m.kind === "commit" || m.kind === "reveal") {
+      const f = m.kind === "commit" ? "commit" : "seed";
+      if (!jsonEqual(keys, [f, "kind", "seat"].sort())) return "a " + m.kind + " move has exactly the fields kind, seat, " + f;
+      return B.isHex(m[f], 32) ? null : "a " + m.kind + " move's " + f + " is not hex(32)";
+    }
+    if (!ACTION_KINDS.includes(m.kind)) return "an ack's move is a commit, a reveal or an action (§11), not " + show(m.kind);
+    const want = m.kind === "discard" || m.kind === "declare" ? ["card", "kind", "seat"] : ["kind", "seat"];
+    const extra = keys.filter((k) => !want.includes(k) && !(m.kind === "declare" && k === "hint"));
+    if (extra.length || !want.every((k) => has(m, k))) return "a " + m.kind + " action has exactly the fields " + want.join(", ") + (m.kind === "declare" ? " (and hint)" : "");
+    if (has(m, "card") && !isInt(m.card, -MAX_SAFE, MAX_SAFE)) return "an action's card is not an integer";
+    if (has(m, "hint") && !(Array.isArray(m.hint) && m.hint.every((g) => Array.isArray(g) && g.every((x) => isInt(x, -MAX_SAFE, MAX_SAFE))))) {
+      return "a declare's hint is not a list of lists of integers";
+    }
+    return null;
+  }
+
+  /** null when item is a signed object of one of the forms of §15, else why it is not. */
+  function formProblem(item) {
+    if (!isPlainObject(item)) return "not a signed object {purpose, body, sig}";
+    const keys = Object.keys(item).sort();
+    if (!jsonEqual(keys, ["body", "purpose", "sig"])) return "not exactly {purpose, body, sig}: its fields are " + show(keys);
+    const p = item.purpose;
+    if (!PURPOSES.includes(p)) return "its purpose is not one of " + PURPOSES.join(", ") + ": " + show(p);
+    if (!B.isHex(item.sig, 64)) return "its sig is not hex(64)";
+    const b = item.body;
+    if (!isPlainObject(b)) return "its body is not an object";
+    if (p === "header") {
+      // the header's own fields are judged by rule 3 (equal to the transcript's header)
+      if (!isId(b.table_id) || !isInt(b.hand_no, 1, HAND_NO_MAX)) return "a header body without a table_id and a hand_no";
+      return null;
+    }
+    const want = BODY_FIELDS[p].slice().sort();
+    const got = Object.keys(b).sort();
+    if (!jsonEqual(got, want)) return "a " + p + " body has exactly the fields " + BODY_FIELDS[p].join(", ") + "; this one has " + got.join(", ");
+    if (!isId(b.table_id)) return "table_id is not an id";
+    if (!isInt(b.hand_no, 1, HAND_NO_MAX)) return "hand_no is not an integer from 1 to 2^31 - 1";
+    if (has(b, "seat") && !isInt(b.seat, 0, 7)) return "seat is not an integer from 0 to 7";
+    for (const f of ["i", "arrived"]) if (has(b, f) && !isInt(b[f], 0, MAX_SAFE)) return f + " is not an integer from 0 to 2^53 - 1";
+    for (const f of ["prev", "h", "value", "player_key"]) if (has(b, f) && !B.isHex(b[f], 32)) return f + " is not hex(32)";
+    if (has(b, "psig") && !B.isHex(b.psig, 64)) return "psig is not hex(64)";
+    if (p === "receipt" && !["commit", "reveal"].includes(b.kind)) return "a receipt's kind is commit or reveal, not " + show(b.kind);
+    if (p === "ack") {
+      const mp = moveProblem(b.move, b.seat);
+      if (mp) return mp;
+      if (b.outcome === "accepted") {
+        if (b.code !== null) return "an accepted ack's code is null, not " + show(b.code);
+      } else if (b.outcome === "refused") {
+        if (!isId(b.code)) return "a refused ack's code is an id, not " + show(b.code);
+      } else return "an ack's outcome is accepted or refused, not " + show(b.outcome);
+    }
+    return null;
+  }
+
+  // ---------------------------------------------------------------- classes and counts
+
+  /** What the log is, as far as it can be read (counts are reported even when format fails). */
+  function logShape(T) {
+    const log = Array.isArray(T.log) ? T.log : [];
+    const type = (i) => (isPlainObject(log[i]) ? log[i].type : undefined);
+    const last = log.length - 1;
+    const isVoid = last >= 0 && type(last) === "void";
+    return { isVoid, voidIndex: isVoid ? last : null, hasCommitments: type(1) === "commitments", hasReveals: type(2) === "reveals" };
+  }
+
+  /** rule 8: an item for a record the log never reached because the hand was voided first. */
+  function afterVoid(shape, item) {
+    if (!shape.isVoid) return false;
+    const b = item.body;
+    const kind = item.purpose === "receipt" ? b.kind : item.purpose === "ack" ? b.move.kind : null;
+    if (kind === "commit" && !shape.hasCommitments) return true;
+    if (kind === "reveal" && !shape.hasReveals) return true;
+    return (item.purpose === "head" || item.purpose === "ack") && b.i > shape.voidIndex;
+  }
+
+  /** "malformed" | "other_hand" | "after_void" | "applied" for each item of an evidence list. */
+  function classify(T, items) {
+    const shape = logShape(T);
+    return items.map((item) => {
+      if (formProblem(item) !== null) return "malformed";
+      const b = item.body;
+      if (b.table_id !== T.table_id || b.hand_no !== T.hand_no) return "other_hand";
+      return afterVoid(shape, item) ? "after_void" : "applied";
+    });
+  }
+
+  /** The counts of §15: items in the file, applied for this hand, for other hands, after a void. */
+  function counts(T, evidence) {
+    if (!Array.isArray(evidence)) return { is_list: false, total: 0, applied: 0, other_hands: 0, after_void: 0, malformed: 0 };
+    const classes = classify(T, evidence);
+    const n = (c) => classes.filter((x) => x === c).length;
+    return { is_list: true, total: evidence.length, applied: n("applied"), other_hands: n("other_hand"), after_void: n("after_void"), malformed: n("malformed") };
+  }
+
+  function countText(c) {
+    return c.applied + " of " + c.total + " items applied (" + c.other_hands + " for other hands, " + c.after_void + " after a void)";
+  }
+
+  // ---------------------------------------------------------------- the rules
+
+  /** The seat's entry in record 1 (commitments) or record 2 (reveals), or null. */
+  function entryOf(record, seat) {
+    if (!record) return null;
+    const list = record.type === "commitments" ? record.commitments.commits : record.reveals;
+    return list.find((e) => e.seat === seat) || null;
+  }
+
+  /** A.3 legality of an action (of the form moveProblem accepts) in the state after a record
+      (a snapshot of the replay). */
+  function illegalBecause(snap, a) {
+    if (!snap) return "the hand had no state there (it had ended)";
+    if (snap.phase === "ended") return "the hand had ended";
+    const st = snap.seats[a.seat];
+    if (!isInt(a.seat, 0, 7) || !st) return "seat " + show(a.seat) + " is not a seat of the hand";
+    if (st.status !== "playing") return "seat " + a.seat + " was not playing (" + st.status + ")";
+    if (a.kind === "leave") return null;
+    if (snap.turn !== a.seat) return "seat " + a.seat + " was not on turn";
+    if (a.kind === "timeout") return null; // A.3: always legal for the seat on turn
+    if (a.kind === "draw_closed" || a.kind === "drop") return snap.phase === "draw" ? null : "not in the draw phase";
+    if (a.kind === "draw_open") {
+      if (snap.phase !== "draw") return "not in the draw phase";
+      return snap.open.length > 0 ? null : "the open pile was empty";
+    }
+    if (snap.phase !== "discard") return "not in the discard phase";
+    if (!st.cards.includes(a.card)) return "card " + show(a.card) + " was not in the seat's hand";
+    if (a.kind === "declare" && has(a, "hint")) {
+      const kept = st.cards.slice();
+      kept.splice(kept.indexOf(a.card), 1);
+      if (!RummyPF.verify.sameMultiset([].concat(...a.hint), kept)) return "the hint is not the seat's cards without the finish card";
+    }
+    return null;
+  }
+
+  /** §15 rule 7: why a refusal was justified (the move could not be taken at record i), or null. */
+  async function justified(ctx, b) {
+    const log = ctx.t.log;
+    const m = b.move;
+    if (b.prev !== log[b.i].h) return "prev is not record " + b.i + "'s h";
+    const v = await verifyMove(ctx, b.seat, b.prev, m, b.psig);
+    if (!v.ok) return "psig is not the seat's move signature over prev (" + v.problem + ")";
+    if (m.kind === "commit") {
+      if (b.i !== 0) return "a commit after the commitments were recorded";
+      const e = entryOf(ctx.rec("commitments"), b.seat);
+      return e && e.commit !== null ? "the seat's commitment was already in" : null;
+    }
+    if (m.kind === "timeout") return "a timeout is the server's own move (§9), never a player's";
+    if (m.kind === "reveal") {
+      if (b.i !== 1) return "a reveal when record " + b.i + " is not the commitments";
+      const e = entryOf(ctx.rec("commitments"), b.seat);
+      if (!e || e.commit === null) return "the seat committed nothing";
+      if ((await F.playerCommit(b.seat, m.seed)) !== e.commit) return "the seed does not match the seat's commitment";
+      return null;
+    }
+    if (b.i < 3) return "an action before the deal";
+    return illegalBecause(ctx.after[b.i], m);
+  }
+
+  // ---------------------------------------------------------------- checking one item
+
+  async function checkAck(ctx, b, fail) {
+    const log = ctx.t.log;
+    const hd = ctx.header;
+    const r = log[b.i];
+    if (!r) fail("record " + b.i + " does not exist", b.i, "a record of the log", "none");
+    if (r.h !== b.h) fail("the signed h of record " + b.i + " is not that record's h", b.i, r.h, b.h);
+    if (b.arrived < r.t) fail("the move arrived before record " + b.i + " was made", b.i, "arrived ≥ " + r.t, b.arrived);
+    const m = b.move;
+    if (b.outcome === "accepted") {
+      if (m.kind === "commit") {
+        if (b.i !== 0) fail("an accepted commit is judged at record 0", b.i, 0, b.i);
+        if (b.prev !== log[0].h) fail("the commit's prev is not the header's h", 0, log[0].h, b.prev);
+        const e = entryOf(ctx.rec("commitments"), b.seat);
+        if (!e || e.commit !== m.commit || e.psig !== b.psig) {
+          fail("the server accepted seat " + b.seat + "'s commitment, but record 1 does not list it", 1, show({ commit: m.commit, psig: b.psig }), show(e));
+        }
+      } else if (m.kind === "reveal") {
+        if (b.i !== 1) fail("an accepted reveal is judged at record 1", b.i, 1, b.i);
+        if (b.prev !== log[1].h) fail("the reveal's prev is not the commitments' h", 1, log[1].h, b.prev);
+        const e = entryOf(ctx.rec("reveals"), b.seat);
+        if (!e || e.status !== "revealed" || e.seed !== m.seed || e.psig !== b.psig) {
+          fail("the server accepted seat " + b.seat + "'s seed, but record 2 does not show it revealed", 2, show({ seed: m.seed, status: "revealed", psig: b.psig }), show(e));
+        }
+      } else {
+        if (r.type !== "action" || !jsonEqual(r.action, m)) {
+          fail("the server accepted this move as record " + b.i + ", but the log holds another record there", b.i, show(m), show(r.type === "action" ? r.action : r.type));
+        }
+        if (!jsonEqual(r.psig, { prev: b.prev, sig: b.psig })) fail("record " + b.i + "'s psig is not the one acknowledged", b.i, show({ prev: b.prev, sig: b.psig }), show(r.psig));
+        if (b.i < 1 || b.prev !== log[b.i - 1].h) fail("the move's prev is not the h of the record before it", b.i, b.i >= 1 ? log[b.i - 1].h : null, b.prev);
+      }
+      return;
+    }
+    if ((await justified(ctx, b)) !== null) return;
+    // a refusal the rules do not justify was the house's: the seat keeps its whole window from arrived (D35)
+    const owed = (what, rec, want, got) =>
+      fail("the server refused seat " + b.seat + "'s " + m.kind + " (" + b.code + ") though the rules allowed it, then " + what + " before the seat's whole window from the refusal had passed (D35)", rec, "t ≥ " + want, got);
+    if (m.kind === "commit") {
+      const r1 = ctx.rec("commitments");
+      const e = entryOf(r1, b.seat);
+      if (e && e.commit === null && r1.t < b.arrived + hd.commit_ms) owed("closed the commit window", 1, b.arrived + hd.commit_ms, r1.t);
+    } else if (m.kind === "reveal") {
+      const r2 = ctx.rec("reveals");
+      const e = entryOf(r2, b.seat);
+      if (e && e.status === "withheld" && r2.t < b.arrived + hd.reveal_ms) owed("recorded it withheld", 2, b.arrived + hd.reveal_ms, r2.t);
+    } else {
+      const want = b.arrived + 1000 * ctx.rules.turn_seconds;
+      for (let j = b.i + 1; j < log.length; j++) {
+        const rj = log[j];
+        if (rj.type === "action" && rj.action.kind === "timeout" && rj.action.seat === b.seat && rj.t < want) owed("moved its clock", j, want, rj.t);
+        if ((rj.type === "action" || rj.type === "deal") && rj.events.some((e) => e.kind === "turn")) break;
+      }
+    }
+  }
+
+  async function checkItem(ctx, k, item) {
+    const log = ctx.t.log;
+    const b = item.body;
+    const p = item.purpose;
+    const fail = (msg, record, expected, found) => {
+      const f = new CheckFailure("evidence", "evidence item " + k + " (" + p + "): " + msg, record === undefined ? null : record, expected === undefined ? null : expected, found === undefined ? null : found);
+      f.item = k;
+      throw f;
+    };
+    // rule 2: the signature, strictly
+    const key = p === "player" ? b.player_key : ctx.header.public_key;
+    const v = await verifySig(true, key, p, b, item.sig);
+    if (!v.ok) fail("not signed by " + (p === "player" ? "the key it names" : "the header's public key") + ": " + v.problem, null, "a valid " + p + " signature by " + key, item.sig);
+    if (p === "header") {
+      if (!jsonEqual(b, ctx.header)) fail("the header your client accepted is not the transcript's header: the server signed another header for this hand", 0, show(ctx.header, 200), show(b, 200));
+    } else if (p === "player") {
+      const listed = playerKey(ctx, b.seat);
+      if (listed !== b.player_key) fail("the header lists another key for seat " + b.seat + " than the player's own (key substitution)", 0, b.player_key, listed === null ? "no such seat" : listed);
+    } else if (p === "head") {
+      const r = log[b.i];
+      if (!r || r.h !== b.h) fail("the signed head of record " + b.i + " is not that record's h", r ? b.i : null, r ? r.h : "(no such record)", b.h);
+    } else if (p === "receipt") {
+      if (b.kind === "commit") {
+        const e = entryOf(ctx.rec("commitments"), b.seat);
+        if (log[0].h !== b.prev) fail("the commit receipt's prev is not the header's h", 0, log[0].h, b.prev);
+        if (!e || e.commit !== b.value) fail("the server accepted seat " + b.seat + "'s commitment, but record 1 shows another", 1, b.value, show(e ? e.commit : "(no entry)"));
+      } else {
+        const e = entryOf(ctx.rec("reveals"), b.seat);
+        if (!log[1] || log[1].h !== b.prev) fail("the reveal receipt's prev is not the commitments' h", 1, log[1] ? log[1].h : null, b.prev);
+        if (!e || e.status !== "revealed" || e.seed !== b.value) {
+          fail("the server accepted seat " + b.seat + "'s seed, but record 2 does not show it revealed", 2, show({ status: "revealed", seed: b.value }), show(e ? { status: e.status, seed: e.seed } : "(no entry)"));
+        }
+      }
+    } else await checkAck(ctx, b, fail);
+  }
+
+  // ---------------------------------------------------------------- the check
+
+  async function checkEvidence(ctx) {
+    if (ctx.evidence === null) return new Skip("no evidence file was given");
+    const T = ctx.t;
+    const items = ctx.evidence;
+    const where = "table " + T.table_id + ", hand " + T.hand_no;
+    if (!Array.isArray(items)) {
+      throw new CheckFailure("evidence", "an evidence file is a JSON array of signed items (§15)", null, "an array", show(items, 120));
+    }
+    const c = counts(T, items);
+    ctx.evidenceCounts = c;
+    const classes = classify(T, items);
+    const none = () => {
+      const msg = "no item of this evidence is for " + where + ": evidence that proves nothing does not pass";
+      throw new CheckFailure("evidence", msg + " — " + countText(c), null, "at least one item for " + where, countText(c));
+    };
+    if (!ctx.v2) {
+      // §14, Appendix C: evidence given for a v1 transcript always fails
+      const k = classes.findIndex((x) => x === "applied" || x === "after_void");
+      if (k < 0) none();
+      const f = new CheckFailure("evidence", "evidence item " + k + " is rummy-pf/v2 evidence of " + where + ": it refutes this rummy-pf/v1 copy of the hand (a downgrade)", null, "no v2 evidence of a v1 hand", show(items[k].purpose));
+      f.item = k;
+      throw f;
+    }
+    for (let k = 0; k < items.length; k++) {
+      if (classes[k] === "malformed") {
+        const f = new CheckFailure("evidence", "evidence item " + k + " is not a signed object of one of §15's forms: " + formProblem(items[k]), null, "{purpose, body, sig} of §15", show(items[k], 200));
+        f.item = k;
+        throw f;
+      }
+      if (classes[k] === "applied") await checkItem(ctx, k, items[k]);
+    }
+    // rule 1: at least one item is for this hand (its table and hand); one counted after_void (rule 8) is
+    if (c.applied + c.after_void === 0) none();
+    // rule 8: evidence that applies to nothing (every item after the void) is skipped, never passed
+    if (c.applied === 0) return new Skip("every item of the evidence for " + where + " is for a record the void came before: nothing could be checked — " + countText(c));
+    return true;
+  }
+
+  RummyPF.verify.register("evidence", checkEvidence);
+  RummyPF.verifyEvidence = { counts, countText, formProblem };
+})(typeof window !== "undefined" ? window : globalThis);
