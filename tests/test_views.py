@@ -60,3 +60,24 @@ def test_a_move_changes_little() -> None:
         change = views.Change(before, after)
         sizes.append(len(json.dumps(change.for_seat(None))) / len(json.dumps(seat_view(after, None))))
     assert max(sizes) < 0.35
+
+
+async def test_a_bot_follows_the_changes_and_asks_again_after_a_gap() -> None:
+    """service.bots: the deal's whole view, then each update's changes, give the seat's
+    view of every record; an update that skips one is not applied (the view is dropped
+    and a snapshot asked for)."""
+    from service.bots import Bot
+
+    out = play(TableRules(seats=4), 4, 21, turns_cap=40)
+    bot = Bot("http://127.0.0.1:1", "token", "t1")
+    first = out.states[0]
+    got = bot._changed({"hand_no": 1, "i": 3, "view": _round_trip(seat_view(first, 2))})
+    assert got == _round_trip(seat_view(first, 2))
+    for n, (before, after) in enumerate(zip(out.states[:5], out.states[1:6], strict=True)):
+        changes = _round_trip(views.Change(before, after).for_seat(2))
+        got = bot._changed({"hand_no": 1, "i": 4 + n, "changes": changes})
+        assert got == _round_trip(seat_view(after, 2))
+    skipped = _round_trip(views.Change(out.states[6], out.states[7]).for_seat(2))
+    assert bot._changed({"hand_no": 1, "i": 10, "changes": skipped}) is None
+    assert bot._view is None and bot._asking is not None
+    bot._asking.cancel()
