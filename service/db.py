@@ -20,6 +20,7 @@ import asyncpg
 log = logging.getLogger("rummy.db")
 
 ACQUIRE_TIMEOUT = 10.0  # seconds: no pool acquire ever waits for an hour (PITFALLS.md)
+POOL_SIZE = 10  # connections in each server's (each worker's) pool at most: service/connbudget.py counts them
 MIGRATION_LOCK = 7_133_001  # pg_advisory_xact_lock key: one migrator at a time
 _NAME = re.compile(r"^(\d{3})_([a-z0-9_]+)\.sql$")
 
@@ -256,7 +257,7 @@ async def _keep_session(conn: asyncpg.Connection) -> None:
     reset query's round trip on every write."""
 
 
-async def create_pool(dsn: str, *, min_size: int = 1, max_size: int = 10) -> asyncpg.Pool:
+async def create_pool(dsn: str, *, min_size: int = 1, max_size: int = POOL_SIZE) -> asyncpg.Pool:
     pool = await asyncpg.create_pool(dsn, min_size=min_size, max_size=max_size, command_timeout=30, reset=_keep_session)
     assert pool is not None
     return pool
