@@ -48,6 +48,7 @@ from typing import Any
 
 import aiohttp
 
+from service import views
 from verifier.chain import commit_move, move_body, reveal_move
 from verifier.fairness import player_commit
 from verifier.record import PROTOCOL
@@ -480,13 +481,14 @@ class ProjectSeat(Socket):
         self.i = -1  # the newest record of the hand we know, and its link
         self.h: str | None = None
         self.view: dict[str, Any] | None = None
+        self.view_i = -1  # the record the view is of
+        self.acted_on: str | None = None
+        self.seeds: dict[int, bytes] = {}
 
     def path(self) -> str:
         # the table in the URL: a server of several workers hands the socket to the
         # one that serves it (service/handover.py), as the page and the bots do
         return f"/ws?table={self.table_id}"
-        self.acted_on: str | None = None
-        self.seeds: dict[int, bytes] = {}
 
     def headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.token}"}
@@ -498,14 +500,33 @@ class ProjectSeat(Socket):
     def note(self, hand_no: int, i: int, h: str) -> None:
         if hand_no != self.hand_no:
             self.hand_no, self.i, self.h, self.view, self.acted_on = hand_no, -1, None, None, None
+            self.view_i = -1
         if i > self.i:
             self.i, self.h = i, h
 
+    def changed(self, m: dict[str, Any]) -> None:
+        """The view after an update: its whole view (before issue 20, and at the deal),
+        or the view we had with its changes; after a gap, a join for a snapshot."""
+        if "view" in m:
+            self.view, self.view_i = m["view"], m["i"]
+        elif self.view is not None and self.view_i >= m["i"]:
+            pass  # the snapshot held this record already
+        elif self.view is not None and self.view_i == m["i"] - 1:
+            self.view, self.view_i = views.apply(self.view, m.get("changes") or {}), m["i"]
+        else:
+            self.view, self.view_i = None, -1
+            self.w.stats.errors["view_gap"] += 1
+            task = asyncio.ensure_future(self.send("join", {"type": "join", "table_id": self.table_id}))
+            self.w.acting.add(task)
+            task.add_done_callback(self.w.acting.discard)
+
     async def on_message(self, m: dict[str, Any]) -> None:
         t = m.get("type")
+        if t == "reply" and isinstance(m.get("update"), dict):
+            await self.on_message(m["update"])  # a move's update comes with its reply
         if t == "update":
             self.note(m["hand_no"], m["i"], m["h"])
-            self.view = m.get("view")
+            self.changed(m)
             for e in m.get("events", ()):
                 if e.get("kind") == "clock" and e.get("seat") == self.seat:
                     self.w.stats.clock_moves += 1
@@ -545,7 +566,7 @@ class ProjectSeat(Socket):
         elif t == "result":
             if self.seat == 0:
                 self.w.stats.hands_ended += 1
-            self.view, self.acted_on = None, None
+            self.view, self.view_i, self.acted_on = None, -1, None
         elif t == "table":
             mine = [int(s) for s, p in (m.get("seats") or {}).items() if p == self.player_id]
             if mine:
@@ -576,7 +597,7 @@ class ProjectSeat(Socket):
         elif hand["phase"] == "reveal" and hand.get("committed") and hand.get("revealed") is False:
             await self.reveal(hand["hand_no"], hand["commitments"])
         elif hand["phase"] == "play":
-            self.view = hand.get("view")
+            self.view, self.view_i = hand.get("view"), int(hand["i"])
             self.w.tables_dealt.add(self.table_id)
             await self.maybe_act()
 

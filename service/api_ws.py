@@ -1,6 +1,7 @@
 """The WebSocket ``/ws``: one authenticated player per socket, its frames checked at
 the edge (:mod:`service.wire`) and sent to the table that serves them; a bounded
-outbox per socket drained by its own writer (:mod:`service.telling`)."""
+frames written straight to the socket, or through its bounded outbox when one is
+waiting (:mod:`service.telling`)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from service.handover import MARK, HandedOver, hand_over
 from service.internal import SIBLINGS
 from service.routing import elsewhere, where
 from service.table import ClientError, TableActor
-from service.telling import Connection, iso
+from service.telling import Connection, Route, answer, dumps, iso
 from service.wire import WireError
 from verifier.errors import RuleError
 from verifier.record import PROTOCOL
@@ -38,8 +39,8 @@ TABLE_ANSWER_SECONDS = 30.0
 async def websocket(request: web.Request) -> web.StreamResponse:
     """One authenticated player per socket.  Messages are JSON objects with a client
     message ``id``; on this connection a repeated id gets the original reply and is
-    never applied twice (``join`` is never replayed).  A writer task drains the
-    socket's bounded queue.
+    never applied twice (``join`` is never replayed).  Frames go straight to the
+    socket, or through its bounded outbox when one is waiting (service.telling).
 
     A socket names its table in its URL (``/ws?table=ID``, as the page, the bots and
     every client of this server do): when another worker of this server serves that
@@ -63,9 +64,10 @@ async def websocket(request: web.Request) -> web.StreamResponse:
     def drop_slow_client() -> None:
         closing.append(asyncio.create_task(ws.close(code=WSCloseCode.POLICY_VIOLATION, message=b"too slow")))
 
-    conn = Connection(player.id, request.app[CONFIG].settings.queue_size, on_overflow=drop_slow_client)
+    conn = Connection(
+        player.id, request.app[CONFIG].settings.queue_size, drop_slow_client, send=ws.send_str, shut=ws.close
+    )
     request.app[SOCKETS][ws] = conn
-    writer = asyncio.create_task(_writer(ws, conn), name=f"ws-writer-{player.id}")
     joined: set[str] = set()
     conn.push(
         {"type": "hello", "player_id": player.id, "name": player.name, "protocol": PROTOCOL, "now": iso(time.time())}
@@ -86,9 +88,9 @@ async def websocket(request: web.Request) -> web.StreamResponse:
                 a.detach(conn)
         conn.close()
         request.app[SOCKETS].pop(ws, None)
-        with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
-            await asyncio.wait_for(writer, 2)
-        writer.cancel()
+        await conn.drained(2)
+        with contextlib.suppress(Exception):
+            await ws.close()
     return ws
 
 
@@ -98,19 +100,6 @@ async def _owner_elsewhere_in_host(request: web.Request, table_id: str) -> int |
     if table_id in request.app[TABLES] or SIBLINGS not in request.app or MARK in request.headers:
         return None
     return (await where(request.app, table_id)).sibling
-
-
-async def _writer(ws: web.WebSocketResponse, conn: Connection) -> None:
-    while True:
-        text = await conn.outbox.get()
-        if text is None or ws.closed:
-            break
-        try:
-            await ws.send_str(text)
-        except (ConnectionResetError, RuntimeError):
-            break
-    with contextlib.suppress(Exception):
-        await ws.close()
 
 
 def _error(msg_id: str | None, code: str, message: str, rule: str | None = None) -> dict[str, Any]:
@@ -123,14 +112,9 @@ def _error(msg_id: str | None, code: str, message: str, rule: str | None = None)
 def _reply_for(msg_id: str, outcome: asyncio.Future[dict[str, Any]]) -> dict[str, Any]:
     e = outcome.exception()
     if e is None:
-        return {"type": "reply", "id": msg_id, "ok": True, "result": outcome.result()}
+        return answer(msg_id, outcome.result())
     if isinstance(e, RuleError):
-        err = e.to_json()
-        if hasattr(e, "redirect"):
-            err["redirect"] = e.redirect
-        if hasattr(e, "ack"):  # a move the table judged and refused: the server's signed ack (§15)
-            err["ack"] = e.ack
-        return {"type": "error", "id": msg_id, "error": err}
+        return answer(msg_id, None, e)
     if isinstance(e, ServiceError):
         return _error(msg_id, e.code, e.message)
     log.error("message %s failed", msg_id, exc_info=e)
@@ -144,23 +128,35 @@ async def _on_text(request: web.Request, conn: Connection, player: store.Player,
         conn.push(_error(getattr(e, "msg_id", None), e.code, e.message))
         return
     replayable = data["type"] != "join"
-    earlier = conn.replies.get(msg_id) if replayable else None
-    if earlier is not None:
-        await asyncio.wait([earlier])  # the same answer again, once it is known; nothing is applied twice
-        conn.push({**_reply_for(msg_id, earlier), "replayed": True})
+    earlier = conn.recall(msg_id) if replayable else None
+    if earlier is not None:  # the same answer again, once it is known; nothing is applied twice
+        if earlier.future is not None:
+            await asyncio.wait([earlier.future])
+            conn.push({**_reply_for(msg_id, earlier.future), "replayed": True})
+        elif earlier.text is not None:
+            conn.push_text(earlier.text)
         return
-    outcome = await _dispatch(request, conn, player, data, joined)
+    route = Route(conn, msg_id)
+    outcome = await _dispatch(request, conn, player, data, joined, route)
     if replayable:
-        conn.remember(msg_id, outcome)
+        conn.remember(msg_id, outcome, lambda: dumps({**_reply_for(msg_id, outcome), "replayed": True}))
     done, _ = await asyncio.wait([outcome], timeout=TABLE_ANSWER_SECONDS)
+    if route.sent:  # the table sent it, in order with its pushes
+        return
     if not done:
+        route.open = False  # the answer comes only when asked for again
         conn.push(_error(msg_id, "busy", "the table has not answered yet; send the same id again for its answer"))
         return
     conn.push(_reply_for(msg_id, outcome))
 
 
 async def _dispatch(
-    request: web.Request, conn: Connection, player: store.Player, data: dict[str, Any], joined: set[str]
+    request: web.Request,
+    conn: Connection,
+    player: store.Player,
+    data: dict[str, Any],
+    joined: set[str],
+    route: Route | None = None,
 ) -> asyncio.Future[dict[str, Any]]:
     """The future answer to one checked frame (a table's answer comes later)."""
     done: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
@@ -175,9 +171,9 @@ async def _dispatch(
     if kind == "join":
         a.attach(conn)
         joined.add(a.table_id)
-        return a.enqueue("snapshot", player.id, {"since": data.get("since")})
+        return a.enqueue("snapshot", player.id, {"since": data.get("since")}, route)
     if a.table_id not in joined:
         done.set_exception(ClientError("not_joined", "send a 'join' for this table first"))
         return done
     payload = {k: v for k, v in data.items() if k not in ("type", "id", "table_id")}
-    return a.enqueue(kind, player.id, payload)
+    return a.enqueue(kind, player.id, payload, route)

@@ -26,6 +26,7 @@ from urllib.parse import quote
 
 import aiohttp
 
+from service import views
 from verifier import strategy
 from verifier.chain import commit_move, move_body, player_body, reveal_move
 from verifier.fairness import player_commit
@@ -75,6 +76,7 @@ class Bot:
     _headers_kept: set[tuple[str, int]] = field(default_factory=set)  # (table, hand_no) whose header we kept
     _hand_no: int | None = None
     _records: dict[int, str] = field(default_factory=dict)  # record i -> h, of the current hand
+    _view: tuple[int, int, dict[str, Any]] | None = None  # (hand_no, i, our view): updates change it
     _acted_on: str | None = None
     _leaving: str | None = None  # the id of our leave message
     _joining: str | None = None  # the id of our join message
@@ -170,6 +172,8 @@ class Bot:
         if t == "hello":
             self.player_id = m.get("player_id")
         elif t == "reply":
+            if isinstance(m.get("update"), dict):  # our move's update comes with its reply
+                await self.on_message(m["update"])
             result = m.get("result")
             if isinstance(result, dict):
                 await self._on_result(m, result)
@@ -218,10 +222,11 @@ class Bot:
             await self._on_hand(m)
         elif t == "update":
             self._note(m)
-            await self._maybe_act(m.get("view"), m.get("hand_no"))
+            await self._maybe_act(self._changed(m), m.get("hand_no"))
         elif t == "result":
             self.hands_seen.append(m)
             self._records = {}
+            self._view = None
 
     def _ask_again(self) -> None:
         if self._asking is not None and not self._asking.done():
@@ -250,9 +255,31 @@ class Bot:
         if isinstance(ack, dict) and ack.get("purpose") == "ack":
             self.evidence.append(ack)
 
+    def _changed(self, m: dict[str, Any]) -> dict[str, Any] | None:
+        """Our view after an update: its whole view (the deal), or the view we had with
+        the update's changes; after a gap (an update missed) we ask for a snapshot."""
+        view: dict[str, Any] | None
+        if "view" in m:
+            view = m["view"]
+        else:
+            had = self._view
+            if had is not None and had[0] == m.get("hand_no") and had[1] >= m.get("i", 0):
+                return had[2]  # a snapshot already held this record
+            if had is None or had[0] != m.get("hand_no") or had[1] != m.get("i", 0) - 1:
+                self._view = None
+                self._ask_again()
+                return None
+            view = views.apply(had[2], m.get("changes") or {})
+        self._view = None if view is None else (int(m["hand_no"]), int(m["i"]), view)
+        return view
+
     def _note(self, m: dict[str, Any]) -> None:
-        """Keep the signed head of every record we are sent."""
+        """Keep the signed head of every record we are sent (an update carries its
+        signature; the item is its table, hand, record and link with it)."""
         head = m.get("head")
+        if head is None and isinstance(m.get("head_sig"), str):
+            body = {"table_id": m.get("table_id"), "hand_no": m.get("hand_no"), "i": m.get("i"), "h": m.get("h")}
+            head = {"purpose": "head", "body": body, "sig": m["head_sig"]}
         if isinstance(head, dict) and head.get("purpose") == "head":
             self.evidence.append(head)
             body = head["body"]
@@ -272,12 +299,15 @@ class Bot:
             await self.send({"type": "sit", "table_id": self.table_id})
         hand = snap.get("hand")
         if not isinstance(hand, dict):
+            self._view = None
             return
         self._hand_no = hand["hand_no"]
         self._records = {0: hand["header"]["h"]}
         if hand.get("commitments"):
             self._records[1] = hand["commitments"]["h"]
         self._records[int(hand["i"])] = str(hand["h"])
+        view = hand.get("view")
+        self._view = None if view is None else (int(hand["hand_no"]), int(hand["i"]), view)
         if hand["phase"] == "commit" and hand.get("committed") is False:
             await self._commit(hand["hand_no"], hand["header"])
         elif hand["phase"] == "reveal" and hand.get("committed") and hand.get("revealed") is False:

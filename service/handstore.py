@@ -22,9 +22,8 @@ from typing import Any
 
 import asyncpg
 
-from service import ledger
+from service import fastjson, ledger
 from service.keys import ServerKeys
-from verifier.fairness import canonical
 from verifier.settle import Settlement
 
 
@@ -58,11 +57,11 @@ class SealedRecord:
 
 
 def seal(keys: ServerKeys, table_id: str, hand_no: int, record: Mapping[str, Any]) -> SealedRecord:
-    data = canonical(dict(record))
+    data = fastjson.canonical(record)
     return SealedRecord(
         int(record["i"]),
         str(record["h"]),
-        json.dumps(public_record(record), separators=(",", ":")),
+        fastjson.dumps(public_record(record)),
         keys.seal_record(data, table_id, hand_no, int(record["i"])),
     )
 

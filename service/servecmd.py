@@ -11,6 +11,7 @@ import re
 import signal
 from pathlib import Path
 
+from service import gctune
 from service.app import CONFIG
 from service.cluster import NodeSettings
 from service.db import database_url_from_env
@@ -72,6 +73,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             node=node,
             metrics_listen=args.metrics_listen,
         )
+        gctune.tune()  # start-up is done: freeze what it made, collect less often
         try:
             signer = running.app[CONFIG].keys.signer
             print(

@@ -34,7 +34,7 @@ from service.tablecore.core import TableCore
 from service.tablecore.errors import ClientError, moved, shutting_down, unavailable
 from service.tablecore.state import CoreConfig, TableFacts
 from service.tablestore import TableStore, outcome
-from service.telling import Connection, Teller
+from service.telling import Connection, Route, Teller, answer
 from service.writer import RecordWriter
 
 __all__ = ["ClientError", "Settings", "TableActor", "moved", "unavailable"]
@@ -107,6 +107,8 @@ class TableActor:
         self.watchers = Teller(table_id)
         self.inputs: asyncio.Queue[io.Input | None] = asyncio.Queue()
         self.replies: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self.routes: dict[int, Route] = {}  # commands whose reply the table sends itself
+        self._movers: dict[int, dict[str, Any]] = {}  # cmd id -> the mover's update, for its reply
         self._ids = itertools.count(1)
         self._ops: set[asyncio.Task[None]] = set()
         self.task: asyncio.Task[None] | None = None
@@ -134,14 +136,20 @@ class TableActor:
         return self.core.snapshot_for(player_id, events_since, self.now())
 
     # -- inputs -------------------------------------------------------------------------
-    def enqueue(self, kind: str, player_id: str, payload: dict[str, Any]) -> asyncio.Future[dict[str, Any]]:
-        """The future answer to a command; the table answers in order."""
+    def enqueue(
+        self, kind: str, player_id: str, payload: dict[str, Any], route: Route | None = None
+    ) -> asyncio.Future[dict[str, Any]]:
+        """The future answer to a command; the table answers in order.  With a
+        ``route`` the table also sends the reply to that socket itself, in order with
+        its pushes (a move's reply carries the mover's update)."""
         fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         if self._stopping:
             fut.set_exception(shutting_down() if not self.core.gone else moved())
             return fut
         cmd_id = next(self._ids)
         self.replies[cmd_id] = fut
+        if route is not None:
+            self.routes[cmd_id] = route
         self.inputs.put_nowait(io.Command(cmd_id, kind, player_id, payload))
         return fut
 
@@ -193,6 +201,7 @@ class TableActor:
             if not fut.done():
                 fut.set_exception(shutting_down())
         self.replies.clear()
+        self.routes.clear()
 
     async def run(self) -> None:
         beat = self.settings.beat_seconds
@@ -223,14 +232,24 @@ class TableActor:
         w = self.watchers
         if isinstance(e, io.Reply):
             fut = self.replies.pop(e.cmd_id, None)
+            route = self.routes.pop(e.cmd_id, None)
+            update = self._movers.pop(e.cmd_id, None)
             if fut is not None and not fut.done():
+                result = None
                 if e.error is None:
-                    fut.set_result(io.resolve(e.result))
+                    result = io.resolve(e.result)
+                    fut.set_result(result)
                 else:
                     ack = getattr(e.error, "ack", None)
                     if isinstance(ack, io.Signed):  # the refusal's ack, signed as it is sent
                         e.error.ack = ack.make()  # type: ignore[attr-defined]
                     fut.set_exception(e.error)
+                if route is not None and route.open:  # in order with the pushes, one frame
+                    message = answer(route.msg_id, result, e.error)
+                    if update is not None:
+                        message["update"] = update
+                    route.conn.push(message)
+                    route.sent = True
         elif isinstance(e, io.Write):
             if not self._stopping:  # stopping: the op is answered by refuse_all
                 self._spawn(self._write(e))
@@ -241,7 +260,11 @@ class TableActor:
         elif isinstance(e, io.Arm):
             self._armed = e.at
         elif isinstance(e, io.TellUpdate):
-            w.tell_update(e.hand, e.record, e.events, e.deadline)
+            route = None if e.cmd_id is None else self.routes.get(e.cmd_id)
+            mover = route.conn if route is not None and route.open and not route.conn.closed else None
+            mine = w.tell_update(e, mover)
+            if mine is not None and e.cmd_id is not None:
+                self._movers[e.cmd_id] = mine
         elif isinstance(e, io.TellPhase):
             w.tell_phase(e.hand, e.deadline)
         elif isinstance(e, io.TellSeats):
@@ -271,6 +294,7 @@ class TableActor:
             if not fut.done():
                 fut.set_exception(moved())
         self.replies.clear()
+        self.routes.clear()
         if self._on_lost is not None:
             self._on_lost(self.table_id, e.release)
 

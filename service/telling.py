@@ -1,10 +1,16 @@
 """Telling players: one bounded outbox per connection, messages serialised once.
 
-Sending never blocks a table: each connection has a bounded queue of ready-made JSON
-text drained by its own writer task, and a connection whose queue overflows is
-dropped.  A message for many connections is serialised once (spectators share one
-text; each seat gets its own view); a connection's replies to its own message ids are
-remembered per connection and forgotten when it closes (docs/api.md).
+Sending never blocks a table.  A message for a connection whose outbox is empty is
+written to its socket at once (nothing is waiting ahead of it); otherwise it joins
+the connection's bounded outbox, which a task drains in order, and a connection
+whose outbox overflows is dropped.  A message for many connections is serialised
+once (spectators share one text, and so do the seats whose changes are the same).
+
+A push about a record carries its events and what changed in the seat's view
+(:mod:`service.views`), not the whole view; the mover gets its update inside the
+reply to its move (one frame), which the table sends itself, in order with its
+pushes (:class:`Route`).  A connection remembers the replies to its own message ids,
+bounded by count, bytes and age, and forgets them when it closes (docs/api.md).
 """
 
 from __future__ import annotations
@@ -13,62 +19,215 @@ import asyncio
 import collections
 import contextlib
 import logging
-from collections.abc import Callable
+import time
+import types
+from collections.abc import Awaitable, Callable, Coroutine, Generator
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
-import orjson
-
-from verifier.hand import Event, seat_view
+from service import views
+from service.fastjson import dumps
+from verifier.errors import RuleError
+from verifier.hand import seat_view
 
 if TYPE_CHECKING:
     from service.handrun import HandRun
+    from service.tablecore.io import TellUpdate
 
 log = logging.getLogger("rummy.telling")
 
-REPLY_MEMORY = 256  # message ids remembered per connection
+#: the replies a connection remembers for a repeated message id: at most this many,
+#: this many bytes of reply text, for this long
+REPLY_MEMORY: Final = 256
+REPLY_BYTES: Final = 64 * 1024
+REPLY_SECONDS: Final = 120.0
+
+__all__ = ["REPLY_BYTES", "REPLY_MEMORY", "REPLY_SECONDS", "Connection", "Route", "Teller", "answer", "dumps"]
+
+Send = Callable[[str], Coroutine[Any, Any, None]]
 
 
-def dumps(message: dict[str, Any]) -> str:
-    """Compact JSON text (orjson: a message is serialised once, but many of them)."""
-    return orjson.dumps(message).decode()
+def answer(msg_id: str, result: dict[str, Any] | None = None, error: RuleError | None = None) -> dict[str, Any]:
+    """The reply to a client's message: its result, or the table's typed error (with
+    the signed ack of a move the table judged, and where to go for ``wrong_node``)."""
+    if error is None:
+        return {"type": "reply", "id": msg_id, "ok": True, "result": result if result is not None else {}}
+    err = error.to_json()
+    if hasattr(error, "redirect"):
+        err["redirect"] = error.redirect
+    if hasattr(error, "ack"):  # a move the table judged and refused: the server's signed ack (§15)
+        err["ack"] = error.ack
+    return {"type": "error", "id": msg_id, "error": err}
+
+
+@types.coroutine
+def _resume(coro: Coroutine[Any, Any, None], pending: Any) -> Generator[Any, Any, None]:
+    """Finish, inside a task, a send that began outside one and had to wait
+    (the socket's buffer was full): what it waits for is waited for here."""
+    while True:
+        try:
+            value = yield pending
+        except BaseException as e:
+            try:
+                pending = coro.throw(e)
+            except StopIteration:
+                return
+        else:
+            try:
+                pending = coro.send(value)
+            except StopIteration:
+                return
 
 
 class Connection:
-    """One WebSocket: a bounded outbox drained by the connection's writer task, and
-    the replies to this connection's own message ids."""
+    """One WebSocket: its outbox, and the replies to this connection's own message ids.
 
-    def __init__(self, player_id: str, queue_size: int, on_overflow: Callable[[], None]) -> None:
+    ``send`` writes one text to the socket (``ws.send_str``) and ``shut`` closes it;
+    without them (tests) texts only queue."""
+
+    def __init__(
+        self,
+        player_id: str,
+        queue_size: int,
+        on_overflow: Callable[[], None],
+        send: Send | None = None,
+        shut: Callable[[], Awaitable[Any]] | None = None,
+    ) -> None:
         self.player_id = player_id
-        self.outbox: asyncio.Queue[str | None] = asyncio.Queue(maxsize=queue_size)
+        self.queue_size = queue_size
+        self.outbox: collections.deque[str] = collections.deque()
         self.closed = False
-        self.replies: collections.OrderedDict[str, asyncio.Future[dict[str, Any]]] = collections.OrderedDict()
+        self._send = send
+        self._shut = shut
+        self._task: asyncio.Task[None] | None = None
+        self.replies: collections.OrderedDict[str, Reply] = collections.OrderedDict()
+        self._reply_bytes = 0
         self._on_overflow = on_overflow
 
+    # -- sending --------------------------------------------------------------------
     def push(self, message: dict[str, Any]) -> None:
         self.push_text(dumps(message))
 
     def push_text(self, text: str) -> None:
         if self.closed:
             return
-        try:
-            self.outbox.put_nowait(text)
-        except asyncio.QueueFull:
+        if self._task is None and not self.outbox and self._send is not None:
+            self._now(text)
+            return
+        if len(self.outbox) >= self.queue_size:
             log.warning("dropping a slow client (player %s): its queue is full", self.player_id)
             self.close()
             self._on_overflow()
+            return
+        self.outbox.append(text)
+        if self._task is None and self._send is not None:
+            self._task = asyncio.get_running_loop().create_task(self._drain(None, None))
 
-    def remember(self, msg_id: str, reply: asyncio.Future[dict[str, Any]]) -> None:
-        self.replies[msg_id] = reply
-        while len(self.replies) > REPLY_MEMORY:
-            self.replies.popitem(last=False)
+    def _now(self, text: str) -> None:
+        """Write straight to the socket; if the write must wait (flow control), a task
+        finishes it and the next texts queue behind it."""
+        assert self._send is not None
+        coro = self._send(text)
+        try:
+            pending = coro.send(None)
+        except StopIteration:
+            return
+        except Exception:
+            self.close()
+            return
+        self._task = asyncio.get_running_loop().create_task(self._drain(coro, pending))
+
+    async def _drain(self, coro: Coroutine[Any, Any, None] | None, pending: Any) -> None:
+        try:
+            if coro is not None:
+                await _resume(coro, pending)
+            while self.outbox and self._send is not None:
+                await self._send(self.outbox.popleft())
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            self.outbox.clear()
+            self.closed = True
+        finally:
+            self._task = None
+        if self.closed:
+            await self._close_socket()
+
+    async def _close_socket(self) -> None:
+        if self._shut is not None:
+            with contextlib.suppress(Exception):
+                await self._shut()
 
     def close(self) -> None:
-        if not self.closed:
-            self.closed = True
-            self.replies.clear()
-            with contextlib.suppress(asyncio.QueueFull):
-                self.outbox.put_nowait(None)
+        """No more pushes; what is queued still goes out, then the socket closes."""
+        if self.closed:
+            return
+        self.closed = True
+        self.replies.clear()
+        self._reply_bytes = 0
+        if self._task is None and self._shut is not None:
+            with contextlib.suppress(RuntimeError):  # no loop: nothing to close
+                self._task = asyncio.get_running_loop().create_task(self._drain(None, None))
+
+    async def drained(self, timeout: float) -> None:
+        """Wait (at most ``timeout``) for the outbox to go out and the socket to close."""
+        task = self._task
+        if task is not None:
+            with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
+                await asyncio.wait_for(asyncio.shield(task), timeout)
+            if not task.done():
+                task.cancel()
+
+    # -- replies to repeated ids ------------------------------------------------------
+    def remember(self, msg_id: str, reply: asyncio.Future[dict[str, Any]], text: Callable[[], str]) -> None:
+        """Keep the reply to ``msg_id`` for a repeat of it: the future while it is
+        pending, then its text (``text()``), within the count, byte and age bounds."""
+        entry = Reply(reply, time.monotonic())
+        self.replies.pop(msg_id, None)
+        self.replies[msg_id] = entry
+
+        def done(_: asyncio.Future[dict[str, Any]]) -> None:
+            if self.replies.get(msg_id) is entry:
+                entry.text = text()
+                entry.future = None
+                self._reply_bytes += len(entry.text)
+                self._trim()
+
+        reply.add_done_callback(done)
+        self._trim()
+
+    def recall(self, msg_id: str) -> Reply | None:
+        self._trim()
+        return self.replies.get(msg_id)
+
+    def _trim(self) -> None:
+        old = time.monotonic() - REPLY_SECONDS
+        r = self.replies
+        while r and (len(r) > REPLY_MEMORY or self._reply_bytes > REPLY_BYTES or next(iter(r.values())).at < old):
+            _, gone = r.popitem(last=False)
+            self._reply_bytes -= len(gone.text or "")
+
+
+@dataclass
+class Reply:
+    """A remembered reply: the future while the table has not answered, then its text."""
+
+    future: asyncio.Future[dict[str, Any]] | None
+    at: float
+    text: str | None = None
+
+
+@dataclass
+class Route:
+    """Where the table sends a command's reply itself: the client's connection and
+    message id (so the reply goes out in order with the table's pushes, and carries
+    the mover's update).  ``open`` is False once the socket has answered ``busy``."""
+
+    conn: Connection
+    msg_id: str
+    open: bool = True
+    sent: bool = False
 
 
 class Watchers:
@@ -100,15 +259,6 @@ class Watchers:
         for c in list(self.by_player.values()):
             c.push_text(text)
 
-    def per_seat(self, seat_of: Callable[[str], int | None], build: Callable[[int | None], dict[str, Any]]) -> None:
-        """One message per distinct seat (None: spectators), each serialised once."""
-        texts: dict[int | None, str] = {}
-        for player_id, c in list(self.by_player.items()):
-            seat = seat_of(player_id)
-            if seat not in texts:
-                texts[seat] = dumps(build(seat))
-            c.push_text(texts[seat])
-
     def close_all(self) -> None:
         for c in list(self.by_player.values()):
             c.close()
@@ -129,7 +279,7 @@ class Teller(Watchers):
 
     def tell_seats(self, seats: dict[int, str], stood: list[dict[str, Any]] | None = None) -> None:
         """Who sits where now; ``stood``: the seats this change stood up, and why
-        (:meth:`service.dealing.TableState.stand`)."""
+        (:meth:`service.tablecore.state.TableFacts.stand`)."""
         self.broadcast(
             {
                 "type": "table",
@@ -157,26 +307,52 @@ class Teller(Watchers):
             }
         )
 
-    def tell_update(self, hand: HandRun, record: dict[str, Any], events: list[Event], deadline_ms: int | None) -> None:
-        """A stored record from the deal on: its events and the view, per seat."""
-        state = hand.recorder.state
+    def tell_update(self, u: TellUpdate, mover: Connection | None = None) -> dict[str, Any] | None:
+        """A stored record from the deal on: its events as each seat may see them, and
+        what changed in each seat's view (the whole view at the deal), with the
+        signature of the record's head.  ``mover``: the connection whose reply carries
+        its update; that update is returned instead of pushed."""
+        hand, record, events = u.hand, u.record, u.events
         head = hand.head(record["i"])  # signed once: the reply to the move shares it
-        deadline = iso_ms(deadline_ms)
+        base = {
+            "type": "update",
+            "table_id": self.table_id,
+            "hand_no": hand.hand_no,
+            "i": record["i"],
+            "h": record["h"],
+            "head_sig": head["sig"],
+        }
+        deadline = iso_ms(u.deadline)
+        change = None if u.before is None or u.after is None else views.Change(u.before, u.after)
+        private = {e.seat for e in events if e.private}
+        texts: dict[Any, str] = {}
+        mine: dict[str, Any] | None = None
+        for player_id, c in list(self.by_player.items()):
+            seat = hand.seat_of(player_id)
+            if change is None:
+                key: Any = seat  # the deal: each seat its whole view
+            else:
+                key = seat if (seat in private or change.personal(seat)) else None
+            if c is mover:
+                mine = self._update(base, u, seat, change, deadline)
+                continue
+            text = texts.get(key)
+            if text is None:
+                text = texts[key] = dumps(self._update(base, u, seat, change, deadline))
+            c.push_text(text)
+        return mine
 
-        def build(seat: int | None) -> dict[str, Any]:
-            return {
-                "type": "update",
-                "table_id": self.table_id,
-                "hand_no": hand.hand_no,
-                "i": record["i"],
-                "h": record["h"],
-                "head": head,
-                "events": [e.for_seat(seat) for e in events],
-                "view": None if state is None else seat_view(state, seat),
-                "deadline": deadline,
-            }
-
-        self.per_seat(hand.seat_of, build)
+    @staticmethod
+    def _update(
+        base: dict[str, Any], u: TellUpdate, seat: int | None, change: views.Change | None, deadline: str | None
+    ) -> dict[str, Any]:
+        out = {**base, "events": [e.for_seat(seat) for e in u.events]}
+        if change is not None:
+            out["changes"] = change.for_seat(seat)
+        else:
+            out["view"] = None if u.after is None else seat_view(u.after, seat)
+        out["deadline"] = deadline
+        return out
 
     def tell_result(self, hand: HandRun, transcript: dict[str, Any]) -> None:
         last = transcript["log"][-1]

@@ -30,6 +30,7 @@ MAX_CARD_ID: Final = 158  # three decks and three jokers (D1)
 
 _ID = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 _TOKEN = re.compile(r"[\x21-\x7e]{1,256}")
+_HEX = re.compile(r"[0-9a-f]*")
 
 
 class WireError(ServiceError):
@@ -191,7 +192,7 @@ class Hex(Spec):
 
 
 def _is_hex(s: str) -> bool:
-    return all(c in "0123456789abcdef" for c in s)
+    return _HEX.fullmatch(s) is not None
 
 
 @dataclass(frozen=True)

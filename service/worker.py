@@ -95,6 +95,7 @@ async def watch_parent(parent: int) -> None:
 
 
 async def serve(plan: WorkerPlan) -> None:
+    from service import gctune
     from service.cluster import NodeSettings
     from service.startup import attach, start_app
     from service.table import Settings
@@ -122,6 +123,7 @@ async def serve(plan: WorkerPlan) -> None:
         owns_ground=False,
         metrics_sockets=[socket.socket(fileno=fd) for fd in plan.metrics_fds] if plan.metrics_fds else None,
     )
+    gctune.tune()  # start-up is done: freeze what it made, collect less often
     try:
         print(f"worker {plan.index} of {plan.count} ready (pid {os.getpid()}, {plan.worker_id})", flush=True)
         await stop.wait()

@@ -229,7 +229,9 @@ def serve_workers(
                     supervisor=os.getpid(),
                     lease_seconds=node.lease_seconds,
                     cluster=node.cluster,
-                    settings=vars(settings),
+                    settings={
+                        k: v for k, v in vars(settings).items() if k != "clock"
+                    },  # the wall clock, in each worker
                     verbose=bool(args.verbose),
                     log_format=args.log_format,
                 )

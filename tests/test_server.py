@@ -9,7 +9,7 @@ from typing import Any
 import asyncpg
 import pytest
 
-from service import handstore, ledger
+from service import handstore, ledger, views
 from service.bots import Bot
 from service.cli import Running
 from service.db import load_migrations, migrate
@@ -36,27 +36,52 @@ def replay_states(log: list[dict[str, Any]], server_seed: bytes) -> dict[int, Ha
     return states
 
 
+def _flat(frames: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The frames as received, a move's update (inside its reply) before the reply."""
+    out = []
+    for f in frames:
+        if f.get("type") == "reply" and isinstance(f.get("update"), dict):
+            out.append(f["update"])
+        out.append(f)
+    return out
+
+
 def check_frames(frames: list[dict[str, Any]], player_id: str, t: dict[str, Any]) -> int:
     """Every frame this player received about the hand is exactly what its seat may
-    see: events filtered for its seat, the view computed for its seat, and never the
-    server seed before the result.  Returns how many update frames were checked."""
+    see: events filtered for its seat, the view — the deal's whole, then each update's
+    changes applied to the view before it (docs/api.md) — exactly the seat's view of
+    the record's state, another seat's cards in no change before the end, and never
+    the server seed before the result.  Returns how many update frames were checked."""
     header = t["log"][0]["header"]
     hand_no = header["hand_no"]
     table_id = header["table_id"]
     seat = next((s["seat"] for s in header["seats"] if s["player_id"] == player_id), None)
     states = replay_states(t["log"], bytes.fromhex(t["server_seed"])) if t["result"] else {}
     checked = 0
-    for f in frames:
+    held: tuple[int, dict[str, Any]] | None = None  # (i, the view the frames so far make)
+    for f in _flat(frames):
         if f.get("table_id") == table_id and f.get("type") == "result" and f.get("hand_no") == hand_no:
             break
         assert t["server_seed"] not in json.dumps(f), "the server seed appeared before its reveal"
+        snap = (f.get("result") or {}).get("hand") if f.get("type") == "reply" else None
+        if isinstance(snap, dict) and snap.get("hand_no") == hand_no and snap.get("view") is not None:
+            held = (snap["i"], snap["view"])
         if f.get("type") == "update" and f.get("table_id") == table_id and f.get("hand_no") == hand_no:
             rec = t["log"][f["i"]]
             expected = [Event.from_json(e).for_seat(seat) for e in rec["events"]]
             assert f["events"] == expected
-            assert f["view"] == json.loads(json.dumps(seat_view(states[f["i"]], seat)))
-            for s in f["view"]["seats"]:
-                if f["view"]["phase"] != "ended":
+            if "view" in f:
+                held = (f["i"], f["view"])
+            elif held is not None and held[0] >= f["i"]:
+                continue  # a snapshot already held this record
+            else:
+                assert held is not None and held[0] == f["i"] - 1, "an update's changes with no view before them"
+                ended = states[f["i"]].phase.value == "ended"
+                assert ended or "cards" not in json.dumps(f["changes"].get("seats", {})), "another seat's cards"
+                held = (f["i"], views.apply(held[1], f["changes"]))
+            assert held[1] == json.loads(json.dumps(seat_view(states[f["i"]], seat)))
+            for s in held[1]["seats"]:
+                if held[1]["phase"] != "ended":
                     assert "cards" not in s, "another seat's cards in a view during play"
             checked += 1
     return checked
@@ -126,6 +151,21 @@ async def test_whole_hands_with_bots_verify_and_leak_nothing(
             assert {e["purpose"] for e in mine} == {"ack", "head", "header", "player"}, mine[:2]
             seat = next(s["seat"] for s in header["seats"] if s["player_id"] == b.player_id)
             moved = [r for r in t["log"][4:] if r["psig"] and r["action"]["seat"] == seat]
+            # The acting seat gets one frame per move (issue 20): the reply, carrying
+            # the record's update; no update push of its own for that record.
+            hand_no = header["hand_no"]
+            for r in moved:
+                pushed = [
+                    f for f in b.frames if f.get("type") == "update" and (f["hand_no"], f["i"]) == (hand_no, r["i"])
+                ]
+                inside = [
+                    f
+                    for f in b.frames
+                    if f.get("type") == "reply"
+                    and isinstance(f.get("update"), dict)
+                    and (f["update"]["hand_no"], f["update"]["i"]) == (hand_no, r["i"])
+                ]
+                assert (len(pushed), len(inside)) == (0, 1), (r["i"], r["action"])
             assert len([e for e in mine if e["purpose"] == "ack"]) >= 2 + len(moved)  # commit, reveal, each move
             report = verify_transcript(t, pinned, mine)
             assert report.ok, report.failure
@@ -503,7 +543,7 @@ async def test_a_slow_client_is_dropped_not_waited_for() -> None:
     conn.push({"n": 3})
     assert conn.closed and dropped == [True]
     conn.push({"n": 4})  # ignored once closed
-    assert conn.outbox.qsize() <= 4
+    assert len(conn.outbox) <= 4
 
 
 async def test_migrations_applied_twice_change_nothing(pg_dsn: str) -> None:

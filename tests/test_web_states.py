@@ -200,3 +200,30 @@ async def test_the_log_speaks_to_you_in_the_second_person(server: Running) -> No
     assert lines[3] == "You were dropped by the clock: 20 points." and lines[4].startswith("[Asha] was dropped")
     assert lines[5] == "The hand ends: you won with a valid declare."
     assert lines[6] == "You withheld the seed and sit this hand out (20 points)."
+
+
+async def test_the_page_applies_changes_as_the_server_means_them(server: Running) -> None:
+    """The page's applyChanges (state.js) turns a seat's view before a record into its
+    view after it, exactly as service.views.apply does: on every record of played
+    hands, for each seat and a spectator, in Chromium."""
+    import json
+
+    from service import views
+    from tests.playout import play
+    from verifier.hand import TableRules, seat_view
+
+    cases = []
+    for seed in (3, 4):
+        out = play(TableRules(seats=6), 6, seed, turns_cap=80, exits=0.5)
+        for before, after in zip(out.states, out.states[1:], strict=False):
+            change = views.Change(before, after)
+            for v in (None, 0, 3):
+                cases.append([seat_view(before, v), change.for_seat(v), seat_view(after, v)])
+    cases = json.loads(json.dumps(cases))
+    async with launch() as browser, person_page(browser) as (_context, page, _console):
+        await page.goto(server.url + "/")
+        await page.wait_for_function("document.body.dataset.ready === 'true'")
+        got = await page.evaluate("(cases) => cases.map(([v, c]) => RummyTable.applyChanges(v, c))", cases)
+    assert len(got) == len(cases) > 100
+    for (_, _, want), have in zip(cases, got, strict=True):
+        assert have == want

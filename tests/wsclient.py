@@ -1,5 +1,12 @@
 """A WebSocket test client: sends messages with ids, waits for their replies, keeps
-every frame it receives, and signs its moves with its player key (rummy-pf/v2)."""
+every frame it receives, and signs its moves with its player key (rummy-pf/v2).
+
+Slim pushes (docs/api.md): an ``update`` carries the view's ``changes`` and the head's
+signature; the client keeps each table's view and adds to every update frame it keeps
+the whole ``view`` those changes make (None after a gap) and the signed ``head`` item
+its fields make, so tests read updates as before.  The mover's update comes inside the
+reply to its move: it is kept as a frame of its own (``"via": "reply"``) before the
+reply."""
 
 from __future__ import annotations
 
@@ -11,6 +18,7 @@ from typing import Any
 
 import aiohttp
 
+from service import views
 from verifier.chain import commit_move, move_body, reveal_move
 from verifier.fairness import PROTOCOL_V2
 from verifier.signing import Signer
@@ -22,6 +30,7 @@ class Client:
     def __init__(self, base: str, token: str, signer: Signer | None = None) -> None:
         self.base, self.token, self.signer = base, token, signer
         self.frames: list[dict[str, Any]] = []
+        self.views: dict[str, tuple[int, int, dict[str, Any] | None]] = {}  # table -> (hand_no, i, view)
         self._replies: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._new = asyncio.Event()
 
@@ -51,11 +60,49 @@ class Client:
             if msg.type != aiohttp.WSMsgType.TEXT:
                 break
             data = json.loads(msg.data)
+            if isinstance(data.get("update"), dict):
+                self.frames.append({**self._materialise(data["update"]), "via": "reply"})
+            elif data.get("type") == "update":
+                data = self._materialise(data)
+            self._snapshot(data)
             self.frames.append(data)
             self._new.set()
             fut = self._replies.get(str(data.get("id")))
             if fut is not None and not fut.done() and data.get("type") in ("reply", "error"):
                 fut.set_result(data)
+
+    def _materialise(self, u: dict[str, Any]) -> dict[str, Any]:
+        """An update as the full-view pushes were: with ``view`` and ``head``."""
+        table = str(u["table_id"])
+        out = dict(u)
+        out["head"] = {
+            "purpose": "head",
+            "body": {"table_id": table, "hand_no": u["hand_no"], "i": u["i"], "h": u["h"]},
+            "sig": u["head_sig"],
+        }
+        if "view" in u:
+            view = u["view"]
+        else:
+            hand_no, i, base = self.views.get(table, (None, None, None))
+            if base is not None and hand_no == u["hand_no"] and i is not None and i >= u["i"]:
+                out["view"] = base  # a snapshot already held this record
+                return out
+            ok = base is not None and hand_no == u["hand_no"] and i == u["i"] - 1
+            view = views.apply(base, u["changes"]) if ok and base is not None else None
+            out["view"] = view
+        self.views[table] = (u["hand_no"], u["i"], view)
+        return out
+
+    def _snapshot(self, data: dict[str, Any]) -> None:
+        """A snapshot (the reply to a join, or in ``resumed``) resets the view kept."""
+        snap = data.get("snapshot") if data.get("type") == "resumed" else data.get("result")
+        if not isinstance(snap, dict) or "table_id" not in snap or "hand" not in snap:
+            return
+        hand = snap["hand"]
+        if hand is None:
+            self.views.pop(str(snap["table_id"]), None)
+        else:
+            self.views[str(snap["table_id"])] = (hand["hand_no"], hand["i"], hand.get("view"))
 
     async def send_raw(self, text: str) -> None:
         await self.ws.send_str(text)

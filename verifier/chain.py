@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from verifier.cards import deck_size
-from verifier.fairness import PROTOCOL_V2, canonical, deal_deck, derive_key, sha256, transcript_input
+from verifier.fairness import PROTOCOL_V2, Encode, canonical, deal_deck, derive_key, sha256, transcript_input
 from verifier.hand import Event, HandState, TableRules, deal
 
 GENESIS: Final = "00" * 32
@@ -23,10 +23,10 @@ NO_COMMIT: Final = "no_commit"  # committed nothing in time: takes part with an 
 WITHHELD: Final = "withheld"  # committed but did not reveal: sits out, first drop (D29)
 
 
-def chain_link(prev_hex: str, record: Mapping[str, Any]) -> str:
+def chain_link(prev_hex: str, record: Mapping[str, Any], encode: Encode = canonical) -> str:
     """``h = SHA-256(h_prev ‖ canonical(record without "h"))`` (§11)."""
     body = {k: v for k, v in record.items() if k != "h"}
-    return link_of(prev_hex, canonical(body))
+    return link_of(prev_hex, encode(body))
 
 
 def link_of(prev_hex: str, body: bytes) -> str:

@@ -12,7 +12,7 @@ import hashlib
 import hmac
 import json
 from collections.abc import Callable, Sequence
-from typing import Any, Final
+from typing import Any, Final, TypeAlias
 
 PROTOCOL_V1: Final = "rummy-pf/v1"
 PROTOCOL_V2: Final = "rummy-pf/v2"
@@ -45,6 +45,10 @@ def sha256(data: bytes) -> bytes:
 def hmac_sha256(key: bytes, msg: bytes) -> bytes:
     return hmac.new(key, msg, hashlib.sha256).digest()
 
+
+#: A canonical JSON encoder: :func:`canonical`, or one proved byte-identical to it
+#: (the server's, on data that holds no float by construction).
+Encode: TypeAlias = Callable[[Any], bytes]
 
 # json.dumps(x, sort_keys=True, separators=(",", ":"), ensure_ascii=False), made once.
 _CANONICAL: Final = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, check_circular=False)

@@ -36,7 +36,7 @@ from verifier.chain import (
     start_hand,
 )
 from verifier.errors import RuleError
-from verifier.fairness import PROTOCOL_V2, canonical, player_commit, reshuffler, rules_id, server_commit
+from verifier.fairness import PROTOCOL_V2, Encode, canonical, player_commit, reshuffler, rules_id, server_commit
 from verifier.hand import Action, Event, HandState, Phase, TableRules, TimeOut, action_from_json, action_to_json
 from verifier.hand import apply as apply_action
 from verifier.signing import Signer, signed_message
@@ -60,18 +60,21 @@ def _same(made: Mapping[str, Any], stored: Mapping[str, Any]) -> bool:
         return False
 
 
-def player_signature_ok(key: Ed25519PublicKey, body: Mapping[str, Any], sig_hex: Any) -> bool:
+def player_signature_ok(
+    key: Ed25519PublicKey, body: Mapping[str, Any], sig_hex: Any, encode: Encode = canonical
+) -> bool:
     """A player's move signature, strictly (§9)."""
     if not isinstance(sig_hex, str) or len(sig_hex) != 128:
         return False
-    return ed25519.verify_hex(key, sig_hex, signed_message("move", body, PROTOCOL))
+    return ed25519.verify_hex(key, sig_hex, signed_message("move", body, PROTOCOL, encode))
 
 
 @dataclass
 class HandRecorder:
     """Builds a hand's records and transcript.  ``seats`` are (seat, player_id,
     player_key) of the seats in the hand; ``commit_ms``/``reveal_ms`` the seed
-    windows announced in the header."""
+    windows announced in the header; ``encode`` the canonical JSON encoder of chain
+    links and signed bodies (:func:`canonical`, or the server's byte-identical one)."""
 
     signer: Signer
     table_id: str
@@ -94,6 +97,7 @@ class HandRecorder:
     _verified: set[tuple[int, str, str, str]] = field(default_factory=set, repr=False)
     # the record _link made last and the head it was linked to: accept() need not hash it again
     _linked: tuple[dict[str, Any], str] | None = field(default=None, repr=False)
+    encode: Encode = field(default=canonical, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         """Every player key strict, and one key in at most one seat (§9, §13): the
@@ -105,7 +109,9 @@ class HandRecorder:
         self._player_keys = {s: ed25519.strict_key(k) for s, _, k in self.seats}
 
     @classmethod
-    def from_header(cls, signer: Signer, header: Mapping[str, Any], server_seed: bytes) -> HandRecorder:
+    def from_header(
+        cls, signer: Signer, header: Mapping[str, Any], server_seed: bytes, encode: Encode = canonical
+    ) -> HandRecorder:
         """A recorder for the hand a stored header opened, ready to :meth:`restore`
         its records (record 0 included)."""
         try:
@@ -120,6 +126,7 @@ class HandRecorder:
                 prev_head=str(header["prev_head"]),
                 commit_ms=int(header["commit_ms"]),
                 reveal_ms=int(header["reveal_ms"]),
+                encode=encode,
             )
         except (KeyError, TypeError, ValueError, RuleError) as e:
             raise RestoreError(0, f"the stored header is malformed: {e!r}") from None
@@ -146,7 +153,7 @@ class HandRecorder:
         """The record numbered and chained after the current head (not yet added)."""
         record = dict(record)
         record["i"] = len(self.records)
-        record["h"] = chain_link(self.head, record)
+        record["h"] = chain_link(self.head, record, self.encode)
         self._linked = (record, self.head)
         return record
 
@@ -166,11 +173,11 @@ class HandRecorder:
         return key
 
     def _check_signature(self, seat: int, prev: str, move: Mapping[str, Any], sig: Any) -> None:
-        done = (seat, prev, canonical(move).decode(), str(sig))
+        done = (seat, prev, self.encode(move).decode(), str(sig))
         if done in self._verified:
             return
         body = move_body(self.table_id, self.hand_no, prev, move)
-        if not player_signature_ok(self._seat_key(seat), body, sig):
+        if not player_signature_ok(self._seat_key(seat), body, sig, self.encode):
             raise RuleError("bad_signature", f"the {move['kind']} is not signed by seat {seat}'s player key")
         self._verified.add(done)
 
@@ -312,7 +319,9 @@ class HandRecorder:
 
     def accept(self, state: HandState, record: dict[str, Any]) -> None:
         linked_here = self._linked is not None and self._linked[0] is record and self._linked[1] == self.head
-        if record["i"] != len(self.records) or (not linked_here and chain_link(self.head, record) != record["h"]):
+        if record["i"] != len(self.records) or (
+            not linked_here and chain_link(self.head, record, self.encode) != record["h"]
+        ):
             raise RuntimeError("the record does not follow the current head")
         self.records.append(record)
         self.state = state

@@ -19,24 +19,27 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from verifier import ed25519
-from verifier.fairness import PROTOCOL_V1, canonical, lp, sha256
+from verifier.fairness import PROTOCOL_V1, Encode, canonical, lp, sha256
 
 
-def signed_message(purpose: str, obj: Any, protocol: str = PROTOCOL_V1) -> bytes:
-    return lp(f"{protocol}/{purpose}") + canonical(obj)
+def signed_message(purpose: str, obj: Any, protocol: str = PROTOCOL_V1, encode: Encode = canonical) -> bytes:
+    return lp(f"{protocol}/{purpose}") + encode(obj)
 
 
 class Signer:
-    """Holds a signing key; the server creates one per process from its key file."""
+    """Holds a signing key; the server creates one per process from its key file.
+    ``encode``: the canonical JSON encoder of what it signs (:func:`canonical`, or
+    the server's byte-identical one)."""
 
-    def __init__(self, private_key: Ed25519PrivateKey) -> None:
+    def __init__(self, private_key: Ed25519PrivateKey, encode: Encode = canonical) -> None:
         self._key = private_key
+        self.encode = encode
         self.public_key = private_key.public_key()
         self.public_bytes = public_key_bytes(self.public_key)
 
     @classmethod
-    def from_seed(cls, seed: bytes) -> Signer:
-        return cls(Ed25519PrivateKey.from_private_bytes(seed))
+    def from_seed(cls, seed: bytes, encode: Encode = canonical) -> Signer:
+        return cls(Ed25519PrivateKey.from_private_bytes(seed), encode)
 
     @classmethod
     def generate(cls) -> Signer:
@@ -48,7 +51,7 @@ class Signer:
         )
 
     def sign(self, purpose: str, obj: Any, protocol: str = PROTOCOL_V1) -> str:
-        return self._key.sign(signed_message(purpose, obj, protocol)).hex()
+        return self._key.sign(signed_message(purpose, obj, protocol, self.encode)).hex()
 
     def sign_bytes(self, message: bytes) -> bytes:
         """A plain RFC 8032 signature of ``message`` (test vectors)."""

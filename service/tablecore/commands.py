@@ -117,11 +117,12 @@ class Commands(Steps):
                 psig = _signed(cmd.payload, hand)
                 move = {"kind": "leave", "seat": seat}
                 self.judged = self._judge(hand, seat, move, psig["prev"], psig["sig"], now)
+                old = state
                 new, record, events = rec.prepare(Leave(seat), psig, hand.next_t(now))
                 rec.accept(new, record)
                 hand.note_turns(record)
                 records = (record,)
-                tell.append(io.TellUpdate(hand, record, events, None))
+                tell.append(io.TellUpdate(hand, record, events, None, old, new, cmd.cmd_id))
                 i, t = record["i"], record["t"]
                 ack = io.Signed(lambda: rec.ack(seat, move, psig["prev"], psig["sig"], arrived=t, i=i))
                 result = {"left": seat, "charged": True, "ack": ack}
@@ -131,7 +132,7 @@ class Commands(Steps):
             self.emit(io.TellSeats(facts.seats, told))
             for u in tell:
                 assert hand is not None
-                self.emit(io.TellUpdate(u.hand, u.record, u.events, self.deadline(hand)))
+                self.emit(io.TellUpdate(u.hand, u.record, u.events, self.deadline(hand), u.before, u.after, u.cmd_id))
             return result
 
         op = io.UnseatOp(player_id)

@@ -19,7 +19,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from verifier.errors import RuleError
-from verifier.hand import Event
+from verifier.hand import Event, HandState
 
 if TYPE_CHECKING:
     from service.handrun import HandRun
@@ -241,10 +241,18 @@ class TellPhase:
 
 @dataclass(frozen=True, slots=True)
 class TellUpdate:
+    """A stored record from the deal on: its events and what changed in each seat's
+    view from ``before`` to ``after`` (the whole view when ``before`` is None: the
+    deal).  ``cmd_id``: the command whose reply carries the mover's update (one frame
+    for the mover, service.telling)."""
+
     hand: HandRun
     record: dict[str, Any]
     events: list[Event]
     deadline: int | None
+    before: HandState | None = None
+    after: HandState | None = None
+    cmd_id: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,13 +12,14 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from service import fastjson
 from service.handrun import HandRun
 from service.tablecore import io
 from service.tablecore.clock import Reachability
 from service.tablecore.phase import HandPhase
 from service.tablecore.state import CoreConfig, TableFacts
 from verifier.errors import RuleError
-from verifier.hand import Action, TimeOut, action_to_json
+from verifier.hand import Action, HandState, TimeOut, action_to_json
 from verifier.record import HandRecorder
 from verifier.settle import hold_amount
 
@@ -209,6 +210,7 @@ class Steps:
                 prev_head=prev_head,
                 commit_ms=self.cfg.commit_ms,
                 reveal_ms=self.cfg.reveal_ms,
+                encode=fastjson.canonical,
             )
             hand = HandRun(st.hand_id, hand_no, recorder, dict(st.players), dict.fromkeys(st.players, need))
             recorder.open(hand.next_t(now))
@@ -259,10 +261,29 @@ class Steps:
             self._store(hand, rec.records[2:4], now)
             return
         hand.note_turns(record)
-        self._store(hand, rec.records[2:4], now, status="playing", on_commit=lambda _: self._told(hand, record, events))
+        after = rec.state
+        self._store(
+            hand,
+            rec.records[2:4],
+            now,
+            status="playing",
+            on_commit=lambda _: self._told(hand, record, events, None, after),
+        )
 
-    def _told(self, hand: HandRun, record: dict[str, Any], events: list[Any]) -> None:
-        self.emit(io.TellUpdate(hand, record, events, self.deadline(hand)))
+    def _told(
+        self,
+        hand: HandRun,
+        record: dict[str, Any],
+        events: list[Any],
+        before: HandState | None,
+        after: HandState | None,
+        cmd: io.Command | None = None,
+    ) -> None:
+        """Tell a stored record: its events, and what changed from ``before`` to
+        ``after`` (the whole view at the deal); the mover's update rides on the reply
+        to ``cmd``."""
+        cmd_id = None if cmd is None else cmd.cmd_id
+        self.emit(io.TellUpdate(hand, record, events, self.deadline(hand), before, after, cmd_id))
 
     # -- moves ------------------------------------------------------------------------------
     def apply(
@@ -271,6 +292,7 @@ class Steps:
         """Check, store, then tell: the one path every move takes."""
         rec = hand.recorder
         at_least = hand.turn_end() if isinstance(action, TimeOut) else 0
+        before = rec.state
         state, record, events = rec.prepare(action, psig, hand.next_t(now, at_least))
         rec.accept(state, record)  # memory first; if the store fails, the table reloads
         hand.note_turns(record)
@@ -285,7 +307,7 @@ class Steps:
             return io.Signed(lambda: of.recorder.ack(action.seat, move, psig["prev"], psig["sig"], arrived=t, i=i))
 
         def committed(_: Any) -> dict[str, Any]:
-            self._told(hand, record, events)
+            self._told(hand, record, events, before, state, cmd)
             return {"i": i, "h": h, "ack": ack(hand)}
 
         def settled() -> dict[str, Any] | None:

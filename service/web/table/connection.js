@@ -113,6 +113,9 @@ export class TableSocket {
       } catch (e) {
         return;
       }
+      if (m.type === "reply" && m.update && typeof m.update === "object" && this.joined) {
+        this.onPush(m.update); // a move's update comes with its reply, in order (docs/api.md)
+      }
       if ((m.type === "reply" || m.type === "error") && m.id !== null && this.pending.has(m.id)) {
         const p = this.pending.get(m.id);
         this.pending.delete(m.id);

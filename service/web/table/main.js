@@ -6,7 +6,7 @@
    result — and every hand under "My hands" — with a link to /verify.  docs/api.md
    is the protocol it talks.  This module routes between the views and starts it all. */
 import { $ } from "./dom.js";
-import { S } from "./state.js";
+import { S, applyChanges } from "./state.js";
 import { hideError, notice, showError } from "./messages.js";
 import { loadLobby, renderLobby } from "./lobby.js";
 import { loadHands } from "./history.js";
@@ -141,6 +141,7 @@ window.RummyTable = {
   evidence: (handNo) => (S.t && S.me ? evidenceOf(S.me.id, S.t.id, handNo) : []),
   summarize,
   eventLine,
+  applyChanges,
   renderLobby,
 };
 

@@ -66,6 +66,7 @@ export function newHand(handNo, handId) {
     records: new Map(),
     newest: -1,
     view: null,
+    viewI: -1, // the record the view is of
     deadline: null,
     committed: false,
     revealed: false,
@@ -305,6 +306,7 @@ function fromSnapshot(t, snap, how, fx) {
     hand.newest = Math.max(hand.newest, h.i);
     hand.deadline = parseTime(h.deadline);
     if (h.view) hand.view = h.view;
+    hand.viewI = h.view ? h.i : -1;
     learnSeat(t, hand, fx);
     if (h.seat !== null && h.seat !== undefined) hand.seat = h.seat;
     const events = (h.events || []).filter((e) => e.i > seen);
@@ -393,17 +395,49 @@ function onHandPhase(t, m, fx) {
   }
 }
 
+/** The signed head of an update's record (docs/fairness.md §15): its table, hand,
+    record and link, with the server's signature the update carries. */
+export function headOf(m) {
+  return { purpose: "head", body: { table_id: m.table_id, hand_no: m.hand_no, i: m.i, h: m.h }, sig: m.head_sig };
+}
+
+/** The view after an update's changes (docs/api.md, "The view's changes"; the server's
+    side is service/views.py). */
+export function applyChanges(view, changes) {
+  const out = Object.assign({}, view);
+  for (const [k, v] of Object.entries(changes || {})) {
+    if (k === "open") {
+      out.open = view.open.slice(0, v.keep).concat(v.add);
+      out.open_faces = view.open_faces.slice(0, v.keep).concat(v.faces);
+    } else if (k === "seats") {
+      out.seats = view.seats.map((s) => (v[String(s.seat)] ? Object.assign({}, s, v[String(s.seat)]) : s));
+    } else if (k === "me") {
+      out.me = Object.assign({}, view.me, v);
+    } else {
+      out[k] = v;
+    }
+  }
+  return out;
+}
+
 function onUpdate(t, m, fx) {
   let hand = t.hand;
   if (!hand || hand.hand_no !== m.hand_no) {
     hand = newHand(m.hand_no, null);
     t.hand = hand;
   }
+  fx.push({ do: "keep", item: m.head || headOf(m) });
+  if (!m.view && hand.view && hand.viewI >= m.i) return; // the snapshot held this record already
   hand.records.set(m.i, m.h);
   hand.newest = Math.max(hand.newest, m.i);
-  fx.push({ do: "keep", item: m.head });
-  hand.view = m.view;
-  hand.phase = m.view && m.view.phase === "ended" ? "finishing" : "play";
+  if (m.view) hand.view = m.view;
+  else if (hand.view && hand.viewI === m.i - 1) hand.view = applyChanges(hand.view, m.changes);
+  else {
+    hand.view = null; // an update was missed: ask for the whole view again
+    fx.push({ do: "resync" });
+  }
+  hand.viewI = hand.view ? m.i : -1;
+  hand.phase = hand.view && hand.view.phase === "ended" ? "finishing" : "play";
   hand.deadline = parseTime(m.deadline);
   hand.fresh = new Set();
   for (const e of m.events) onEvent(t, hand, e);

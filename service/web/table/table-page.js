@@ -123,6 +123,15 @@ function run(t, fx) {
     case "suggest":
       scheduleSuggestion();
       break;
+    case "resync": // an update was missed: the snapshot brings the whole view and the events since
+      if (t.sock) {
+        const since = t.hand && t.hand.newest >= 0 ? { since: { hand_no: t.hand.hand_no, i: t.hand.newest } } : {};
+        t.sock.send("join", since).then(
+          (snapshot) => receive({ type: "snapshot", snapshot, how: {} }),
+          () => {},
+        );
+      }
+      break;
   }
 }
 

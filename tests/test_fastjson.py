@@ -1,0 +1,78 @@
+"""The server's orjson canonical JSON is the verifier's, byte for byte (service/fastjson.py)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from service import fastjson
+from verifier.fairness import canonical
+
+VECTORS = Path(__file__).resolve().parent.parent / "verifier" / "vectors"
+
+
+def _parts(obj: Any) -> Iterator[Any]:
+    """The value and every value nested in it."""
+    yield obj
+    if isinstance(obj, dict):
+        for v in obj.values():
+            yield from _parts(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from _parts(v)
+
+
+def _no_floats(obj: Any) -> bool:
+    return not any(isinstance(v, float) for v in _parts(obj))
+
+
+def test_every_vector_encodes_byte_for_byte() -> None:
+    files = sorted(VECTORS.rglob("*.json"))
+    assert len(files) > 20
+    compared = 0
+    for path in files:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        for part in _parts(data):
+            if isinstance(part, dict | list) and _no_floats(part):
+                assert fastjson.canonical(part) == canonical(part), path.name
+                compared += 1
+    assert compared > 1000
+
+
+TEXT = st.text(
+    st.characters(codec="utf-8") | st.sampled_from(["\u2028", "\u2029", "\x7f", "\ufeff", "\x00", '"', "\\"])
+)
+LEAVES = st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | TEXT
+VALUES = st.recursive(
+    LEAVES, lambda inner: st.lists(inner, max_size=5) | st.dictionaries(TEXT, inner, max_size=5), max_leaves=30
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(VALUES)
+def test_random_values_encode_byte_for_byte(value: Any) -> None:
+    assert fastjson.canonical(value) == canonical(value)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [{"n": 2**64}, {"n": -(2**63) - 1}, {"n": 10**40}, [2**70, "x"]],
+    ids=["u64+1", "i64-1", "huge", "in-a-list"],
+)
+def test_what_orjson_cannot_encode_goes_to_the_verifier(value: Any) -> None:
+    assert fastjson.canonical(value) == canonical(value)
+
+
+@pytest.mark.parametrize("value", [{1: "x"}, {"s": "\ud800"}], ids=["int-key", "lone-surrogate"])
+def test_the_verifier_refuses_what_it_refuses(value: Any) -> None:
+    with pytest.raises((ValueError, UnicodeEncodeError)) as mine:
+        fastjson.canonical(value)
+    with pytest.raises((ValueError, UnicodeEncodeError)) as theirs:
+        canonical(value)
+    assert type(mine.value) is type(theirs.value)
