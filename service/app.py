@@ -29,7 +29,7 @@ from service.db import ServerLock, connection, create_pool, migrate
 from service.headers import add_security_headers
 from service.keys import ServerKeys
 from service.metrics import Metrics
-from service.openapi import OPENAPI
+from service.openapi import document as openapi_document
 from service.pages import add_page_routes
 from service.table import ClientError, Settings, TableActor
 from service.telling import Connection, iso
@@ -97,9 +97,14 @@ def error_response(
 
 
 RULE_STATUS = {
-    "insufficient_balance": 402,
+    # A well-formed request the state of things refuses is a 409 (not a 400: nothing in
+    # the request was wrong; not a 402, which RFC 9110 reserves).
+    "insufficient_balance": 409,
+    "no_player_key": 409,
     "seat_taken": 409,
     "already_seated": 409,
+    "not_seated": 409,
+    "no_such_seat": 409,  # seat 6 of a table of 4: the schema allows it, this table has none
     "table_full": 409,
     "hand_over": 409,
     "table_closed": 409,
@@ -153,7 +158,7 @@ async def errors(
     except store.StoreError as e:
         return error_response(e.status, e.code, e.message)
     except ledger.LedgerError as e:
-        return error_response(400, e.code, e.message)
+        return error_response(RULE_STATUS.get(e.code, 400), e.code, e.message)
     except RuleError as e:  # the kernel's errors and the server's ClientError
         return error_response(RULE_STATUS.get(e.code, 400), e.code, e.message, e.rule, getattr(e, "ack", None))
     except TimeoutError:
@@ -553,7 +558,7 @@ async def metrics(request: web.Request) -> web.Response:
 
 
 async def openapi(request: web.Request) -> web.Response:
-    return web.json_response(OPENAPI)
+    return web.json_response(openapi_document())
 
 
 async def void_hand(request: web.Request) -> web.Response:
