@@ -20,6 +20,7 @@ import re
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import quote, urlencode, urlsplit
 
@@ -48,6 +49,7 @@ Operate the card room over the REST API with the operator token.
   stand TABLE SEAT              stand a seat up (now, or as its hand ends)
   void HAND --reason TEXT       void a stuck hand by decision D33
   rotate-token                  a new operator token; the old one stops working at once
+  reset-token [--data-dir DIR]  on the server's machine, without the API: a new token for a lost one
   audit                         the operator actions (the audit log)
   ledger                        the ledger check
 
@@ -125,6 +127,13 @@ def add_arguments(
         p = command(name, f"{verb} a player's available balance")
         p.add_argument("player_id", metavar="ID")
         p.add_argument("amount", metavar="AMOUNT", type=_amount, help="whole HT, 1-10^15")
+    p = command(
+        "reset-token",
+        "on the server's machine, without the server's API: set a new operator token (for a lost one; audited). "
+        "Uses the embedded database of --data-dir (stop the server first) or --database-url / DATABASE_URL",
+    )
+    p.add_argument("--data-dir", type=Path, default=Path("rummy-data"), help="the server's (default ./rummy-data)")
+    p.add_argument("--database-url", default=None, help="PostgreSQL URL (default: DATABASE_URL, else embedded)")
     p = command("close", "close a table: no new hand, the hand in progress finishes, then every seat stands up")
     p.add_argument("table_id", metavar="TABLE")
     p = command("stand", "stand a seat up (now, or as the hand it plays ends)")

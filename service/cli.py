@@ -42,7 +42,7 @@ import aiohttp
 import asyncpg
 from aiohttp import web
 
-from service import admin, store
+from service import admin, store, tokenreset
 from service.app import CONFIG, NEW_OPERATOR_TOKEN, Config, make_app
 from service.cluster import NodeSettings
 from service.db import (
@@ -54,8 +54,10 @@ from service.db import (
     database_url_from_env,
     migrate,
 )
+from service.httpguard import GuardedRunner, HttpLimits
 from service.keys import SEED_KEY_FILE, SIGNING_KEY_FILE, KeyFileError, ServerKeys
 from service.keys import _load_or_create as read_key_file  # reads, as the file exists
+from service.logsafe import SafeFormatter
 from service.store import OperatorTokenMismatch
 from service.table import Settings
 from service.workers import Supervisor, default_workers, free_port, watch_parent
@@ -316,6 +318,7 @@ async def start_server(
     shared_port: int | None = None,
     page_urls: tuple[str, ...] = (),
     lock_data_dir: bool = True,
+    http_limits: HttpLimits | None = None,
 ) -> Running:
     """Start the database (embedded unless a URL is given), the keys, the app.
 
@@ -367,7 +370,7 @@ async def start_server(
                 page_urls=page_urls,
             )
         )
-        runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=1.0)
+        runner = GuardedRunner(app, limits=http_limits, handle_signals=False, access_log=None, shutdown_timeout=1.0)
         try:
             await runner.setup()
         except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
@@ -987,6 +990,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 # ----------------------------------------------------------------------------- admin
 def cmd_admin(args: argparse.Namespace) -> int:
+    if args.admin_command == "reset-token":  # local, without the API (service.tokenreset)
+        return tokenreset.run(args.data_dir, args.database_url, sys.stdout)
     return admin.run(args, sys.stdout)
 
 
@@ -1021,7 +1026,7 @@ def setup_logging(verbose: bool, log_format: str = "text") -> None:
     if log_format == "json":
         handler.setFormatter(JsonFormatter())
     else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        handler.setFormatter(SafeFormatter())  # one line a record, whatever a client sent (service.logsafe)
     root = logging.getLogger()
     for h in list(root.handlers):
         root.removeHandler(h)

@@ -17,6 +17,8 @@ from typing import Any
 
 import asyncpg
 
+from service.logsafe import SafeFormatter
+
 log = logging.getLogger("rummy.db")
 
 ACQUIRE_TIMEOUT = 10.0  # seconds: no pool acquire ever waits for an hour (PITFALLS.md)
@@ -147,7 +149,7 @@ class EmbeddedPostgres:
     def _log_to_file(self) -> None:
         if self._log_handler is None:
             handler = logging.FileHandler(self.log_file, encoding="utf-8")
-            handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+            handler.setFormatter(SafeFormatter())
             _pg_logger.addHandler(handler)
             self._log_handler = handler
 
