@@ -40,8 +40,11 @@ NAME_RE = re.compile(name_pattern(64))
 NAME_SCHEMA = jsonschema_rs.Draft4Validator({"type": "string", "pattern": name_pattern(64)})
 
 
-async def schemathesis(url: str, token: str, examples: int, *, only: tuple[str, ...] = ()) -> tuple[int, str]:
-    """``schemathesis run`` against ``url``: (its exit code, its report)."""
+async def schemathesis(
+    url: str, token: str, examples: int, workdir: Path, *, only: tuple[str, ...] = ()
+) -> tuple[int, str]:
+    """``schemathesis run`` against ``url``: (its exit code, its report).  It runs in
+    ``workdir``, where it keeps its own cache (.schemathesis/)."""
     args = [
         f"{url}/api/openapi.json",
         "--header",
@@ -74,7 +77,7 @@ async def schemathesis(url: str, token: str, examples: int, *, only: tuple[str, 
         "import sys; from schemathesis.cli import schemathesis; sys.exit(schemathesis())",
         "run",
         *args,
-        cwd=ROOT,
+        cwd=workdir,
         env=env,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
@@ -85,14 +88,19 @@ async def schemathesis(url: str, token: str, examples: int, *, only: tuple[str, 
 
 async def fuzz(api: Api, server: Running, tmp_path: Path, pg_dsn: str, examples: int) -> None:
     player = await api.player("fuzzed")
-    runs = await asyncio.gather(*(schemathesis(server.url, token, examples) for token in (OPERATOR, player["token"])))
+    dirs = [tmp_path / "operator", tmp_path / "player", tmp_path / "isolated"]
+    for d in dirs:
+        d.mkdir()
+    tokens = (OPERATOR, player["token"])
+    runs = await asyncio.gather(*(schemathesis(server.url, t, examples, d) for t, d in zip(tokens, dirs, strict=False)))
     for code, report in runs:
         assert code == 0, report
     async with server_of_its_own(pg_dsn, tmp_path / "own", "fz") as own:
-        code, report = await schemathesis(own.url, OPERATOR, examples, only=ISOLATED)
+        code, report = await schemathesis(own.url, OPERATOR, examples, dirs[2], only=ISOLATED)
         assert code == 0, report
 
 
+@pytest.mark.timeout(900)  # three fuzzing runs of ~1,000 requests each: on a busy machine, minutes
 async def test_schemathesis_finds_nothing(api: Api, server: Running, tmp_path: Path, pg_dsn: str) -> None:
     await fuzz(api, server, tmp_path, pg_dsn, FAST_EXAMPLES)
 
