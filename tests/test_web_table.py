@@ -506,10 +506,6 @@ async def test_a_person_plays_whole_hands_in_the_page_and_verifies_them(
             own_items_agree(evidence, transcript, person["id"], my_seat["player_key"])
             with_evidence = verify_transcript(transcript, key, evidence)  # the whole file
             assert with_evidence.summary["evidence"]["checked"] == len(evidence), with_evidence.summary
-            # The browser verifier on this branch predates issue 16's items (ack, header,
-            # player: its update is another helper's): it is given the heads, which it
-            # reads; once it reads them all, give it the whole file.
-            evidence_file.write_text(json.dumps([e for e in evidence if e["purpose"] == "head"]))
             assert with_evidence.ok and "evidence" in with_evidence.checks_passed, with_evidence
 
             # follow the link to /verify: every check passes, with the evidence too
@@ -529,7 +525,12 @@ async def test_a_person_plays_whole_hands_in_the_page_and_verifies_them(
                      && document.querySelector('li[data-check="evidence"]')
                      && document.querySelector('li[data-check="evidence"]').dataset.status === 'passed'"""
             )
-            assert "Verified: every check passed" in (await verify.text_content("#verdict") or "")
+            verdict = await verify.text_content("#verdict") or ""
+            assert "Verified: every check passed" in verdict, verdict
+            # the page read the whole file (acks, heads, the header, the player item): the
+            # count it shows is the count rummy-verify applied
+            n = with_evidence.summary["evidence"]["checked"]
+            assert f"{n} of {len(evidence)} items applied" in verdict, verdict
             statuses = await verify.eval_on_selector_all("#checks li", "els => els.map(e => e.dataset.status)")
             assert statuses and all(s == "passed" for s in statuses), statuses
             # step into the replay, to a turn where the person acts
