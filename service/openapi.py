@@ -350,8 +350,8 @@ def _refusals(method: str, path: str, who: str, body: wire.Obj | None) -> list[s
         codes |= {"409", "410"}
     if path in ("/api/players", "/api/me/key"):
         codes.add("409")  # key_in_use
-    if path == "/api/session":
-        codes |= {"403"} | ({"401"} if method == "post" else set())
+    if path == "/api/session" and method != "get":
+        codes |= {"403"} | ({"401"} if method == "post" else set())  # another site's page; a bad token
     if path in ("/api/tables", "/api/players") and method == "post":
         codes.add("503")
     return sorted(codes)
