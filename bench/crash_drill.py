@@ -69,7 +69,7 @@ class Drill:
         self.rng = rng
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.pg = EmbeddedPostgres(workdir / "pg")
+        self.pg = EmbeddedPostgres(workdir / "pg", restart=False)  # away as long as the drill says
         self.dsn = ""
         self.server: subprocess.Popen[bytes] | None = None
         self.log = open(workdir / "server.log", "ab")

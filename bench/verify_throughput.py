@@ -7,8 +7,10 @@ Generates a folder of honest six-seat hands once (reused while its manifest matc
 n's head), recorded with :class:`verifier.record.HandRecorder` as the server records
 them — every move signed by its player's key, record times from a clock that keeps
 every window — with the players playing :mod:`verifier.strategy`.  Then it times
-``rummy-verify DIR --jobs N --key KEY`` for each N and prints hands/s, and hands/s per
-process.  ``--profile K`` also profiles the verification of K of the hands in this
+``rummy-verify DIR --jobs N --key KEY`` for each N and prints hands/s of wall time,
+hands per CPU-second (the command's and its workers' user + system time, which a
+machine shared with other work disturbs far less) and the load average around the
+run.  ``--profile K`` also profiles the verification of K of the hands in this
 process (cProfile) and prints where the time goes.
 """
 
@@ -21,6 +23,7 @@ import json
 import os
 import pstats
 import re
+import resource
 import subprocess
 import sys
 import tempfile
@@ -78,34 +81,40 @@ def generate(folder: Path, hands: int, tables: int, processes: int) -> None:
     print(f"recorded in {time.perf_counter() - started:.0f} s; {total_records / hands:.1f} records per hand")
 
 
-def time_cli(folder: Path, jobs: int, hands: int) -> float:
+def time_cli(folder: Path, jobs: int, hands: int) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of the command and its worker processes)."""
     cmd = [sys.executable, "-m", "verifier.cli", str(folder), "--key", KEY.hex(), "--jobs", str(jobs)]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     r = subprocess.run(cmd, capture_output=True, text=True, check=False)
     elapsed = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     m = re.search(r"(\d+) passed, (\d+) failed", r.stdout)
     if r.returncode != 0 or m is None or int(m.group(1)) != hands:
         raise SystemExit(f"rummy-verify did not pass every hand: {r.stdout[-2000:]}{r.stderr[-2000:]}")
-    return elapsed
+    return elapsed, cpu
 
 
 def profile(folder: Path, k: int) -> None:
     files = sorted(folder.glob("*.json"))[:k]
     transcripts = [unwrap_transcript(parse(p.read_bytes(), str(p))) for p in files]
-    prof = cProfile.Profile()
-    started = time.perf_counter()
+    prof = cProfile.Profile(time.process_time)  # CPU time: the neighbours' work is not counted
+    started = time.process_time()
     prof.enable()
     for t in transcripts:
-        assert verify_transcript(t, KEY).ok
+        assert verify_transcript(t, KEY, in_folder=True, parsed=True).ok  # as rummy-verify DIR does
     prof.disable()
-    elapsed = time.perf_counter() - started
+    elapsed = time.process_time() - started
     out = io.StringIO()
     stats = pstats.Stats(prof, stream=out)
     stats.sort_stats("tottime").print_stats(18)
     table = stats.stats  # type: ignore[attr-defined]
     total = sum(v[2] for v in table.values())
     ed = [v for (_, _, fn), v in table.items() if "Ed25519PublicKey" in fn and "verify" in fn]
-    print(f"\nprofile of {len(transcripts)} hands ({elapsed / len(transcripts) * 1000:.1f} ms a hand under cProfile):")
+    per_hand = elapsed / len(transcripts) * 1000
+    print(f"\nprofile of {len(transcripts)} hands ({per_hand:.1f} ms of CPU a hand under cProfile):")
+    print("  (cProfile slows every Python call, not the C inside them: Python's share is overstated)")
     print(
         f"  Ed25519 verifications: {sum(v[1] for v in ed) / len(transcripts):.1f} a hand, "
         f"{sum(v[2] for v in ed) / total:.0%} of the time"
@@ -125,11 +134,14 @@ def main(argv: list[str] | None = None) -> int:
     generate(args.dir, args.hands, args.tables, args.gen_jobs)
     print(f"machine: {os.cpu_count()} cores; python {sys.version.split()[0]}")
     for jobs in args.jobs:
-        elapsed = time_cli(args.dir, jobs, args.hands)
+        load = os.getloadavg()[0]
+        elapsed, cpu = time_cli(args.dir, jobs, args.hands)
         rate = args.hands / elapsed
         print(
-            f"rummy-verify DIR --jobs {jobs}: {args.hands} hands in {elapsed:.1f} s = {rate:.0f} hands/s, "
-            f"{rate / jobs:.0f} hands/s per process"
+            f"rummy-verify DIR --jobs {jobs}: {args.hands} hands in {elapsed:.1f} s = {rate:.0f} hands/s "
+            f"({rate / jobs:.0f} per process); {cpu:.1f} CPU-s = {args.hands / cpu:.0f} hands per CPU-second; "
+            f"load average {load:.1f} before, {os.getloadavg()[0]:.1f} after",
+            flush=True,
         )
     if args.profile:
         profile(args.dir, args.profile)

@@ -24,7 +24,7 @@ from aiohttp.http_exceptions import HttpProcessingError
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from service import auth, ledger, store, wire
-from service.cluster import Cluster, Lease, NodeSettings
+from service.cluster import Cluster, Lease, NodeSettings, forget_every_node
 from service.db import ServerLock, connection, create_pool, migrate
 from service.headers import add_security_headers
 from service.keys import ServerKeys
@@ -776,6 +776,8 @@ async def _database(app: web.Application) -> AsyncIterator[None]:
                 await migrate(conn)
                 await store.check_keys(conn, cfg.keys)
                 token = await store.operator_token(conn, cfg.operator_token)
+                if lock is not None and not lock.shared:  # alone on this database: every node row is dead
+                    await forget_every_node(conn)
             app[NEW_OPERATOR_TOKEN].append(token)
             app[POOL] = pool
             app[WRITER] = RecordWriter(pool, window=cfg.settings.group_commit_seconds)

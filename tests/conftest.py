@@ -81,12 +81,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Browser tests selected and no Chromium: stop before any test runs, with one line
-    that says what to install (the tests drive Debian's chromium, never a download)."""
+    """Browser tests selected and no Chromium (or the nginx test and no nginx): stop
+    before any test runs, with one line that says what to install (the tests drive
+    Debian's chromium, never a download)."""
     if chromium_missing() and any(item.get_closest_marker("browser") for item in session.items):
         pytest.exit(
             f"no Chromium at {CHROMIUM}: the browser tests need it; install Debian's package"
             " (apt-get install chromium) or set CHROMIUM to its path",
+            returncode=pytest.ExitCode.USAGE_ERROR,
+        )
+    # the deploy recipe's test runs Debian's nginx in front of a server (the same rule)
+    nginx = "/usr/sbin/nginx"
+    if not os.path.isfile(nginx) and any(item.path.name == "test_deploy_nginx.py" for item in session.items):
+        pytest.exit(
+            f"no nginx at {nginx}: tests/test_deploy_nginx.py runs docs/deploy/nginx.conf in front of a"
+            " server; install Debian's package (apt-get install nginx-light or nginx)",
             returncode=pytest.ExitCode.USAGE_ERROR,
         )
 

@@ -549,3 +549,21 @@ def test_directory_receipts_apply_to_their_own_hand(tmp_path: Path) -> None:
 def test_empty_directory_exits_2(tmp_path: Path) -> None:
     r = run(str(tmp_path))
     assert r.returncode == 2 and one_line(r.stderr)
+
+
+def test_worker_processes_give_every_result_in_order() -> None:
+    """run_jobs with two worker processes: more files than one chunk each, the settings
+    (the evidence, the pinned key, the flags) sent once to each worker; every file's
+    result — its whole report — is what one process gives, in the order of the paths."""
+    from verifier.batch import CHUNK, Settings, run_jobs
+
+    names = sorted(p.name for p in Path(vectors.DIR).glob("*transcript*.json"))
+    paths = [str(Path(vectors.DIR) / n) for n in names] * 6 + [str(Path(vectors.DIR) / "no-such-file.json")]
+    assert len(paths) > 2 * 4 * CHUNK  # several chunks a worker
+    evidence = json.loads(Path(EVIDENCE).read_text())["evidence"]
+    settings = Settings(vectors.TEST_SIGNER.public_bytes, evidence, keep_report=True, debug=False, allow_v1=True)
+    one = list(run_jobs(paths, settings, 1))
+    two = list(run_jobs(paths, settings, 2))
+    assert [r.path for r in two] == paths
+    assert two == one
+    assert {r.ok for r in one} == {True, False} and any(r.evidence and r.evidence["checked"] for r in one)

@@ -23,6 +23,7 @@ at all (Tarone's refinement of Bonferroni).  Nothing here is a proof of honesty.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -32,7 +33,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Final
 
-from verifier.batch import FileResult, Finding, Job, table_findings, verify_and_read
+from verifier.batch import CHUNK, FileResult, Finding, Settings, table_findings, verify_and_read
 from verifier.exact import Stratum, Tail, hypergeometric_tail, rank_sum_tail, tarone
 from verifier.handfacts import NO_COMMIT, WITHHELD, HandFacts, SeatFacts, hand_facts
 from verifier.strictjson import InputError
@@ -44,20 +45,21 @@ GROUPS: Final = ("others_left_out", "none_left_out")
 
 
 # --------------------------------------------------------------------------- reading
-def audit_file(job: Job) -> tuple[FileResult, HandFacts | None]:
+def audit_file(path: str, settings: Settings) -> tuple[FileResult, HandFacts | None]:
     """Read, verify and reduce one file, as ``rummy-verify DIR`` verifies it; never
     raises for bad input.  The facts are None unless every check passed."""
-    result, t = verify_and_read(job)
-    return result, None if t is None else hand_facts(t, job.path)
+    result, t = verify_and_read(path, settings)
+    return result, None if t is None else hand_facts(t, path)
 
 
-def _run(jobs: list[Job], processes: int) -> Iterator[tuple[FileResult, HandFacts | None]]:
-    if processes <= 1 or len(jobs) < 2:
-        yield from map(audit_file, jobs)
+def _run(paths: list[str], settings: Settings, processes: int) -> Iterator[tuple[FileResult, HandFacts | None]]:
+    audit = functools.partial(audit_file, settings=settings)  # no evidence: a few bytes a chunk
+    if processes <= 1 or len(paths) < 2:
+        yield from map(audit, paths)
         return
-    chunk = max(1, min(32, len(jobs) // (processes * 8)))
+    chunk = max(1, min(CHUNK, len(paths) // (processes * 4)))
     with ProcessPoolExecutor(max_workers=processes) as pool:
-        yield from pool.map(audit_file, jobs, chunksize=chunk)
+        yield from pool.map(audit, paths, chunksize=chunk)
 
 
 @dataclass
@@ -87,8 +89,8 @@ def read_folder(
         raise InputError(f"no .json files in {folder}")
     results: list[FileResult] = []
     facts: dict[str, HandFacts] = {}
-    jobs = [Job(p, pinned, None, False, debug, allow_v1) for p in files]
-    for n, (r, f) in enumerate(_run(jobs, processes), 1):
+    settings = Settings(pinned, None, False, debug, allow_v1)
+    for n, (r, f) in enumerate(_run(files, settings, processes), 1):
         results.append(r)
         if f is not None:
             facts[r.path] = f

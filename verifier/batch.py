@@ -76,8 +76,9 @@ class FileResult:
 
 
 @dataclass(frozen=True)
-class Job:
-    path: str
+class Settings:
+    """What every file of a directory is verified with: sent once to each worker."""
+
     pinned: bytes | None
     evidence: Any
     keep_report: bool
@@ -85,24 +86,26 @@ class Job:
     allow_v1: bool = False
 
 
-def verify_file(job: Job) -> FileResult:
+def verify_file(path: str, job: Settings) -> FileResult:
     """Read and verify one file; never raises for bad input (only with ``debug`` for a
     verifier fault)."""
-    return verify_and_read(job)[0]
+    return verify_and_read(path, job)[0]
 
 
-def verify_and_read(job: Job) -> tuple[FileResult, dict[str, Any] | None]:
+def verify_and_read(path: str, job: Settings) -> tuple[FileResult, dict[str, Any] | None]:
     """:func:`verify_file`, and the transcript itself when every check passed (the room
     audit reads its facts from the very transcript that was verified)."""
     try:
-        t = read_transcript_file(Path(job.path))
+        t = read_transcript_file(Path(path))
     except InputError as e:
         failure = {"check": "read", "message": str(e), "record": None, "expected": None, "found": None}
         kept = {"ok": False, "failure": failure} if job.keep_report else None
-        return FileResult(job.path, False, failure, kept), None
-    report = verify_transcript(t, job.pinned, job.evidence, allow_v1=job.allow_v1, in_folder=True, debug=job.debug)
+        return FileResult(path, False, failure, kept), None
+    report = verify_transcript(
+        t, job.pinned, job.evidence, allow_v1=job.allow_v1, in_folder=True, parsed=True, debug=job.debug
+    )
     out = FileResult(
-        job.path,
+        path,
         report.ok,
         None if report.failure is None else report.failure.to_json(),
         report.to_json() if job.keep_report else None,
@@ -129,15 +132,34 @@ def _claimed(t: Any) -> tuple[str, str, int] | None:
     return None
 
 
-def run_jobs(jobs: list[Job], processes: int) -> Iterator[FileResult]:
-    """Results in the order of ``jobs``; ``processes`` > 1 uses worker processes."""
-    if processes <= 1 or len(jobs) < 2:
-        for job in jobs:
-            yield verify_file(job)
+CHUNK = 8  # hands a worker is sent at a time
+_settings: Settings | None = None  # a worker's, from _start_worker
+
+
+def _start_worker(settings: Settings) -> None:
+    global _settings
+    _settings = settings
+
+
+def _verify_in_worker(path: str) -> FileResult:
+    assert _settings is not None, "the pool starts each worker with _start_worker"
+    return verify_file(path, _settings)
+
+
+def run_jobs(paths: list[str], settings: Settings, processes: int) -> Iterator[FileResult]:
+    """Results in the order of ``paths``, as they come; ``processes`` > 1 uses worker
+    processes, which get ``settings`` (the evidence, say) once each, then paths in
+    chunks, and send back small results."""
+    if processes <= 1 or len(paths) < 2:
+        for path in paths:
+            yield verify_file(path, settings)
         return
-    chunk = max(1, min(32, len(jobs) // (processes * 8)))
-    with ProcessPoolExecutor(max_workers=processes) as pool:
-        yield from pool.map(verify_file, jobs, chunksize=chunk)
+    # A chunk of 8 hands is about a tenth of a second of work: the last chunks leave a
+    # worker idle that long at most, and a chunk's paths and results are a few hundred
+    # bytes, pickled once each way.
+    chunk = max(1, min(CHUNK, len(paths) // (processes * 4)))
+    with ProcessPoolExecutor(max_workers=processes, initializer=_start_worker, initargs=(settings,)) as pool:
+        yield from pool.map(_verify_in_worker, paths, chunksize=chunk)
 
 
 @dataclass
@@ -284,9 +306,9 @@ def verify_folder(
     files = sorted(str(p) for p in folder.rglob("*.json") if p.is_file())
     if not files:
         raise InputError(f"no .json files in {folder}")
-    jobs = [Job(p, pinned, evidence, keep_reports, debug, allow_v1) for p in files]
+    settings = Settings(pinned, evidence, keep_reports, debug, allow_v1)
     results = []
-    for n, r in enumerate(run_jobs(jobs, processes), 1):
+    for n, r in enumerate(run_jobs(files, settings, processes), 1):
         results.append(r)
         if progress is not None:
             progress(n, len(files))

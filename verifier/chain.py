@@ -26,7 +26,12 @@ WITHHELD: Final = "withheld"  # committed but did not reveal: sits out, first dr
 def chain_link(prev_hex: str, record: Mapping[str, Any]) -> str:
     """``h = SHA-256(h_prev ‖ canonical(record without "h"))`` (§11)."""
     body = {k: v for k, v in record.items() if k != "h"}
-    return sha256(bytes.fromhex(prev_hex) + canonical(body)).hex()
+    return link_of(prev_hex, canonical(body))
+
+
+def link_of(prev_hex: str, body: bytes) -> str:
+    """``h`` of a record whose ``canonical(record without "h")`` is ``body`` (§11)."""
+    return sha256(bytes.fromhex(prev_hex) + body).hex()
 
 
 def dealt_seats(header: Mapping[str, Any], reveals: Sequence[Mapping[str, Any]]) -> list[tuple[int, str, bytes]]:

@@ -8,14 +8,15 @@ keeps (§15), :mod:`verifier.evidence`.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Final, NoReturn
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from verifier import ed25519
-from verifier.fairness import PROTOCOL_V1, PROTOCOL_V2, lp
+from verifier.encoding import record_texts
+from verifier.fairness import PROTOCOL_V1, PROTOCOL_V2, canonical_text, lp
 from verifier.hand import Event, HandState
 from verifier.schema import Shape
 
@@ -54,6 +55,7 @@ class Ctx:
     evidence: Any = None
     allow_v1: bool = False  # §14 format: rummy-pf/v1 only when the user asks (--allow-v1)
     in_folder: bool = False  # one transcript of a directory: evidence without an item for it is skipped
+    parsed: bool = False  # t is what verifier.strictjson.parse returned: JSON data by construction (§2)
     summary: dict[str, Any] = field(default_factory=dict)
     # format
     shape: Shape | None = None
@@ -67,6 +69,8 @@ class Ctx:
     expected: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     state: HandState | None = None
     after: dict[int, HandState] = field(default_factory=dict)  # the state after each replayed record (3, 4, …)
+    # signature, chain: the canonical text of each record, encoded once (verifier.encoding)
+    texts: list[str] | None = None
 
     @property
     def s(self) -> Shape:
@@ -84,11 +88,17 @@ class Ctx:
     def h(self, i: int) -> str:
         return str(self.s.log[i]["h"])
 
+    def record_texts(self) -> list[str]:
+        """``canonical(record)`` of each record, as text (after ``format``)."""
+        if self.texts is None:
+            self.texts = record_texts(self.s.log)
+        return self.texts
+
 
 def canon(x: Any) -> bytes:
     """``canonical(x)`` (§1) for values ``format`` has already found to be JSON data
     (so the float scan of :func:`verifier.fairness.canonical` is not repeated)."""
-    return json.dumps(x, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    return canonical_text(x).encode("utf-8")
 
 
 def same(a: Any, b: Any) -> bool:
@@ -113,10 +123,21 @@ def same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
+@lru_cache(maxsize=64)
+def domain(protocol: str, purpose: str) -> bytes:
+    """``LP(protocol/purpose)``, what every signed message of that purpose begins with (§9)."""
+    return lp(f"{protocol}/{purpose}")
+
+
 def signature_ok(key: Ed25519PublicKey, protocol: str, purpose: str, obj: Any, sig_hex: str) -> bool:
     """§9: ``Ed25519(P, LP(protocol/purpose) ‖ canonical(x))``, strictly (``S < L``,
     ``R`` canonical)."""
-    return ed25519.verify_hex(key, sig_hex, lp(f"{protocol}/{purpose}") + canon(obj))
+    return text_signature_ok(key, protocol, purpose, canonical_text(obj), sig_hex)
+
+
+def text_signature_ok(key: Ed25519PublicKey, protocol: str, purpose: str, text: str, sig_hex: str) -> bool:
+    """:func:`signature_ok` of the object whose canonical text is ``text``."""
+    return ed25519.verify_hex(key, sig_hex, domain(protocol, purpose) + text.encode("utf-8"))
 
 
 def public_key(raw: bytes, what: str, record: int | None = None) -> Ed25519PublicKey:

@@ -23,14 +23,26 @@ from verifier.chain import (
     NO_COMMIT,
     REVEALED,
     WITHHELD,
-    chain_link,
     commit_move,
+    link_of,
     move_body,
     reveal_move,
     start_hand,
 )
-from verifier.checkbase import KEY_URL_HINT, Ctx, Fail, Skip, canon, fail, public_key, same, signature_ok
+from verifier.checkbase import (
+    KEY_URL_HINT,
+    Ctx,
+    Fail,
+    Skip,
+    canon,
+    fail,
+    public_key,
+    same,
+    signature_ok,
+    text_signature_ok,
+)
 from verifier.ed25519 import key_problem
+from verifier.encoding import body_text, without_member
 from verifier.errors import RuleError
 from verifier.evidence import check_evidence, check_evidence_v1
 from verifier.fairness import PROTOCOL_V1, PROTOCOL_V2, PROTOCOLS, player_commit, reshuffler, server_commit
@@ -119,7 +131,8 @@ def check_format(ctx: Ctx) -> None:
     """§13: "The transcript must have exactly the fields of §12 and every record
     exactly the fields of §11 — no field missing, none extra — with these types."
     Also §2 for values handed over in memory: JSON data only (no float, no integer
-    beyond 2⁵³ − 1, nesting at most 64)."""
+    beyond 2⁵³ − 1, nesting at most 64); what :func:`verifier.strictjson.parse` read
+    is JSON data already (``ctx.parsed``)."""
     t = ctx.t
     if type(t) is not dict:
         fail("a transcript is a JSON object", None, "an object", type(t).__name__)
@@ -134,7 +147,7 @@ def check_format(ctx: Ctx) -> None:
             PROTOCOL_V2,
             PROTOCOL_V1,
         )
-    problem = json_data_problem(t)
+    problem = None if ctx.parsed else json_data_problem(t)
     if problem:
         fail(f"not JSON data (§2): {problem}")
     try:
@@ -184,8 +197,8 @@ def check_signature(ctx: Ctx) -> None:
             f"the pinned key is not a strict Ed25519 key (§9): {key_problem(ctx.pinned)}", None, None, ctx.pinned.hex()
         )
     key = public_key(ctx.public, "the header's public_key", 0)
-    body = {k: v for k, v in t.items() if k != "signature"}
-    if not signature_ok(key, ctx.protocol, "transcript", body, t["signature"]):
+    body = body_text(t, ctx.record_texts())  # canonical(t without "signature")
+    if not text_signature_ok(key, ctx.protocol, "transcript", body, t["signature"]):
         fail("the transcript signature does not verify")
     if not signature_ok(key, ctx.protocol, "header", s.header, s.log[0]["sig"]):
         fail("the header signature does not verify", 0)
@@ -554,8 +567,9 @@ def check_chain(ctx: Ctx) -> None:
     h = str(s.header["prev_head"])
     if ctx.t["hand_no"] == 1 and h != GENESIS:
         fail("hand 1 of a table chains from 64 zeros: no hand came before it (§11)", 0, GENESIS, h)
+    texts = ctx.record_texts()
     for n, rec in enumerate(s.log):
-        h = chain_link(h, rec)
+        h = link_of(h, without_member(texts[n], rec, "h").encode("utf-8"))  # chain_link(h, rec)
         if rec["h"] != h:
             fail("the hash chain breaks", n, h, rec["h"])
     if ctx.t["head"] != h:

@@ -327,7 +327,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
             failure = {"check": "read", "message": str(e), "record": None, "expected": None, "found": None}
             print(json.dumps({"transcript": target, "ok": False, "failure": failure}, sort_keys=True))
         raise
-    report = verify_transcript(transcript, pinned, evidence, allow_v1=args.allow_v1, debug=args.debug)
+    report = verify_transcript(transcript, pinned, evidence, allow_v1=args.allow_v1, parsed=True, debug=args.debug)
     if _fingerprint_pinned(report, pinned):
         raise UsageError(
             "--key: that is the fingerprint of this transcript's key, not the key itself (a fingerprint is not a "

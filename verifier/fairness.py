@@ -46,10 +46,20 @@ def hmac_sha256(key: bytes, msg: bytes) -> bytes:
     return hmac.new(key, msg, hashlib.sha256).digest()
 
 
+# json.dumps(x, sort_keys=True, separators=(",", ":"), ensure_ascii=False), made once.
+_CANONICAL: Final = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, check_circular=False)
+
+
 def canonical(obj: Any) -> bytes:
     """Canonical JSON: keys sorted, no spaces, UTF-8, integers only (no floats)."""
     _reject_floats(obj)
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    return _CANONICAL.encode(obj).encode("utf-8")
+
+
+def canonical_text(obj: Any) -> str:
+    """The text of :func:`canonical`, without its float scan: for values already known
+    to be JSON data (§2)."""
+    return _CANONICAL.encode(obj)
 
 
 _PLAIN = frozenset({str, int, bool, type(None)})  # exactly these types hold nothing to check

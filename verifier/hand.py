@@ -14,9 +14,9 @@ What a seat may see is :func:`seat_view` of the state — never assembled by han
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from verifier.arrange import best_arrangement
 from verifier.cards import card_of_id, deck_size, decks_for_seats, wild_rank_of
@@ -218,6 +218,9 @@ class HandState:
             reshuffles=int(d["reshuffles"]),
             result=None if d["result"] is None else Result.from_json(d["result"]),
         )
+
+
+_Evolved = TypeVar("_Evolved", Seat, HandState)
 
 
 # --------------------------------------------------------------------------- actions
@@ -524,8 +527,28 @@ def apply(state: HandState, action: Action, reshuffle: Reshuffle) -> tuple[HandS
     return state, events
 
 
-def _with_seat(state: HandState, seat: Seat) -> HandState:
-    return replace(state, seats=tuple(seat if s.seat == seat.seat else s for s in state.seats))
+_FIELDS: Final[dict[type[Any], frozenset[str]]] = {cls: frozenset(cls.__slots__) for cls in (Seat, HandState)}
+_new_object: Final = object.__new__
+_set_field: Final = object.__setattr__
+
+
+def _evolve(obj: _Evolved, **changes: Any) -> _Evolved:
+    """``dataclasses.replace(obj, **changes)`` for a :class:`Seat` or a
+    :class:`HandState` (frozen and slotted, every field set by ``__init__``, no
+    ``__post_init__``), without ``replace``'s generic work: the replay's most frequent
+    call."""
+    cls = type(obj)
+    if not changes.keys() <= _FIELDS[cls]:
+        raise TypeError(f"{cls.__name__} has no field {sorted(changes.keys() - _FIELDS[cls])}")
+    new = _new_object(cls)
+    for name in cls.__slots__:
+        _set_field(new, name, changes[name] if name in changes else getattr(obj, name))
+    return new
+
+
+def _with_seat(state: HandState, seat: Seat, **changes: Any) -> HandState:
+    """The state with ``seat`` in its place, and ``changes``."""
+    return _evolve(state, seats=tuple(seat if s.seat == seat.seat else s for s in state.seats), **changes)
 
 
 def _draw_closed(
@@ -535,8 +558,8 @@ def _draw_closed(
         state = _reshuffle(state, reshuffle, events)
     card, closed = state.closed[0], state.closed[1:]
     seat = state.seat(seat_no)
-    seat = replace(seat, cards=seat.cards + (card,), drawn_any=True, drawn_this_turn=card)
-    state = replace(_with_seat(state, seat), closed=closed, phase=Phase.DISCARD)
+    seat = _evolve(seat, cards=seat.cards + (card,), drawn_any=True, drawn_this_turn=card)
+    state = _with_seat(state, seat, closed=closed, phase=Phase.DISCARD)
     events.append(Event("draw", seat_no, {"source": "closed", "by_clock": by_clock}, {"card": card}))
     return state
 
@@ -553,14 +576,14 @@ def _reshuffle(state: HandState, reshuffle: Reshuffle, events: list[Event]) -> H
     if sorted(new_closed) != cards:
         raise RuleError("bad_reshuffle", f"reshuffle {k} did not return a permutation of its cards", rule="D17")
     events.append(Event("reshuffle", None, {"k": k, "count": len(new_closed)}, {"closed": new_closed}))
-    return replace(state, closed=tuple(new_closed), open=state.open[-1:], reshuffles=k)
+    return _evolve(state, closed=tuple(new_closed), open=state.open[-1:], reshuffles=k)
 
 
 def _draw_open(state: HandState, seat_no: int, events: list[Event]) -> HandState:
     card = state.open[-1]
     seat = state.seat(seat_no)
-    seat = replace(seat, cards=seat.cards + (card,), drawn_any=True, drawn_this_turn=card)
-    state = replace(_with_seat(state, seat), open=state.open[:-1], phase=Phase.DISCARD)
+    seat = _evolve(seat, cards=seat.cards + (card,), drawn_any=True, drawn_this_turn=card)
+    state = _with_seat(state, seat, open=state.open[:-1], phase=Phase.DISCARD)
     # Open-pile draws happen in front of everyone (rules page, phase 3).
     events.append(Event("draw", seat_no, {"source": "open", "card": card, "by_clock": False}))
     return state
@@ -570,10 +593,10 @@ def _discard(state: HandState, seat_no: int, card: int, events: list[Event], *, 
     seat = state.seat(seat_no)
     cards = list(seat.cards)
     cards.remove(card)
-    seat = replace(
+    seat = _evolve(
         seat, cards=tuple(cards), drawn_this_turn=None, missed=seat.missed if by_clock else 0
     )  # D16: acting in time resets the count
-    state = replace(_with_seat(state, seat), open=state.open + (card,))
+    state = _with_seat(state, seat, open=state.open + (card,))
     events.append(Event("discard", seat_no, {"card": card, "by_clock": by_clock}))
     return _next_turn(state, seat_no, events)
 
@@ -584,7 +607,7 @@ def _next_turn(state: HandState, after: int, events: list[Event]) -> HandState:
     if len(playing) == 1:
         return _end(state, playing[0], "last_standing", events)
     nxt = next((s for s in playing if s > after), playing[0])
-    state = replace(state, turn=nxt, phase=Phase.DRAW, turn_no=state.turn_no + 1)
+    state = _evolve(state, turn=nxt, phase=Phase.DRAW, turn_no=state.turn_no + 1)
     events.append(Event("turn", nxt, {"turn_no": state.turn_no, "phase": Phase.DRAW.value}))
     return state
 
@@ -593,8 +616,8 @@ def _remove(state: HandState, seat_no: int, status: Status, points: int) -> Hand
     """The seat is out: its cards leave play (D12, D15) and its points are charged."""
     seat = state.seat(seat_no)
     out = state.out_of_play + seat.cards
-    seat = replace(seat, status=status, cards=(), drawn_this_turn=None, points=points)
-    return replace(_with_seat(state, seat), out_of_play=out)
+    seat = _evolve(seat, status=status, cards=(), drawn_this_turn=None, points=points)
+    return _with_seat(state, seat, out_of_play=out)
 
 
 def _drop(state: HandState, seat_no: int, events: list[Event], *, reason: str) -> HandState:
@@ -633,8 +656,8 @@ def _declare(state: HandState, action: Declare, events: list[Event]) -> HandStat
     verdict = best_arrangement([card_of_id(c, decks) for c in kept], state.wild_rank)
     if verdict.valid_declare:
         groups = [[kept[i] for i in g] for g in verdict.groups]
-        seat = replace(seat, cards=tuple(kept), status=Status.DECLARED, points=0, drawn_this_turn=None)
-        state = replace(_with_seat(state, seat), out_of_play=state.out_of_play + (action.card,))
+        seat = _evolve(seat, cards=tuple(kept), status=Status.DECLARED, points=0, drawn_this_turn=None)
+        state = _with_seat(state, seat, out_of_play=state.out_of_play + (action.card,))
         events.append(Event("declare", action.seat, {"valid": True, "groups": groups}, {"finish": action.card}))
         return _end(state, action.seat, "declare", events)
     hidden = {"finish": action.card, "cards": list(seat.cards)}
@@ -649,7 +672,7 @@ def _timeout(state: HandState, seat_no: int, reshuffle: Reshuffle, events: list[
     ``max_missed_turns`` expiries in a row drops it instead (charged as D15)."""
     seat = state.seat(seat_no)
     missed = seat.missed + 1
-    state = _with_seat(state, replace(seat, missed=missed))
+    state = _with_seat(state, _evolve(seat, missed=missed))
     events.append(Event("clock", seat_no, {"missed": missed, "phase": state.phase.value}))
     if missed >= state.rules.max_missed_turns:
         return _drop(state, seat_no, events, reason="clock")
@@ -669,10 +692,10 @@ def _end(state: HandState, winner: int, reason: str, events: list[Event]) -> Han
     counted: dict[str, Any] = {}
     for s in state.seats:
         if s.seat == winner:
-            s = replace(s, points=0, status=Status.DECLARED if reason == "declare" else s.status)
+            s = _evolve(s, points=0, status=Status.DECLARED if reason == "declare" else s.status)
         elif s.status is Status.PLAYING:
             arr = best_arrangement([card_of_id(c, decks) for c in s.cards], wild)
-            s = replace(s, points=arr.points)
+            s = _evolve(s, points=arr.points)
             counted[str(s.seat)] = {
                 "points": arr.points,
                 "groups": [[s.cards[i] for i in g] for g in arr.groups],
@@ -682,7 +705,7 @@ def _end(state: HandState, winner: int, reason: str, events: list[Event]) -> Han
     points = {s.seat: int(s.points or 0) for s in seats}
     settlement = settle(points, winner, state.rules.point_value, state.rules.commission_bps)
     result = Result(winner, reason, settlement)
-    state = replace(state, seats=tuple(seats), phase=Phase.ENDED, result=result)
+    state = _evolve(state, seats=tuple(seats), phase=Phase.ENDED, result=result)
     events.append(
         Event(
             "end",

@@ -1,8 +1,9 @@
 """The exact schema of a transcript and of an evidence file (docs/fairness.md §13,
 §15, Appendix C), checked first by ``format``.
 
-The schema is data: small validators (:func:`integer`, :func:`hexstr`, :func:`obj`,
-:func:`list_of`, …) composed into one description per record type and protocol.
+The schema is data: small validators (:mod:`verifier.validators`: ``integer``,
+``hexstr``, ``obj``, ``list_of``, …) composed into one description per record type and
+protocol.
 Every validator raises :class:`SchemaError` with the path of the offending value;
 nothing later reads a field the schema has not typed.  The few rules that relate
 fields to each other (a seat listed in the header, the record order, the deck and
@@ -11,9 +12,9 @@ its faces) are written out after the validators, in :func:`check_transcript`.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Final
 
 from verifier.cards import card_of_id, deck_size, decks_for_seats
@@ -21,223 +22,60 @@ from verifier.chain import NO_COMMIT, REVEALED, WITHHELD
 from verifier.ed25519 import key_problem
 from verifier.fairness import PROTOCOL_V1, PROTOCOL_V2, rules_id
 from verifier.strictjson import MAX_SAFE
+from verifier.validators import (
+    STRING,
+    Path,
+    SchemaError,
+    Validator,
+    any_object,
+    bad,
+    const,
+    describe,
+    either,
+    hexstr,
+    integer,
+    list_of,
+    member,
+    nullable,
+    obj,
+    one_of,
+    pattern,
+    predicate,
+    render_path,
+    short_value,
+)
 
-Path = tuple[str | int, ...]
-Validator = Callable[[Any, Path], None]
+__all__ = ["SchemaError", "Shape", "check_evidence_item", "check_transcript", "describe", "render_path"]
 
 HAND_NO_MAX: Final = (1 << 31) - 1
 POINT_VALUE_MAX: Final = 7_692_307_692_307
 WINDOW_MS_MAX: Final = 3_600_000
 ACTION_KINDS: Final = ("draw_closed", "draw_open", "discard", "declare", "drop", "leave", "timeout")
 
-
-class SchemaError(Exception):
-    def __init__(self, path: Path, message: str, expected: Any = None, found: Any = None) -> None:
-        super().__init__(f"{render_path(path)}: {message}")
-        self.path = path
-        self.message = message
-        self.expected = expected
-        self.found = found
-
-    @property
-    def record(self) -> int | None:
-        if len(self.path) >= 2 and self.path[0] == "log" and isinstance(self.path[1], int):
-            return self.path[1]
-        return None
-
-
-def render_path(path: Path) -> str:
-    out = ""
-    for p in path:
-        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else p)
-    return out or "the transcript"
-
-
-def describe(value: Any) -> str:
-    """A short, safe description of a JSON value's type (for messages)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "an object"
-    return f"a {type(value).__name__}"
-
-
-def _bad(path: Path, expected: str, value: Any, message: str | None = None) -> SchemaError:
-    return SchemaError(path, message or f"expected {expected}, found {describe(value)}", expected, value)
-
-
-# --------------------------------------------------------------------------- validators
-def integer(lo: int = -MAX_SAFE, hi: int = MAX_SAFE) -> Validator:
-    """``int[lo, hi]``: a JSON integer (never true/false, never a string)."""
-    what = f"an integer in [{lo}, {hi}]"
-
-    def v(x: Any, path: Path) -> None:
-        if type(x) is not int:
-            raise _bad(path, what, x)
-        if not lo <= x <= hi:
-            raise _bad(path, what, x, f"expected {what}, found {x if abs(x) <= MAX_SAFE else 'a larger one'}")
-
-    return v
-
-
-def boolean(x: Any, path: Path) -> None:
-    if type(x) is not bool:
-        raise _bad(path, "true or false", x)
-
-
-def const(value: Any) -> Validator:
-    def v(x: Any, path: Path) -> None:
-        if type(x) is not type(value) or x != value:
-            raise _bad(path, repr(value), x, f"expected {value!r}, found {_short_value(x)}")
-
-    return v
-
-
-def one_of(*values: str) -> Validator:
-    def v(x: Any, path: Path) -> None:
-        if type(x) is not str or x not in values:
-            raise _bad(path, " | ".join(values), x, f"expected one of {', '.join(values)}, found {_short_value(x)}")
-
-    return v
-
-
-def pattern(regex: str, what: str) -> Validator:
-    compiled = re.compile(regex)
-
-    def v(x: Any, path: Path) -> None:
-        if type(x) is not str or not compiled.fullmatch(x):
-            raise _bad(path, what, x, f"expected {what}, found {_short_value(x)}")
-
-    return v
-
-
-def hexstr(nbytes: int) -> Validator:
-    """``hex(n)``: exactly 2n lowercase hex digits."""
-    return pattern(f"[0-9a-f]{{{2 * nbytes}}}", f"{2 * nbytes} lowercase hex digits")
-
-
 HEX32: Final = hexstr(32)
 HEX64: Final = hexstr(64)
 ANY_HEX: Final = pattern(r"(?:[0-9a-f]{2})*", "lowercase hex digits (whole bytes)")
 IDENT: Final = pattern(r"[A-Za-z0-9_.:-]{1,64}", "an id: 1 to 64 of A-Z a-z 0-9 _ . : -")
 TEXT: Final = pattern(r"(?s).{1,500}", "a text of 1 to 500 characters")
-
-
-def STRING(x: Any, path: Path) -> None:  # a validator, named like the constants beside it
-    if type(x) is not str:
-        raise _bad(path, "a string", x)
-
-
 TIME: Final = integer(0, MAX_SAFE)
 ANY_INT: Final = integer()
 
 
-def nullable(inner: Validator) -> Validator:
-    def v(x: Any, path: Path) -> None:
-        if x is not None:
-            inner(x, path)
-
-    return v
-
-
-def either(*options: Validator, what: str) -> Validator:
-    def v(x: Any, path: Path) -> None:
-        for o in options:
-            try:
-                o(x, path)
-                return
-            except SchemaError:
-                continue
-        raise _bad(path, what, x, f"expected {what}, found {_short_value(x)}")
-
-    return v
-
-
-def list_of(item: Validator | None, lo: int = 0, hi: int | None = None) -> Validator:
-    def v(x: Any, path: Path) -> None:
-        if type(x) is not list:
-            raise _bad(path, "an array", x)
-        if len(x) < lo or (hi is not None and len(x) > hi):
-            size = f"{lo} to {hi}" if hi is not None else f"at least {lo}"
-            raise SchemaError(path, f"expected an array of {size} entries, found {len(x)}", size, len(x))
-        if item is not None:
-            for n, e in enumerate(x):
-                item(e, (*path, n))
-
-    return v
-
-
-def any_object(x: Any, path: Path) -> None:
-    if type(x) is not dict:
-        raise _bad(path, "an object", x)
-
-
-def obj(fields: Mapping[str, Validator], optional: Mapping[str, Validator] | None = None) -> Validator:
-    """An object with exactly ``fields`` (each required) and perhaps ``optional``."""
-    opt = dict(optional or {})
-    required = frozenset(fields)
-    allowed = required | set(opt)
-    checks = list(fields.items())
-
-    def v(x: Any, path: Path) -> None:
-        if type(x) is not dict:
-            raise _bad(path, "an object", x)
-        keys = x.keys()
-        if keys != required and not (opt and required <= keys <= allowed):
-            missing = [k for k in fields if k not in x]
-            if missing:
-                raise SchemaError(path, f"the field {missing[0]!r} is missing", sorted(fields), sorted(x))
-            extra = sorted(k for k in x if k not in allowed)
-            raise SchemaError(path, f"unexpected field {extra[0][:64]!r}", sorted(allowed), sorted(x))
-        for k, f in checks:
-            f(x[k], (*path, k))
-        for k, f in opt.items():
-            if k in x:
-                f(x[k], (*path, k))
-
-    return v
-
-
-def _short_value(x: Any) -> str:
-    if isinstance(x, str):
-        return repr(x[:40] + ("…" if len(x) > 40 else ""))
-    if type(x) is int and abs(x) <= MAX_SAFE:
-        return str(x)
-    return describe(x)
-
-
-def member(values: Sequence[int], what: str) -> Validator:
-    allowed = set(values)
-
-    def v(x: Any, path: Path) -> None:
-        if type(x) is not int or x not in allowed:
-            raise _bad(
-                path, what, x, f"expected {what} ({', '.join(map(str, sorted(allowed)))}), found {_short_value(x)}"
-            )
-
-    return v
-
-
 # --------------------------------------------------------------------------- the schema (§13, Appendix C)
+RULES: Final = obj(
+    {
+        "seats": integer(4, 8),
+        "point_value": integer(1, POINT_VALUE_MAX),
+        "commission_bps": integer(0, 10_000),
+        "turn_seconds": integer(1, 3600),
+        "max_missed_turns": integer(1, 100),
+        "min_players": integer(2, 8),
+    }
+)
+
+
 def _rules(x: Any, path: Path) -> None:
-    obj(
-        {
-            "seats": integer(4, 8),
-            "point_value": integer(1, POINT_VALUE_MAX),
-            "commission_bps": integer(0, 10_000),
-            "turn_seconds": integer(1, 3600),
-            "max_missed_turns": integer(1, 100),
-            "min_players": integer(2, 8),
-        }
-    )(x, path)
+    RULES(x, path)
     if x["seats"] not in (4, 6, 8):
         raise SchemaError((*path, "seats"), f"a table has 4, 6 or 8 seats, not {x['seats']}", [4, 6, 8], x["seats"])
     if x["min_players"] > x["seats"]:
@@ -275,7 +113,7 @@ PSIG: Final = nullable(obj({"prev": HEX32, "sig": HEX64}))
 def _record(v2: bool, kind: str, body: Mapping[str, Validator]) -> Validator:
     """A record of ``kind``: its body fields plus ``i``, ``h`` and (v2, or a v1
     action's optional) ``t``."""
-    fields = {"type": const(kind), **body, "i": ANY_INT, "h": HEX32}
+    fields: dict[str, Validator] = {"type": const(kind), **body, "i": ANY_INT, "h": HEX32}
     if v2:
         return obj({**fields, "t": TIME})
     return obj(fields, {"t": TIME} if kind == "action" else None)
@@ -343,10 +181,10 @@ def check_transcript(t: Mapping[str, Any], v2: bool) -> Shape:
     for n, rec in enumerate(log):
         path: Path = ("log", n)
         if type(rec) is not dict:
-            raise _bad(path, "a record (an object)", rec)
+            raise bad(path, "a record (an object)", rec)
         kind = rec.get("type")
         if type(kind) is not str or kind not in records:
-            raise _bad((*path, "type"), "a record type", kind, f"unknown record type {_short_value(kind)}")
+            raise bad((*path, "type"), "a record type", kind, f"unknown record type {short_value(kind)}")
         expected = ORDER[n] if n < len(ORDER) else "action"
         allowed = (expected,) if n == 0 else (expected, "void")
         if not v2 and n != 3 and n < len(ORDER):
@@ -358,7 +196,7 @@ def check_transcript(t: Mapping[str, Any], v2: bool) -> Shape:
             raise SchemaError((*path, "type"), "a void record ends the log", "the last record", n)
         records[kind](rec, path)
         if rec["i"] != n:
-            raise SchemaError((*path, "i"), f"record {n} is numbered {_short_value(rec['i'])}", n, rec["i"])
+            raise SchemaError((*path, "i"), f"record {n} is numbered {short_value(rec['i'])}", n, rec["i"])
     if log[-1]["type"] != "void" and len(log) < 4:
         raise SchemaError(
             ("log",), "a log that does not end in a void reaches the deal", "at least 4 records", len(log)
@@ -459,11 +297,12 @@ def check_transcript(t: Mapping[str, Any], v2: bool) -> Shape:
         shape.reveals = reveals
 
     # -- deal, actions, void -----------------------------------------------------------------------
+    listed = frozenset(seats)
     for n, rec in enumerate(log):
         kind = rec["type"]
         if kind in ("deal", "action"):
             for m, ev in enumerate(rec["events"]):
-                if ev["seat"] is not None:
+                if ev["seat"] is not None and ev["seat"] not in listed:
                     seat_v(ev["seat"], ("log", n, "events", m, "seat"))
         if kind == "deal":
             shape.deal = n
@@ -522,11 +361,17 @@ def check_transcript(t: Mapping[str, Any], v2: bool) -> Shape:
         )
     if len(faces) != len(deck):
         raise SchemaError(("deck_faces",), "one face per card of the deck", len(deck), len(faces))
-    for n, (c, f) in enumerate(zip(deck, faces, strict=True)):
-        face = str(card_of_id(c, shape.decks))
-        if f != face:
-            raise SchemaError(("deck_faces", n), f"the face of card {c} is {face}", face, f)
+    table = _faces(shape.decks)
+    if faces != [table[c] for c in deck]:
+        n, c = next((n, c) for n, (c, f) in enumerate(zip(deck, faces, strict=True)) if f != table[c])
+        raise SchemaError(("deck_faces", n), f"the face of card {c} is {table[c]}", table[c], faces[n])
     return shape
+
+
+@lru_cache(maxsize=8)
+def _faces(decks: int) -> tuple[str, ...]:
+    """The face of each card id of the pack for ``decks`` decks."""
+    return tuple(str(card_of_id(c, decks)) for c in range(deck_size(decks)))
 
 
 def _strict_key(hex_key: str, path: Path) -> None:
@@ -544,9 +389,24 @@ def _one_per_seat(entries: Sequence[Mapping[str, Any]], seats: Sequence[int], pa
         raise SchemaError(path, "one entry per header seat, in the header's order", list(seats), found)
 
 
+def _action_rule(kind: str) -> Validator:
+    """An action of ``kind`` whose seat is any integer."""
+    fields: dict[str, Validator] = {"kind": STRING, "seat": ANY_INT}
+    if kind in ("discard", "declare"):
+        fields["card"] = ANY_INT
+    return obj(fields, {"hint": HINT} if kind == "declare" else None)
+
+
+ACTIONS: Final = {kind: predicate(_action_rule(kind)) for kind in ACTION_KINDS}
+
+
 def _action(a: Any, seat_v: Validator, path: Path) -> None:
+    """An action (§13) by a seat ``seat_v`` accepts."""
+    right = ACTIONS.get(a["kind"]) if type(a) is dict and type(a.get("kind")) is str else None
+    if right is not None and right(a) and predicate(seat_v)(a["seat"]):
+        return
     if type(a) is not dict:
-        raise _bad(path, "an action (an object)", a)
+        raise bad(path, "an action (an object)", a)
     one_of(*ACTION_KINDS)(a.get("kind"), (*path, "kind"))
     kind = a["kind"]
     fields: dict[str, Validator] = {"kind": STRING, "seat": seat_v}
@@ -600,7 +460,7 @@ def _ack_body(x: Any, path: Path) -> None:
 def _move(m: Any, seat: int, path: Path) -> None:
     """A move as in §9: a commit, a reveal, or an action (§13), of the ack's seat."""
     if type(m) is not dict:
-        raise _bad(path, "a move (an object)", m)
+        raise bad(path, "a move (an object)", m)
     kind = m.get("kind")
     if kind == "commit":
         obj({"kind": STRING, "seat": ANY_INT, "commit": HEX32})(m, path)

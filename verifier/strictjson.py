@@ -28,6 +28,10 @@ READ_CHECK: Final = "read"
 # A JSON string (used only to skip strings while counting brackets).
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _NOT_BRACKET = re.compile(rb"[^\[\]{}]+")
+# The text outside strings as brackets only, "{" read as "[" and "}" as "]" (depth does
+# not tell them apart), and with every digit read as "0".
+_AS_BRACKETS: Final = (bytes.maketrans(b"{}", b"[]"), bytes(c for c in range(256) if c not in b"[]{}"))
+_AS_ZEROS: Final = bytes.maketrans(b"123456789", b"000000000")
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
@@ -68,11 +72,33 @@ def _outside_strings(data: bytes) -> bytes:
 
 def max_depth(data: bytes, limit: int = MAX_DEPTH) -> int:
     """The nesting depth of JSON text, counted cheaply (strings skipped) before
-    ``json.loads`` could recurse; returns ``limit + 1`` as soon as it is exceeded."""
+    ``json.loads`` could recurse; more than ``limit`` as soon as it is exceeded."""
     return _depth(_outside_strings(data), limit)
 
 
 def _depth(bare: bytes, limit: int) -> int:
+    """The depth of the brackets of ``bare``.  Each pass removes every innermost pair
+    ``[]``, so brackets that vanish after k passes (at most ``limit + 1``) nest exactly
+    k deep; anything else (deeper, or unbalanced) is counted one bracket at a time."""
+    brackets = bare.translate(*_AS_BRACKETS)
+    passes = 0
+    while brackets and passes <= limit:
+        inner = brackets.replace(b"[]", b"")
+        if len(inner) == len(brackets):
+            break
+        brackets, passes = inner, passes + 1
+    if not brackets:
+        return passes
+    return _depth_counted(bare, limit)
+
+
+def _suspect_integers(bare: bytes) -> bool:
+    """Whether an integer of the text outside strings could break §2: ``-0``, or 16
+    digits and more (beyond 2^53 - 1 takes 16)."""
+    return b"-0" in bare or b"0" * 16 in bare.translate(_AS_ZEROS)
+
+
+def _depth_counted(bare: bytes, limit: int) -> int:
     depth = 0
     deepest = 0
     for b in _NOT_BRACKET.sub(b"", bare):
@@ -114,9 +140,22 @@ def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+# Every integer through _int: exact messages, in the order of the text.
 _DECODER = json.JSONDecoder(
     object_pairs_hook=_pairs, parse_int=_int, parse_float=_no_float, parse_constant=_no_constant
 )
+# The same rules for text whose integers are all within §2 (no -0, no 16 digits): read
+# at C speed; anything it refuses is read again by _DECODER for the exact message.
+_FAST_DECODER = json.JSONDecoder(object_pairs_hook=_pairs, parse_float=_no_float, parse_constant=_no_constant)
+
+
+def _fast_decode(text: str) -> Any:
+    """``text`` decoded by :data:`_FAST_DECODER`, or None when it refuses it (or the
+    text is ``null``): then :data:`_DECODER` reads it again and says why."""
+    try:
+        return _FAST_DECODER.decode(text)
+    except (InputError, ValueError, RecursionError):
+        return None
 
 
 def parse(data: bytes | str, name: str = "the input", *, top: Callable[[Any], bool] | None = None) -> Any:
@@ -132,15 +171,18 @@ def parse(data: bytes | str, name: str = "the input", *, top: Callable[[Any], bo
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         _fail(f"{name} is not UTF-8 text (byte {e.start}) (§2)")
-    if max_depth(data) > MAX_DEPTH:
+    bare = _outside_strings(data)
+    if _depth(bare, MAX_DEPTH) > MAX_DEPTH:
         _fail(f"{name} nests arrays and objects more than {MAX_DEPTH} deep (§2)")
+    value = None if _suspect_integers(bare) else _fast_decode(text)
     try:
-        value = _DECODER.decode(text)
+        if value is None:
+            value = _DECODER.decode(text)
     except json.JSONDecodeError as e:
         _fail(f"{name} is not JSON: {e.msg} at line {e.lineno} column {e.colno}")
     except (ValueError, RecursionError) as e:  # pragma: no cover - the scans above come first
         _fail(f"{name} is not JSON (§2): {str(e)[:100]}")
-    if _SURROGATE_ESCAPE.search(text):
+    if "\\u" in text and _SURROGATE_ESCAPE.search(text):
         problem = json_data_problem(value)
         if problem:
             _fail(f"{name}: {problem} (§2)")

@@ -97,6 +97,7 @@ def verify_transcript(
     *,
     allow_v1: bool = False,
     in_folder: bool = False,
+    parsed: bool = False,
     debug: bool = False,
 ) -> Report:
     """Run every check of §14 in order; stop at the first discrepancy.
@@ -105,10 +106,12 @@ def verify_transcript(
     ``evidence`` the items of an evidence file (§15), if the player gives one;
     ``allow_v1`` accepts a rummy-pf/v1 transcript (with the warning
     ``v1_server_only``), which ``format`` refuses otherwise; ``in_folder``: this is one
-    transcript of a directory, whose evidence need not hold an item for it.  An
+    transcript of a directory, whose evidence need not hold an item for it;
+    ``parsed``: ``t`` is what :func:`verifier.strictjson.parse` returned, unchanged, so
+    it is JSON data (§2) by construction and ``format`` does not walk it again.  An
     unexpected exception inside a check (a bug of the verifier) is reported as a
     failure of that check marked ``internal``, or raised when ``debug``."""
-    ctx = Ctx(t=t, pinned=pinned_key, evidence=evidence, allow_v1=allow_v1, in_folder=in_folder)
+    ctx = Ctx(t=t, pinned=pinned_key, evidence=evidence, allow_v1=allow_v1, in_folder=in_folder, parsed=parsed)
     passed: list[str] = []
     skipped: list[str] = []
     reasons: dict[str, str] = {}

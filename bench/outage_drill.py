@@ -1,0 +1,416 @@
+"""The database-outage drill (issue 17): bot tables play on ``rummy-table serve
+--workers 2`` while their PostgreSQL fails under them, on real processes.
+
+Part one, a PostgreSQL of the drill's own (the server's ``--database-url``, as an
+external one would be):
+
+* killed (SIGKILL of the postmaster) and kept down ``--down`` seconds (20), twice;
+* frozen (SIGSTOP of the postmaster and every backend) ``--freeze`` seconds (30);
+* stalled: frozen ``--stall`` seconds (3), running as long again, for ``--stalls-for``
+  seconds (60).
+
+Part two, the server's own embedded PostgreSQL: its postmaster killed, which ``serve``
+starts again by itself (service/embedded.py).
+
+It reports, and exits 1 unless each is as it must be:
+
+* **clock charges inside fault windows** — a ``timeout`` action, a null commitment, a
+  withheld reveal — made from a fault's start to its end plus the resume grace
+  (D37): must be 0 (the bots always act at once, so charges outside the windows are
+  reported too, and are 0 when the house never fails them);
+* **tables that stopped** — a table with no new record within ``--stop-bound``
+  seconds (120) of a fault's end: must be 0;
+* **time to recover** — per fault, from its end until every table made a record;
+* and, after the bots leave, that nothing was lost (bench/common.py): every hand ended
+  or voided by rule, every transcript verifies, the chains have no gap, the ledger sums
+  to zero and no hand was settled twice.
+
+    python bench/outage_drill.py                # the whole drill, about 5 minutes
+    python bench/outage_drill.py --quick        # short faults (the drill-marked test)
+    python bench/outage_drill.py --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import asyncpg
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.common import free_port, operator_call, prove_nothing_lost, settle_down  # noqa: E402
+from service.bots import Bot  # noqa: E402
+from service.db import EmbeddedPostgres  # noqa: E402
+from verifier.signing import load_public_key  # noqa: E402
+
+OPERATOR = "outage-operator-" + os.urandom(6).hex()
+RESUME_GRACE = 5.0  # the server's --resume-grace (D32, D37)
+
+
+@dataclass
+class Fault:
+    kind: str
+    start: float  # time.time()
+    end: float = 0.0
+    recovered_s: float | None = None  # from the end until every table made a record
+
+
+@dataclass
+class Plan:
+    down: float = 20.0
+    kills: int = 2
+    freeze: float = 30.0
+    stall: float = 3.0
+    stalls_for: float = 60.0
+    embedded_kills: int = 1
+    tables: int = 3
+    stop_bound: float = 120.0
+
+
+@dataclass
+class Part:
+    """One server, its tables and bots."""
+
+    name: str
+    workdir: Path
+    dsn: str
+    external: bool
+    port: int = field(default_factory=free_port)
+    server: subprocess.Popen[bytes] | None = None
+    bots: list[Bot] = field(default_factory=list)
+    tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    table_ids: list[str] = field(default_factory=list)
+    faults: list[Fault] = field(default_factory=list)
+    stopped: set[str] = field(default_factory=set)  # tables that did not move again within the bound
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start_server(self) -> None:
+        env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+        env.update(RUMMY_OPERATOR_TOKEN=OPERATOR, PYTHONUNBUFFERED="1")
+        command = [sys.executable, "-m", "service.cli", "serve", "--workers", "2", "--port", str(self.port)]
+        command += ["--data-dir", str(self.workdir / "data"), "--seed-seconds", "2", "--next-hand-delay", "0.3"]
+        command += ["--resume-grace", str(RESUME_GRACE)]
+        if self.external:
+            command += ["--database-url", self.dsn]
+        with open(self.workdir / "server.log", "ab") as log:
+            self.server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=log)
+
+    async def wait_serving(self, session: aiohttp.ClientSession, timeout: float = 120) -> None:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            assert self.server is not None and self.server.poll() is None, f"see {self.workdir / 'server.log'}"
+            with contextlib.suppress(aiohttp.ClientError, OSError, asyncio.TimeoutError):
+                async with session.get(self.url + "/healthz", timeout=aiohttp.ClientTimeout(total=2)) as r:
+                    if r.status == 200:
+                        return
+            await asyncio.sleep(0.1)
+        raise RuntimeError(f"{self.name}: the server did not start; see {self.workdir / 'server.log'}")
+
+    async def seat_bots(self, session: aiohttp.ClientSession, tables: int) -> None:
+        for _ in range(tables):
+            body = {"seats": 4, "point_value": 5, "commission_bps": 500, "turn_seconds": 5}
+            t = await operator_call(session, self.url, OPERATOR, "POST", "/api/tables", body)
+            self.table_ids.append(t["id"])
+            for n in range(3):
+                p = await operator_call(
+                    session, self.url, OPERATOR, "POST", "/api/players", {"name": f"o{n}", "deposit": 100_000}
+                )
+                self.bots.append(Bot(self.url, p["token"], t["id"], fast=True, drops=False))
+        self.tasks = [asyncio.create_task(b.run()) for b in self.bots]
+
+    async def last_records(self) -> dict[str, float]:
+        """Each table's latest record (epoch seconds); the database must be up."""
+        conn = await asyncpg.connect(self.dsn, timeout=5)
+        try:
+            rows = await conn.fetch(
+                "SELECT h.table_id, extract(epoch FROM max(r.created_at))::float8 AS at "
+                "FROM hand_records r JOIN hands h ON h.id = r.hand_id GROUP BY h.table_id"
+            )
+        finally:
+            await conn.close()
+        return {str(r["table_id"]): float(r["at"]) for r in rows}
+
+    async def every_table_moves(self, since: float, bound: float) -> float | None:
+        """Seconds from ``since`` until every table made a record after it; None if
+        one did not within ``bound`` (it is counted as stopped)."""
+        end = time.time() + bound
+        last: dict[str, float] = {}
+        while time.time() < end:
+            with contextlib.suppress(OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError):
+                last = await self.last_records()
+                if all(last.get(t, 0.0) > since for t in self.table_ids):
+                    return max(last[t] for t in self.table_ids) - since
+            await asyncio.sleep(0.2)
+        self.stopped.update(t for t in self.table_ids if last.get(t, 0.0) <= since)
+        return None
+
+    async def new_hands(self, since: float, bound: float) -> float | None:
+        """Seconds from ``since`` until every table dealt a hand after it; None if one
+        did not within ``bound``."""
+        end = time.time() + bound
+        first: dict[str, float] = {}
+        while time.time() < end:
+            with contextlib.suppress(OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError):
+                conn = await asyncpg.connect(self.dsn, timeout=5)
+                try:
+                    rows = await conn.fetch(
+                        "SELECT table_id, extract(epoch FROM min(started_at))::float8 AS at FROM hands "
+                        "WHERE started_at > to_timestamp($1) GROUP BY table_id",
+                        since,
+                    )
+                finally:
+                    await conn.close()
+                first = {str(r["table_id"]): float(r["at"]) for r in rows}
+                if all(t in first for t in self.table_ids):
+                    return max(first.values()) - since
+            await asyncio.sleep(0.2)
+        self.stopped.update(t for t in self.table_ids if t not in first)
+        return None
+
+    async def finish(self, session: aiohttp.ClientSession, bound: float) -> dict[str, Any]:
+        last = max(f.end for f in self.faults)
+        dealing = await self.new_hands(last, bound)  # no table stopped dealing for good
+        left = time.time()
+        for t in self.tasks:
+            t.cancel()  # each bot leaves its seat, as a person would
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+        await settle_down(self.dsn)
+        key_body = await operator_call(session, self.url, OPERATOR, "GET", "/api/fairness/key")
+        ledger = await operator_call(session, self.url, OPERATOR, "GET", "/api/ledger")
+        proof = await prove_nothing_lost(
+            self.dsn, load_public_key(key_body["public_key_hex"]), self.table_ids, self.bots, ledger
+        )
+        charges = clock_charges(proof.transcripts.values())
+        inside = [c for c in charges if any(f.start <= c[1] <= f.end + RESUME_GRACE for f in self.faults)]
+        # The bots leave at the end (D36: a seat that leaves in the seed phases misses its
+        # seeds, and the clock plays out a hand it leaves): those charges are theirs.
+        after_leaving = [c for c in charges if c[1] >= left and c not in inside]
+        stopped = len(self.stopped)
+        recovered = [f.recovered_s for f in self.faults if f.recovered_s is not None]
+        return {
+            "faults": [
+                {"kind": f.kind, "seconds": round(f.end - f.start, 1), "recovered_s": f.recovered_s}
+                for f in self.faults
+            ],
+            "every_table_dealt_again_s": None if dealing is None else round(dealing, 2),
+            "tables": len(self.table_ids),
+            "hands": len(proof.hands),
+            "ended": proof.ended,
+            "voided": proof.voided,
+            "charges_inside_fault_windows": len(inside),
+            "charges_inside": [f"{kind} at {at:.1f}" for kind, at in inside],
+            "charges_outside_fault_windows": len(charges) - len(inside) - len(after_leaving),
+            "charges_outside": [f"{k} at {at:.1f}" for k, at in charges if (k, at) not in inside + after_leaving],
+            "charges_after_the_bots_left": len(after_leaving),
+            "tables_stopped": stopped,
+            "recovery_max_s": round(max(recovered, default=float("nan")), 2),
+            "ledger_ok": bool(ledger.get("ok")),
+            "transcripts_verified": len(proof.transcripts),
+            "problems": proof.problems,
+            "ok": not proof.problems and not inside and not stopped,
+        }
+
+    def close(self) -> None:
+        if self.server is not None and self.server.poll() is None:
+            self.server.send_signal(signal.SIGTERM)
+            try:
+                self.server.wait(60)
+            except subprocess.TimeoutExpired:
+                self.server.kill()
+                self.server.wait()
+
+
+def clock_charges(transcripts: Any) -> list[tuple[str, float]]:
+    """(what, when in epoch seconds) for every charge the clock made to a seat."""
+    out: list[tuple[str, float]] = []
+    for t in transcripts:
+        for rec in t["log"]:
+            at = rec["t"] / 1000
+            if rec["type"] == "commitments":
+                out += [("no_commit", at) for c in rec["commitments"]["commits"] if c["commit"] is None]
+            elif rec["type"] == "reveals":
+                out += [("withheld", at) for r in rec["reveals"] if r["status"] == "withheld"]
+            elif rec["type"] == "action" and rec["action"]["kind"] == "timeout":
+                out.append(("timeout", at))
+    return out
+
+
+def processes_of(pid: int) -> list[int]:
+    import psutil
+
+    try:
+        p = psutil.Process(pid)
+        return [pid, *(c.pid for c in p.children(recursive=True))]
+    except psutil.NoSuchProcess:
+        return []
+
+
+def signal_all(pids: list[int], sig: int) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, sig)
+
+
+async def warm_up(part: Part, bound: float) -> None:
+    """Until every table has dealt a hand."""
+    if await part.every_table_moves(0.0, bound) is None:
+        raise RuntimeError(f"{part.name}: a table never dealt; see {part.workdir / 'server.log'}")
+
+
+async def after(part: Part, fault: Fault, plan: Plan) -> None:
+    fault.end = time.time()
+    part.faults.append(fault)
+    fault.recovered_s = await part.every_table_moves(fault.end, plan.stop_bound)
+    if fault.recovered_s is not None:
+        fault.recovered_s = round(fault.recovered_s, 2)
+    took = fault.end - fault.start
+    say(f"{part.name}: {fault.kind} ({took:.1f} s); every table moved again after {fault.recovered_s} s")
+    await asyncio.sleep(3)  # play a little between two faults
+
+
+def say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+async def external_part(workdir: Path, plan: Plan, session: aiohttp.ClientSession) -> dict[str, Any]:
+    pg = EmbeddedPostgres(workdir / "pg", restart=False)  # ours: down as long as the drill says
+    dsn = await asyncio.to_thread(pg.start)
+    part = Part("external PostgreSQL", workdir, dsn, external=True)
+    try:
+        part.start_server()
+        await part.wait_serving(session)
+        await part.seat_bots(session, plan.tables)
+        await warm_up(part, plan.stop_bound)
+        for _ in range(plan.kills):
+            fault = Fault(f"killed, down {plan.down:g} s", time.time())
+            assert pg.pid is not None
+            os.kill(pg.pid, signal.SIGKILL)
+            await asyncio.sleep(plan.down)
+            await asyncio.to_thread(pg.start)
+            await after(part, fault, plan)
+        assert pg.pid is not None
+        frozen = processes_of(pg.pid)
+        fault = Fault(f"frozen {plan.freeze:g} s", time.time())
+        signal_all(frozen, signal.SIGSTOP)
+        await asyncio.sleep(plan.freeze)
+        signal_all(frozen, signal.SIGCONT)
+        await after(part, fault, plan)
+        fault = Fault(f"stalls of {plan.stall:g} s for {plan.stalls_for:g} s", time.time())
+        end = time.time() + plan.stalls_for
+        while time.time() < end and pg.pid is not None:
+            stalled = processes_of(pg.pid)
+            signal_all(stalled, signal.SIGSTOP)
+            await asyncio.sleep(plan.stall)
+            signal_all(stalled, signal.SIGCONT)
+            await asyncio.sleep(plan.stall)
+        await after(part, fault, plan)
+        return await part.finish(session, plan.stop_bound)
+    finally:
+        part.close()
+        await asyncio.to_thread(pg.stop)
+
+
+async def embedded_part(workdir: Path, plan: Plan, session: aiohttp.ClientSession) -> dict[str, Any]:
+    data = workdir / "data"
+    part = Part("embedded PostgreSQL", workdir, f"postgresql://postgres:@/postgres?host={data.resolve()}/pgdata", False)
+    try:
+        part.start_server()
+        await part.wait_serving(session)
+        await part.seat_bots(session, plan.tables)
+        await warm_up(part, plan.stop_bound)
+        for _ in range(plan.embedded_kills):
+            pid = int((data / "pgdata" / "postmaster.pid").read_text().split()[0])
+            fault = Fault("postmaster killed (serve starts it again)", time.time())
+            os.kill(pid, signal.SIGKILL)
+            while True:  # the fault lasts until serve has it running again
+                assert time.time() < fault.start + plan.stop_bound, "serve did not start its PostgreSQL again"
+                assert part.server is not None and part.server.poll() is None, "serve exited"
+                with contextlib.suppress(OSError, ValueError, IndexError):
+                    lines = (data / "pgdata" / "postmaster.pid").read_text().split("\n")
+                    if int(lines[0]) != pid and lines[7].strip() == "ready":
+                        break
+                await asyncio.sleep(0.05)
+            say(f"{part.name}: the postmaster is back after {time.time() - fault.start:.1f} s")
+            await after(part, fault, plan)
+        return await part.finish(session, plan.stop_bound)
+    finally:
+        part.close()
+
+
+async def drill(workdir: Path, plan: Plan) -> dict[str, Any]:
+    async with aiohttp.ClientSession() as session:
+        (workdir / "a").mkdir()
+        (workdir / "b").mkdir()
+        a = await external_part(workdir / "a", plan, session)
+        b = await embedded_part(workdir / "b", plan, session)
+    return {"external": a, "embedded": b, "ok": a["ok"] and b["ok"], "load": os.getloadavg(), "plan": vars(plan)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="PostgreSQL killed, frozen and stalled under bot tables.")
+    ap.add_argument("--quick", action="store_true", help="short faults: kills of 5 s, a freeze of 8 s, 20 s of stalls")
+    ap.add_argument("--tables", type=int, default=3)
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--keep", action="store_true", help="keep the work directory (logs, databases)")
+    args = ap.parse_args(argv)
+    plan = Plan(tables=args.tables)
+    if args.quick:
+        plan = Plan(down=5, kills=1, freeze=8, stall=2, stalls_for=12, tables=args.tables)
+    workdir = Path(tempfile.mkdtemp(prefix="rummy-outage-"))
+    started = time.monotonic()
+    try:
+        report = asyncio.run(drill(workdir, plan))
+    finally:
+        if not args.keep:
+            import shutil
+
+            shutil.rmtree(workdir, ignore_errors=True)
+    report["seconds"] = round(time.monotonic() - started, 1)
+    report["workdir"] = str(workdir) if args.keep else None
+    if args.json:
+        print(json.dumps(report, sort_keys=True))
+    else:
+        for name in ("external", "embedded"):
+            r = report[name]
+            hands = f"{r['hands']} hands ({r['ended']} ended, {r['voided']} voided)"
+            print(f"{name} PostgreSQL: {r['tables']} tables, {hands}")
+            for f in r["faults"]:
+                print(f"  {f['kind']}: every table moved again {f['recovered_s']} s after it")
+            print(f"  every table dealt a new hand {r['every_table_dealt_again_s']} s after the last fault")
+            print(
+                f"  clock charges inside fault windows {r['charges_inside_fault_windows']}, outside "
+                f"{r['charges_outside_fault_windows']} (after the bots left {r['charges_after_the_bots_left']}); "
+                f"tables stopped {r['tables_stopped']}; "
+                f"ledger {'balances' if r['ledger_ok'] else 'DOES NOT BALANCE'}; "
+                f"{r['transcripts_verified']} transcripts verified"
+            )
+            for c in r["charges_inside"]:
+                print("  CHARGED IN A FAULT WINDOW:", c)
+            for c in r["charges_outside"]:
+                print("  charged while the bots played, outside the fault windows:", c)
+            for p in r["problems"]:
+                print("  PROBLEM:", p)
+        print(f"load average {' '.join(f'{x:.1f}' for x in report['load'])}; {report['seconds']} s")
+        print("drill OK" if report["ok"] else "drill FAILED")
+    return 0 if report["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

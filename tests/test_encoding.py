@@ -1,0 +1,50 @@
+"""verifier/encoding.py: the texts it cuts and joins are exactly what canonical JSON
+(docs/fairness.md §1) writes for the smaller and the larger object, for any JSON
+object — also one whose other members or nested values hold the text of the member
+that is cut out (a key like ``x"h`` or a nested ``{"h": …}``), where the member's
+text occurs more than once."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from verifier.encoding import body_text, record_texts, without_member
+from verifier.fairness import canonical_text
+
+# Keys near "h" in sort order, keys that end in the text of the member "h", and values
+# that repeat it: the places a search for '"h":value,' could find the wrong one.
+NEAR = ["h", "a", "i", "g", "hh", 'x"h', 'x\\"h', "é", "\u0080", "", "log", "signature", "z"]
+KEYS = st.sampled_from(NEAR) | st.text(max_size=3)
+SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**60), 2**60),
+    st.sampled_from(["", "0", "ab" * 8, '"h":"0",', '","h":1,', "\\", '"', "é"]),
+    st.text(max_size=6),
+)
+VALUES = st.recursive(
+    SCALARS, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(KEYS, inner, max_size=3), max_leaves=8
+)
+OBJECTS = st.dictionaries(KEYS, VALUES, max_size=5)
+
+
+@settings(max_examples=400, derandomize=True, database=None, deadline=None)
+@given(OBJECTS, VALUES, st.booleans())
+def test_without_member_is_the_canonical_text_of_the_smaller_object(obj: dict[str, Any], h: Any, echo: bool) -> None:
+    obj = {**obj, "h": h}
+    if echo:  # the member's own text again, as another member's key and inside a nested object
+        obj['x"h'] = obj['a"h'] = h  # after and before it in key order
+        obj["i"] = obj["g"] = {"h": h, "z": 0}
+    expected = canonical_text({k: v for k, v in obj.items() if k != "h"})
+    assert without_member(canonical_text(obj), obj, "h") == expected
+
+
+@settings(max_examples=200, derandomize=True, database=None, deadline=None)
+@given(OBJECTS, st.lists(OBJECTS, max_size=4))
+def test_body_text_is_the_canonical_text_without_the_signature(t: dict[str, Any], log: list[dict[str, Any]]) -> None:
+    t = {**t, "log": log}
+    expected = canonical_text({k: v for k, v in t.items() if k != "signature"})
+    assert body_text(t, record_texts(log)) == expected

@@ -1,0 +1,53 @@
+"""The canonical text (docs/fairness.md §1) of a transcript, each record encoded once.
+
+Two checks hash or sign nearly the same bytes: ``chain`` hashes every record without
+its ``"h"`` (§11), ``signature`` verifies the transcript signature over the whole
+transcript without its ``"signature"`` (§9, §12), whose log holds every record with
+its ``"h"``.  Encoding each record once serves both: the text of the body is put
+together from the records' texts, and a record's text without ``"h"`` is cut out of
+its text with it.  Both are exactly what :func:`verifier.fairness.canonical` writes,
+for any JSON object, by how canonical JSON is built: ``{`` the members in key order,
+joined by ``,`` ``}`` — so a member can be taken out, or an array's items put in, by
+splitting at the right places: a member followed by another is ``"key":value,``
+in the text, found where it occurs once, else after the text of the members that
+follow it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from verifier.fairness import canonical_text
+
+
+def record_texts(log: Sequence[Mapping[str, Any]]) -> list[str]:
+    """``canonical(record)``, as text, for each record of the log (JSON data)."""
+    return [canonical_text(rec) for rec in log]
+
+
+def without_member(text: str, obj: Mapping[str, Any], key: str) -> str:
+    """``canonical(obj without key)`` from ``text`` = ``canonical(obj)``: the member
+    ``"key":value,`` is cut out — where it stands when it occurs once in ``text``, else
+    located by the members after it."""
+    if not any(k > key for k in obj):  # the last member (no record has one after "h"): encode it again
+        return canonical_text({k: v for k, v in obj.items() if k != key})
+    member = canonical_text({key: obj[key]})[1:-1] + ","
+    if text.count(member) == 1:
+        at = text.index(member)
+        return text[:at] + text[at + len(member) :]
+    tail = canonical_text({k: v for k, v in obj.items() if k > key})[1:]  # the members after it, and "}"
+    cut = len(text) - len(tail)
+    if not text.endswith(tail) or text[cut - len(member) : cut] != member:  # pragma: no cover - canonical JSON
+        raise ValueError("not the canonical text of the object")
+    return text[: cut - len(member)] + tail
+
+
+def body_text(t: Mapping[str, Any], records: Sequence[str]) -> str:
+    """``canonical(t without "signature")`` (§12), the log written from ``records``
+    (the canonical text of each record of ``t["log"]``)."""
+    before = {k: v for k, v in t.items() if k < "log"}
+    after = {k: v for k, v in t.items() if k > "log" and k != "signature"}
+    log = '"log":[' + ",".join(records) + "]"
+    head = canonical_text(before)[:-1] + ("," if before else "")
+    return head + log + ("," + canonical_text(after)[1:] if after else "}")
