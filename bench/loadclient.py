@@ -480,6 +480,11 @@ class ProjectSeat(Socket):
         self.i = -1  # the newest record of the hand we know, and its link
         self.h: str | None = None
         self.view: dict[str, Any] | None = None
+
+    def path(self) -> str:
+        # the table in the URL: a server of several workers hands the socket to the
+        # one that serves it (service/handover.py), as the page and the bots do
+        return f"/ws?table={self.table_id}"
         self.acted_on: str | None = None
         self.seeds: dict[int, bytes] = {}
 

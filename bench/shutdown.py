@@ -1,7 +1,7 @@
 """How long ``rummy-table serve`` takes to go down on SIGTERM in the middle of a hand
 with clients connected (README: "exit within about two seconds").
 
-    python bench/shutdown.py [--runs 5] [--watchers 60] [--json]
+    python bench/shutdown.py [--runs 5] [--watchers 60] [--server-workers 2] [--json]
 
 Each run: one server (its own embedded PostgreSQL, reused across runs, as a card room
 restarts on its data directory), a four-seat table with two bots and ``--watchers``
@@ -39,12 +39,15 @@ from service.bots import Bot  # noqa: E402
 OPERATOR = "shutdown-operator-" + os.urandom(6).hex()
 
 
+WORKERS = 2  # serve --workers: the default server of a 2-core machine (--server-workers)
+
+
 def serve(data_dir: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
     env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
     env["RUMMY_OPERATOR_TOKEN"] = OPERATOR
     with log.open("ab") as out:
         return subprocess.Popen(
-            [sys.executable, "-m", "service.cli", "serve", "--workers", "1", "--port", str(port)]
+            [sys.executable, "-m", "service.cli", "serve", "--workers", str(WORKERS), "--port", str(port)]
             + ["--data-dir", str(data_dir), "--seed-seconds", "3", "--resume-grace", "3"],
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -131,17 +134,21 @@ async def runs(n: int, watchers: int) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    global WORKERS
     ap = argparse.ArgumentParser(description="Time SIGTERM of rummy-table serve mid-hand with clients connected.")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--watchers", type=int, default=60)
+    ap.add_argument("--server-workers", type=int, default=WORKERS, help="serve --workers (default 2)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
+    WORKERS = args.server_workers
     report = asyncio.run(runs(args.runs, args.watchers))
     if args.json:
         print(json.dumps(report, sort_keys=True))
     else:
         print(
-            f"SIGTERM to exit, {args.runs} runs with {args.watchers} watchers and a hand under way: "
+            f"SIGTERM to exit, serve --workers {WORKERS}, {args.runs} runs with {args.watchers} watchers "
+            "and a hand under way: "
             f"p50 {report['p50_s']} s, max {report['max_s']} s; failed runs {report['failed']}; "
             f"load {report['load_1min']}"
         )

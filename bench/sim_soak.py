@@ -1,16 +1,23 @@
 """The simulator's soak (issue 17): a million simulated hands through the real table
 core, with faults at every effect boundary, every invariant checked after every step.
 
-    python -m bench.sim_soak [--hands 1000000] [--per-seed 5000] [--workers 2] [--first-seed 1]
-                             [--tables 100] [--fault-rate 2.0] [--json FILE]
+    python -m bench.sim_soak [--hands 1000000] [--minutes M] [--workers 2] [--first-seed 1]
+                             [--tables 100] [--duration 660] [--fault-rate 2.0]
+                             [--verify-every 25] [--json FILE]
 
-Each seed is one world of ``--tables`` tables (two signing players each) with about
-``--fault-rate`` faults per table every 5 virtual minutes, run until ``--per-seed``
-hands have ended; seeds run in ``--workers`` processes.  Every hand is checked for
-the invariants (tests/sim/world.py); every hand a fault touched and every 25th other
-hand has its transcript verified by the verifier.  A failure is shrunk and printed
-with its seed and its shortest trace; the soak goes on and exits 1 at the end.
-Progress and the figures go to stdout (docs/benchmarks.md).
+World after world (seeds from ``--first-seed`` on), each of ``--tables`` tables (two
+signing players each) for ``--duration`` virtual seconds with about ``--fault-rate``
+faults of its own per table and as many of the store's every 5 virtual minutes; each
+world is split into ``--workers`` processes (tests/sim/run.py).  It stops launching
+worlds once ``--hands`` hands have ended or ``--minutes`` of wall time have passed,
+and lets the worlds in flight finish.  Every hand is checked for the invariants
+(tests/sim/world.py); every hand a fault touched and every ``--verify-every``-th other
+hand has its transcript verified by the verifier (one in ten of those on the curve
+alone, the rest with the signature book: tests/sim/sigbook.py); after a failure every
+transcript of the failing world is verified.  A failure is shrunk and printed with
+its seed and its shortest trace; the soak goes on and exits 1 at the end.  Progress
+and the figures (CPU seconds, hands per CPU second, the machine's load) go to stdout
+(docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -21,53 +28,77 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.sim.run import Figures, seeds
+from tests.sim.run import Figures, endless
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--hands", type=int, default=1_000_000)
-    ap.add_argument("--per-seed", type=int, default=5_000)
+    ap.add_argument("--minutes", type=float, default=None, help="stop launching worlds after this long")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--first-seed", type=int, default=1)
     ap.add_argument("--tables", type=int, default=100)
+    ap.add_argument("--duration", type=int, default=660, help="virtual seconds a world")
     ap.add_argument("--fault-rate", type=float, default=2.0)
+    ap.add_argument("--verify-every", type=int, default=25)
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
-    # about 15 virtual seconds a hand at each table: twice that, so the hands end first
-    duration = max(600_000, args.per_seed * 30_000 // args.tables)
-    kw = {"tables": args.tables, "duration": duration, "fault_rate": args.fault_rate}
+    kw = {
+        "tables": args.tables,
+        "duration": args.duration * 1000,
+        "fault_rate": args.fault_rate,
+        "verify_every": args.verify_every,
+    }
     started = time.perf_counter()
+    load_start = os.getloadavg()
+    loads: list[float] = []
     figures = Figures()
-    for r in seeds(args.first_seed, args.hands, args.per_seed, kw, args.workers):
+
+    def enough(done: list[dict[str, Any]]) -> bool:
+        if args.minutes is not None and time.perf_counter() - started > 60 * args.minutes:
+            return True
+        return bool(sum(r["hands"] for r in done) >= args.hands)
+
+    for r in endless(args.first_seed, kw, args.workers, enough):
         figures.add(r)
         wall = time.perf_counter() - started
+        loads.append(os.getloadavg()[0])
         print(
-            f"{wall:8.0f} s  seed {r['seed']}: {r['hands']} hands, {r['verified']} verified, "
-            f"{'FAILED' if r['failure'] else 'ok'}; total {figures.hands} hands "
-            f"({figures.hands / wall:.0f}/s)",
+            f"{wall:8.0f} s  world {r['seed']} part {r['part']}: {r['hands']} hands in {r['cpu_s']:.0f} s of CPU, "
+            f"{r['verified']} verified, {'FAILED' if r['failure'] else 'ok'}; total {figures.hands} hands, "
+            f"{figures.hands / figures.cpu_s:.0f} a CPU second, {figures.hands / wall:.0f} a second; "
+            f"load {loads[-1]:.1f}",
             flush=True,
         )
         if r["failure"]:
             print(r["failure"], flush=True)
     wall = time.perf_counter() - started
+    per_cpu = figures.hands / figures.cpu_s if figures.cpu_s else 0.0
     out = {
         "hands": figures.hands,
-        "seeds": figures.seeds,
+        "hands_touched_by_a_fault": figures.touched,
+        "worlds": len(figures.seeds),
         "transcripts_verified": figures.verified,
+        "transcripts_verified_on_the_curve_alone": figures.on_curve,
         "core_steps": figures.steps,
-        "virtual_hours": round(figures.virtual_s / 3600, 1),
-        "faults": figures.faults,
+        "virtual_table_hours": round(figures.virtual_s * args.tables / args.workers / 3600, 1),
+        "faults": dict(sorted(figures.faults.items())),
         "failures": len(figures.failures),
         "wall_s": round(wall, 1),
         "cpu_s": round(figures.cpu_s, 1),
-        "hands_per_s": round(figures.hands / wall, 1),
-        "hands_per_cpu_s": round(figures.hands / figures.cpu_s, 1) if figures.cpu_s else None,
+        "ms_cpu_per_hand": round(1000 * figures.cpu_s / max(1, figures.hands), 2),
+        "hands_per_cpu_s": round(per_cpu, 1),
+        "hands_per_wall_s": round(figures.hands / wall, 1),
+        "cpu_hours_for_a_million": round(1_000_000 / per_cpu / 3600, 2) if per_cpu else None,
         "workers": args.workers,
-        "load_average": os.getloadavg()[0],
+        "load_average_at_start": [round(x, 2) for x in load_start],
+        "load_average_mean_during": round(sum(loads) / len(loads), 2) if loads else None,
+        "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
+        "cpus": os.cpu_count(),
     }
     print(json.dumps(out, indent=2))
     if args.json:

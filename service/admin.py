@@ -7,34 +7,43 @@ refusal by the server is one line with the server's own message and code (exit 4
 server that cannot be reached, or does not answer like rummy-table, exit 3; bad
 arguments exit 2 — the exit codes of ``rummy-table`` (service/cli.py).
 
-This module is standalone (standard library only, no import of service.cli).
+Its requests go through :mod:`service.httpclient` (aiohttp; a command for a table
+another node serves follows that node's 307, whatever the method).
 """
 
 from __future__ import annotations
 
 import argparse
-import http.client
+import asyncio
 import json
 import os
 import re
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
-from urllib.parse import quote, urlencode, urlsplit
+from urllib.parse import quote, urlsplit
+
+import aiohttp
+
+from service.errors import EXIT_OK, EXIT_USAGE, ServiceError
+from service.httpclient import Refused, Rest, Unreachable
 
 DEFAULT_SERVER = "http://127.0.0.1:8080"
 TOKEN_ENV = "RUMMY_OPERATOR_TOKEN"  # noqa: S105 - the name of the variable
 TIMEOUT = 15.0
 MAX_AMOUNT = 10**15
 HAND_STATUSES = ("seeding", "playing", "ended", "void")
+#: ``create-table``'s options: the fields of ``POST /api/tables`` (the server checks them)
+NEW_TABLE_FIELDS = {
+    "seats": "4, 6 or 8 (default 6; D1: two decks for 4 or 6, three for 8)",
+    "point_value": "HT a point: the stake (default 1)",
+    "commission_bps": "the house commission in basis points of the pot, 0-10000 (default 0; D18)",
+    "turn_seconds": "the clock: seconds a turn (default 30)",
+    "max_missed_turns": "clock expiries in a row before a seat is dropped (default 3; D15)",
+    "min_players": "players needed to deal a hand, 2 to the seats (default 2; D2)",
+    "max_away_hands": "hands a seat may sit out before it stands up (default 3)",
+}
 
-# The exit codes of rummy-table (service/cli.py documents them all).
-EXIT_OK = 0
-EXIT_USAGE = 2
-EXIT_UNREACHABLE = 3
-EXIT_REFUSED = 4
 
 DESCRIPTION = """\
 Operate the card room over the REST API with the operator token.
@@ -42,6 +51,8 @@ Operate the card room over the REST API with the operator token.
   players [--q TEXT]            players, their balances and seats
   player ID                     one player: balances, holds, seats, last hands
   tables / table ID             tables, their seats and the hand in progress
+  create-table [--seats N] [--point-value HT] [--commission-bps BPS] [--turn-seconds S] …
+                                a new table (the server's defaults for what is not given)
   hands [--table T] [--status S] [--player P] [--limit N]
   deposit ID AMOUNT             add AMOUNT HT to a player's available balance
   withdraw ID AMOUNT            take AMOUNT HT from it (never from what is held)
@@ -56,12 +67,11 @@ Operate the card room over the REST API with the operator token.
 The token comes from --token or RUMMY_OPERATOR_TOKEN."""
 
 
-class AdminError(Exception):
+class AdminError(ServiceError):
     """One line for the person, and the exit code."""
 
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code, self.message = code, message
+    def __init__(self, exit_code: int, message: str) -> None:
+        super().__init__(message, exit_code=exit_code)
 
 
 # ----------------------------------------------------------------------------- arguments
@@ -134,6 +144,9 @@ def add_arguments(
     )
     p.add_argument("--data-dir", type=Path, default=Path("rummy-data"), help="the server's (default ./rummy-data)")
     p.add_argument("--database-url", default=None, help="PostgreSQL URL (default: DATABASE_URL, else embedded)")
+    p = command("create-table", "create a table; what is not given takes the server's default (docs/api.md)")
+    for name, help_text in NEW_TABLE_FIELDS.items():
+        p.add_argument("--" + name.replace("_", "-"), type=_count, default=None, help=help_text)
     p = command("close", "close a table: no new hand, the hand in progress finishes, then every seat stands up")
     p.add_argument("table_id", metavar="TABLE")
     p = command("stand", "stand a seat up (now, or as the hand it plays ends)")
@@ -150,71 +163,36 @@ def add_arguments(
 
 # ----------------------------------------------------------------------------- the client
 class Client:
-    """Requests with the operator token and a timeout; failures as AdminError."""
+    """Requests with the operator token and a timeout (:mod:`service.httpclient`: a
+    307 from a node to another is followed, POST included); failures as AdminError."""
 
-    def __init__(self, server: str, token: str, timeout: float = TIMEOUT) -> None:
-        self.server, self.token, self.timeout = server, token, timeout
-        # No proxies from the environment (aiohttp's default too): the server is
-        # usually local, and a proxy would answer in its own words.
-        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    def __init__(self, rest: Rest, token: str) -> None:
+        self.rest, self.token = rest, token
 
-    def call(self, method: str, path: str, body: Any = None, query: dict[str, Any] | None = None) -> Any:
-        q = {k: v for k, v in (query or {}).items() if v is not None}
-        url = self.server + path + ("?" + urlencode(q) if q else "")
-        data = None if body is None else json.dumps(body).encode()
-        headers = {"Authorization": f"Bearer {self.token}", "Accept": "application/json"}
-        if data is not None:
-            headers["Content-Type"] = "application/json"
-        req = urllib.request.Request(url, data=data, method=method, headers=headers)  # noqa: S310 - http(s) checked
-        try:
-            with self._opener.open(req, timeout=self.timeout) as r:
-                raw = r.read()
-        except urllib.error.HTTPError as e:
-            raise self._refusal(method, path, e) from None
-        except urllib.error.URLError as e:
-            raise self._unreachable(e.reason) from None
-        except TimeoutError:
-            raise AdminError(EXIT_UNREACHABLE, f"{self.server} did not answer within {self.timeout:g} s") from None
-        except (http.client.HTTPException, OSError) as e:
-            raise self._unreachable(e) from None
-        try:
-            return json.loads(raw)
-        except ValueError:
-            raise AdminError(
-                EXIT_UNREACHABLE,
-                f"{self.server} answered {method} {path} with something that is not JSON: is it rummy-table?",
-            ) from None
+    @property
+    def server(self) -> str:
+        return self.rest.server
 
-    def _unreachable(self, reason: Any) -> AdminError:
-        if isinstance(reason, TimeoutError):
-            return AdminError(EXIT_UNREACHABLE, f"{self.server} did not answer within {self.timeout:g} s")
-        why = getattr(reason, "strerror", None) or str(reason) or type(reason).__name__
-        return AdminError(
-            EXIT_UNREACHABLE, f"cannot reach {self.server} ({why}); is `rummy-table serve` running there? (--server)"
-        )
+    async def call(self, method: str, path: str, body: Any = None, query: dict[str, Any] | None = None) -> Any:
+        try:
+            return await self.rest.call(method, path, self.token, body, query)
+        except Unreachable as e:
+            raise AdminError(e.exit_code, e.message) from None
+        except Refused as e:
+            raise self._refusal(e) from None
 
-    def _refusal(self, method: str, path: str, e: urllib.error.HTTPError) -> AdminError:
-        try:
-            raw = e.read()
-        except OSError:
-            raw = b""
-        err = None
-        try:
-            data = json.loads(raw)
-            err = data.get("error") if isinstance(data, dict) else None
-        except ValueError:
-            pass
-        code = EXIT_UNREACHABLE if e.code >= 500 else EXIT_REFUSED
-        if not isinstance(err, dict):
-            return AdminError(code, f"{self.server} answered {method} {path} with HTTP {e.code} {e.reason}")
+    def _refusal(self, e: Refused) -> AdminError:
+        code = e.exit_code
+        if e.error is None:
+            return AdminError(code, f"{self.server} answered {e.method} {e.path} with HTTP {e.status} {e.reason}")
         hint = ""
-        if err.get("code") == "not_found":  # no such route, rather than no such player, table or hand
+        if e.server_code == "not_found":  # no such route, rather than no such player, table or hand
             return AdminError(
-                code, f"{self.server} has no {method} {path.split('?')[0]} (not_found): is it an older rummy-table?"
+                code, f"{self.server} has no {e.method} {e.path.split('?')[0]} (not_found): is it an older rummy-table?"
             )
-        if err.get("code") in ("unauthorized", "token_rotated"):
+        if e.server_code in ("unauthorized", "token_rotated"):
             hint = f"; give the operator token with --token or {TOKEN_ENV}"
-        return AdminError(code, f"{err.get('message')} ({err.get('code')}){hint}")
+        return AdminError(code, f"{e.message} ({e.server_code}){hint}")
 
 
 def _id(value: str) -> str:
@@ -419,6 +397,14 @@ def show_table(t: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def show_created(t: dict[str, Any]) -> str:
+    return (
+        f"table {t.get('id')} created: {t.get('seats')} seats, {t.get('point_value')} HT a point, "
+        f"commission {t.get('commission_bps')} bps, {t.get('turn_seconds')} s a turn, "
+        f"dealt with {t.get('min_players')} players or more"
+    )
+
+
 def show_hands(data: dict[str, Any]) -> str:
     hands = data.get("hands", [])
     rows = [
@@ -468,59 +454,73 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         raise AdminError(EXIT_USAGE, f"give the operator token with --token or {TOKEN_ENV}")
     if not 0 < args.timeout <= 600:
         raise AdminError(EXIT_USAGE, f"--timeout {args.timeout:g}: give more than 0 and at most 600 seconds")
-    api = Client(server, token, args.timeout)
-    cmd = args.admin_command
-    page = {"limit": getattr(args, "limit", None), "offset": getattr(args, "offset", None)}
-    text: str
-    if cmd == "players":
-        data = api.call("GET", "/api/admin/players", query={"q": args.q, **page})
-        text = show_players(data)
-    elif cmd == "player":
-        data = api.call("GET", f"/api/admin/players/{_id(args.player_id)}")
-        text = show_player(data)
-    elif cmd == "tables":
-        data = api.call("GET", "/api/tables")
-        text = show_tables(data)
-    elif cmd == "table":
-        data = api.call("GET", f"/api/tables/{_id(args.table_id)}")
-        text = show_table(data)
-    elif cmd == "hands":
-        query = {"table": args.table, "status": args.status, "player": args.player, **page}
-        data = api.call("GET", "/api/admin/hands", query=query)
-        text = show_hands(data)
-    elif cmd in ("deposit", "withdraw"):
-        data = api.call("POST", f"/api/players/{_id(args.player_id)}/{cmd}", body={"amount": args.amount})
-        text = show_balance(data, "deposited" if cmd == "deposit" else "withdrew", args.amount)
-    elif cmd == "close":
-        data = api.call("POST", f"/api/tables/{_id(args.table_id)}/close")
-        status = data.get("status")
-        text = f"table {data.get('id')} is {status}" + (
-            ": no new hand; the hand in progress finishes, then every seat stands up" if status == "closing" else ""
-        )
-    elif cmd == "stand":
-        data = api.call("POST", f"/api/tables/{_id(args.table_id)}/seats/{args.seat}/stand")
-        when = "now" if data.get("now") else "as the hand in progress ends"
-        text = f"table {data.get('table_id')} seat {data.get('seat')} (player {data.get('player_id')}) stands up {when}"
-    elif cmd == "void":
-        data = api.call("POST", f"/api/hands/{args.hand_id}/void", body={"reason": args.reason})
-        text = f"hand {args.hand_id} voided: {data.get('reason', args.reason)}"
-    elif cmd == "rotate-token":
-        data = api.call("POST", "/api/admin/operator-token")
-        text = (
-            f"new operator token (shown once, keep it): {data.get('token')}\n"
-            f"the old token no longer works: update {TOKEN_ENV} wherever it is set"
-        )
-    elif cmd == "audit":
-        data = api.call("GET", "/api/admin/audit", query=page)
-        text = show_audit(data)
-    elif cmd == "ledger":
-        data = api.call("GET", "/api/ledger")
-        text = show_ledger(data)
-    else:  # pragma: no cover - argparse allows only the commands above
-        raise AdminError(EXIT_USAGE, f"no admin command {cmd!r}")
+
+    async def main() -> tuple[Any, str]:
+        async with aiohttp.ClientSession() as session:
+            return await command(args, Client(Rest(session, server, args.timeout), token))
+
+    data, text = asyncio.run(main())
     if args.json:
         out.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     else:
         out.write(text + "\n")
     out.flush()
     return EXIT_OK
+
+
+async def command(args: argparse.Namespace, api: Client) -> tuple[Any, str]:
+    """One command's answer: the server's JSON, and the text for a person."""
+    cmd = args.admin_command
+    page = {"limit": getattr(args, "limit", None), "offset": getattr(args, "offset", None)}
+    text: str
+    if cmd == "players":
+        data = await api.call("GET", "/api/admin/players", query={"q": args.q, **page})
+        text = show_players(data)
+    elif cmd == "player":
+        data = await api.call("GET", f"/api/admin/players/{_id(args.player_id)}")
+        text = show_player(data)
+    elif cmd == "tables":
+        data = await api.call("GET", "/api/tables")
+        text = show_tables(data)
+    elif cmd == "table":
+        data = await api.call("GET", f"/api/tables/{_id(args.table_id)}")
+        text = show_table(data)
+    elif cmd == "hands":
+        query = {"table": args.table, "status": args.status, "player": args.player, **page}
+        data = await api.call("GET", "/api/admin/hands", query=query)
+        text = show_hands(data)
+    elif cmd in ("deposit", "withdraw"):
+        data = await api.call("POST", f"/api/players/{_id(args.player_id)}/{cmd}", body={"amount": args.amount})
+        text = show_balance(data, "deposited" if cmd == "deposit" else "withdrew", args.amount)
+    elif cmd == "close":
+        data = await api.call("POST", f"/api/tables/{_id(args.table_id)}/close")
+        status = data.get("status")
+        text = f"table {data.get('id')} is {status}" + (
+            ": no new hand; the hand in progress finishes, then every seat stands up" if status == "closing" else ""
+        )
+    elif cmd == "stand":
+        data = await api.call("POST", f"/api/tables/{_id(args.table_id)}/seats/{args.seat}/stand")
+        when = "now" if data.get("now") else "as the hand in progress ends"
+        text = f"table {data.get('table_id')} seat {data.get('seat')} (player {data.get('player_id')}) stands up {when}"
+    elif cmd == "void":
+        data = await api.call("POST", f"/api/hands/{args.hand_id}/void", body={"reason": args.reason})
+        text = f"hand {args.hand_id} voided: {data.get('reason', args.reason)}"
+    elif cmd == "rotate-token":
+        data = await api.call("POST", "/api/admin/operator-token")
+        text = (
+            f"new operator token (shown once, keep it): {data.get('token')}\n"
+            f"the old token no longer works: update {TOKEN_ENV} wherever it is set"
+        )
+    elif cmd == "audit":
+        data = await api.call("GET", "/api/admin/audit", query=page)
+        text = show_audit(data)
+    elif cmd == "ledger":
+        data = await api.call("GET", "/api/ledger")
+        text = show_ledger(data)
+    elif cmd == "create-table":
+        rules = {name: getattr(args, name) for name in NEW_TABLE_FIELDS if getattr(args, name) is not None}
+        data = await api.call("POST", "/api/tables", body=rules)
+        text = show_created(data)
+    else:  # pragma: no cover - argparse allows only the commands above
+        raise AdminError(EXIT_USAGE, f"no admin command {cmd!r}")
+    return data, text

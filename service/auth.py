@@ -19,8 +19,9 @@ from urllib.parse import urlsplit
 import asyncpg
 from aiohttp import web
 
-from service import store, wire
+from service import nodes, store, wire
 from service.db import connection
+from service.errors import ServiceError
 
 __all__ = [
     "COOKIE",
@@ -44,10 +45,11 @@ WS_PROTOCOL: Final = "rummy.v2"
 WS_TOKEN_PREFIX: Final = "bearer."  # noqa: S105 - a prefix, not a secret
 
 
-class OriginRefused(Exception):
+class OriginRefused(ServiceError):
     """A cookie-authenticated request from a page of another origin (403 ``bad_origin``)."""
 
     code = "bad_origin"
+    status = 403
 
 
 def _bearer(request: web.Request, *, websocket: bool) -> str | None:
@@ -84,8 +86,8 @@ async def _allowed(request: web.Request, pool: asyncpg.Pool, origin: str, own: S
     if netloc == request.host.lower() or any(netloc == _netloc(u) for u in own if u):
         return True
     async with connection(pool) as conn:
-        urls = await conn.fetch("SELECT public_url FROM nodes WHERE public_url <> ''")
-    return any(netloc == _netloc(str(r["public_url"])) for r in urls)
+        urls = await nodes.public_urls(conn)
+    return any(netloc == _netloc(u) for u in urls)
 
 
 async def check_origin(request: web.Request, pool: asyncpg.Pool, own: Sequence[str], *, required: bool) -> None:

@@ -22,6 +22,7 @@ import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import aiohttp
 
@@ -134,7 +135,9 @@ class Bot:
         return {"Authorization": f"Bearer {self.token}"}
 
     async def _session(self, session: aiohttp.ClientSession, stop: asyncio.Event | None) -> None:
-        url = self.server.rstrip("/") + "/ws"
+        # The table in the URL: a server of several workers hands the socket to the one
+        # that serves it (service.handover).
+        url = self.server.rstrip("/") + "/ws?table=" + quote(self.table_id, safe="")
         log.debug("bot %s: connecting to %s", self.player_id, url)
         async with session.ws_connect(url, headers=self._auth(), heartbeat=20) as ws:
             self._ws = ws

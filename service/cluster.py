@@ -27,7 +27,9 @@ from typing import Final
 
 import asyncpg
 
+from service import nodes
 from service.db import ACQUIRE_TIMEOUT, connection
+from service.worker import sibling_index
 
 log = logging.getLogger("rummy.cluster")
 CHANNEL = "rummy_cluster"
@@ -67,32 +69,10 @@ WITH lk AS MATERIALIZED (  -- locked here, in table order, before the UPDATE tou
     SELECT table_id FROM table_leases WHERE table_id = ANY($2::text[]) AND owner = $1
     ORDER BY table_id FOR UPDATE
 )
-UPDATE table_leases l SET owner = NULL, expires_at = '-infinity'
+UPDATE table_leases l SET owner = NULL, expires_at = now()
 FROM unnest($2::text[], $3::bigint[]) AS o(t, e)
 WHERE l.table_id = o.t AND l.epoch = o.e AND l.owner = $1 AND l.table_id IN (SELECT table_id FROM lk)
 """
-
-# Rows of nodes gone for good (not seen for FORGET_SECONDS, or ten leases, and owning no
-# live lease) are deleted when a node joins: node ids of ``serve --workers`` carry the
-# supervisor's pid, so each restart adds new ones (issue 17: 28 after 14 restarts).
-FORGET_SECONDS: Final = 60.0
-PRUNE_NODES_SQL: Final = """
-DELETE FROM nodes n WHERE n.node_id <> $1 AND n.seen_at < now() - make_interval(secs => $2)
-AND NOT EXISTS (SELECT 1 FROM table_leases l WHERE l.owner = n.node_id AND l.expires_at > now())
-"""
-
-
-async def forget_every_node(conn: asyncpg.Connection) -> int:
-    """For a server that holds the database's exclusive lock (``ServerLock``), before
-    its nodes start: every node row is of a process that is gone (the dead workers of
-    a killed server), so their leases are released — the new nodes take those tables
-    at once instead of waiting for them to run out — and their rows deleted, so no
-    client is sent to them.  Returns how many rows were deleted.  The epochs stay:
-    a takeover raises them, and fencing holds as ever."""
-    async with conn.transaction():
-        await conn.execute("UPDATE table_leases SET owner = NULL, expires_at = '-infinity' WHERE owner IS NOT NULL")
-        deleted = await conn.execute("DELETE FROM nodes")
-    return int(deleted.split()[-1])
 
 
 class Fenced(Exception):
@@ -121,7 +101,15 @@ class NodeSettings:
     cluster: bool = False  # False: a server alone, which takes every table at start
     lease_seconds: float = 5.0
     heartbeat_seconds: float = 1.0
-    worker: bool = False  # a worker of ``serve --workers``: its supervisor holds the database's lock
+    #: the node this process is a worker of (``serve --workers``: it holds leases as
+    #: ``NODE/wN``); empty: this process is the node
+    node_name: str = ""
+
+    def sibling(self, holder: str) -> int | None:
+        """The index of ``holder`` when it is another worker of this node."""
+        if not self.node_name or holder == self.node_id:
+            return None
+        return sibling_index(self.node_name, holder)
 
 
 StartTable = Callable[[Lease], None]
@@ -159,13 +147,7 @@ class Cluster:
     # -- life --------------------------------------------------------------------------
     async def join(self) -> None:
         async with self._own_connection() as conn:
-            await conn.execute(
-                "INSERT INTO nodes (node_id, public_url) VALUES ($1, $2) ON CONFLICT (node_id) DO UPDATE "
-                "SET public_url = EXCLUDED.public_url, seen_at = now(), started_at = now()",
-                self.node.node_id,
-                self.node.public_url,
-            )
-            await conn.execute(PRUNE_NODES_SQL, self.node.node_id, max(FORGET_SECONDS, 10 * self.node.lease_seconds))
+            await nodes.register(conn, self.node.node_id, self.node.public_url, self.node.lease_seconds)
             # Tables created before leases existed (or by an older server) get a lease row.
             await conn.execute(
                 "INSERT INTO table_leases (table_id) SELECT id FROM tables ON CONFLICT (table_id) DO NOTHING"
@@ -220,7 +202,7 @@ class Cluster:
 
     async def beat(self) -> None:
         async with self._own_connection() as conn:
-            await conn.execute("UPDATE nodes SET seen_at = now() WHERE node_id = $1", self.node.node_id)
+            await nodes.beat(conn, self.node.node_id)
         await self.renew()
         await self.acquire()
         await self.rebalance()
@@ -233,7 +215,7 @@ class Cluster:
         await self._close_heart()
         with contextlib.suppress(Exception):
             async with connection(self.pool) as conn:
-                await conn.execute("UPDATE nodes SET seen_at = '-infinity' WHERE node_id = $1", self.node.node_id)
+                await nodes.leave(conn, self.node.node_id)
         if not self.owned:
             return
         tables = list(self.owned)
@@ -278,26 +260,16 @@ class Cluster:
             await self._stop(table_id)
 
     async def acquire(self) -> None:
-        """Take free and expired leases, at most this node's share (all of them when
-        alone), each with a new epoch; start their tables."""
+        """Take free and expired leases, up to this node's share of the open tables
+        (all of them when alone), each with a new epoch; start their tables.  A table
+        left free for two lease periods — every node thought itself full — is taken
+        beyond the share: an open table is never left without an owner."""
         async with self._own_connection() as conn:
-            want = (await self.share(conn)) - len(self.owned) if self.node.cluster else 1 << 30
-            if want <= 0:
-                return
-            rows = await conn.fetch(
-                "UPDATE table_leases l SET owner = $1, epoch = l.epoch + 1, "
-                "expires_at = now() + make_interval(secs => $2) "
-                "WHERE l.table_id IN (SELECT f.table_id FROM table_leases f JOIN tables t ON t.id = f.table_id "
-                " WHERE t.status <> 'closed' AND (f.owner IS NULL OR f.expires_at < now() OR f.owner = $1 OR NOT $4)"
-                " AND NOT (f.table_id = ANY($5::text[]))"
-                " ORDER BY f.table_id LIMIT $3 FOR UPDATE SKIP LOCKED) "
-                "RETURNING l.table_id, l.epoch",
-                self.node.node_id,
-                self.node.lease_seconds,
-                want,
-                self.node.cluster,
-                [*self.owned, *self._creating],
-            )
+            if self.node.cluster:
+                want = (await self.share(conn)) - len(await self.open_owned(conn))
+                rows = await self._take(conn, want) if want > 0 else await self._take(conn, 1, stray=True)
+            else:
+                rows = await self._take(conn, 1 << 30)
         for r in rows:
             lease = Lease(str(r["table_id"]), self.node.node_id, int(r["epoch"]))
             self.owned[lease.table_id] = lease
@@ -305,26 +277,57 @@ class Cluster:
             log.info("node %s: took table %s (epoch %d)", self.node.node_id, lease.table_id, lease.epoch)
             self._start(lease)
 
+    async def _take(self, conn: asyncpg.Connection, limit: int, stray: bool = False) -> list[asyncpg.Record]:
+        """Take up to ``limit`` open tables whose lease is free or has expired (with
+        ``stray``, only those free for two lease periods or more)."""
+        free_for = 2 * self.node.lease_seconds if stray else 0.0
+        rows: list[asyncpg.Record] = await conn.fetch(
+            "UPDATE table_leases l SET owner = $1, epoch = l.epoch + 1, "
+            "expires_at = now() + make_interval(secs => $2) "
+            "WHERE l.table_id IN (SELECT f.table_id FROM table_leases f JOIN tables t ON t.id = f.table_id "
+            " WHERE t.status <> 'closed' AND (((f.owner IS NULL OR f.owner <> $1) "
+            "   AND f.expires_at < now() - make_interval(secs => $6)) OR (NOT $6 > 0 AND f.owner = $1) OR NOT $4)"
+            " AND NOT (f.table_id = ANY($5::text[]))"
+            " ORDER BY f.table_id LIMIT $3 FOR UPDATE SKIP LOCKED) "
+            "RETURNING l.table_id, l.epoch",
+            self.node.node_id,
+            self.node.lease_seconds,
+            limit,
+            self.node.cluster,
+            [*self.owned, *self._creating],
+            free_for,
+        )
+        return rows
+
+    async def open_owned(self, conn: asyncpg.Connection) -> set[str]:
+        """The open tables among this node's: a closed table is out of the share (it
+        deals no hand; counted, it left an open table without an owner)."""
+        if not self.owned:
+            return set()
+        rows = await conn.fetch(
+            "SELECT id FROM tables WHERE id = ANY($1::text[]) AND status <> 'closed'", list(self.owned)
+        )
+        return {str(r["id"]) for r in rows}
+
     async def share(self, conn: asyncpg.Connection) -> int:
         """An even share of the open tables over the live nodes (rounded up)."""
-        live = int(
-            await conn.fetchval(
-                "SELECT COUNT(*) FROM nodes WHERE seen_at > now() - make_interval(secs => $1)",
-                self.node.lease_seconds,
-            )
-        )
+        live = await nodes.live_count(conn, self.node.lease_seconds)
         total = int(await conn.fetchval("SELECT COUNT(*) FROM tables WHERE status <> 'closed'"))
         return math.ceil(total / max(1, live))
 
     async def rebalance(self) -> None:
-        """Owning more than an even share (a node joined): hand the extra tables over,
-        each as its hand in progress ends — never in the middle of one."""
+        """Owning more open tables than an even share (a node joined): hand the extra
+        ones over, each as its hand in progress ends — never in the middle of one —
+        and only while another live node is below its share to take them."""
         if not self.node.cluster or self._handoff is None:
             return
         async with self._own_connection() as conn:
             share = await self.share(conn)
-        extra = len(self.owned) - len(self._handing) - share
-        for table_id in sorted(set(self.owned) - self._handing)[: max(0, extra)]:
+            mine = await self.open_owned(conn) - self._handing
+            extra = len(mine) - share
+            if extra <= 0 or not await nodes.another_below(conn, self.node.node_id, self.node.lease_seconds, share):
+                return
+        for table_id in sorted(mine)[:extra]:
             if self._handoff(table_id):
                 self._handing.add(table_id)
 
@@ -337,7 +340,7 @@ class Cluster:
         async with connection(self.pool) as conn:
             await conn.execute(
                 "WITH lk AS (SELECT table_id FROM table_leases WHERE table_id = $1 AND owner = $2 AND epoch = $3 "
-                "FOR UPDATE) UPDATE table_leases SET owner = NULL, expires_at = '-infinity' "
+                "FOR UPDATE) UPDATE table_leases SET owner = NULL, expires_at = now() "
                 "WHERE table_id IN (SELECT table_id FROM lk)",
                 lease.table_id,
                 lease.owner,
@@ -371,13 +374,7 @@ class Cluster:
     async def owner_of(self, table_id: str) -> tuple[str, str] | None:
         """(node id, public URL) of the node that holds the table's lease now."""
         async with connection(self.pool) as conn:
-            row = await conn.fetchrow(  # a node not seen for a lease is gone: nobody is sent there
-                "SELECT l.owner, n.public_url FROM table_leases l JOIN nodes n ON n.node_id = l.owner "
-                "WHERE l.table_id = $1 AND l.expires_at > now() AND n.seen_at > now() - make_interval(secs => $2)",
-                table_id,
-                self.node.lease_seconds,
-            )
-        return None if row is None else (str(row["owner"]), str(row["public_url"]))
+            return await nodes.owner_of(conn, table_id, self.node.lease_seconds)
 
     async def others(self) -> list[str]:
         """The public URLs of the other live nodes (none for a server alone): where a
@@ -385,13 +382,7 @@ class Cluster:
         if not self.node.cluster:
             return []
         async with connection(self.pool) as conn:
-            rows = await conn.fetch(
-                "SELECT public_url FROM nodes WHERE node_id <> $1 AND public_url <> '' "
-                "AND seen_at > now() - make_interval(secs => $2) ORDER BY node_id",
-                self.node.node_id,
-                self.node.lease_seconds,
-            )
-        return [str(r["public_url"]) for r in rows]
+            return await nodes.other_urls(conn, self.node.node_id, self.node.lease_seconds)
 
     # -- hearing of released and new tables --------------------------------------------
     async def _listen(self) -> None:

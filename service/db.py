@@ -15,6 +15,8 @@ from pathlib import Path
 
 import asyncpg
 
+from service.errors import EXIT_LOCKED, ServiceError
+
 log = logging.getLogger("rummy.db")
 
 ACQUIRE_TIMEOUT = 10.0  # seconds: no pool acquire ever waits for an hour (PITFALLS.md)
@@ -109,41 +111,59 @@ __all__ = ["PG_LOG_FILE", "EmbeddedPostgres"]
 
 SERVER_LOCK = 7_133_002  # pg_advisory_lock key: one table server per database (or one cluster)
 _TRY_LOCK = {False: "SELECT pg_try_advisory_lock($1)", True: "SELECT pg_try_advisory_lock_shared($1)"}
+NODE_LOCK = 7_133_003  # pg_advisory_lock(key, hashtext(node id)): one live process per node id
+NODE_LOCK_SQL = "SELECT pg_try_advisory_lock($1::int, hashtext($2))"
 
 
-class ServerLocked(Exception):
+class ServerLocked(ServiceError):
     """Another server already serves this database or data directory."""
+
+    exit_code = EXIT_LOCKED  # at start-up: never sent to a client
 
 
 class ServerLock:
     """One server per database: a session advisory lock held on a connection of its
-    own for the server's life, so it holds across machines sharing a database.  If
-    that connection dies (PostgreSQL restarted), :meth:`keep` takes the lock again, and
-    reports False if another server took it meanwhile."""
+    own for the server's life, so it holds across machines sharing a database.  A node
+    of a cluster holds it shared, and holds its node id alone beside it: a second live
+    process that names itself as a node already running is refused (a dead process's
+    connection closes with it, and PostgreSQL lets its locks go at once; a frozen one
+    keeps them, as it may wake and write).  If that connection dies (PostgreSQL
+    restarted), :meth:`keep` takes the locks again, and reports False if another
+    server took one meanwhile."""
 
-    def __init__(self, dsn: str, conn: asyncpg.Connection, shared: bool = False) -> None:
+    def __init__(self, dsn: str, conn: asyncpg.Connection, shared: bool = False, node: str | None = None) -> None:
         self.dsn = dsn
         self.conn: asyncpg.Connection | None = conn
         self.shared = shared
+        self.node = node
 
     @classmethod
-    async def acquire(cls, dsn: str, *, shared: bool = False) -> ServerLock:
+    async def acquire(cls, dsn: str, *, shared: bool = False, node: str | None = None) -> ServerLock:
         """Exclusive for a server alone; shared for the nodes of a cluster (a server
-        alone and a cluster never run on one database together)."""
+        alone and a cluster never run on one database together), with ``node``'s own
+        lock beside it."""
         conn = await asyncpg.connect(dsn, timeout=ACQUIRE_TIMEOUT)
-        if not await conn.fetchval(_TRY_LOCK[shared], SERVER_LOCK):
-            pid = await conn.fetchval(
-                "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND granted LIMIT 1",
-                SERVER_LOCK,
-            )
+        try:
+            if not await conn.fetchval(_TRY_LOCK[shared], SERVER_LOCK):
+                pid = await conn.fetchval(
+                    "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND granted LIMIT 1",
+                    SERVER_LOCK,
+                )
+                raise ServerLocked(
+                    "another rummy-table server is already serving this database"
+                    + (f" (its PostgreSQL backend pid is {pid})" if pid else "")
+                    + ("; a node cannot join a database served by a server alone" if shared else "")
+                    + "; stop it first, or give this one another database"
+                )
+            if node is not None and not await conn.fetchval(NODE_LOCK_SQL, NODE_LOCK, node):
+                raise ServerLocked(
+                    f"node id {node} is taken: another live rummy-table process serves this database as {node}; "
+                    "stop it first, or give this one another --node-id"
+                )
+        except BaseException:
             await conn.close()
-            raise ServerLocked(
-                "another rummy-table server is already serving this database"
-                + (f" (its PostgreSQL backend pid is {pid})" if pid else "")
-                + ("; a node cannot join a database served by a server alone" if shared else "")
-                + "; stop it first, or give this one another database"
-            )
-        return cls(dsn, conn, shared)
+            raise
+        return cls(dsn, conn, shared, node)
 
     async def keep(self) -> bool:
         """True while this server holds the lock (re-taking it after a lost connection)."""
@@ -158,7 +178,9 @@ class ServerLock:
                 self.conn.terminate()
         self.conn = None
         conn = await asyncpg.connect(self.dsn, timeout=ACQUIRE_TIMEOUT)
-        if await conn.fetchval(_TRY_LOCK[self.shared], SERVER_LOCK):
+        if await conn.fetchval(_TRY_LOCK[self.shared], SERVER_LOCK) and (
+            self.node is None or await conn.fetchval(NODE_LOCK_SQL, NODE_LOCK, self.node)
+        ):
             self.conn = conn
             return True
         await conn.close()

@@ -12,16 +12,19 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+from service.errors import EXIT_USAGE, ServiceError
 from verifier.signing import Signer
 
 SIGNING_KEY_FILE = "signing-ed25519.key"
 SEED_KEY_FILE = "seed-aesgcm.key"
 
 
-class KeyFileError(RuntimeError):
+class KeyFileError(ServiceError):
     """A key file that cannot be used as it is: unreadable, not a file, or not the
     right size.  Key files are never repaired or replaced: the server refuses to start
     and names the file."""
+
+    exit_code = EXIT_USAGE  # at start-up: never sent to a client
 
     def __init__(self, path: Path, problem: str) -> None:
         super().__init__(

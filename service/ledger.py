@@ -14,17 +14,16 @@ from dataclasses import dataclass
 
 import asyncpg
 
+from service.errors import ServiceError
 from verifier.settle import Settlement
 
 HOUSE = "house:commission"
 EXTERNAL = "external:deposits"
 
 
-class LedgerError(Exception):
+class LedgerError(ServiceError):
     def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
+        super().__init__(message, code=code)
 
 
 def available(player_id: str) -> str:

@@ -6,7 +6,7 @@ its embedded PostgreSQL gets a fast shutdown from its parent-death signal
 (``service.embedded``).  The next server on that data directory holds its lock
 (``DataDirLock``), which names the server that held it last: it waits for that
 server's workers to be gone — killing those that outlive the wait — before it starts
-its own, so the leases it frees (``service.cluster.forget_every_node``) are taken by
+its own, so the leases it frees (``service.nodes.forget_every_node``) are taken by
 its own workers alone, and no client is sent to a worker that is dying.
 """
 
@@ -24,21 +24,25 @@ WAIT_SECONDS = 10.0  # a worker stops by itself within a few seconds of its supe
 
 
 def workers_of(supervisor: int, data_dir: Path) -> list[int]:
-    """Live worker processes of the server ``supervisor`` on ``data_dir`` (their
-    command line says ``--worker-of PID`` and ``--data-dir DIR``)."""
+    """Live worker processes of the server ``supervisor`` on ``data_dir``: processes
+    running ``-m service.worker`` whose plan (the environment variable
+    ``service.worker.PLAN_ENV``) names that supervisor and that data directory."""
     import psutil
+
+    from service.worker import PLAN_ENV, WorkerPlan
 
     want = data_dir.resolve()
     found = []
     for proc in psutil.process_iter(attrs=["cmdline"]):
         cmd = proc.info["cmdline"] or []
+        if cmd[-2:] != ["-m", "service.worker"] or proc.pid == os.getpid():
+            continue
         try:
-            i, j = cmd.index("--worker-of"), cmd.index("--data-dir")
-            if cmd[i + 1] != str(supervisor) or proc.pid == os.getpid():
-                continue
-            if (Path(proc.cwd()) / cmd[j + 1]).resolve() == want and proc.status() != psutil.STATUS_ZOMBIE:
-                found.append(proc.pid)
-        except (ValueError, IndexError, psutil.Error):
+            plan = WorkerPlan.from_env(proc.environ()[PLAN_ENV])
+            if plan.supervisor == supervisor and Path(plan.data_dir).resolve() == want:
+                if proc.status() != psutil.STATUS_ZOMBIE:
+                    found.append(proc.pid)
+        except (KeyError, ValueError, TypeError, psutil.Error):
             continue
     return found
 

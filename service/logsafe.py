@@ -6,7 +6,7 @@ line break): written as they are, they would start a forged log line or put raw 
 in the log.  :class:`SafeFormatter` writes every control character of a message as an
 escape (``\\n``, ``\\r``, ``\\x00``, ``\\u2028``…), so each record is one line; a
 traceback keeps its lines, each continuation indented, and escapes the rest.  The JSON
-format (service.cli's ``JsonFormatter``) is safe as it is: JSON escapes every control
+format (service.logs' ``JsonFormatter``) is safe as it is: JSON escapes every control
 character in a string.
 """
 

@@ -1,23 +1,72 @@
 """Prometheus metrics (``GET /metrics``), one registry per app.
 
-Counters and the store-latency histogram are fed by the tables as they work; gauges
-(tables, seats, connections, paused tables) and the ledger totals are read when the
-metrics are scraped, so they are never stale.
+Counters and histograms are fed as the server works (requests, WebSockets, tables,
+leases); gauges (tables, seats, connections, paused tables, the database pool, the
+process) and the ledger totals are read when the metrics are scraped, so they are
+never stale.
+
+A server of several workers (``serve --workers``) answers for the whole, whichever
+worker is scraped: each worker's counters and histograms live in files of the
+server's run directory (prometheus_client's multiprocess mode, ``MULTIPROC_ENV``),
+summed at each scrape — a worker that died and was started again keeps what it
+counted, so no counter ever goes backwards between scrapes — and the gauges are
+asked of every worker over its internal socket and summed (:func:`sum_live`).
 """
 
 from __future__ import annotations
 
+import os
+import resource
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
+
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"  # prometheus_client's: set for every worker
+#: gauges that are the database's, not a worker's: the same whichever worker reads them
+NOT_SUMMED = ("rummy_ledger_",)
+Live = dict[str, tuple[str, float]]  # name -> (help, value)
 
 
 class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
+        self.requests = Counter(
+            "rummy_http_requests",
+            "HTTP requests answered, by method, route and status (a WebSocket counts once, as its upgrade)",
+            ["method", "route", "status"],
+            registry=self.registry,
+        )
+        self.request_seconds = Histogram(
+            "rummy_http_request_seconds",
+            "Time to answer an HTTP request (a WebSocket: its upgrade only)",
+            ["route"],
+            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
+            registry=self.registry,
+        )
+        self.server_errors = Counter(
+            "rummy_server_errors",
+            "Requests answered 500 (a fault of ours, logged with its traceback)",
+            registry=self.registry,
+        )
+        self.ws_opened = Counter("rummy_ws_connections_opened", "WebSocket connections opened", registry=self.registry)
+        self.ws_messages = Counter(
+            "rummy_ws_messages_received", "WebSocket messages received from clients", registry=self.registry
+        )
+        self.tables_taken = Counter(
+            "rummy_tables_taken",
+            "Tables this server began to serve: at start, created, or taken over (a lease won)",
+            registry=self.registry,
+        )
+        self.tables_let_go = Counter(
+            "rummy_tables_let_go",
+            "Tables this server stopped serving: handed over between hands, or its lease lost (fenced)",
+            ["why"],
+            registry=self.registry,
+        )
         self.hands = Counter(
             "rummy_hands", "Hands that ended, by outcome (ended, void)", ["outcome"], registry=self.registry
         )
@@ -37,9 +86,59 @@ class Metrics:
             registry=self.registry,
         )
 
+        self.live: list[Callable[[], dict[str, Any]]] = []
+
     def add_live(self, read: Callable[[], dict[str, Any]]) -> None:
         """Gauges read at scrape time from ``read()``: {name: (help, value)}."""
+        self.live.append(read)
         self.registry.register(_Live(read))
+
+    def read_live(self) -> Live:
+        """This process's gauges, now."""
+        out: Live = {}
+        for read in self.live:
+            out.update(read())
+        return out
+
+
+def process_gauges() -> Live:
+    """This process's CPU time and peak memory (summed over the workers)."""
+    use = resource.getrusage(resource.RUSAGE_SELF)
+    return {
+        "rummy_process_cpu_seconds": (
+            "CPU time of the server's processes (user and system)",
+            use.ru_utime + use.ru_stime,
+        ),
+        "rummy_process_max_resident_bytes": ("Peak resident memory of the server's processes", use.ru_maxrss * 1024),
+        "rummy_processes": ("Processes serving (the workers)", 1),
+    }
+
+
+def sum_live(states: list[Live]) -> Live:
+    """Every worker's gauges as one: summed, but for the database's own (the ledger),
+    which are the same whichever worker reads them."""
+    out: dict[str, tuple[str, float]] = {}
+    for state in states:
+        for name, (help_text, value) in state.items():
+            if name in out and not name.startswith(NOT_SUMMED):
+                out[name] = (help_text, out[name][1] + value)
+            elif name not in out:
+                out[name] = (help_text, value)
+    return out
+
+
+def whole_server(live: Live) -> bytes:
+    """The server's metrics, for a worker of ``serve --workers``: every worker's
+    counters and histograms from the shared directory, and ``live``, the gauges of
+    every worker summed."""
+    registry = CollectorRegistry()
+    MultiProcessCollector(registry, os.environ[MULTIPROC_ENV])  # type: ignore[no-untyped-call]
+    registry.register(_Live(lambda: live))
+    return generate_latest(registry)
+
+
+def multiprocess() -> bool:
+    return bool(os.environ.get(MULTIPROC_ENV))
 
 
 class _Live(Collector):
@@ -52,3 +151,11 @@ class _Live(Collector):
 
     def describe(self) -> Iterable[GaugeMetricFamily]:
         return []
+
+
+def route_of(request: Any) -> str:
+    """A request's route as declared (``/api/tables/{table_id}``), never its path:
+    the label's values stay few."""
+    route = request.match_info.route
+    resource = getattr(route, "resource", None)
+    return resource.canonical if resource is not None else "unmatched"

@@ -20,8 +20,11 @@ encoding of a point of large order, else 400 ``bad_key``), and a ``leave``'s
 signature must verify (``ed25519-signature``).  A table's settings that depend on
 each other (``min_players`` ≤ ``seats``) are spelled out as alternatives.
 
-``GET /ws``, the WebSocket, is not in it: OpenAPI describes request and response, not
-a socket's messages; docs/api.md describes it (and the document's description says so).
+``GET /ws``, the WebSocket (``/ws?table=ID`` on a server of several workers), is not
+in it: OpenAPI describes request and response, not a socket's messages; docs/api.md
+describes it (and the document's description says so).  ``/metrics`` is described as
+the server that serves the document treats it: with ``serve --metrics-listen``, the
+public port asks everyone for the operator token (:func:`document`'s argument).
 """
 
 from __future__ import annotations
@@ -191,10 +194,43 @@ AUDIT_ROW = _obj(
     {"id": INT, "at": WHEN, "action": TEXT, "target": _nullable(TEXT), "params": ANY_OBJECT, "outcome": TEXT}
 )
 TABLE_ANSWER = {"type": "object", "description": "the table's answer (docs/api.md)"}
+#: one worker's state in /healthz (service.health): a worker that did not answer is
+#: listed as {"worker": its index, "ok": false, "error": why}
+WORKER_STATE = {
+    "type": "object",
+    "required": ["worker", "ok"],
+    "properties": {
+        "worker": {"description": "the worker's id (a string), or its index (an integer) when it did not answer"},
+        "pid": INT,
+        "ok": BOOL,
+        "problems": {"type": "array", "items": TEXT},
+        "tables": INT,
+        "paused": INT,
+        "connections": INT,
+        "error": {"type": "string", "description": "why a worker gave no state"},
+    },
+}
+
+
+def _health(ok: bool) -> dict[str, Any]:
+    return _obj(
+        {
+            "ok": {"type": "boolean", "enum": [ok]},
+            "status": {"type": "string", "enum": ["ok" if ok else "degraded"]},
+            "problems": {"type": "array", "items": TEXT, **({"maxItems": 0} if ok else {"minItems": 1})},
+            "tables": INT,
+            "paused": INT,
+            "workers": {"type": "array", "items": WORKER_STATE, "minItems": 1},
+        }
+    )
+
+
+HEALTH_OK = _health(True)
+HEALTH_DEGRADED = _health(False)
 
 #: the schema of each route's successful answer
 ANSWERS: dict[tuple[str, str], dict[str, Any]] = {
-    ("get", "/healthz"): _obj({"ok": BOOL, "tables": INT, "paused": INT}),
+    ("get", "/healthz"): HEALTH_OK,
     ("post", "/api/players"): _obj({"id": TEXT, "name": TEXT, "token": TEXT, "available": AMOUNT}),
     ("post", "/api/players/{player_id}/deposit"): _obj({"id": TEXT, "available": AMOUNT, "held": AMOUNT}),
     ("post", "/api/players/{player_id}/withdraw"): _obj({"id": TEXT, "available": AMOUNT, "held": AMOUNT}),
@@ -260,7 +296,13 @@ OPERATOR, PLAYER, ANYONE, LOCAL = "operator", "player", "anyone", "local"
 
 #: (method, path, who, summary, request body schema or None)
 ROUTES: list[tuple[str, str, str, str, wire.Obj | None]] = [
-    ("get", "/healthz", ANYONE, "Liveness: the database answers; how many tables, how many paused", None),
+    (
+        "get",
+        "/healthz",
+        ANYONE,
+        "The whole server's health, whichever worker answers: every worker's database, tables, paused tables",
+        None,
+    ),
     ("post", "/api/players", OPERATOR, "Create a player (and deposit) in one transaction", wire.NEW_PLAYER),
     ("post", "/api/players/{player_id}/deposit", OPERATOR, "Deposit HT minor units", wire.DEPOSIT),
     ("post", "/api/players/{player_id}/withdraw", OPERATOR, "Withdraw HT minor units (never below 0)", wire.DEPOSIT),
@@ -287,7 +329,7 @@ ROUTES: list[tuple[str, str, str, str, wire.Obj | None]] = [
     ("post", "/api/admin/operator-token", OPERATOR, "Rotate the operator token (the old one stops working)", None),
     ("get", "/api/admin/audit", OPERATOR, "The audit log of operator actions", None),
     ("get", "/api/openapi.json", ANYONE, "This document", None),
-    ("get", "/metrics", LOCAL, "Prometheus metrics (the operator token, or a request from this machine)", None),
+    ("get", "/metrics", LOCAL, "Prometheus metrics of the whole server (every worker summed)", None),
 ]
 
 PATH_PARAMS: dict[str, dict[str, Any]] = {
@@ -331,6 +373,8 @@ REFUSALS = {
 
 
 def _refusals(method: str, path: str, who: str, body: wire.Obj | None) -> list[str]:
+    if path == "/healthz":
+        return []  # never an error: a worker or a database that fails is its 503 "degraded" answer
     codes = {"400"} if ("{" in path or body is not None or path in QUERY_PARAMS) else set()
     if path not in ("/api/openapi.json", "/api/fairness/key"):
         codes.add("503")  # the database is away
@@ -370,6 +414,12 @@ def _operation(method: str, path: str, who: str, summary: str, body: wire.Obj | 
             "description": "Created" if created else "OK",
             "content": {"application/json": {"schema": ANSWERS[(method, path)]}},
         }
+    if path == "/healthz":
+        responses["503"] = {
+            "description": "degraded: a worker did not answer, or its database did not, or tables are paused "
+            "waiting for their database (D32); every worker's state and the problems in words",
+            "content": {"application/json": {"schema": HEALTH_DEGRADED}},
+        }
     for code in _refusals(method, path, who, body):
         refusal: dict[str, Any] = {"description": REFUSALS[code]}
         if code == "307":
@@ -386,7 +436,16 @@ def _operation(method: str, path: str, who: str, summary: str, body: wire.Obj | 
         op["description"] = "Needs the player's bearer token or session cookie."
     elif who == LOCAL:
         op["security"] = [{"bearer": []}, {}]
-        op["description"] = "Needs the operator's bearer token, unless asked from this machine (127.0.0.1 or ::1)."
+        op["description"] = (
+            "Needs the operator's bearer token, unless asked from this machine (127.0.0.1 or ::1). "
+            "Started with --metrics-listen, this server serves /metrics on an address of its own."
+        )
+    if path == "/metrics" and who == OPERATOR:
+        op["description"] = (
+            "Needs the operator's bearer token, from anywhere: this server serves /metrics without one on the "
+            "address of its own that serve --metrics-listen HOST:PORT gave (not described here: nothing else is "
+            "served there)."
+        )
     if body is not None:
         op["requestBody"] = {
             "required": bool(body.required),
@@ -404,9 +463,14 @@ def _operation(method: str, path: str, who: str, summary: str, body: wire.Obj | 
 
 
 @cache
-def document() -> dict[str, Any]:
+def document(metrics_elsewhere: bool = False) -> dict[str, Any]:
+    """The document of a server; ``metrics_elsewhere``: one started with
+    ``--metrics-listen``, whose public port asks everyone for the operator token on
+    ``/metrics`` (service.api_public)."""
     paths: dict[str, dict[str, Any]] = {}
     for method, path, who, summary, body in ROUTES:
+        if path == "/metrics" and metrics_elsewhere:
+            who = OPERATOR
         paths.setdefault(path, {})[method] = _operation(method, path, who, summary, body)
     return {
         "openapi": "3.0.3",
@@ -415,8 +479,8 @@ def document() -> dict[str, Any]:
             "version": "2",
             "description": "Provably-fair 13-card rummy tables. Amounts are integers of HT (house tokens) in "
             "minor units; an integer is written without a fraction or exponent. The WebSocket protocol and "
-            "every error code: docs/api.md (the WebSocket, GET /ws, is described there, not here: OpenAPI describes "
-            "no socket); the fairness protocol (rummy-pf/v2): docs/fairness.md.",
+            "every error code: docs/api.md (the WebSocket, GET /ws or GET /ws?table=ID, is described there, not here: "
+            "OpenAPI describes no socket); the fairness protocol (rummy-pf/v2): docs/fairness.md.",
         },
         "components": {
             "securitySchemes": {

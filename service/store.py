@@ -14,6 +14,7 @@ from typing import Any
 import asyncpg
 
 from service import ledger
+from service.errors import EXIT_REFUSED, ServiceError
 from service.keys import ServerKeys
 from verifier.hand import TableRules
 from verifier.settle import hold_amount
@@ -38,12 +39,9 @@ def same_hash(a: bytes, b: bytes) -> bool:
     return hmac.compare_digest(a, b)
 
 
-class StoreError(Exception):
+class StoreError(ServiceError):
     def __init__(self, code: str, message: str, status: int = 400) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.status = status
+        super().__init__(message, code=code, status=status)
 
 
 @dataclass(frozen=True)
@@ -163,8 +161,10 @@ async def check_keys(conn: asyncpg.Connection, keys: ServerKeys) -> None:
         raise problem
 
 
-class OperatorTokenMismatch(Exception):
+class OperatorTokenMismatch(ServiceError):
     """RUMMY_OPERATOR_TOKEN is set, and is not the operator token this database holds."""
+
+    exit_code = EXIT_REFUSED  # at start-up: never sent to a client
 
 
 async def operator_token(conn: asyncpg.Connection, from_env: str | None) -> str | None:

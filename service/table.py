@@ -20,7 +20,7 @@ import itertools
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import asyncpg
@@ -54,6 +54,9 @@ class Settings:
     write_hung_seconds: float = 2.0  # D37: a write unanswered this long pauses the table
     beat_seconds: float = 1.0  # the shell ticks its core at least this often (a longer gap: the node stood still)
     retry_max_seconds: float = 5.0  # the ceiling of the backoff between reloads
+    # The tables' clock (seconds): the wall clock, or a test's (tests/skipclock.py), which
+    # skips ahead instead of waiting for a turn or a window to run out.
+    clock: Callable[[], float] = field(default=time.time, compare=False, repr=False)
 
     def core(self) -> CoreConfig:
         def ms(s: float) -> int:
@@ -86,7 +89,7 @@ class TableActor:
         on_lost: Callable[[str, bool], None] | None = None,
         writer: RecordWriter | None = None,
         loads: asyncio.Semaphore | None = None,
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         self.table_id = table_id
         self.pool = pool
@@ -98,7 +101,7 @@ class TableActor:
         # Shared by the process's tables: how many load at once (a node that takes a
         # thousand tables at once loads them a few at a time).
         self._loads = loads
-        self.clock = clock
+        self.clock = settings.clock if clock is None else clock
         self.core = TableCore(table_id, keys, settings.core())
         self.store = TableStore(table_id, pool, keys, lease, writer)
         self.watchers = Teller(table_id)

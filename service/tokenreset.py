@@ -21,10 +21,10 @@ from typing import TextIO
 import asyncpg
 
 from service import store
-from service.admin import EXIT_UNREACHABLE, EXIT_USAGE, TOKEN_ENV, AdminError
+from service.admin import TOKEN_ENV, AdminError
 from service.db import DataDirLock, EmbeddedPostgres, ServerLocked
+from service.errors import EXIT_LOCKED, EXIT_UNREACHABLE, EXIT_USAGE
 
-EXIT_LOCKED = 5  # service.cli's: the data directory is in use
 CONNECT_SECONDS = 10.0
 
 

@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from service.errors import ServiceError
+
 MAX_MESSAGE_BYTES: Final = 8 * 1024
 MAX_INT_DIGITS: Final = 20  # json integers beyond this are refused before conversion
 INT64_MAX: Final = 2**63 - 1
@@ -30,14 +32,11 @@ _ID = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 _TOKEN = re.compile(r"[\x21-\x7e]{1,256}")
 
 
-class WireError(Exception):
+class WireError(ServiceError):
     """Input refused at the edge: ``code`` is the typed error code."""
 
     def __init__(self, message: str, code: str = "bad_message", status: int = 400) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.status = status
+        super().__init__(message, code=code, status=status)
 
 
 # ----------------------------------------------------------------------------- parsing

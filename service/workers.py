@@ -1,109 +1,130 @@
-"""``rummy-table serve --workers N``: one process per core.
+"""``rummy-table serve --workers N``: one process per core, one public port.
 
-The first process — the supervisor — holds the data directory, starts the embedded
-PostgreSQL when there is no ``DATABASE_URL``, prepares the database once (migrations,
-the card room's keys, the operator token) and then starts N worker processes.  Each
-worker is a node of a cluster on that database (docs/deploy.md): it owns a share of
-the tables through their leases, with the same fencing and hand-over as nodes on
-several machines.  Every worker listens on the server's port (``SO_REUSEPORT``: the
-kernel spreads new connections) and on a port of its own, its public URL; a client
-that reaches a worker which does not serve its table is sent to the one that does
-(``wrong_node``, or a 307).  A worker that dies is started again, and its tables are
-taken over by the others meanwhile.  SIGTERM reaches every worker; the supervisor
-waits for them, then stops PostgreSQL.
+The first process — the supervisor — prepares the server's ground once
+(:func:`service.startup.prepare`: the data directory, the embedded PostgreSQL when
+there is no ``DATABASE_URL``, the database's lock, the migrations, the keys, the
+operator token), binds the server's port, and starts N worker processes
+(:mod:`service.worker`) that inherit the listening sockets and all accept from them.
+Each worker holds a share of the tables through their leases as ``NODE/wN``, with
+the same fencing and hand-over as the nodes of a cluster.  A connection that reaches
+a worker which does not serve its table reaches the one that does inside the host:
+a WebSocket is handed over (:mod:`service.handover`), a REST command forwarded
+(:mod:`service.internal`); no worker has a port of its own, and nothing is ever
+redirected to one.  The workers' Unix sockets and the metrics they share live in the
+server's run directory (``DATA_DIR/run``, mode 0700), made afresh at every start.  A
+worker that dies is started again, and its tables are taken over by the others
+meanwhile.  SIGTERM reaches every worker; the supervisor waits for them, then lets
+the ground go.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import logging
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import aiohttp
 
+from service.cluster import NodeSettings
+from service.errors import EXIT_INTERNAL, EXIT_OK, CliError
+from service.metrics import MULTIPROC_ENV
+from service.startchecks import listen
+from service.startup import prepare
+from service.table import Settings
+from service.worker import PLAN_ENV, WorkerPlan
+from verifier.signing import fingerprint_text
+
 log = logging.getLogger("rummy.workers")
+OPERATOR_ENV = "RUMMY_OPERATOR_TOKEN"
 RESTART_BACKOFF = (0.5, 1.0, 2.0, 5.0)
+STOP_GRACE = 2.5  # seconds the workers have to stop before they are killed
+UNIX_PATH_MAX = 100  # sun_path is 108 bytes on Linux; room for "/w64.sock"
 
 
 def default_workers() -> int:
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
 
 
+def run_dir(data_dir: Path) -> Path:
+    """The server's run directory, made afresh (mode 0700): ``DATA_DIR/run``, or a
+    directory of its own under the temporary directory when that path is too long
+    for a Unix socket.  The data directory is held (its lock), so nothing else uses
+    it."""
+    path = data_dir.resolve() / "run"
+    if len(str(path / "w64.sock")) > UNIX_PATH_MAX:
+        return Path(tempfile.mkdtemp(prefix="rummy-run-"))
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(mode=0o700)
+    os.chmod(path, 0o700)
+    return path
+
+
 @dataclass
 class Worker:
-    index: int
-    port: int
-    node_id: str
-    public_url: str
+    plan: WorkerPlan
     proc: subprocess.Popen[bytes] | None = None
     restarts: int = 0
     started_at: float = 0.0
+
+
+def lost_lock(holder: asyncio.Task[None], stop: asyncio.Event) -> None:
+    """The supervisor's lock keeper ended: only a lock another server took stops us."""
+    if holder.cancelled() or holder.exception() is not None:
+        return
+    log.critical("another server took this database's lock while it was away: stopping")
+    stop.set()
 
 
 @dataclass
 class Supervisor:
     """Starts, watches and stops the worker processes."""
 
-    command: Sequence[str]  # ``python -m service.cli [-v] serve`` and the shared flags
-    host: str
-    port: int
-    public_host: str
-    count: int
+    plans: list[WorkerPlan]
     env: dict[str, str]
-    page_url: str = ""  # where people open the pages (the server's port, or --public-url): origins the workers allow
-    node_base: str = field(default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}")
     workers: list[Worker] = field(default_factory=list)
 
-    def plan(self) -> None:
-        for i in range(self.count):
-            port = free_port(self.host)
-            self.workers.append(Worker(i, port, f"{self.node_base}-w{i + 1}", f"http://{self.public_host}:{port}"))
+    def __post_init__(self) -> None:
+        self.workers = [Worker(p) for p in self.plans]
 
     def start(self, w: Worker) -> None:
-        w.proc = subprocess.Popen(  # noqa: S603 - our own CLI, with arguments we built
-            [
-                *self.command,
-                "--worker-of",
-                str(os.getpid()),
-                "--host",
-                self.host,
-                "--port",
-                str(w.port),
-                "--shared-port",
-                str(self.port),
-                "--node-id",
-                w.node_id,
-                "--public-url",
-                w.public_url,
-                *(["--page-url", self.page_url] if self.page_url else []),
-            ],
-            env=self.env,
+        w.proc = subprocess.Popen(
+            [sys.executable, "-m", "service.worker"],
+            env={**self.env, PLAN_ENV: w.plan.to_env()},
+            pass_fds=(*w.plan.fds, *w.plan.metrics_fds),
         )
         w.started_at = time.monotonic()
 
     async def wait_ready(self, timeout: float = 60) -> None:
+        """Until every worker answers on its internal socket."""
         end = time.monotonic() + timeout
-        async with aiohttp.ClientSession() as s:
-            for w in self.workers:
+        for w in self.workers:
+            path = str(w.plan.sock(w.plan.index))
+            async with aiohttp.ClientSession(connector=aiohttp.UnixConnector(path=path)) as s:
                 while True:
                     assert w.proc is not None
                     if w.proc.poll() is not None:
-                        raise RuntimeError(f"worker {w.index + 1} exited with {w.proc.returncode} while starting")
+                        raise CliError(
+                            EXIT_INTERNAL,
+                            f"worker {w.plan.index} exited with {w.proc.returncode} while starting (its message above)",
+                        )
                     with contextlib.suppress(aiohttp.ClientError, OSError, asyncio.TimeoutError):
-                        async with s.get(w.public_url + "/healthz", timeout=aiohttp.ClientTimeout(total=2)) as r:
+                        async with s.get("http://w/internal/health", timeout=aiohttp.ClientTimeout(total=2)) as r:
                             if r.status == 200:
                                 break
                     if time.monotonic() > end:
-                        raise RuntimeError(f"worker {w.index + 1} did not start within {timeout:g} s")
-                    await asyncio.sleep(0.1)
+                        raise CliError(EXIT_INTERNAL, f"worker {w.plan.index} did not start within {timeout:g} s")
+                    await asyncio.sleep(0.05)
 
     async def watch(self, stop: asyncio.Event) -> None:
         """Start again a worker that died (its tables move to the others meanwhile)."""
@@ -113,20 +134,21 @@ class Supervisor:
                     delay = RESTART_BACKOFF[min(w.restarts, len(RESTART_BACKOFF) - 1)]
                     if time.monotonic() - w.started_at > 60:
                         w.restarts = 0  # it ran a good while: start again at once next time
-                    log.warning("worker %d exited with %s; starting it again", w.index + 1, w.proc.returncode)
+                    log.warning("worker %d exited with %s; starting it again", w.plan.index, w.proc.returncode)
                     print(
-                        f"worker {w.index + 1} exited ({w.proc.returncode}); starting it again in {delay:g} s",
+                        f"worker {w.plan.index} exited ({w.proc.returncode}); starting it again in {delay:g} s",
                         file=sys.stderr,
                         flush=True,
                     )
-                    await asyncio.sleep(delay)
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(stop.wait(), delay)
                     w.restarts += 1
                     if not stop.is_set():
                         self.start(w)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), 0.5)
+                await asyncio.wait_for(stop.wait(), 0.2)
 
-    async def stop(self, grace: float = 2.5) -> None:
+    async def stop(self, grace: float = STOP_GRACE) -> None:
         """SIGTERM to every worker at once; those still running after ``grace`` are killed."""
         for w in self.workers:
             if w.proc is not None and w.proc.poll() is None:
@@ -136,23 +158,118 @@ class Supervisor:
             if w.proc is None:
                 continue
             while w.proc.poll() is None and time.monotonic() < end:
-                await asyncio.sleep(0.02)
+                await asyncio.sleep(0.01)
             if w.proc.poll() is None:
+                log.warning("worker %d did not stop within %g s: killed", w.plan.index, grace)
                 w.proc.kill()
                 w.proc.wait(5)
 
 
-def free_port(host: str) -> int:
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
-        s.bind((host if host not in ("", "0.0.0.0", "::") else "", 0))  # noqa: S104 - a probe, closed at once
-        return int(s.getsockname()[1])
+def serve_workers(
+    args: argparse.Namespace, count: int, data_dir: Path, dsn: str | None, source: str, node: NodeSettings
+) -> int:
+    """The supervisor of ``count`` worker processes."""
 
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        sockets: list[socket.socket] = listen(args.host, args.port)
+        if args.metrics_listen is not None:
+            try:
+                metrics_sockets = listen(*args.metrics_listen)
+            except BaseException:
+                for s in sockets:
+                    s.close()
+                raise
+            sockets_for_metrics = metrics_sockets
+        else:
+            sockets_for_metrics = []
+        port = sockets[0].getsockname()[1]
+        sup: Supervisor | None = None
+        run: Path | None = None
+        try:
+            ground = await prepare(
+                data_dir=data_dir,
+                database_url=dsn,
+                operator_token=os.environ.get(OPERATOR_ENV) or None,
+                database_source=source,
+                node=node.node_id if node.cluster else None,
+                workers=count,
+                lease_seconds=node.lease_seconds,
+            )  # one server per database, for all its workers: the supervisor holds the lock
+        except BaseException:
+            for s in (*sockets, *sockets_for_metrics):
+                s.close()
+            raise
+        try:
+            run = run_dir(data_dir)
+            for s in (*sockets, *sockets_for_metrics):
+                s.set_inheritable(True)
+            wildcard = args.host in ("", "::") or (args.host.count(".") == 3 and set(args.host) <= {"0", "."})
+            public_url = node.public_url or ("" if wildcard else f"http://{args.host}:{port}")
+            settings = Settings(
+                commit_seconds=args.seed_seconds,
+                reveal_seconds=args.seed_seconds,
+                next_hand_delay=args.next_hand_delay,
+                resume_grace=args.resume_grace,
+            )
+            plans = [
+                WorkerPlan(
+                    index=i,
+                    count=count,
+                    node=node.node_id,
+                    public_url=public_url,
+                    run_dir=str(run),
+                    data_dir=str(data_dir.resolve()),
+                    dsn=ground.url.dsn,
+                    fds=tuple(s.fileno() for s in sockets),
+                    metrics_fds=tuple(s.fileno() for s in sockets_for_metrics),
+                    supervisor=os.getpid(),
+                    lease_seconds=node.lease_seconds,
+                    cluster=node.cluster,
+                    # the numbers only: a clock (Settings.clock) cannot cross into another process,
+                    # and a worker runs on the wall clock anyway
+                    settings={k: v for k, v in vars(settings).items() if k != "clock"},
+                    verbose=bool(args.verbose),
+                    log_format=args.log_format,
+                )
+                for i in range(1, count + 1)
+            ]
+            env = {k: v for k, v in os.environ.items() if k != OPERATOR_ENV}  # the workers need no token
+            (run / "metrics").mkdir(mode=0o700)
+            env[MULTIPROC_ENV] = str(run / "metrics")  # every worker's counters, summed at a scrape
+            sup = Supervisor(plans, env)
+            for w in sup.workers:
+                sup.start(w)
+            await sup.wait_ready()
+            print(
+                f"rummy-table serving on http://{args.host}:{port}  ({count} workers; data: {data_dir.resolve()}, "
+                f"database: {'embedded' if ground.embedded else source})",
+                flush=True,
+            )
+            print(f"server key fingerprint: {fingerprint_text(ground.keys.signer.fingerprint)}", flush=True)
+            if ground.new_operator_token:
+                print(f"operator token (shown once, keep it): {ground.new_operator_token}", flush=True)
+            watcher = asyncio.create_task(sup.watch(stop))
+            holder: asyncio.Task[None] | None = None
+            if ground.db_lock is not None:  # the database's lock, held again after a restart of it
+                holder = asyncio.create_task(ground.db_lock.hold())
+                holder.add_done_callback(lambda t: lost_lock(t, stop))
+            await stop.wait()
+            if holder is not None:
+                holder.cancel()
+            print("shutting down", flush=True)
+            await watcher
+        finally:
+            for s in (*sockets, *sockets_for_metrics):
+                s.close()  # no new connection is accepted while the workers stop
+            if sup is not None:
+                await sup.stop()
+            if run is not None:
+                shutil.rmtree(run, ignore_errors=True)
+            await ground.release(failed=sup is None)
 
-async def watch_parent(parent: int) -> None:
-    """A worker whose supervisor is gone stops by itself (SIGTERM to itself)."""
-    while True:
-        await asyncio.sleep(1.0)
-        if os.getppid() != parent:
-            log.error("the supervisor (pid %d) is gone: stopping", parent)
-            os.kill(os.getpid(), signal.SIGTERM)
-            return
+    asyncio.run(main())
+    return EXIT_OK

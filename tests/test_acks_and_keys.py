@@ -16,10 +16,12 @@ from typing import Any
 
 import aiohttp
 
+from service.app import CONFIG, TABLES
 from service.bots import Bot
 from service.cli import Running
 from tests.conftest import Api, wait_for
 from tests.pgproxy import PgProxy
+from tests.skipclock import SkipClock, clocked
 from tests.test_recovery import key_of, proxied  # noqa: F401 - a fixture
 from tests.test_server import latest_view, seat_of, seat_two, through_seeds
 from tests.wsclient import Client
@@ -117,6 +119,7 @@ async def test_every_judged_move_is_acknowledged_and_the_acks_agree_with_the_tra
 # ----------------------------------------------------------------------------- D36
 async def test_leaving_in_the_seed_phases_stands_the_seat_up_after_the_hand(api: Api, server: Running) -> None:
     table = await api.table(seats=4, point_value=2, turn_seconds=1, max_missed_turns=1)
+    actor, clock = await clocked(server, table)  # the window and the turns that wait for b are skipped
     a, b = await api.player("stays"), await api.player("goes")
     key = await key_of(api)
     async with Client(server.url, a["token"], a["signer"]) as ca, Client(server.url, b["token"], b["signer"]) as cb:
@@ -132,9 +135,22 @@ async def test_leaving_in_the_seed_phases_stands_the_seat_up_after_the_hand(api:
         from verifier.fairness import player_commit
 
         assert (await ca.commit(hand["record"], player_commit(seat_a, b"\x05" * 32)))["type"] == "reply"
-        reveal = await ca.wait_frame(lambda f: f.get("type") == "hand" and f.get("phase") == "reveal", timeout=20)
+
+        def revealing(f: dict[str, Any]) -> bool:
+            return f.get("type") == "hand" and f.get("phase") == "reveal"
+
+        await clock.skip([actor], 60, until=lambda: any(revealing(f) for f in ca.frames))  # b's commit window
+        reveal = await ca.wait_frame(revealing, timeout=20)
         assert (await ca.reveal(reveal["record"], seat_a, b"\x05" * 32))["type"] == "reply"
         await ca.wait_frame(lambda f: f.get("type") == "update" and f.get("i") == 3, timeout=20)
+        seat_b = cb.seat_in(hand["record"])
+
+        def b_on_turn() -> bool:
+            run = actor.hand
+            if run is None or run.recorder.ended or run.recorder.state is None:
+                return False
+            return run.recorder.state.turn == seat_b
+
         while not any(f.get("type") == "result" for f in ca.frames):  # play on; the clock plays for the other seat
             view = latest_view(ca)
             if view["turn"] == seat_a and view["phase"] == "draw":
@@ -144,7 +160,10 @@ async def test_leaving_in_the_seed_phases_stands_the_seat_up_after_the_hand(api:
                 if v["turn"] == seat_a and v["phase"] == "discard":
                     card = v["me"]["cards"][-1]
                     await ca.act(table, hand["hand_no"], seat_a, {"kind": "discard", "card": card})
-            await asyncio.sleep(0.1)
+            if b_on_turn():  # the table's clock plays b's turn: skipped, never a's
+                await clock.skip([actor], 0.5)
+            else:
+                await asyncio.sleep(0.1)
         result = next(f for f in ca.frames if f.get("type") == "result")
         # the table tells why the seat went: its player left before the deal (D36)
         told = await ca.wait_frame(lambda f: f.get("type") == "table" and f["stood"])
@@ -185,12 +204,15 @@ async def test_a_move_the_house_could_not_store_leaves_the_seat_its_whole_turn(
             c = ca if view["turn"] == view["me"]["seat"] else cb
             other = cb if c is ca else ca
             seat = seat_of(c)
-            await asyncio.sleep(5)  # 5 s into the 8 s turn: what is left of it is less than the whole turn owed
+            clock = server.app[CONFIG].settings.clock  # the tables' clock skips ahead instead of sleeping
+            assert isinstance(clock, SkipClock)
+            tables = list(server.app[TABLES].values())
+            await clock.skip(tables, 5)  # 5 s into the 8 s turn: what is left of it is less than the whole turn owed
             proxy.refuse = True
             proxy.cut()  # PostgreSQL is gone
             move = asyncio.create_task(c.act(table, hand_no, seat, {"kind": "draw_closed"}, timeout=40))
             await c.wait_frame(lambda f: f.get("type") == "paused", timeout=20)
-            await asyncio.sleep(0.5)
+            await clock.skip(tables, 0.5)
             proxy.refuse = False
             answer = await move
             assert answer["type"] == "error" and answer["error"]["code"] == "unavailable", answer
@@ -198,10 +220,13 @@ async def test_a_move_the_house_could_not_store_leaves_the_seat_its_whole_turn(
             assert server_signed(key, ack) and ack["body"]["outcome"] == "refused"
             assert ack["body"]["code"] == "unavailable" and ack["body"]["i"] == 3
             arrived = ack["body"]["arrived"]
+
             # c sends nothing more: the clock moves for it, a whole turn after the refusal
-            clock = await other.wait_frame(
-                lambda f: f.get("type") == "update" and any(e["kind"] == "clock" for e in f["events"]), timeout=40
-            )
+            def moved(f: dict[str, Any]) -> bool:
+                return f.get("type") == "update" and any(e["kind"] == "clock" for e in f["events"])
+
+            await clock.skip(tables, 20, until=lambda: any(moved(f) for f in other.frames))
+            timed = await other.wait_frame(moved, timeout=40)
             await other.leave(table, hand_no, seat_of(other))
             result = await c.wait_frame(lambda f: f.get("type") == "result", timeout=30)
             await c.leave(table)
@@ -209,7 +234,7 @@ async def test_a_move_the_house_could_not_store_leaves_the_seat_its_whole_turn(
         report = verify_transcript(t, key, [ack])
         assert report.ok, report.failure  # without the re-arm: evidence fails, the clock moved too early (D35)
         assert report.summary["evidence"] == {"items": 1, "checked": 1, "other_hands": 0, "after_void": 0}
-        timeout = t["log"][clock["i"]]
+        timeout = t["log"][timed["i"]]
         assert timeout["action"] == {"kind": "timeout", "seat": seat} and timeout["t"] >= arrived + 8000
 
 

@@ -35,7 +35,7 @@ def run_admin(url: str, *argv: str, token: str | None = OPERATOR) -> tuple[int, 
     try:
         return admin.run(args, out), out.getvalue(), ""
     except admin.AdminError as e:
-        return e.code, out.getvalue(), e.message
+        return e.exit_code, out.getvalue(), e.message
 
 
 async def adm(url: str, *argv: str, token: str | None = OPERATOR, expect: int = 0) -> str:
@@ -284,15 +284,12 @@ async def rotate_then_serve_again(dsn: str, tmp_path: Path) -> None:
         )  # fmt: skip
 
     running = None
+    old = "op-before-" + secrets.token_hex(4)
     try:
         running = await start_server(
-            host="127.0.0.1",
-            port=0,
-            data_dir=tmp_path / "data",
-            database_url=dsn,
-            operator_token="op-before-" + secrets.token_hex(4),
+            host="127.0.0.1", port=0, data_dir=tmp_path / "data", database_url=dsn, operator_token=old
         )
-        url, old = running.url, _token(running)
+        url = running.url
         assert (await adm_json(url, "tables", token=old))["tables"] == []
         out = await adm(url, "rotate-token", token=old)
         m = re.fullmatch(r"new operator token \(shown once, keep it\): (\S+)\n.*RUMMY_OPERATOR_TOKEN.*\n", out, re.S)
@@ -329,14 +326,6 @@ async def rotate_then_serve_again(dsn: str, tmp_path: Path) -> None:
     finally:
         if running is not None:
             await running.stop()
-
-
-def _token(running: Running) -> str:
-    from service.app import CONFIG
-
-    token = running.app[CONFIG].operator_token
-    assert token is not None
-    return token
 
 
 def test_human_tables_align_numbers_to_the_right() -> None:

@@ -188,7 +188,7 @@ def test_a_wrong_password_is_one_line_without_the_password() -> None:
     error asyncpg raises for a wrong password."""
     url = DatabaseUrl("postgresql://alice:hunter22@db.example:5433/rummy", "DATABASE_URL")
     e = database_error(asyncpg.InvalidPasswordError('password authentication failed for user "alice"'), url)
-    assert e.code == 4
+    assert e.exit_code == 4
     assert e.message == (
         "the database at alice@db.example:5433/rummy refused the password; fix the password in DATABASE_URL"
     )

@@ -15,9 +15,10 @@ import aiohttp
 import pytest
 import pytest_asyncio
 
-from service.cli import JsonFormatter, Running, start_server
 from service.httpguard import HttpLimits
+from service.logs import JsonFormatter
 from service.logsafe import SafeFormatter, escape
+from service.startup import Running, start_server
 from tests.conftest import OPERATOR, fresh_database
 
 LIMITS = HttpLimits(header_seconds=0.5, idle_seconds=1.0)

@@ -10,7 +10,6 @@ import dataclasses
 import secrets
 import shutil
 import tempfile
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -28,6 +27,7 @@ from service.keys import ServerKeys
 from service.table import Settings, TableActor
 from tests.conftest import OPERATOR, Api, fresh_database, wait_for
 from tests.pgproxy import PgProxy
+from tests.skipclock import SkipClock, clocked
 from tests.test_server import latest_view, seat_of, seat_two, through_seeds
 from tests.wsclient import Client
 from verifier.signing import load_public_key
@@ -39,18 +39,28 @@ async def key_of(api: Api) -> bytes:
 
 
 async def restart_table(
-    server: Running, table: str, keys: ServerKeys | None = None, *, down: float = 0.0, grace: float | None = None
+    server: Running,
+    table: str,
+    keys: ServerKeys | None = None,
+    *,
+    down: float = 0.0,
+    grace: float | None = None,
+    clock: SkipClock | None = None,
 ) -> TableActor:
     """Stop a table's task and start a new one on the same rows: the path a server
-    restart takes for that table, after ``down`` seconds, with a resume ``grace`` (D32)
-    other than the server's when given."""
+    restart takes for that table, ``down`` seconds later by the new table's clock
+    (skipped, not slept through), with a resume ``grace`` (D32) other than the
+    server's when given."""
     old: TableActor = server.app[TABLES][table]
     await old.stop()
-    await asyncio.sleep(down)
     settings = server.app[CONFIG].settings
     if grace is not None:
         settings = dataclasses.replace(settings, resume_grace=grace)
-    new = TableActor(table, server.app[POOL], keys or server.app[CONFIG].keys, settings)
+    # the table is down ``down`` seconds: its new clock is that far ahead (tests/skipclock.py)
+    if down:
+        clock = clock or SkipClock()
+        clock.skipped += down
+    new = TableActor(table, server.app[POOL], keys or server.app[CONFIG].keys, settings, clock=clock)
     new.start()
     server.app[TABLES][table] = new
     await asyncio.wait_for(new.loaded.wait(), 30)
@@ -165,10 +175,20 @@ async def test_the_operator_voids_a_stuck_hand_by_the_same_rule(api: Api, server
 # ----------------------------------------------------------------------------- ghost seats (D34)
 async def test_a_seat_with_no_connection_sits_out_and_is_stood_up(api: Api, server: Running) -> None:
     table = await api.table(seats=4, point_value=2, max_away_hands=1)
+    actor, clock = await clocked(server, table)
     a, b, ghost = [await api.player(n) for n in ("ann", "bo", "ghost")]
     await api.call("POST", f"/api/tables/{table}/sit", token=ghost["token"], body={"seat": 0}, expect=200)
     async with Client(server.url, a["token"], a["signer"]) as ca, Client(server.url, b["token"], b["signer"]) as cb:
+        # no deal until the ghost may have come back and had its grace (D37): skipped, not waited for
+        dealt = asyncio.create_task(
+            clock.skip([actor], 60, until=lambda: any(f.get("type") == "hand" for f in ca.frames))
+        )
         hand_no = await through_seeds(table, ca, cb)
+        assert 0 < await dealt < 60
+        # dealt once the ghost's reach and grace (10 s each) had gone by on the table's clock
+        cfg = actor.core.cfg
+        dealt_at = next(f for f in ca.frames if f.get("type") == "hand")["record"]["t"]
+        assert dealt_at >= actor.core.reach.recovered_at + cfg.reach_ms + cfg.grace_ms
         header = next(f for f in ca.frames if f.get("type") == "hand")["record"]["header"]
         assert ghost["id"] not in {s["player_id"] for s in header["seats"]}  # not dealt in
         me = await api.call("GET", "/api/me", token=ghost["token"])
@@ -296,7 +316,9 @@ async def proxied(pg_dsn: str, tmp_path: Path) -> AsyncIterator[tuple[Running, P
                 data_dir=tmp_path / "data",
                 database_url=proxy.dsn(urlsplit(dsn).path.lstrip("/")),
                 operator_token=OPERATOR,
-                settings=Settings(commit_seconds=2, reveal_seconds=2, next_hand_delay=0.5, resume_grace=1.0),
+                settings=Settings(
+                    commit_seconds=2, reveal_seconds=2, next_hand_delay=0.5, resume_grace=1.0, clock=SkipClock()
+                ),
             )
             try:
                 yield running, proxy
@@ -324,19 +346,28 @@ async def test_a_lost_database_pauses_the_table_and_nothing_is_half_applied(
             hand_no = await through_seeds(table, ca, cb)
             view = latest_view(ca)
             c = ca if view["turn"] == view["me"]["seat"] else cb
+            clock = server.app[CONFIG].settings.clock
+            assert isinstance(clock, SkipClock)
             proxy.refuse = True
             proxy.cut()  # PostgreSQL is gone
-            gone = time.time()
+            gone = clock()
             move = asyncio.create_task(c.act(table, hand_no, seat_of(c), {"kind": "draw_closed"}, timeout=40))
             await c.wait_frame(lambda f: f.get("type") == "paused", timeout=20)
-            await asyncio.sleep(4)  # two turn clocks' worth: no clock may run meanwhile
+            # /healthz says so, never with a 500 (issues 17 and 18): 503, degraded, and why
+            async with session.get(server.url + "/healthz") as r:
+                health = await r.json()
+                assert r.status == 503 and health["status"] == "degraded", (r.status, health)
+                assert any("database" in p for p in health["problems"]), health
+            # two turn clocks' worth, skipped on the tables' clock: no clock may run meanwhile
+            await clock.skip(server.app[TABLES].values(), 4)
             proxy.refuse = False
-            back = time.time()
+            back = clock()
             answer = await move
             # The move was in flight when the database went: refused, typed, never half applied.
             assert answer["type"] == "error" and answer["error"]["code"] == "unavailable", answer
             await c.wait_frame(lambda f: f.get("type") == "resumed", timeout=20)
-            assert await api.call("GET", "/healthz") == {"ok": True, "tables": 1, "paused": 0}
+            health = await api.call("GET", "/healthz", expect=200)
+            assert (health["status"], health["problems"], health["tables"], health["paused"]) == ("ok", [], 1, 0)
             again = await c.act(table, hand_no, seat_of(c), {"kind": "draw_closed"})
             assert again["type"] == "reply", again
             other = cb if c is ca else ca

@@ -217,154 +217,84 @@ def s_post(session: Any, url: str, body: Any, origin: str) -> Any:
 
 @pytest.mark.timeout(600)
 async def test_workers_share_the_tables_and_a_dead_worker_is_replaced(tmp_path: Path) -> None:
-    """serve --workers 2 (issue 13): clients on the server's port are sent to the worker
-    that serves their table; a worker killed mid-hand is started again, its tables move
-    to the other meanwhile, and every hand still verifies."""
+    """serve --workers 2 (issue 13; one public port, issue 18): bots on the server's
+    one port play at tables each worker serves a share of; a worker killed mid-hand is
+    started again, its tables move to the other meanwhile, and every hand still
+    verifies.  The page's session cookie opens a socket on the one port from the
+    page's origin, and from no other."""
     import asyncio
 
     import aiohttp
 
     from service.bots import Bot
+    from tests.workerserver import worker_server
     from verifier.signing import load_public_key
     from verifier.transcript import verify_transcript
 
-    token = "op-" + os.urandom(8).hex()
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    auth = {"Authorization": f"Bearer {token}"}
-    log = tmp_path / "serve.log"
-    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
-    env["RUMMY_OPERATOR_TOKEN"] = token
-    with log.open("ab") as out:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "service.cli",
-                "serve",
-                "--workers",
-                "2",
-                "--port",
-                str(port),
-                "--data-dir",
-                str(tmp_path / "data"),
-                "--seed-seconds",
-                "2",
-                "--lease-seconds",
-                "3",
-                "--next-hand-delay",
-                "0.3",
-            ],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=env,
-        )
-    try:
-        deadline = time.time() + 90
-        while (
-            "rummy-table serving on" not in (text := log.read_text(errors="replace"))
-            or len(re.findall(r"worker \S+ serving on", text)) < 2
-        ):
-            assert proc.poll() is None and time.time() < deadline, text[-2000:]
+    extra = ("--seed-seconds", "2", "--lease-seconds", "3", "--next-hand-delay", "0.3")
+    async with worker_server(tmp_path / "data", extra=extra) as server, aiohttp.ClientSession() as s:
+        url = server.url
+        auth = {"Authorization": f"Bearer {server.token}"}
+        tables = []
+        for _ in range(4):
+            async with s.post(url + "/api/tables", json={"seats": 4, "turn_seconds": 20}, headers=auth) as r:
+                assert r.status == 201, (r.status, await r.text())
+                tables.append((await r.json())["id"])
+        bots = []
+        for t in tables:
+            for n in range(2):
+                async with s.post(url + "/api/players", json={"name": f"b{n}", "deposit": 10_000}, headers=auth) as r:
+                    p = await r.json()
+                bots.append(Bot(url, p["token"], t, fast=True, max_hands=6, drops=False))
+        tasks = [asyncio.create_task(b.run()) for b in bots]
+        # Once every table has played a hand (the next ones under way), kill the
+        # first worker: the supervisor starts it again.
+        deadline = time.time() + 120
+        while not all(b.hands_seen for b in bots):
+            assert time.time() < deadline, [len(b.hands_seen) for b in bots]
+            await asyncio.sleep(0.05)
+        before = await counted(s, url)
+        os.kill(server.worker_pids()[1], signal.SIGKILL)
+        await asyncio.wait_for(asyncio.gather(*tasks), 200)
+        deadline = time.time() + 120
+        while server.ready_count(1) < 2:
+            assert time.time() < deadline, server.text()[-4000:]
             await asyncio.sleep(0.1)
-        workers = re.findall(r"worker (\S+) serving on (http://\S+)", log.read_text())
-        assert len(workers) == 2
-        async with aiohttp.ClientSession() as s:
-            tables = []
-            for _ in range(4):
-                async with s.post(url + "/api/tables", json={"seats": 4, "turn_seconds": 20}, headers=auth) as r:
-                    tables.append((await r.json())["id"])
-            bots = []
-            for t in tables:
-                for n in range(2):
-                    async with s.post(
-                        url + "/api/players", json={"name": f"b{n}", "deposit": 10_000}, headers=auth
-                    ) as r:
-                        p = await r.json()
-                    bots.append(Bot(url, p["token"], t, fast=True, max_hands=6, drops=False))
-            # A join on the worker that does not serve the table is sent on to the one that
-            # does (asked on each worker's own port, so the kernel's choice between the
-            # workers on the shared port does not decide whether a redirect is seen).
-            await each_table_is_served_by_one_worker_and_the_other_sends_there(url, auth, tables, workers)
-            tasks = [asyncio.create_task(b.run()) for b in bots]
-            # Once every table has played a hand (the next ones under way), kill the
-            # first worker: the supervisor starts it again.
-            deadline = time.time() + 120
-            while not all(b.hands_seen for b in bots):
-                assert time.time() < deadline, [len(b.hands_seen) for b in bots]
-                await asyncio.sleep(0.05)
-            pids = subprocess.run(["pgrep", "-f", f"node-id {workers[0][0]}"], capture_output=True, text=True).stdout
-            os.kill(int(pids.split()[0]), signal.SIGKILL)
-            await asyncio.wait_for(asyncio.gather(*tasks), 200)
-            deadline = time.time() + 120
-            while (text := log.read_text(errors="replace")).count(f"worker {workers[0][0]} serving on") < 2:
-                assert time.time() < deadline, text[-4000:]
-                await asyncio.sleep(0.1)
-            assert "exited (-9); starting it again" in text, (pids, text[-4000:])
-            assert text.count(f"worker {workers[0][0]} serving on") == 2
-            async with s.get(url + "/api/fairness/key") as r:
-                key = load_public_key((await r.json())["public_key_hex"])
-            seen = {(r["table_id"], r["hand_no"]): r for b in bots for r in b.hands_seen}
-            assert len(seen) >= 6 * len(tables)
-            for r in seen.values():
-                async with s.get(url + r["transcript"]) as resp:
-                    assert verify_transcript(await resp.json(), key).ok
-            async with s.get(url + "/api/ledger", headers=auth) as r:
-                assert (await r.json())["ok"] is True
-        # The table page, opened on the server's port, follows a table to the worker
-        # that serves it: that worker takes the session cookie from the page's origin
-        # (the server's port, not its own), and from no other.
+        assert "worker 1 exited (-9); starting it again" in server.text()
+        # what the killed worker had counted is still counted (issue 18: never backwards)
+        after = await counted(s, url)
+        assert all(after[k] >= before[k] for k in before) and after["rummy_hands_total"] > before["rummy_hands_total"]
+        async with s.get(url + "/api/fairness/key") as r:
+            key = load_public_key((await r.json())["public_key_hex"])
+        seen = {(r["table_id"], r["hand_no"]): r for b in bots for r in b.hands_seen}
+        assert len(seen) >= 6 * len(tables)
+        for r in seen.values():
+            async with s.get(url + r["transcript"]) as resp:
+                assert verify_transcript(await resp.json(), key).ok
+        async with s.get(url + "/api/ledger", headers=auth) as r:
+            assert (await r.json())["ok"] is True
         async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as page:
             async with s_post(page, url + "/api/session", {"token": bots[0].token}, url) as r:
                 assert r.status == 200, await r.text()
-            for _, worker_url in workers:
-                ws = await page.ws_connect(worker_url + "/ws", headers={"Origin": url}, protocols=("rummy.v2",))
+            for t in tables:  # whichever worker accepts, and whichever serves the table
+                ws = await page.ws_connect(f"{url}/ws?table={t}", headers={"Origin": url}, protocols=("rummy.v2",))
                 assert json.loads((await ws.receive()).data)["type"] == "hello"
                 await ws.close()
                 with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
                     await page.ws_connect(
-                        worker_url + "/ws",
+                        f"{url}/ws?table={t}",
                         headers={"Origin": f"http://127.0.0.1:{free_port()}"},
                         protocols=("rummy.v2",),
                     )
                 assert refused.value.status == 403
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(30)
-    assert proc.returncode == 0 and "shutting down" in log.read_text()
+    assert "shutting down" in server.text()
 
 
-async def each_table_is_served_by_one_worker_and_the_other_sends_there(
-    url: str, auth: dict[str, str], tables: list[str], workers: list[tuple[str, str]]
-) -> None:
-    """For each table, a join on one worker's own URL is answered and on the other's is
-    a ``wrong_node`` error whose redirect names the first (asked again while a table is
-    still between workers, as after a rebalance)."""
-    import asyncio
+async def counted(session: Any, url: str) -> dict[str, float]:
+    """The whole server's counters of hands, requests and tables taken."""
+    from tests.test_one_port import samples, total
 
-    import aiohttp
-
-    from tests.wsclient import Client
-
-    async with aiohttp.ClientSession() as s, s.post(url + "/api/players", json={"name": "asker"}, headers=auth) as r:
-        token = (await r.json())["token"]
-    answers: dict[str, dict[str, str]] = {}
-    deadline = time.time() + 120
-    for table in tables:
-        while True:
-            answers[table] = {}
-            for _, worker_url in workers:
-                async with Client(worker_url, token) as c:
-                    reply = await c.request({"type": "join", "table_id": table})
-                if reply["type"] == "reply":
-                    answers[table][worker_url] = "served"
-                elif reply["error"]["code"] == "wrong_node":
-                    answers[table][worker_url] = reply["error"]["redirect"]
-                else:
-                    answers[table][worker_url] = reply["error"]["code"]
-            served = [w for w, a in answers[table].items() if a == "served"]
-            others = [a for w, a in answers[table].items() if a != "served"]
-            if len(served) == 1 and others == served:
-                break
-            assert time.time() < deadline, answers
-            await asyncio.sleep(0.2)
+    async with session.get(url + "/metrics") as r:
+        scrape = samples(await r.text())
+    names = ("rummy_hands_total", "rummy_http_requests_total", "rummy_tables_taken_total")
+    return {n: total(scrape, n) for n in names}

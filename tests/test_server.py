@@ -16,6 +16,7 @@ from service.db import load_migrations, migrate
 from service.handrun import restore
 from service.telling import Connection
 from tests.conftest import Api, fresh_database, wait_for
+from tests.skipclock import clocked
 from tests.wsclient import Client
 from verifier.chain import start_hand
 from verifier.fairness import player_commit, reshuffler
@@ -287,8 +288,10 @@ async def test_bad_messages_get_typed_errors_and_change_nothing(api: Api, server
 
 async def test_clock_moves_then_drops(api: Api, server: Running) -> None:
     table, a, b = await seat_two(api, server, turn_seconds=1, max_missed_turns=2)
+    actor, clock = await clocked(server, table)  # the graces and the turns skipped, not waited for
     async with Client(server.url, a["token"], a["signer"]) as ca, Client(server.url, b["token"], b["signer"]) as cb:
         await through_seeds(table, ca, cb)
+        await clock.skip([actor], 120, until=lambda: any(f.get("type") == "result" for f in ca.frames))
         result = await ca.wait_frame(lambda f: f.get("type") == "result", timeout=30)
     t = await api.call("GET", result["transcript"], expect=200)
     assert verify_transcript(t).ok
@@ -312,10 +315,12 @@ async def test_clock_moves_then_drops(api: Api, server: Running) -> None:
 async def test_seeds_no_commit_plays_with_empty_seed(api: Api, server: Running) -> None:
     """A seat that sends no commitment takes part with an empty seed (D21)."""
     table, a, b = await seat_two(api, server, turn_seconds=1, max_missed_turns=1)
+    actor, clock = await clocked(server, table)  # the windows, graces and turns skipped, not waited for
     async with Client(server.url, a["token"], a["signer"]) as ca, Client(server.url, b["token"], b["signer"]) as cb:
         for c in (ca, cb):
             await c.request({"type": "join", "table_id": table})
             await c.request({"type": "sit", "table_id": table})
+        await clock.skip([actor], 120, until=lambda: any(f.get("type") == "result" for f in ca.frames))
         result = await ca.wait_frame(lambda f: f.get("type") == "result", timeout=40)
     t = await api.call("GET", result["transcript"], expect=200)
     assert verify_transcript(t).ok

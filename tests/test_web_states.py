@@ -18,9 +18,9 @@ from service.app import TABLES
 from service.bots import Bot
 from service.cli import Running, start_server
 from service.table import Settings
-from service.workers import free_port
 from tests.browser import launch
 from tests.conftest import OPERATOR, Api, fresh_database, wait_for
+from tests.test_cli_errors import free_port
 from tests.test_web_table import PatientBot, conn, new_person, person_page, sign_in, start_bots, stop_bots
 
 GOING_DOWN = "The server is going down for a moment"
@@ -47,7 +47,7 @@ async def test_the_going_down_notice_stays_until_the_page_is_back(pg_dsn: str, t
     lost".  Here the server really stops (its clients told, their sockets closed) and
     stays down while the page tries again and again; the notice stays all that time,
     and goes when the page is back, with a word that it is."""
-    port = free_port("127.0.0.1")
+    port = free_port()
     async with fresh_database(pg_dsn, "down") as dsn, launch() as browser:
         first = await start_server(
             host="127.0.0.1",

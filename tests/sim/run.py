@@ -1,6 +1,12 @@
-"""Many seeds over several processes: the CI-sized run (tests/test_sim.py) and the
-soak (bench/sim_soak.py).  A failure is shrunk in the process that found it and
-reported with its seed and its shortest trace."""
+"""Many worlds over several processes: the CI-sized run (tests/test_sim.py) and the
+soak (bench/sim_soak.py).
+
+A world's tables each draw from their own random stream and meet the same schedule
+of the store's faults, so a world splits into parts that run alone: part k of
+``parts`` holds the tables whose index is k modulo ``parts`` (``World(only=...)``),
+and the two processes of a 2-core machine each run one half of the same world.  A
+failure is shrunk in the process that found it and reported with its seed and its
+shortest trace."""
 
 from __future__ import annotations
 
@@ -11,23 +17,30 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tests.sim.shrink import simulate
+from tests.sim.world import STORE_WIDE
 
 
 @dataclass
 class Figures:
-    seeds: int = 0
+    parts: int = 0
+    seeds: set[int] = field(default_factory=set)
     hands: int = 0
+    touched: int = 0  # hands a fault touched (every one verified)
     verified: int = 0
+    on_curve: int = 0  # of those, verified on the curve alone (without the signature book)
     steps: int = 0
-    virtual_s: float = 0.0
+    virtual_s: float = 0.0  # summed over the parts' tables: table-seconds / tables per part
     cpu_s: float = 0.0
     faults: dict[str, int] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
 
     def add(self, r: dict[str, Any]) -> None:
-        self.seeds += 1
+        self.parts += 1
+        self.seeds.add(r["seed"])
         self.hands += r["hands"]
+        self.touched += r["touched"]
         self.verified += r["verified"]
+        self.on_curve += r["on_curve"]
         self.steps += r["steps"]
         self.virtual_s += r["virtual_s"]
         self.cpu_s += r["cpu_s"]
@@ -36,27 +49,64 @@ class Figures:
         if r["failure"]:
             self.failures.append(r["failure"])
 
+    def line(self) -> str:
+        return (
+            f"{self.hands} hands ({self.touched} touched by a fault; {self.verified} transcripts verified, "
+            f"{self.on_curve} of them on the curve alone) "
+            f"in {len(self.seeds)} worlds, {self.cpu_s:.1f} s of CPU "
+            f"({1000 * self.cpu_s / max(1, self.hands):.2f} ms a hand); faults {dict(sorted(self.faults.items()))}"
+        )
 
-def one(args: tuple[int, dict[str, Any]]) -> dict[str, Any]:
-    seed, kw = args
+
+def one(args: tuple[int, int, int, dict[str, Any]]) -> dict[str, Any]:
+    """Part ``k`` of ``parts`` of world ``seed``."""
+    seed, k, parts, kw = args
+    tables = kw.get("tables", 20)
     started = time.process_time()
-    w, failure = simulate(seed, **kw)
+    w, failure = simulate(seed, only=set(range(k, tables, parts)), **kw)
     return {
         "seed": seed,
+        "part": k,
         "hands": w.hands_ended,
+        "touched": w.touched_ended,
         "verified": w.verified,
+        "on_curve": w.on_curve,
         "steps": w.steps,
         "virtual_s": w.now / 1000,
         "cpu_s": time.process_time() - started,
-        "faults": w.injected,
+        # a store fault is counted once per world (in part 0); a table's in the part that has the table
+        "faults": {f: n for f, n in w.injected.items() if k == 0 or f not in STORE_WIDE},
         "failure": None if failure is None else failure.report(),
     }
 
 
-def seeds(first: int, hands: int, per_seed: int, kw: dict[str, Any], workers: int) -> Iterator[dict[str, Any]]:
-    """Run seed after seed (``per_seed`` hands each) until ``hands`` hands have ended."""
+def worlds(first: int, count: int, kw: dict[str, Any], parts: int) -> Iterator[dict[str, Any]]:
+    """Worlds ``first`` … ``first + count - 1``, each split into ``parts`` processes."""
     ctx = multiprocessing.get_context("spawn")
-    with ctx.Pool(workers) as pool:
-        n = max(1, -(-hands // per_seed))
-        args = [(first + i, {**kw, "stop_after_hands": per_seed}) for i in range(n)]
+    with ctx.Pool(parts) as pool:
+        args = [(seed, k, parts, kw) for seed in range(first, first + count) for k in range(parts)]
         yield from pool.imap_unordered(one, args)
+
+
+def endless(first: int, kw: dict[str, Any], parts: int, enough: Any) -> Iterator[dict[str, Any]]:
+    """World after world from ``first`` on, each split into ``parts`` processes, until
+    ``enough(results so far)`` says stop; the parts of at most two worlds are in flight."""
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(parts) as pool:
+        seed = first
+        flying: list[Any] = []
+        done: list[dict[str, Any]] = []
+        while True:
+            while len(flying) < 2 * parts and not enough(done):
+                flying += [pool.apply_async(one, ((seed, k, parts, kw),)) for k in range(parts)]
+                seed += 1
+            if not flying:
+                return
+            ready = next((f for f in flying if f.ready()), None)
+            if ready is None:
+                flying[0].wait(1.0)
+                continue
+            flying.remove(ready)
+            r = ready.get()
+            done.append(r)
+            yield r

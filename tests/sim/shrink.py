@@ -22,6 +22,8 @@ class Failure:
     violation: Violation
     trace: list[str]
     runs: int = 0
+    # every transcript of the failing run, verified after the failure: how many, and which failed
+    transcripts: tuple[int, list[str]] = (0, [])
 
     def report(self) -> str:
         lines = [
@@ -31,6 +33,9 @@ class Failure:
             *(f"  {f!r}" for f in self.faults),
             "the failing table's last inputs:",
             *(f"  {line}" for line in self.trace),
+            f"every transcript of the failing run verified: {self.transcripts[0]}, "
+            f"of which {len(self.transcripts[1])} do not verify",
+            *(f"  {line}" for line in self.transcripts[1][:20]),
         ]
         return "\n".join(lines)
 
@@ -52,7 +57,7 @@ def shrink(seed: int, first: Violation, world: World, **kw: Any) -> Failure:
     duration = first.at + SECOND
     runs = 0
     best: Violation = first
-    best_trace = list(next(t for t in world.tables if t.tid == first.table).trace)
+    best_trace = next(t for t in world.tables if t.tid == first.table).lines()
 
     def fails(faults: list[Fault], only: set[int] | None) -> bool:
         nonlocal runs, best, best_trace
@@ -63,7 +68,7 @@ def shrink(seed: int, first: Violation, world: World, **kw: Any) -> Failure:
         except Violation as v:
             if _kind(v) == kind:
                 best = v
-                best_trace = list(next(t for t in w.tables if t.tid == v.table).trace)
+                best_trace = next(t for t in w.tables if t.tid == v.table).lines()
                 return True
         return False
 
@@ -103,9 +108,13 @@ def simulate(seed: int, **kw: Any) -> tuple[World, Failure | None]:
     try:
         w.run()
     except Violation as v:
+        transcripts = w.verify_all()
         kw.pop("duration", None)
         kw.pop("faults", None)
         kw.pop("only", None)
         kw.pop("fault_rate", None)
-        return w, shrink(seed, v, w, **kw)
+        kw.pop("store_fault_rate", None)
+        failure = shrink(seed, v, w, **kw)
+        failure.transcripts = transcripts
+        return w, failure
     return w, None

@@ -55,6 +55,7 @@ class SimStore:
         self.house = 0
         self.total = 0
         self.hands: dict[int, Hand] = {}
+        self.by_table: dict[str, list[Hand]] = {}  # a table's hands in the order they began
         self.ended: list[int] = []  # hand ids in the order they ended
         self.rngs: dict[str, random.Random] = {}  # per table: its server seeds
 
@@ -67,6 +68,7 @@ class SimStore:
 
     def add_table(self, table_id: str, rules: TableRules, max_away: int = 3) -> None:
         self.tables[table_id] = Table(TableFacts(rules=rules, max_away=max_away, head="0" * 64))
+        self.by_table[table_id] = []
 
     # -- the ledger ------------------------------------------------------------------
     def check_ledger(self) -> str | None:
@@ -85,9 +87,8 @@ class SimStore:
         f = t.facts
         facts = TableFacts(f.rules, f.max_away, dict(f.seats), f.head, f.dealer, f.next_hand_no, f.status)
         stored = None
-        live = [h for h in self.hands.values() if h.table_id == table_id and h.status in ("seeding", "playing")]
-        if live:
-            h = max(live, key=lambda x: x.hand_no)
+        h = next((h for h in reversed(self.by_table[table_id]) if h.status in ("seeding", "playing")), None)
+        if h is not None:
             stored = handstore.StoredHand(h.hand_id, h.hand_no, h.status, h.nonce, h.sealed, None, dict(h.players))
             for s, (c, cp, sd, rp) in h.seeds.items():
                 if cp is not None:
@@ -181,6 +182,7 @@ class SimStore:
             self.held[p] += op.need
         h = Hand(hand_id, table_id, op.hand_no, seed, nonce, sealed, {s: (p, op.need) for s, p in players.items()})
         self.hands[hand_id] = h
+        self.by_table[table_id].append(h)
         self._records(hand_id, (hand.recorder.records[0],))
         f = t.facts
         f.next_hand_no = op.hand_no + 1

@@ -27,6 +27,7 @@ from service.tablecore import io
 from service.tablecore.core import TableCore
 from service.tablecore.phase import HandPhase
 from service.tablecore.state import CoreConfig
+from tests.sim.sigbook import BookedSigner, booked
 from tests.sim.store import SimStore
 from verifier.chain import commit_move, move_body, reveal_move
 from verifier.fairness import PROTOCOL_V2, player_commit
@@ -40,8 +41,9 @@ SECOND = 1000
 BEAT = SECOND  # the shell's steady tick (service.table: beat_seconds)
 LEASE = 8 * SECOND  # a frozen node loses its leases after this long
 TURN_MS = 4 * SECOND
-STORE_WIDE = ("unreachable", "hung", "slow", "full")
-KINDS = ("crash", "unreachable", "hung", "slow", "full", "lost_reply", "takeover", "freeze", "drop", "slow_reader")
+STORE_WIDE = ("unreachable", "hung", "slow", "full")  # the store's faults: every table meets them
+OWN = ("crash", "lost_reply", "takeover", "freeze", "drop", "slow_reader")  # one table's (or one player's)
+KINDS = STORE_WIDE + OWN
 
 
 @dataclass(frozen=True, order=True)
@@ -95,8 +97,12 @@ class SimTable:
     refused: dict[str, int] = field(default_factory=dict)  # D35: when the house last refused a player's move
     cmds: dict[int, tuple[str, str]] = field(default_factory=dict)  # command id -> (player, kind)
     seq: int = 0
-    trace: deque[str] = field(default_factory=lambda: deque(maxlen=80))
+    # the last inputs and what each did; formatted only when a failure is reported (lines())
+    trace: deque[Any] = field(default_factory=lambda: deque(maxlen=80))
     rng: random.Random = field(default_factory=random.Random)
+
+    def lines(self) -> list[str]:
+        return [e if isinstance(e, str) else _line(*e) for e in self.trace]
 
 
 class World:
@@ -109,9 +115,11 @@ class World:
         duration: int = 600 * SECOND,
         faults: list[Fault] | None = None,
         fault_rate: float = 1.0,
+        store_fault_rate: float | None = None,
         only: set[int] | None = None,
         stop_after_hands: int | None = None,
         verify_every: int = 25,
+        curve_every: int = 10,
         cfg: CoreConfig | None = None,
     ) -> None:
         self.seed = seed
@@ -120,7 +128,7 @@ class World:
             commit_ms=2000, reveal_ms=2000, next_hand_ms=500, grace_ms=3000, reach_ms=3000, hung_ms=1500
         )
         self.keys = ServerKeys(
-            Signer(Ed25519PrivateKey.from_private_bytes(self.rng.randbytes(32))), self.rng.randbytes(32)
+            BookedSigner(Ed25519PrivateKey.from_private_bytes(self.rng.randbytes(32))), self.rng.randbytes(32)
         )
         self.store = SimStore(self.keys, self.rng)
         self.duration = duration
@@ -130,7 +138,11 @@ class World:
         self.tables: list[SimTable] = []
         self.hands_ended = 0
         self.verified = 0
+        self.touched_ended = 0  # hands a fault touched: every one is verified
+        self.untouched_ended = 0  # the others: every verify_every-th is verified
         self.verify_every = verify_every
+        self.curve_every = curve_every  # every n-th transcript verified is checked on the curve alone
+        self.on_curve = 0
         self.steps = 0
         self.stop_after_hands = stop_after_hands
         self.store_faults: list[Fault] = []
@@ -146,14 +158,14 @@ class World:
             t = SimTable(tid, n, rng=random.Random(f"{seed}/{tid}"))
             self.store.rngs[tid] = random.Random(f"{seed}/{tid}/store")
             for k in range(seats):
-                signer = Signer(Ed25519PrivateKey.from_private_bytes(t.rng.randbytes(32)))
+                signer = BookedSigner(Ed25519PrivateKey.from_private_bytes(t.rng.randbytes(32)))
                 pid = f"p{n}_{k}"
                 self.store.add_player(pid, signer.public_bytes, 10**7)
                 self.store.tables[tid].facts.seats[k] = pid
                 t.players.append(Player(pid, signer, tid))
             self.tables.append(t)
         if faults is None:
-            faults = self.random_faults(fault_rate)
+            faults = self.random_faults(fault_rate, store_fault_rate)
         self.by_index = {t.index: t for t in self.tables}
         self.faults = sorted(f for f in faults if f.kind in STORE_WIDE or f.table in self.by_index)
         for f in self.faults:
@@ -164,33 +176,39 @@ class World:
         self.at(10 * SECOND, self._stall_check)
 
     # -- the schedule ---------------------------------------------------------------------
-    def random_faults(self, rate: float) -> list[Fault]:
-        """About ``rate`` faults a table every 5 virtual minutes, none in the last minute
-        (the run drains)."""
+    def random_faults(self, rate: float, store_rate: float | None = None) -> list[Fault]:
+        """A table meets about ``rate`` faults of its own (a crash, a lost COMMIT answer,
+        a takeover, a freeze, a player's drop or slow reading) and about ``store_rate``
+        (default: ``rate``) of the store's (unreachable, hung, slow, full: one store,
+        so every table meets each) every 5 virtual minutes; none in the last minute
+        (the run drains).  The store's faults do not grow with the number of tables: a
+        world of 100 tables is 100 tables of the same world as one of 10."""
         out: list[Fault] = []
-        n = int(rate * self.n_tables * self.duration / (300 * SECOND))
         end = max(1, self.duration - 60 * SECOND)
-        for _ in range(n):
-            kind = self.rng.choice(KINDS)
-            dur = {
-                "crash": self.rng.randrange(1, 20) * SECOND,
-                "unreachable": self.rng.randrange(1, 30) * SECOND,
-                "hung": self.rng.randrange(1, 30) * SECOND,
-                "slow": self.rng.randrange(2, 20) * SECOND,
-                "full": self.rng.randrange(2, 30) * SECOND,
-                "freeze": self.rng.randrange(4, 30) * SECOND,
-                "drop": self.rng.randrange(0, 10) * SECOND,
-                "slow_reader": self.rng.randrange(1, 10) * SECOND,
-            }.get(kind, 0)
-            out.append(
-                Fault(
-                    self.rng.randrange(5 * SECOND, end),
-                    kind,
-                    self.rng.randrange(self.n_tables),
-                    dur,
-                    self.rng.randrange(4),
+        own = int(rate * self.n_tables * self.duration / (300 * SECOND))
+        store = int((rate if store_rate is None else store_rate) * self.duration / (300 * SECOND))
+        for kinds, n in ((OWN, own), (STORE_WIDE, store)):
+            for _ in range(n):
+                kind = self.rng.choice(kinds)
+                dur = {
+                    "crash": self.rng.randrange(1, 20) * SECOND,
+                    "unreachable": self.rng.randrange(1, 30) * SECOND,
+                    "hung": self.rng.randrange(1, 30) * SECOND,
+                    "slow": self.rng.randrange(2, 20) * SECOND,
+                    "full": self.rng.randrange(2, 30) * SECOND,
+                    "freeze": self.rng.randrange(4, 30) * SECOND,
+                    "drop": self.rng.randrange(0, 10) * SECOND,
+                    "slow_reader": self.rng.randrange(1, 10) * SECOND,
+                }.get(kind, 0)
+                out.append(
+                    Fault(
+                        self.rng.randrange(5 * SECOND, end),
+                        kind,
+                        self.rng.randrange(self.n_tables),
+                        dur,
+                        self.rng.randrange(4),
+                    )
                 )
-            )
         return out
 
     def at(self, when: int, fn: Callable[[], object], t: SimTable | None = None) -> None:
@@ -204,6 +222,10 @@ class World:
             heapq.heappush(self.events, (when, t.index, t.seq, fn))
 
     def run(self) -> World:
+        with booked():
+            return self._run()
+
+    def _run(self) -> World:
         while self.events:
             when, _, _, fn = heapq.heappop(self.events)
             if when > self.duration:
@@ -224,10 +246,8 @@ class World:
             return
         self.steps += 1
         fx = core.step(inp, self.now)
-        done = [_effect(e) for e in fx if not isinstance(e, io.Arm)]
-        if done or not isinstance(inp, io.Tick):  # a tick that did nothing is left out of the trace
-            who = "" if core is t.core else "old node: "
-            t.trace.append(f"{self.now / 1000:.3f} {who}{_short(inp)} -> {', '.join(done) or '-'}")
+        if not isinstance(inp, io.Tick) or any(not isinstance(e, io.Arm) for e in fx):
+            t.trace.append((self.now, core is not t.core, inp, fx))  # a tick that did nothing is left out
         self._effects(t, core, fx)
 
     def _effects(self, t: SimTable, core: TableCore, fx: list[io.Effect]) -> None:
@@ -276,14 +296,24 @@ class World:
                 return f
         return None
 
+    def _touch(self, t: SimTable, core: TableCore | None = None) -> None:
+        """A fault touched the table's hand (and the one being started): its
+        transcript will be verified."""
+        core = core or t.core
+        if core is None:
+            return
+        if core.hand is not None:
+            t.touched.add(core.hand.hand_id)
+        p = core.pending
+        if p is not None and isinstance(p.op, io.StartOp):
+            t.touched.add(t.index * 1_000_000 + p.op.hand_no)  # the store's id for it (tests/sim/store.py)
+
     def _house_fault(self, t: SimTable, cause_end: int) -> None:
         if not t.fault_open:
             t.fault_open = True
             t.trace.append(f"{self.now / 1000:.3f} HOUSE FAULT until at least {cause_end / 1000:.3f}")
         t.cause_end = max(t.cause_end, cause_end)
-        core = t.core
-        if core is not None and core.hand is not None:
-            t.touched.add(core.hand.hand_id)
+        self._touch(t)
 
     def _house_ok(self, t: SimTable) -> None:
         if t.fault_open and self.now >= t.cause_end:
@@ -302,6 +332,10 @@ class World:
 
     def _answer_at(self, t: SimTable, kind_write: bool) -> tuple[int, io.Result | None]:
         """When and how an op sent now comes back (None: it applies)."""
+        if not self.store_faults:
+            return self.now + t.rng.randrange(1, 6), None
+        if any(f.at <= self.now < f.at + f.duration for f in self.store_faults):
+            self._touch(t)  # the store's fault met this table's op: its hand is verified
         lat = self._latency(t)
         f = self._store_fault("unreachable", self.now)
         if f is not None:
@@ -393,6 +427,7 @@ class World:
             return
         t = self.by_index[f.table]
         t.trace.append(f"{self.now / 1000:.3f} FAULT {f}")
+        self._touch(t)
         if k == "lost_reply":
             t.lost_reply += 1
         elif k == "crash":
@@ -601,11 +636,34 @@ class World:
         if h.transcript is not op.transcript:
             return  # a repeat: the hand had ended already
         self.hands_ended += 1
-        if op.hand_id in t.touched or self.hands_ended % self.verify_every == 0:
+        if op.hand_id in t.touched:
+            t.touched.discard(op.hand_id)
+            self.touched_ended += 1
+        else:
+            self.untouched_ended += 1
+            if self.untouched_ended % self.verify_every:
+                return
+        self.verified += 1
+        curve = (self.verified - 1) % self.curve_every == 0  # the first, the 11th, …
+        self.on_curve += curve
+        with booked(not curve):
             report = verify_transcript(op.transcript, self.keys.signer.public_bytes)
-            self.verified += 1
-            if not report.ok:
-                raise Violation(self.now, t.tid, f"hand {op.hand_id}'s transcript does not verify: {report.failure}")
+        if not report.ok:
+            raise Violation(self.now, t.tid, f"hand {op.hand_id}'s transcript does not verify: {report.failure}")
+
+    def verify_all(self) -> tuple[int, list[str]]:
+        """Every transcript the store holds, verified (after a failure: the hands the
+        run did not verify as they ended are verified then): how many, and what
+        failed, one line each."""
+        bad, n = [], 0
+        with booked():
+            for h in self.store.hands.values():
+                if h.transcript is not None:
+                    n += 1
+                    report = verify_transcript(h.transcript, self.keys.signer.public_bytes)
+                    if not report.ok:
+                        bad.append(f"hand {h.hand_id} (table {h.table_id}): {report.failure}")
+        return n, bad
 
     def _stall_check(self) -> None:
         """A table with seated, connected players that the house is not failing makes
@@ -634,6 +692,11 @@ def _gone() -> Any:
     from service.tablecore.errors import shutting_down
 
     return shutting_down()
+
+
+def _line(now: int, old: bool, inp: io.Input, fx: list[io.Effect]) -> str:
+    done = [_effect(e) for e in fx if not isinstance(e, io.Arm)]
+    return f"{now / 1000:.3f} {'old node: ' if old else ''}{_short(inp)} -> {', '.join(done) or '-'}"
 
 
 def _effect(e: io.Effect) -> str:

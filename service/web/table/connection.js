@@ -58,7 +58,9 @@ export class TableSocket {
         this.node = null;
       }
     }
-    return base.replace(/^http/, "ws") + "/ws";
+    // the table in the URL: on a server of several workers, the socket is handed to
+    // the one that serves it before the first frame (docs/deploy.md)
+    return base.replace(/^http/, "ws") + "/ws?table=" + encodeURIComponent(this.tableId);
   }
 
   connect() {

@@ -1,0 +1,129 @@
+"""Tables: created by the operator, listed, sat at and left, described, closed; a
+seat stood up and a hand voided by the operator (D33).  A command for a table goes
+to the task that serves it (:mod:`service.routing`)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from aiohttp import web
+
+from service import store, wire
+from service.appkeys import CLUSTER, POOL
+from service.cluster import Lease
+from service.db import connection
+from service.edge import ApiError, audited, body_json, int_or_none, require_operator, require_player
+from service.internal import RemoteTable
+from service.lifecycle import new_actor
+from service.routing import actor
+from service.table import TableActor
+from verifier.hand import TableRules
+
+
+async def create_table(request: web.Request) -> web.Response:
+    await require_operator(request)
+    data = await body_json(request, wire.NEW_TABLE, "bad_table")
+    settings = dict(data)
+    max_away = data.pop("max_away_hands", 3)
+
+    async def work() -> tuple[str, TableRules, TableActor]:
+        rules = TableRules(**data)  # validated: a bad combination is an error, never repaired
+        cluster = request.app[CLUSTER]
+        lease: Lease | None = None
+        try:
+            async with connection(request.app[POOL]) as conn, conn.transaction():
+                table_id = await store.create_table(conn, rules, max_away_hands=max_away)
+                lease = await cluster.add_table(conn, table_id)
+        except BaseException:
+            if lease is not None:
+                cluster.abandon(lease.table_id)
+            raise
+        cluster.adopt(lease)  # committed: from now on the heartbeat renews it
+        a = new_actor(request.app, lease)  # and it runs, whatever happens to the audit row
+        a.start()
+        return table_id, rules, a
+
+    table_id, rules, a = await audited(request, "create_table", None, settings, work())
+    # Until it is loaded here, or handed to another worker or node first (a share
+    # evening out: the table exists all the same, served there).
+    loaded = asyncio.create_task(a.loaded.wait())
+    try:
+        assert a.task is not None
+        done, _ = await asyncio.wait({loaded, a.task}, timeout=10, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        loaded.cancel()
+    if not done:
+        raise TimeoutError
+    return web.json_response({"id": table_id, **rules.to_json(), "max_away_hands": max_away}, status=201)
+
+
+async def list_tables(request: web.Request) -> web.Response:
+    async with connection(request.app[POOL]) as conn:
+        return web.json_response({"tables": await store.list_tables(conn)})
+
+
+async def sit(request: web.Request) -> web.Response:
+    player = await require_player(request)
+    data = await body_json(request, wire.SIT)
+    a = await actor(request, request.match_info["table_id"])
+    return web.json_response(await a.submit("sit", player.id, data))
+
+
+async def leave(request: web.Request) -> web.Response:
+    player = await require_player(request)
+    data = await body_json(request, wire.LEAVE)
+    a = await actor(request, request.match_info["table_id"])
+    return web.json_response(await a.submit("leave", player.id, data))
+
+
+def describe(a: TableActor) -> dict[str, Any]:
+    """What the table's task knows that the database does not say: its status and
+    the hand in progress."""
+    hand = a.hand
+    return {
+        "status": a.t.status,
+        "hand": None
+        if hand is None
+        else {"hand_id": hand.hand_id, "hand_no": hand.hand_no, "phase": hand.phase, "seats": sorted(hand.players)},
+    }
+
+
+async def table_detail(request: web.Request) -> web.Response:
+    a = await actor(request, request.match_info["table_id"])
+    async with connection(request.app[POOL]) as conn:
+        row = next((t for t in await store.list_tables(conn) if t["id"] == a.table_id), None)
+    if row is None:
+        raise ApiError(404, "no_such_table", f"no table {a.table_id}")
+    row.update(await a.describe() if isinstance(a, RemoteTable) else describe(a))
+    return web.json_response(row)
+
+
+async def close_table(request: web.Request) -> web.Response:
+    await require_operator(request)
+    a = await actor(request, request.match_info["table_id"])
+    result = await audited(request, "close_table", a.table_id, {}, a.submit("close", "operator", {}))
+    return web.json_response(result)
+
+
+async def stand_seat(request: web.Request) -> web.Response:
+    await require_operator(request)
+    a = await actor(request, request.match_info["table_id"])
+    seat = wire.check(wire.Obj({"seat": wire.Int(0, 7)}), {"seat": int_or_none(request.match_info["seat"])})["seat"]
+    work = a.submit("stand", "operator", {"seat": seat})
+    return web.json_response(await audited(request, "stand_seat", f"{a.table_id}/{seat}", {"seat": seat}, work))
+
+
+async def void_hand(request: web.Request) -> web.Response:
+    await require_operator(request)
+    hand_id = wire.path_int(request.match_info["hand_id"], "a hand id")
+    data = await body_json(request, wire.VOID)
+    async with connection(request.app[POOL]) as conn:
+        row = await conn.fetchrow("SELECT table_id, status FROM hands WHERE id = $1", hand_id)
+    if row is None:
+        raise ApiError(404, "no_such_hand", f"no hand {hand_id}")
+    if row["status"] not in ("seeding", "playing"):
+        raise ApiError(409, "hand_over", f"hand {hand_id} is {row['status']}")
+    a = await actor(request, row["table_id"])
+    work = a.submit("void", "operator", {"hand_id": hand_id, "reason": data["reason"]})
+    return web.json_response(await audited(request, "void_hand", str(hand_id), data, work))

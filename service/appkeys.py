@@ -1,0 +1,75 @@
+"""What the application holds: its configuration and the typed keys of its state.
+
+Resources live in the application's ``cleanup_ctx`` (:mod:`service.lifecycle`); the
+state they make hangs off these typed ``web.AppKey``s, which every handler reads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+import asyncpg
+from aiohttp import web
+
+from service.cluster import Cluster, NodeSettings
+from service.db import ServerLock
+from service.keys import ServerKeys
+from service.metrics import Metrics
+from service.table import Settings
+from service.writer import RecordWriter
+
+
+@dataclass
+class Config:
+    dsn: str
+    keys: ServerKeys
+    settings: Settings = field(default_factory=Settings)
+    heartbeat: float = 20.0
+    node: NodeSettings = field(default_factory=NodeSettings)
+    #: the database's one-server lock, when this process holds it (a server alone in
+    #: its process); watched, so that two servers never write one table
+    server_lock: ServerLock | None = None
+    #: /metrics is served on an address of its own (serve --metrics-listen): on the
+    #: public port it then needs the operator token from everyone, this machine too
+    metrics_elsewhere: bool = False
+
+    def own_urls(self) -> tuple[str, ...]:
+        """Where people open this card room's pages on this node: its public URL."""
+        return (self.node.public_url,) if self.node.public_url else ()
+
+
+CONFIG = web.AppKey("config", Config)
+
+
+POOL = web.AppKey("pool", asyncpg.Pool)
+
+
+TABLES = web.AppKey("tables", dict)  # table id -> TableActor
+
+
+SOCKETS = web.AppKey("sockets", dict)  # WebSocketResponse -> Connection
+
+
+CLUSTER = web.AppKey("cluster", Cluster)
+
+
+BACKGROUND = web.AppKey("background", set)  # short tasks kept alive until done
+
+
+WRITER = web.AppKey("writer", RecordWriter)
+
+
+LOADS = web.AppKey("loads", asyncio.Semaphore)  # tables loading at once (service.table)
+
+
+HEARTBEAT = web.AppKey("heartbeat", asyncio.Task)  # the cluster's heartbeat (service.cluster)
+
+
+TABLE_LOADS_AT_ONCE = 4  # of the pool's 10 connections: group commit, REST and the ledger keep the rest
+
+
+METRICS = web.AppKey("metrics", Metrics)
+
+
+LEDGER_TOTALS = web.AppKey("ledger_totals", dict)  # read for /metrics just before it is drawn

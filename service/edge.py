@@ -1,0 +1,100 @@
+"""What handlers do at the edge before any work: the body parsed and checked against
+its schema (:mod:`service.wire`), who is asking (the operator, a player), the audit
+of an operator's action, paging.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from typing import Any
+
+from aiohttp import web
+
+from service import auth, store, wire
+from service.appkeys import CONFIG, POOL
+from service.db import connection
+from service.errors import ServiceError
+from service.wire import WireError
+from verifier.ed25519 import key_problem
+from verifier.errors import RuleError
+
+
+class ApiError(ServiceError):
+    """A request refused by a handler: its status, code and message."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message, code=code, status=status)
+
+
+# ----------------------------------------------------------------------------- helpers
+async def body_json(request: web.Request, spec: wire.Obj, code: str = "bad_request") -> dict[str, Any]:
+    """The request body, parsed and checked against its schema (empty body: {}); a
+    body that does not fit is refused with ``code``."""
+    if request.content_length is not None and request.content_length > wire.MAX_MESSAGE_BYTES:
+        raise WireError(f"request bodies are at most {wire.MAX_MESSAGE_BYTES} bytes", "message_too_large", 413)
+    raw = await request.content.read(wire.MAX_MESSAGE_BYTES + 1)
+    data = wire.parse_object(raw, what="body") if raw.strip() else {}
+    return wire.check(spec, data, "body", code=code)
+
+
+async def require_operator(request: web.Request) -> None:
+    token = wire.bearer_token(request.headers.get("Authorization"))
+    status = None
+    if token is not None:
+        async with connection(request.app[POOL]) as conn:
+            status = await store.operator_status(conn, token)
+    if status is None:
+        raise ApiError(401, "unauthorized", "this needs the operator token")
+    if status.startswith("retired:"):
+        raise ApiError(
+            401,
+            "token_rotated",
+            f"this operator token was rotated away at {status.split(':', 1)[1]}; use the new one",
+        )
+
+
+async def audited(
+    request: web.Request, action: str, target: str | None, params: dict[str, Any], work: Awaitable[Any]
+) -> Any:
+    """Run an operator action and write it to the audit log, refused or done."""
+    try:
+        result = await work
+    except (ServiceError, RuleError) as e:
+        outcome = f"refused: {getattr(e, 'code', type(e).__name__)}: {getattr(e, 'message', str(e))}"
+        async with connection(request.app[POOL]) as conn:
+            await store.audit(conn, action, target, params, outcome)
+        raise
+    async with connection(request.app[POOL]) as conn:
+        await store.audit(conn, action, target, params, "done")
+    return result
+
+
+def page(request: web.Request) -> tuple[int, int]:
+    """``limit`` (1–500, default 50) and ``offset`` from the query."""
+    q = request.query
+    limit = wire.path_int(q["limit"], "limit", 500) if "limit" in q else 50
+    offset = 0 if q.get("offset", "0") == "0" else wire.path_int(q["offset"], "offset", 10**9)
+    return limit, offset
+
+
+async def require_player(request: web.Request, *, websocket: bool = False) -> store.Player:
+    """The player by bearer token or session cookie (:func:`service.auth.player_of`)."""
+    player = await auth.player_of(request, request.app[POOL], request.app[CONFIG].own_urls(), websocket=websocket)
+    if player is None:
+        raise ApiError(401, "unauthorized", "this needs a player's bearer token or session")
+    return player
+
+
+# ----------------------------------------------------------------------------- REST
+def strict_key(hex_key: str) -> bytes:
+    """A player's key, refused with ``bad_key`` unless it is a strict Ed25519 key
+    (docs/fairness.md §9: no small-order point, a canonical encoding)."""
+    raw = bytes.fromhex(hex_key)
+    problem = key_problem(raw)
+    if problem is not None:
+        raise ApiError(400, "bad_key", f"public_key is not a strict Ed25519 public key: {problem}")
+    return raw
+
+
+def int_or_none(text: str) -> int | None:
+    return int(text) if text.isascii() and text.isdigit() and len(text) < 4 else None

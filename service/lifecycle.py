@@ -1,0 +1,215 @@
+"""The application's life: its database pool and lock, its tables and their leases
+(:mod:`service.cluster`), and the way down on SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+import asyncpg
+from aiohttp import WSCloseCode, web
+
+from service.appkeys import (
+    BACKGROUND,
+    CLUSTER,
+    CONFIG,
+    HEARTBEAT,
+    LEDGER_TOTALS,
+    LOADS,
+    METRICS,
+    POOL,
+    SOCKETS,
+    TABLE_LOADS_AT_ONCE,
+    TABLES,
+    WRITER,
+)
+from service.cluster import Cluster, Lease
+from service.db import ServerLock, create_pool
+from service.metrics import process_gauges
+from service.table import TableActor
+from service.telling import Connection
+from service.writer import RecordWriter
+
+log = logging.getLogger("rummy.app")
+
+
+async def database(app: web.Application) -> AsyncIterator[None]:
+    """The pool and the group commit (the database was prepared before the app:
+    service.startup), and the watch over the database's lock when this process holds
+    it."""
+    cfg = app[CONFIG]
+    pool = await create_pool(cfg.dsn)
+    try:
+        app[POOL] = pool
+        app[WRITER] = RecordWriter(pool, window=cfg.settings.group_commit_seconds)
+        app[LOADS] = asyncio.Semaphore(TABLE_LOADS_AT_ONCE)
+        watchdog = None
+        if cfg.server_lock is not None:
+            watchdog = asyncio.create_task(keep_lock(app, cfg.server_lock), name="server-lock")
+        try:
+            yield
+        finally:
+            if watchdog is not None:
+                watchdog.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await watchdog
+    finally:
+        await pool.close()
+
+
+async def keep_lock(app: web.Application, lock: ServerLock, every: float = 2.0) -> None:
+    """Hold the one-server-per-database lock; if another server took it while the
+    database was away, stop every table at once: two servers never write one table."""
+    while True:
+        await asyncio.sleep(every)
+        try:
+            held = await lock.keep()
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError):
+            continue  # the database is away; the tables pause on their own
+        if not held:
+            log.critical("another server took this database's lock: stopping every table")
+            await stop_tables(app)
+            return
+
+
+async def tables_and_leases(app: web.Application) -> AsyncIterator[None]:
+    """Take this node's leases and start their tables; keep the heartbeat; on the way
+    out stop every table, then hand the leases over."""
+    cfg = app[CONFIG]
+
+    def start(lease: Lease) -> None:
+        old = app[TABLES].get(lease.table_id)
+        if old is not None:  # taken again with a new epoch: the old task can never write again
+            task = asyncio.create_task(old.lose())
+            app[BACKGROUND].add(task)
+            task.add_done_callback(app[BACKGROUND].discard)
+        new_actor(app, lease).start()
+
+    async def stop(table_id: str) -> None:
+        """The lease is lost: the table's clients are told ``moved`` and their sockets
+        closed, exactly as when a write is fenced (they reconnect to the new owner)."""
+        a = app[TABLES].pop(table_id, None)
+        if a is not None:
+            await a.lose()
+
+    def handoff(table_id: str) -> bool:
+        a = app[TABLES].get(table_id)
+        if a is None:
+            return False
+        a.request_handoff()
+        return True
+
+    cluster = Cluster(app[POOL], cfg.dsn, cfg.node, start, stop, handoff)
+    app[CLUSTER] = cluster
+    await cluster.join()
+    # Every table is loaded (its hand resumed or voided) before the server answers.
+    await asyncio.gather(*(asyncio.wait_for(a.loaded.wait(), 60) for a in app[TABLES].values()))
+    beat = asyncio.create_task(cluster.run(), name="cluster-heartbeat")
+    app[HEARTBEAT] = beat
+    try:
+        yield
+    finally:
+        beat.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await beat
+        await stop_tables(app)
+        await cluster.leave()
+
+
+def new_actor(app: web.Application, lease: Lease) -> TableActor:
+    def lost(table_id: str, release: bool) -> None:
+        """The table let go (fenced, or handed over): forget it, and give a handed-over
+        table's lease up at once for another node to take."""
+        if app[TABLES].get(table_id) is not a:
+            return  # a newer actor serves the table (taken again, a new epoch): its lease is not ours to drop
+        del app[TABLES][table_id]
+        app[METRICS].tables_let_go.labels("handed_over" if release else "lost").inc()
+        if release:
+            task = asyncio.create_task(app[CLUSTER].release(table_id))
+            app[BACKGROUND].add(task)
+            task.add_done_callback(app[BACKGROUND].discard)
+        else:
+            app[CLUSTER].owned.pop(table_id, None)
+
+    a = TableActor(
+        lease.table_id,
+        app[POOL],
+        app[CONFIG].keys,
+        app[CONFIG].settings,
+        app[METRICS],
+        lease=lease,
+        on_lost=lost,
+        writer=app[WRITER],
+        loads=app[LOADS],
+    )
+    app[TABLES][lease.table_id] = a
+    app[METRICS].tables_taken.inc()
+    return a
+
+
+async def stop_tables(app: web.Application) -> None:
+    await asyncio.gather(*(a.stop() for a in list(app[TABLES].values())))
+
+
+async def on_shutdown(app: web.Application) -> None:
+    """SIGTERM/SIGINT: the listening socket is already closed; stop the heartbeat and
+    every clock first (nothing is charged while the server goes down), hand the leases
+    over, then tell every client, with the other nodes it may reconnect to, and close
+    its socket.  Handed over first, a client that goes to another node at once is sent
+    on to the table's new owner, not back to this one."""
+    beat = app.get(HEARTBEAT)
+    if beat is not None:
+        beat.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await beat
+    await stop_tables(app)
+    servers: list[str] = []
+    if CLUSTER in app:
+        with contextlib.suppress(Exception):  # the database may be away: the leases then run out
+            await asyncio.wait_for(app[CLUSTER].leave(), 2.0)
+            servers = await asyncio.wait_for(app[CLUSTER].others(), 1.0)
+    sockets = list(app[SOCKETS].items())
+    for _, conn in sockets:
+        conn.push(
+            {"type": "shutdown", "message": "the server is going down; reconnect in a moment", "servers": servers}
+        )
+
+    async def close(ws: web.WebSocketResponse, conn: Connection) -> None:
+        await asyncio.sleep(0.05)  # let the writer send the notice
+        conn.close()
+        with contextlib.suppress(Exception):
+            await ws.close(code=WSCloseCode.GOING_AWAY, message=b"server shutting down")
+
+    if sockets:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.gather(*(close(ws, c) for ws, c in sockets)), 1.0)
+
+
+def live_metrics(app: web.Application) -> None:
+    def read() -> dict[str, Any]:
+        tables = list(app[TABLES].values())
+        totals = app[LEDGER_TOTALS]
+        out: dict[str, Any] = {
+            "rummy_tables": ("Tables served", len(tables)),
+            "rummy_tables_paused": ("Tables waiting for their database", sum(1 for a in tables if a.paused)),
+            "rummy_hands_in_progress": ("Hands in progress", sum(1 for a in tables if a.hand is not None)),
+            "rummy_seats": ("Seats taken", sum(len(a.t.seats) for a in tables)),
+            "rummy_connections": ("Open WebSocket connections", len(app[SOCKETS])),
+            **process_gauges(),
+        }
+        pool = app.get(POOL)
+        if pool is not None:
+            out["rummy_db_pool_connections"] = ("Database connections open in the pools", pool.get_size())
+            out["rummy_db_pool_idle"] = ("Database connections idle in the pools", pool.get_idle_size())
+            out["rummy_db_pool_max"] = ("Database connections the pools may open", pool.get_max_size())
+        for key in ("deposited", "players_available", "players_held", "house_commission"):
+            if key in totals:
+                out[f"rummy_ledger_{key}"] = (f"Ledger: {key.replace('_', ' ')} (HT minor units)", totals[key])
+        if "ok" in totals:
+            out["rummy_ledger_ok"] = ("1 when every ledger invariant holds", int(bool(totals["ok"])))
+        return out
+
+    app[METRICS].add_live(read)

@@ -1,0 +1,132 @@
+"""What every request passes through: one access-log line, and one error answer.
+
+Every error a client can cause is answered with a typed JSON error to that client
+only: a :class:`service.errors.ServiceError` as it says, a rule the kernel or a
+table refused (:class:`verifier.errors.RuleError`) with its status, a table that did
+not answer in time ``busy``, a database that is away ``unavailable``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import asyncpg
+from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
+
+from service.errors import ServiceError
+from service.handover import HandedOver
+from service.ledger import LedgerError
+from verifier.errors import RuleError
+
+log = logging.getLogger("rummy.app")
+
+
+def error_response(
+    status: int, code: str, message: str, rule: str | None = None, ack: dict[str, Any] | None = None
+) -> web.Response:
+    body: dict[str, Any] = {"error": {"code": code, "message": message}}
+    if rule:
+        body["error"]["rule"] = rule
+    if ack is not None:  # a move the table judged and refused: the server's signed ack (§15)
+        body["error"]["ack"] = ack
+    return web.json_response(body, status=status)
+
+
+RULE_STATUS = {
+    # A well-formed request the state of things refuses is a 409 (not a 400: nothing in
+    # the request was wrong; not a 402, which RFC 9110 reserves).
+    "insufficient_balance": 409,
+    "no_player_key": 409,
+    "seat_taken": 409,
+    "already_seated": 409,
+    "not_seated": 409,
+    "no_such_seat": 409,  # seat 6 of a table of 4: the schema allows it, this table has none
+    "table_full": 409,
+    "hand_over": 409,
+    "table_closed": 409,
+    "no_such_hand": 404,
+    "unavailable": 503,
+    "shutting_down": 503,
+}
+
+
+access = logging.getLogger("rummy.access")
+
+
+@web.middleware
+async def access_log(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
+    """One line per request (with ``--log-format json``, one JSON object)."""
+    started = time.perf_counter()
+    status = 500
+    handed = False
+    try:
+        response = await handler(request)
+        status = response.status
+        handed = isinstance(response, HandedOver)
+        return response
+    except web.HTTPException as e:
+        status = e.status
+        raise
+    finally:
+        if handed:  # the worker that serves the table logs it
+            access.debug("%s %s handed over to a sibling worker", request.method, request.path)
+        elif request.path != "/ws" or status != 101:
+            access.info(
+                "%s %s %d %.1fms",
+                request.method,
+                request.path,
+                status,
+                (time.perf_counter() - started) * 1000,
+                extra={"method": request.method, "path": request.path, "status": status, "remote": request.remote},
+            )
+
+
+@web.middleware
+async def errors(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except LedgerError as e:  # insufficient_balance is the state's refusal (409), the rest bad input (400)
+        return error_response(RULE_STATUS.get(e.code, e.status), e.code, e.message)
+    except ServiceError as e:
+        return error_response(e.status, e.code, e.message, e.rule, getattr(e, "ack", None))
+    except RuleError as e:  # the kernel's errors and the server's ClientError
+        return error_response(RULE_STATUS.get(e.code, 400), e.code, e.message, e.rule, getattr(e, "ack", None))
+    except TimeoutError:
+        return error_response(503, "busy", "the table did not answer in time; check before you try again")
+    except web.HTTPRedirection:
+        raise
+    except web.HTTPException as e:
+        if e.status >= 400:
+            code = {404: "not_found", 405: "method_not_allowed", 413: "message_too_large"}.get(e.status, "bad_request")
+            return error_response(e.status, code, e.reason)
+        raise
+    except (asyncpg.PostgresConnectionError, OSError, asyncpg.InterfaceError) as e:
+        log.warning("%s %s: the database is away (%s)", request.method, request.path, type(e).__name__)
+        return error_response(503, "unavailable", "the database is unavailable right now; nothing was changed")
+
+
+class _QuietBadRequests(logging.Filter):
+    """aiohttp logs a malformed HTTP request (an over-long header, a bad
+    Content-Length) as an error with a traceback, though it is the client's fault and
+    is answered 400: log it as one warning line instead."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, HttpProcessingError) and exc.code == 400:
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+            record.msg = f"{record.getMessage()}: refused a malformed request ({exc.message.splitlines()[0][:120]})"
+            record.args = ()
+            record.exc_info = None
+            record.exc_text = None
+        return True
+
+
+logging.getLogger("aiohttp.server").addFilter(_QuietBadRequests())

@@ -1,0 +1,71 @@
+"""A clock for the tables of a test's server (``Settings(clock=SkipClock())``): the
+wall clock plus what the test has skipped.  A test that must let a turn, a seed
+window or an outage pass skips it instead of sleeping through it; the tables see the
+time go by as they would have, a beat at a time."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterable
+
+from service.app import CONFIG, POOL, TABLES
+from service.cli import Running
+from service.table import TableActor
+from service.tablecore import io
+
+
+class SkipClock:
+    def __init__(self, skipped: float = 0.0) -> None:
+        self.skipped = skipped
+
+    def __call__(self) -> float:
+        return time.time() + self.skipped
+
+    async def skip(
+        self,
+        tables: Iterable[TableActor],
+        seconds: float,
+        *,
+        step: float = 0.5,
+        until: Callable[[], bool] | None = None,
+        bound: float = 30.0,
+    ) -> float:
+        """Move the clock ``seconds`` on, ``step`` at a time (under a beat, so that no
+        table takes the jump for a node that stood still: D37), ticking each running
+        table after each step and waiting until it has stepped at that time; stop
+        early once ``until()`` holds.  Returns the seconds skipped.  ``bound`` (real
+        seconds a step may take) only catches a hang."""
+        actors = list(tables)
+
+        def running() -> list[TableActor]:
+            return [a for a in actors if a.task is not None and not a.task.done() and not a.core.gone]
+
+        done = 0.0
+        while done < seconds and not (until is not None and until()):
+            d = min(step, seconds - done)
+            self.skipped += d
+            done += d
+            target = int(self() * 1000)
+            for a in running():
+                a.inputs.put_nowait(io.Tick())
+            async with asyncio.timeout(bound):
+                while not all((a.core.last_now or 0) >= target for a in running()):
+                    await asyncio.sleep(0.01)
+            if until is not None:
+                await asyncio.sleep(0.05)  # what the step told the clients arrives
+        return done
+
+
+async def clocked(server: Running, table: str, clock: SkipClock | None = None) -> tuple[TableActor, SkipClock]:
+    """``table`` served again, on the same rows, by a task whose clock the test skips
+    ahead (the path a restart takes: tests/test_recovery.py, restart_table)."""
+    clock = clock or SkipClock()
+    old: TableActor = server.app[TABLES][table]
+    await old.stop()
+    config = server.app[CONFIG]
+    new = TableActor(table, server.app[POOL], config.keys, config.settings, clock=clock)
+    new.start()
+    server.app[TABLES][table] = new
+    await asyncio.wait_for(new.loaded.wait(), 30)
+    return new, clock
