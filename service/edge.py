@@ -53,6 +53,22 @@ async def require_operator(request: web.Request) -> None:
         )
 
 
+async def operator_body(
+    request: web.Request, action: str, target: str | None, spec: wire.Obj, code: str = "bad_request"
+) -> dict[str, Any]:
+    """An operator action's body (:func:`body_json`); one that is refused is written
+    to the audit log as a refused ``action`` too (its params: what could be read of
+    the body, as text), so the log shows every operator request, not only those that
+    parsed."""
+    try:
+        return await body_json(request, spec, code)
+    except ServiceError as e:
+        outcome = f"refused: {e.code}: {e.message}"
+        async with connection(request.app[POOL]) as conn:
+            await store.audit(conn, action, target, {"body": "not read: " + e.code}, outcome)
+        raise
+
+
 async def audited(
     request: web.Request, action: str, target: str | None, params: dict[str, Any], work: Awaitable[Any]
 ) -> Any:
