@@ -19,6 +19,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import quote, urlsplit
 
@@ -59,6 +60,7 @@ Operate the card room over the REST API with the operator token.
   stand TABLE SEAT              stand a seat up (now, or as its hand ends)
   void HAND --reason TEXT       void a stuck hand by decision D33
   rotate-token                  a new operator token; the old one stops working at once
+  reset-token [--data-dir DIR]  on the server's machine, without the API: a new token for a lost one
   audit                         the operator actions (the audit log)
   ledger                        the ledger check
 
@@ -135,6 +137,13 @@ def add_arguments(
         p = command(name, f"{verb} a player's available balance")
         p.add_argument("player_id", metavar="ID")
         p.add_argument("amount", metavar="AMOUNT", type=_amount, help="whole HT, 1-10^15")
+    p = command(
+        "reset-token",
+        "on the server's machine, without the server's API: set a new operator token (for a lost one; audited). "
+        "Uses the embedded database of --data-dir (stop the server first) or --database-url / DATABASE_URL",
+    )
+    p.add_argument("--data-dir", type=Path, default=Path("rummy-data"), help="the server's (default ./rummy-data)")
+    p.add_argument("--database-url", default=None, help="PostgreSQL URL (default: DATABASE_URL, else embedded)")
     p = command("create-table", "create a table; what is not given takes the server's default (docs/api.md)")
     for name, help_text in NEW_TABLE_FIELDS.items():
         p.add_argument("--" + name.replace("_", "-"), type=_count, default=None, help=help_text)

@@ -16,7 +16,7 @@ from service.health import decide
 from service.health import local as local_health
 from service.internal import SIBLINGS, gather_health, gather_live
 from service.metrics import multiprocess, sum_live, whole_server
-from service.openapi import OPENAPI
+from service.openapi import document as openapi_document
 from verifier.record import PROTOCOL
 from verifier.signing import public_pem
 
@@ -52,7 +52,7 @@ async def fairness_key(request: web.Request) -> web.Response:
 
 
 async def openapi(request: web.Request) -> web.Response:
-    return web.json_response(OPENAPI)
+    return web.json_response(openapi_document(request.app[CONFIG].metrics_elsewhere))
 
 
 async def health(request: web.Request) -> web.Response:

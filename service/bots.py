@@ -427,7 +427,7 @@ class Bot:
                 headers=self._auth(),
             ) as r,
         ):
-            if r.status in (200, 400):  # 400 not_seated: nothing to leave
+            if r.status in (200, 409):  # 409 not_seated: nothing to leave
                 self.left = True
 
 

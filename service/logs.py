@@ -8,6 +8,8 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
+from service.logsafe import SafeFormatter
+
 # ----------------------------------------------------------------------------- logging
 _RECORD_FIELDS = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime", "taskName"}
 
@@ -39,7 +41,7 @@ def setup_logging(verbose: bool, log_format: str = "text") -> None:
     if log_format == "json":
         handler.setFormatter(JsonFormatter())
     else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        handler.setFormatter(SafeFormatter())  # one line a record, whatever a client sent (service.logsafe)
     root = logging.getLogger()
     for h in list(root.handlers):
         root.removeHandler(h)

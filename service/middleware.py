@@ -19,6 +19,7 @@ from aiohttp.http_exceptions import HttpProcessingError
 
 from service.errors import ServiceError
 from service.handover import HandedOver
+from service.ledger import LedgerError
 from verifier.errors import RuleError
 
 log = logging.getLogger("rummy.app")
@@ -36,9 +37,14 @@ def error_response(
 
 
 RULE_STATUS = {
-    "insufficient_balance": 402,
+    # A well-formed request the state of things refuses is a 409 (not a 400: nothing in
+    # the request was wrong; not a 402, which RFC 9110 reserves).
+    "insufficient_balance": 409,
+    "no_player_key": 409,
     "seat_taken": 409,
     "already_seated": 409,
+    "not_seated": 409,
+    "no_such_seat": 409,  # seat 6 of a table of 4: the schema allows it, this table has none
     "table_full": 409,
     "hand_over": 409,
     "table_closed": 409,
@@ -87,6 +93,8 @@ async def errors(
 ) -> web.StreamResponse:
     try:
         return await handler(request)
+    except LedgerError as e:  # insufficient_balance is the state's refusal (409), the rest bad input (400)
+        return error_response(RULE_STATUS.get(e.code, e.status), e.code, e.message)
     except ServiceError as e:
         return error_response(e.status, e.code, e.message, e.rule, getattr(e, "ack", None))
     except RuleError as e:  # the kernel's errors and the server's ClientError

@@ -33,6 +33,7 @@ from service.cluster import NodeSettings
 from service.db import ACQUIRE_TIMEOUT, DataDirLock, EmbeddedPostgres, ServerLock, migrate
 from service.errors import EXIT_UNREACHABLE, EXIT_USAGE, CliError
 from service.handover import Receiver
+from service.httpguard import GuardedRunner, HttpLimits
 from service.internal import SIBLINGS, Siblings, make_internal_app
 from service.keys import ServerKeys
 from service.leftovers import clear_old_workers
@@ -221,11 +222,17 @@ async def start_app(
     worker: WorkerPlan | None = None,
     owns_ground: bool = True,
     metrics_sockets: list[socket.socket] | None = None,
+    http_limits: HttpLimits | None = None,
 ) -> Running:
     """Serve the application on ``ground``: on ``sockets`` (a worker's, inherited
     from its supervisor), else on new ones at ``host:port``.  A worker also serves its
     internal socket and takes connections its siblings hand over.  On failure what
-    this call started is stopped; the ground is the caller's to release."""
+    this call started is stopped; the ground is the caller's to release.
+
+    The public port and the metrics address keep ``http_limits`` (a whole request
+    head within its seconds, idle connections closed: service.httpguard); so do the
+    connections a sibling hands over, which this runner's server takes.  The internal
+    socket (0600, siblings only) does not."""
     node = node or NodeSettings()
     if not node.public_url and port:
         node = dataclasses.replace(node, public_url=f"http://{host}:{port}")
@@ -241,7 +248,7 @@ async def start_app(
     )
     if worker is not None:
         app[SIBLINGS] = Siblings(worker)
-    runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=1.0)
+    runner = GuardedRunner(app, limits=http_limits, handle_signals=False, access_log=None, shutdown_timeout=1.0)
     inside: Inside | None = None
     metrics_runner: web.AppRunner | None = None
     own_sockets = sockets is None
@@ -257,7 +264,9 @@ async def start_app(
         if worker is not None:
             inside = await _start_inside(app, runner, worker)
         if metrics_sockets is not None:
-            metrics_runner = web.AppRunner(make_metrics_app(app), handle_signals=False, access_log=None)
+            metrics_runner = GuardedRunner(
+                make_metrics_app(app), limits=http_limits, handle_signals=False, access_log=None
+            )
             await metrics_runner.setup()
             for s in metrics_sockets:
                 await web.SockSite(metrics_runner, s).start()
@@ -300,6 +309,7 @@ async def start_server(
     database_source: str = "DATABASE_URL",
     node: NodeSettings | None = None,
     metrics_listen: tuple[str, int] | None = None,
+    http_limits: HttpLimits | None = None,
 ) -> Running:
     """:func:`prepare` and :func:`start_app` in one call: a whole server in this
     process (and ``/metrics`` alone on ``metrics_listen``, when given)."""
@@ -315,7 +325,13 @@ async def start_server(
     try:
         metrics_sockets = listen(*metrics_listen) if metrics_listen is not None else None
         return await start_app(
-            ground, host=host, port=port, settings=settings, node=node, metrics_sockets=metrics_sockets
+            ground,
+            host=host,
+            port=port,
+            settings=settings,
+            node=node,
+            metrics_sockets=metrics_sockets,
+            http_limits=http_limits,
         )
     except BaseException:
         for s in metrics_sockets or []:

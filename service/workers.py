@@ -229,9 +229,9 @@ def serve_workers(
                     supervisor=os.getpid(),
                     lease_seconds=node.lease_seconds,
                     cluster=node.cluster,
-                    settings={
-                        k: v for k, v in vars(settings).items() if k != "clock"
-                    },  # the wall clock, in each worker
+                    # the numbers only: a clock (Settings.clock) cannot cross into another process,
+                    # and a worker runs on the wall clock anyway
+                    settings={k: v for k, v in vars(settings).items() if k != "clock"},
                     verbose=bool(args.verbose),
                     log_format=args.log_format,
                 )

@@ -84,7 +84,22 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     """Browser tests selected and no Chromium (or the nginx test and no nginx): stop
     before any test runs, with one line that says what to install (the tests drive
     Debian's chromium, never a download)."""
-    if chromium_missing() and any(item.get_closest_marker("browser") for item in session.items):
+    if hasattr(session.config, "workerinput"):
+        return  # a worker of pytest-xdist: the controller says it (below)
+    browser = any(item.get_closest_marker("browser") for item in session.items)
+    _missing_tools([str(item.path) for item in session.items], browser=browser)
+
+
+def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
+    """Under pytest-xdist (-n 2) the workers collect; the controller stops the run on
+    their list, before any test, with the same one line as a run without workers."""
+    files = {Path(i.split("::")[0]) for i in ids}
+    browser = any("tests.browser" in f.read_text(encoding="utf-8") for f in files if f.is_file())
+    _missing_tools([str(f) for f in files], browser=browser)
+
+
+def _missing_tools(paths: list[str], *, browser: bool) -> None:
+    if chromium_missing() and browser:
         pytest.exit(
             f"no Chromium at {CHROMIUM}: the browser tests need it; install Debian's package"
             " (apt-get install chromium) or set CHROMIUM to its path",
@@ -92,7 +107,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         )
     # the deploy recipe's test runs Debian's nginx in front of a server (the same rule)
     nginx = "/usr/sbin/nginx"
-    if not os.path.isfile(nginx) and any(item.path.name == "test_deploy_nginx.py" for item in session.items):
+    if not os.path.isfile(nginx) and any(Path(p).name == "test_deploy_nginx.py" for p in paths):
         pytest.exit(
             f"no nginx at {nginx}: tests/test_deploy_nginx.py runs docs/deploy/nginx.conf in front of a"
             " server; install Debian's package (apt-get install nginx-light or nginx)",

@@ -133,7 +133,7 @@ async def test_rest_on_the_one_port_is_answered_without_a_redirect(two: WorkerSe
                     f"{two.url}/api/tables/{t}/seats/3/stand", headers=auth(two.token), allow_redirects=False
                 ) as r:
                     body = await r.json()
-                    assert r.status == 400 and body["error"]["code"] == "not_seated", (r.status, body)
+                    assert r.status == 409 and body["error"]["code"] == "not_seated", (r.status, body)
 
 
 async def test_healthz_answers_for_every_worker_whichever_is_asked(two: WorkerServer) -> None:
@@ -265,6 +265,9 @@ async def test_metrics_on_an_address_of_their_own_in_a_server_of_one_process(pg_
                     assert r.status == 401
                 async with s.get(running.url + "/metrics", headers=auth(OPERATOR)) as r:
                     assert r.status == 200
+                async with s.get(running.url + "/api/openapi.json") as r:  # the document says so too
+                    scrape = (await r.json())["paths"]["/metrics"]["get"]
+                    assert scrape["security"] == [{"bearer": []}] and "401" in scrape["responses"], scrape
         finally:
             await running.stop()
         async with aiohttp.ClientSession() as s:  # stopped with the server

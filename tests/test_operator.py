@@ -8,10 +8,12 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import aiohttp
+import jsonschema_rs
 import pytest_asyncio
 
 from service.app import TABLES
 from service.cli import Running, start_server
+from service.health import decide
 from service.openapi import OPENAPI
 from tests.conftest import OPERATOR, Api, fresh_database
 from tests.test_server import seat_of, seat_two, through_seeds
@@ -51,7 +53,7 @@ async def test_deposit_and_withdraw_are_double_entry_and_never_negative(api: Api
     p = await api.player("cashier", deposit=1_000)
     r = await api.call("POST", f"/api/players/{p['id']}/withdraw", body={"amount": 400}, expect=200)
     assert r["available"] == 600
-    refused = await api.call("POST", f"/api/players/{p['id']}/withdraw", body={"amount": 601}, expect=400)
+    refused = await api.call("POST", f"/api/players/{p['id']}/withdraw", body={"amount": 601}, expect=409)
     assert refused["error"]["code"] == "insufficient_balance"
     assert (await api.call("GET", "/api/me", token=p["token"]))["available"] == 600
     assert (await api.call("GET", "/api/ledger"))["ok"] is True
@@ -116,20 +118,30 @@ async def test_metrics_speak_prometheus(api: Api, server: Running) -> None:
         assert series in text, series
 
 
-async def test_the_openapi_document_matches_the_routes(server: Running) -> None:
+async def test_the_openapi_document_matches_the_routes(api: Api, server: Running) -> None:
     routes = {
         (r.method.lower(), r.resource.canonical)  # type: ignore[union-attr]
         for r in server.app.router.routes()
         if r.method != "HEAD"
         and r.resource is not None
         and not r.resource.canonical.startswith(("/web", "/verify"))
-        and r.resource.canonical not in ("/", "/operator", "/favicon.ico")
+        # the socket is in docs/api.md, not OpenAPI
+        and r.resource.canonical not in ("/", "/operator", "/favicon.ico", "/ws")
     }
     documented = {(m, p) for p, ops in OPENAPI["paths"].items() for m in ops}
     assert routes == documented, (routes - documented, documented - routes)
-    assert OPENAPI["openapi"] == "3.1.0"
+    assert OPENAPI["openapi"] == "3.0.3"  # draft 4's integer: no fraction, no exponent (service/openapi.py)
     sit = OPENAPI["paths"]["/api/tables/{table_id}/sit"]["post"]["requestBody"]["content"]["application/json"]
     assert sit["schema"]["properties"]["seat"] == {"type": "integer", "minimum": 0, "maximum": 7}
+    scrape = OPENAPI["paths"]["/metrics"]["get"]
+    assert scrape["security"] == [{"bearer": []}, {}]  # a scraper on this machine needs no token (no --metrics-listen)
+    async with api.session.get(server.url + "/api/openapi.json") as r:
+        assert (await r.json())["paths"]["/metrics"]["get"]["security"] == [{"bearer": []}, {}]
+    for path, ops in OPENAPI["paths"].items():
+        for method, op in ops.items():
+            assert any(code.startswith("2") for code in op["responses"]), (method, path)
+            for param in op.get("parameters", []):
+                assert "pattern" in param["schema"] or param["schema"]["type"] == "integer" or "enum" in param["schema"]
 
 
 async def test_public_reads_send_cors_and_unknown_routes_answer_json(api: Api, server: Running) -> None:
@@ -143,6 +155,7 @@ async def test_public_reads_send_cors_and_unknown_routes_answer_json(api: Api, s
         assert r.status == 404 and (await r.json())["error"]["code"] == "not_found"
     async with api.session.delete(server.url + "/api/tables") as r:
         assert r.status == 405 and (await r.json())["error"]["code"] == "method_not_allowed"
+        assert {"GET", "POST"} <= {m.strip() for m in r.headers["Allow"].split(",")}  # RFC 9110 §15.5.6
 
 
 @pytest_asyncio.fixture
@@ -171,3 +184,20 @@ async def test_rotating_the_operator_token_retires_the_old_one_by_name(own_serve
         assert (await api.call("GET", "/api/ledger", token="not-a-token", expect=401))["error"]["code"] == (
             "unauthorized"
         )
+
+
+def test_the_documented_health_answers_are_the_servers() -> None:
+    """/healthz in the document: 200 with the whole server's ok state, 503 with the
+    degraded one (never the error body), each exactly what service.health decides."""
+    ok_worker = {"worker": "n/w1", "pid": 1, "ok": True, "problems": [], "tables": 2, "paused": 0, "connections": 3}
+    sick_worker = {**ok_worker, "ok": False, "problems": ["1 table(s) paused, waiting for their database"], "paused": 1}
+    silent_worker = {"worker": 2, "ok": False, "error": "worker 2 of this server does not answer right now"}
+    responses = OPENAPI["paths"]["/healthz"]["get"]["responses"]
+    assert set(responses) == {"200", "503"}
+    schema = {
+        code: jsonschema_rs.Draft4Validator(r["content"]["application/json"]["schema"]) for code, r in responses.items()
+    }
+    for states in ([ok_worker], [ok_worker, sick_worker], [ok_worker, silent_worker]):
+        status, body = decide(states)
+        assert schema[str(status)].is_valid(body), (status, body)
+        assert not schema["200" if status == 503 else "503"].is_valid(body), (status, body)

@@ -372,7 +372,7 @@ async def test_seeds_no_commit_plays_with_empty_seed(api: Api, server: Running) 
 async def test_without_enough_balance_nobody_sits(api: Api, server: Running) -> None:
     table = await api.table(seats=4, point_value=10)
     poor = await api.player("poor", deposit=1299)  # 130 × 10 = 1300 needed (D20)
-    r = await api.call("POST", f"/api/tables/{table}/sit", token=poor["token"], expect=402)
+    r = await api.call("POST", f"/api/tables/{table}/sit", token=poor["token"], expect=409)
     assert r["error"]["code"] == "insufficient_balance" and r["error"]["rule"] == "D20"
     async with Client(server.url, poor["token"], poor["signer"]) as c:
         await c.request({"type": "join", "table_id": table})

@@ -359,6 +359,31 @@ class Event:
 
 
 # --------------------------------------------------------------------------- the deal
+
+
+def first_after(order: Sequence[int], dealer: int) -> int:
+    """D3: the first turn is the next seated player after the dealer (``order`` sorted)."""
+    return next((s for s in order if s > dealer), order[0])
+
+
+def rotation_from(order: Sequence[int], first: int) -> list[int]:
+    """The seats in ``order`` (sorted) starting at ``first``: D4's dealing order."""
+    start = list(order).index(first)
+    return list(order[start:]) + list(order[:start])
+
+
+def deal_round_robin(rotation: Sequence[int], deck: Sequence[int]) -> tuple[dict[int, list[int]], int]:
+    """D4: one card at a time, round-robin in ``rotation``, 13 each; the hands and the
+    position of the next card of ``deck`` (the wild indicator)."""
+    hands: dict[int, list[int]] = {s: [] for s in sorted(rotation)}
+    pos = 0
+    for _ in range(HAND_SIZE):
+        for s in rotation:
+            hands[s].append(deck[pos])
+            pos += 1
+    return hands, pos
+
+
 def deal(
     rules: TableRules,
     players: Sequence[tuple[int, str]],
@@ -390,18 +415,10 @@ def deal(
         raise RuleError(
             "bad_deal", f"the deck is not a permutation of the {deck_size(rules.decks)}-card pack", rule="D1"
         )
-    # D3: the first turn is the next seated player after the dealer.
     order = [s for s, _ in players]
-    first = next((s for s in order if s > dealer), order[0])
-    start = order.index(first)
-    rotation = order[start:] + order[:start]
-    # D4: one card at a time, round-robin from the first player, 13 each.
-    hands: dict[int, list[int]] = {s: [] for s in order}
-    pos = 0
-    for _ in range(HAND_SIZE):
-        for s in rotation:
-            hands[s].append(deck[pos])
-            pos += 1
+    first = first_after(order, dealer)  # D3
+    rotation = rotation_from(order, first)
+    hands, pos = deal_round_robin(rotation, deck)  # D4
     indicator = deck[pos]
     first_open = deck[pos + 1]
     closed = tuple(deck[pos + 2 :])

@@ -16,12 +16,12 @@ from typing import Any, Final
 
 from verifier.arrange import best_arrangement
 from verifier.cards import card_of_id, decks_for_seats, wild_rank_of
+from verifier.hand import HAND_SIZE, deal_round_robin, first_after, rotation_from
 
 REVEALED: Final = "revealed"
 NO_COMMIT: Final = "no_commit"  # dealt in with the empty seed (D21)
 WITHHELD: Final = "withheld"  # left out of the deal, charged a first drop (D29)
 LEFT_OUT: Final = frozenset({NO_COMMIT, WITHHELD})
-HAND_SIZE: Final = 13
 
 
 @dataclass(frozen=True)
@@ -90,15 +90,7 @@ def deal_of(
     order = sorted(seats)
     if not order or len(deck) < HAND_SIZE * len(order) + 1:
         return {}, None
-    first = next((s for s in order if s > dealer), order[0])
-    at = order.index(first)
-    rotation = order[at:] + order[:at]
-    hands: dict[int, list[int]] = {s: [] for s in order}
-    pos = 0
-    for _ in range(HAND_SIZE):
-        for s in rotation:
-            hands[s].append(deck[pos])
-            pos += 1
+    hands, pos = deal_round_robin(rotation_from(order, first_after(order, dealer)), deck)
     return hands, deck[pos]
 
 

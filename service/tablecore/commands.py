@@ -70,7 +70,7 @@ class Commands(Steps):
                 raise ClientError("table_full", "every seat is taken")
             seat = free[0]
         if not isinstance(seat, int) or isinstance(seat, bool) or not 0 <= seat < rules.seats:
-            raise ClientError("bad_message", f"seat must be an integer 0…{rules.seats - 1}")
+            raise ClientError("no_such_seat", f"this table's seats are 0…{rules.seats - 1}")
         if seat in facts.seats:
             raise ClientError("seat_taken", f"seat {seat} is taken")
         result = {"seat": seat, "table_id": self.table_id}

@@ -41,6 +41,7 @@ const PLAIN = {
   already_seated: "You already sit at this table.",
   table_full: "Every seat at this table is taken.",
   not_seated: "You have no seat at this table.",
+  no_such_seat: "This table has no such seat: pick one of its seats.",
   table_closed: "This table is closed: no new hands are dealt here.",
   wrong_node: "This table is served by another server of the card room; the page connects there.",
   moved: "The table moved to another server of the card room; the page follows it.",
