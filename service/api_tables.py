@@ -13,7 +13,7 @@ from service import store, wire
 from service.appkeys import CLUSTER, POOL
 from service.cluster import Lease
 from service.db import connection
-from service.edge import ApiError, audited, body_json, int_or_none, require_operator, require_player
+from service.edge import ApiError, audited, audited_body, body_json, int_or_none, require_operator, require_player
 from service.internal import RemoteTable
 from service.lifecycle import new_actor
 from service.routing import actor
@@ -23,7 +23,7 @@ from verifier.hand import TableRules
 
 async def create_table(request: web.Request) -> web.Response:
     await require_operator(request)
-    data = await body_json(request, wire.NEW_TABLE, "bad_table")
+    data = await audited_body(request, "create_table", None, wire.NEW_TABLE, "bad_table")
     settings = dict(data)
     max_away = data.pop("max_away_hands", 3)
 

@@ -60,13 +60,31 @@ async def audited(
     try:
         result = await work
     except (ServiceError, RuleError) as e:
-        outcome = f"refused: {getattr(e, 'code', type(e).__name__)}: {getattr(e, 'message', str(e))}"
-        async with connection(request.app[POOL]) as conn:
-            await store.audit(conn, action, target, params, outcome)
+        await _refused(request, action, target, params, e)
         raise
     async with connection(request.app[POOL]) as conn:
         await store.audit(conn, action, target, params, "done")
     return result
+
+
+async def audited_body(
+    request: web.Request, action: str, target: str | None, spec: wire.Obj, code: str = "bad_request"
+) -> dict[str, Any]:
+    """:func:`body_json` for an operator action: a body refused is an action refused,
+    written to the audit log (with no parameters: the refusal names the field)."""
+    try:
+        return await body_json(request, spec, code)
+    except ServiceError as e:
+        await _refused(request, action, target, {}, e)
+        raise
+
+
+async def _refused(
+    request: web.Request, action: str, target: str | None, params: dict[str, Any], e: ServiceError | RuleError
+) -> None:
+    outcome = f"refused: {getattr(e, 'code', type(e).__name__)}: {getattr(e, 'message', str(e))}"
+    async with connection(request.app[POOL]) as conn:
+        await store.audit(conn, action, target, params, outcome)
 
 
 def page(request: web.Request) -> tuple[int, int]:

@@ -1,7 +1,7 @@
 """The operator page (``/operator``, issue 18 item 1) in a real headless Chromium
 against the session's server: a table created from its form is in ``GET
 /api/tables`` with exactly the values entered (and in the audit log); a value out of
-its limits shows the server's typed error and creates nothing; closing a table, once
+its limits shows the server's typed error, creates nothing and is audited as refused; closing a table, once
 confirmed, closes it (and cancelling does not); a wrong token shows ``unauthorized``
 and changes nothing; the token is never in localStorage, sessionStorage, a cookie or
 the address.  Its policy and headers are checked over plain HTTP."""
@@ -103,6 +103,11 @@ async def test_a_value_out_of_its_limits_shows_the_typed_error_and_creates_nothi
         await page.wait_for_function("() => /point_value/.test(document.getElementById('error').textContent)")
         assert (await error.text_content() or "").startswith("bad_table: ")
     assert await table_ids(api) == before
+    # each refusal is an operator action refused, in the audit log
+    audit = (await api.call("GET", "/api/admin/audit?limit=20"))["audit"]
+    refused = [a["outcome"] for a in audit if a["action"] == "create_table" and a["outcome"].startswith("refused")]
+    assert any("bad_table" in o and "commission_bps" in o and "10001" in o for o in refused), audit
+    assert any("bad_table" in o and "point_value" in o for o in refused), audit
 
 
 async def test_closing_a_table_asks_first_and_then_closes_it(server: Running, api: Api) -> None:
