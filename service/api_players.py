@@ -11,12 +11,12 @@ from aiohttp import web
 from service import ledger, store, wire
 from service.appkeys import POOL
 from service.db import connection
-from service.edge import ApiError, audited, body_json, require_operator, require_player, strict_key
+from service.edge import ApiError, audited, body_json, operator_body, require_operator, require_player, strict_key
 
 
 async def create_player(request: web.Request) -> web.Response:
     await require_operator(request)
-    data = await body_json(request, wire.NEW_PLAYER)
+    data = await operator_body(request, "create_player", None, wire.NEW_PLAYER)
     key = strict_key(data["public_key"]) if "public_key" in data else None
 
     async def work() -> tuple[store.Player, str, ledger.Balance]:
@@ -46,8 +46,8 @@ async def _move_money(
 ) -> web.Response:
     """A deposit or a withdrawal: double-entry, never below zero (D18)."""
     await require_operator(request)
-    data = await body_json(request, wire.DEPOSIT, "bad_amount")
     player_id = wire.path_id(request.match_info["player_id"], "a player id")
+    data = await operator_body(request, action, player_id, wire.DEPOSIT, "bad_amount")
 
     async def work() -> ledger.Balance:
         async with connection(request.app[POOL]) as conn:

@@ -13,7 +13,15 @@ from service import store, wire
 from service.appkeys import CLUSTER, POOL
 from service.cluster import Lease
 from service.db import connection
-from service.edge import ApiError, audited, audited_body, body_json, int_or_none, require_operator, require_player
+from service.edge import (
+    ApiError,
+    audited,
+    body_json,
+    int_or_none,
+    operator_body,
+    require_operator,
+    require_player,
+)
 from service.internal import RemoteTable
 from service.lifecycle import new_actor
 from service.routing import actor
@@ -23,7 +31,7 @@ from verifier.hand import TableRules
 
 async def create_table(request: web.Request) -> web.Response:
     await require_operator(request)
-    data = await audited_body(request, "create_table", None, wire.NEW_TABLE, "bad_table")
+    data = await operator_body(request, "create_table", None, wire.NEW_TABLE, "bad_table")
     settings = dict(data)
     max_away = data.pop("max_away_hands", 3)
 
@@ -117,7 +125,7 @@ async def stand_seat(request: web.Request) -> web.Response:
 async def void_hand(request: web.Request) -> web.Response:
     await require_operator(request)
     hand_id = wire.path_int(request.match_info["hand_id"], "a hand id")
-    data = await body_json(request, wire.VOID)
+    data = await operator_body(request, "void_hand", str(hand_id), wire.VOID)
     async with connection(request.app[POOL]) as conn:
         row = await conn.fetchrow("SELECT table_id, status FROM hands WHERE id = $1", hand_id)
     if row is None:

@@ -53,6 +53,22 @@ async def require_operator(request: web.Request) -> None:
         )
 
 
+async def operator_body(
+    request: web.Request, action: str, target: str | None, spec: wire.Obj, code: str = "bad_request"
+) -> dict[str, Any]:
+    """An operator action's body (:func:`body_json`); one that is refused is written
+    to the audit log as a refused ``action`` too (its params: what could be read of
+    the body, as text), so the log shows every operator request, not only those that
+    parsed."""
+    try:
+        return await body_json(request, spec, code)
+    except ServiceError as e:
+        outcome = f"refused: {e.code}: {e.message}"
+        async with connection(request.app[POOL]) as conn:
+            await store.audit(conn, action, target, {"body": "not read: " + e.code}, outcome)
+        raise
+
+
 async def audited(
     request: web.Request, action: str, target: str | None, params: dict[str, Any], work: Awaitable[Any]
 ) -> Any:
@@ -60,31 +76,13 @@ async def audited(
     try:
         result = await work
     except (ServiceError, RuleError) as e:
-        await _refused(request, action, target, params, e)
+        outcome = f"refused: {getattr(e, 'code', type(e).__name__)}: {getattr(e, 'message', str(e))}"
+        async with connection(request.app[POOL]) as conn:
+            await store.audit(conn, action, target, params, outcome)
         raise
     async with connection(request.app[POOL]) as conn:
         await store.audit(conn, action, target, params, "done")
     return result
-
-
-async def audited_body(
-    request: web.Request, action: str, target: str | None, spec: wire.Obj, code: str = "bad_request"
-) -> dict[str, Any]:
-    """:func:`body_json` for an operator action: a body refused is an action refused,
-    written to the audit log (with no parameters: the refusal names the field)."""
-    try:
-        return await body_json(request, spec, code)
-    except ServiceError as e:
-        await _refused(request, action, target, {}, e)
-        raise
-
-
-async def _refused(
-    request: web.Request, action: str, target: str | None, params: dict[str, Any], e: ServiceError | RuleError
-) -> None:
-    outcome = f"refused: {getattr(e, 'code', type(e).__name__)}: {getattr(e, 'message', str(e))}"
-    async with connection(request.app[POOL]) as conn:
-        await store.audit(conn, action, target, params, outcome)
 
 
 def page(request: web.Request) -> tuple[int, int]:

@@ -71,3 +71,7 @@ async def test_create_table_refusals_are_the_servers(pg_dsn: str, tmp_path: Path
         err = await adm(n.b.url, "create-table", "--seats", "4", "--min-players", "6", expect=4)
         assert "(bad_table)" in err and "min_players" in err, err
         assert (await adm_json(n.a.url, "tables"))["tables"] == []
+        # both refusals are in the audit log, the one the body check refused too
+        audit = (await adm_json(n.a.url, "audit", "--limit", "20"))["audit"]
+        refused = [e for e in audit if e["action"] == "create_table"]
+        assert len(refused) == 2 and all(e["outcome"].startswith("refused: bad_table") for e in refused), refused
