@@ -1,5 +1,6 @@
 """The browser pages: the lobby and table client at ``/``, the single-file verifier at
-``/verify``, their files under ``/web/``, and the icon at ``/favicon.ico``.
+``/verify``, the operator's tables page at ``/operator``, their files under ``/web/``,
+and the icon at ``/favicon.ico``.
 
 The pages are plain files in ``service/web/`` (no build step).  ``/verify`` is
 ``verify.html`` with its scripts and style sheet inlined (:func:`service.webpage.inline_page`),
@@ -11,6 +12,7 @@ against a newer server.
 
 Each page has its own Content-Security-Policy: the table client runs only its own
 files (``script-src 'self'``) and opens WebSockets only to this card room's nodes;
+``/operator`` runs only its own files and fetches only from its own origin;
 ``/verify`` runs only the inline scripts and styles it was built with, each allowed by
 its SHA-256, computed when the page is built (:func:`inline_hashes`).  Neither may be
 framed.  The headers every response carries are :mod:`service.headers`'.
@@ -29,7 +31,7 @@ from aiohttp import web
 
 from service.webpage import inline_page
 
-__all__ = ["WEB", "add_page_routes", "index_csp", "inline_hashes", "verify_csp"]
+__all__ = ["OPERATOR_CSP", "WEB", "add_page_routes", "index_csp", "inline_hashes", "verify_csp"]
 
 WEB = pathlib.Path(__file__).resolve().parent / "web"
 
@@ -39,6 +41,11 @@ _INLINE = {
     "script": re.compile(r"<script\b(?![^>]*\bsrc\s*=)[^>]*>(.*?)</script\s*>", re.IGNORECASE | re.DOTALL),
     "style": re.compile(r"<style\b[^>]*>(.*?)</style\s*>", re.IGNORECASE | re.DOTALL),
 }
+
+#: the operator page's policy: its own files only, fetches to its own origin only
+OPERATOR_CSP = (
+    f"default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; {_COMMON}"
+)
 
 #: the public URLs of this card room's nodes (where the table page may open WebSockets)
 NodeUrls = Callable[[web.Request], Awaitable[list[str]]]
@@ -112,6 +119,12 @@ async def verify(request: web.Request) -> web.Response:
     return _html(*_inline_cached(WEB / "verify.html"))
 
 
+async def operator(request: web.Request) -> web.Response:
+    """The operator's tables page: the token is pasted in and kept in the page's
+    memory; every action is a call to the REST API with it."""
+    return _html((WEB / "operator.html").read_text(encoding="utf-8"), OPERATOR_CSP)
+
+
 async def favicon(request: web.Request) -> web.FileResponse:
     return web.FileResponse(WEB / "favicon.ico", headers={"Cache-Control": "max-age=86400"})
 
@@ -122,8 +135,9 @@ async def _no_cache_for_files(request: web.Request, response: web.StreamResponse
 
 
 def add_page_routes(app: web.Application, node_urls: NodeUrls) -> None:
-    """``GET /`` (the table client), ``GET /verify`` (the inlined verifier), the
-    static files under ``/web/`` and ``/favicon.ico``."""
+    """``GET /`` (the table client), ``GET /verify`` (the inlined verifier), ``GET
+    /operator`` (the operator's tables page), the static files under ``/web/`` and
+    ``/favicon.ico``."""
 
     async def index(request: web.Request) -> web.Response:
         """The lobby and table client."""
@@ -131,6 +145,7 @@ def add_page_routes(app: web.Application, node_urls: NodeUrls) -> None:
 
     app.router.add_get("/", index)
     app.router.add_get("/verify", verify)
+    app.router.add_get("/operator", operator)
     app.router.add_get("/favicon.ico", favicon)
     app.router.add_static("/web/", WEB, show_index=False, follow_symlinks=False)
     app.on_response_prepare.append(_no_cache_for_files)

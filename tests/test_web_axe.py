@@ -20,7 +20,7 @@ import pytest
 from playwright.async_api import Browser, BrowserContext, Page, ViewportSize
 
 from tests.browser import launch
-from tests.conftest import Api, wait_for
+from tests.conftest import OPERATOR, Api, wait_for
 from tests.test_web_table import PatientBot, new_person, play_my_turn, sign_in, start_bots, stop_bots
 
 AXE = pathlib.Path(__file__).parent / "axe" / "node_modules" / "axe-core" / "axe.min.js"
@@ -116,4 +116,30 @@ async def test_no_serious_violation_on_verify(server: Any) -> None:
         found = await serious(page, "/verify")
         await page.set_viewport_size(PHONE)
         found += await serious(page, "/verify, on a phone")
+    assert not found, "\n".join(found)
+
+
+async def test_no_serious_violation_on_the_operator_page(server: Any, api: Api) -> None:
+    """/operator with a table a person sits at (a right-to-left name), a refused value
+    shown, and the close confirmation open."""
+    table_id = await api.table(seats=4, point_value=1, min_players=3)
+    p = await api.player("\u0646\u0648\u0631 Noor")
+    await api.call("POST", f"/api/tables/{table_id}/sit", token=p["token"], body={}, expect=200)
+    async with launch() as browser, axe_context(browser, DESKTOP) as context:
+        page = await context.new_page()
+        await page.goto(server.url + "/operator")
+        await page.locator(f"#tables-body tr[data-table='{table_id}'] bdi").wait_for()
+        found = await serious(page, "/operator")
+        await page.fill("#token", OPERATOR)
+        await page.click("#token-form button[type=submit]")
+        await page.wait_for_function("() => /accepted/.test(document.getElementById('token-state').textContent)")
+        await page.fill("#commission_bps", "10001")
+        await page.click("#create")
+        await page.locator("#error").wait_for(state="visible")
+        found += await serious(page, "/operator, a value refused")
+        await page.set_viewport_size(PHONE)
+        found += await serious(page, "/operator, on a phone")
+        await page.click(f"#tables-body tr[data-table='{table_id}'] button.close-table")
+        await page.locator("#confirm").wait_for(state="visible")
+        found += await serious(page, "/operator, the close confirmation")
     assert not found, "\n".join(found)
