@@ -19,6 +19,5 @@ EXPOSE 8080
 STOPSIGNAL SIGTERM
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s \
     CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8080/healthz', timeout=2)"]
-# One worker: several workers send WebSocket clients to ports of their own, which a
-# container does not publish (docs/deploy.md); run more containers as nodes instead.
-CMD ["rummy-table", "serve", "--host", "0.0.0.0", "--port", "8080", "--workers", "1", "--data-dir", "/data"]
+# One worker per core (the default), all on the one published port (docs/deploy.md).
+CMD ["rummy-table", "serve", "--host", "0.0.0.0", "--port", "8080", "--data-dir", "/data"]
