@@ -75,6 +75,11 @@ WHERE l.table_id = o.t AND l.epoch = o.e AND l.owner = $1 AND l.table_id IN (SEL
 """
 
 
+def share_of(live: int, total: int) -> int:
+    """An even share of ``total`` open tables over ``live`` nodes (rounded up)."""
+    return math.ceil(total / max(1, live))
+
+
 class Fenced(Exception):
     """This node no longer holds the table's lease: another node owns it now."""
 
@@ -136,6 +141,12 @@ class Cluster:
         self._stop = stop
         self._handoff = handoff
         self._handing: set[str] = set()
+        # Tables taken beyond the share because no other node took them (a node below
+        # its share that takes nothing): kept while the cluster looks the same — the
+        # live nodes and the open tables it was taken under — and not handed to that
+        # node again, which would leave the table without an owner for two more lease
+        # periods, over and over (its players paused each time).
+        self._kept: dict[str, tuple[int, int]] = {}
         self.owned: dict[str, Lease] = {}
         self._wake = asyncio.Event()
         self._listener: asyncpg.Connection | None = None
@@ -265,12 +276,17 @@ class Cluster:
         left free for two lease periods — every node thought itself full — is taken
         beyond the share: an open table is never left without an owner."""
         async with self._own_connection() as conn:
+            stray = False
             if self.node.cluster:
-                want = (await self.share(conn)) - len(await self.open_owned(conn))
-                rows = await self._take(conn, want) if want > 0 else await self._take(conn, 1, stray=True)
+                look = await self.look(conn)
+                want = share_of(*look) - len(await self.open_owned(conn))
+                stray = want <= 0
+                rows = await self._take(conn, 1, stray=True) if stray else await self._take(conn, want)
             else:
                 rows = await self._take(conn, 1 << 30)
         for r in rows:
+            if stray:
+                self._kept[str(r["table_id"])] = look
             lease = Lease(str(r["table_id"]), self.node.node_id, int(r["epoch"]))
             self.owned[lease.table_id] = lease
             self.takeovers += 1
@@ -309,11 +325,11 @@ class Cluster:
         )
         return {str(r["id"]) for r in rows}
 
-    async def share(self, conn: asyncpg.Connection) -> int:
-        """An even share of the open tables over the live nodes (rounded up)."""
+    async def look(self, conn: asyncpg.Connection) -> tuple[int, int]:
+        """(live nodes, open tables): what a share is reckoned from."""
         live = await nodes.live_count(conn, self.node.lease_seconds)
         total = int(await conn.fetchval("SELECT COUNT(*) FROM tables WHERE status <> 'closed'"))
-        return math.ceil(total / max(1, live))
+        return live, total
 
     async def rebalance(self) -> None:
         """Owning more open tables than an even share (a node joined): hand the extra
@@ -322,12 +338,16 @@ class Cluster:
         if not self.node.cluster or self._handoff is None:
             return
         async with self._own_connection() as conn:
-            share = await self.share(conn)
+            look = await self.look(conn)
+            share = share_of(*look)
+            # a table kept after a hand-over nobody took stays while the cluster looks
+            # the same; a node joining or leaving, or a table opening or closing, ends it
+            self._kept = {t: seen for t, seen in self._kept.items() if seen == look and t in self.owned}
             mine = await self.open_owned(conn) - self._handing
-            extra = len(mine) - share
+            extra = len(mine - self._kept.keys()) - share
             if extra <= 0 or not await nodes.another_below(conn, self.node.node_id, self.node.lease_seconds, share):
                 return
-        for table_id in sorted(mine)[:extra]:
+        for table_id in sorted(mine - self._kept.keys())[:extra]:
             if self._handoff(table_id):
                 self._handing.add(table_id)
 

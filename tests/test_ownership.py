@@ -112,9 +112,17 @@ async def test_a_table_every_node_leaves_alone_is_taken(pg_dsn: str, tmp_path: P
             while not (free := await unowned_open(dsn)):
                 assert loop.time() < deadline, await owners(dsn)
                 await asyncio.sleep(0.1)
-            # ... until a live node takes it beyond its share.  (Looked at in one query:
-            # taken, it may be handed on between two looks, as the shares even out.)
+            # ... until a live node takes it beyond its share ...
             deadline = loop.time() + 60
             while (await owners(dsn))[free[0]][0] not in ("a", "b"):
                 assert loop.time() < deadline, await owners(dsn)
                 await asyncio.sleep(0.2)
+            # ... and keeps it: not handed to the ghost again (below its share, it takes
+            # nothing), which left the table without an owner for two lease periods
+            # after every hand-over, its players paused each time.  Watched for three
+            # lease periods, at every look.
+            until = loop.time() + 3 * n.a.app[CONFIG].node.lease_seconds
+            while loop.time() < until:
+                now = await owners(dsn)
+                assert now[free[0]][0] in ("a", "b"), now
+                await asyncio.sleep(0.1)
