@@ -17,7 +17,6 @@ from typing import Any
 from playwright.async_api import Browser, Page, ViewportSize
 
 from service.bots import Bot
-from tests.browser import launch
 from tests.conftest import Api, wait_for
 from tests.test_web_table import MY_MOVE, SHOTS, PatientBot, new_person, page_state, sign_in, start_bots, stop_bots
 
@@ -179,7 +178,7 @@ RESULTS_SHOWN = """() => {
 }"""
 
 
-async def test_a_hand_on_a_phone_by_taps(server: Any, api: Api) -> None:
+async def test_a_hand_on_a_phone_by_taps(server: Any, api: Api, browser: Browser) -> None:
     # a long turn: measuring every control at six sizes takes a while on a busy machine
     table_id = await api.table(seats=6, point_value=1, commission_bps=500, turn_seconds=300, min_players=3)
     person = await new_person(api, "Maya Raghunathan-Oyelaran")
@@ -189,7 +188,7 @@ async def test_a_hand_on_a_phone_by_taps(server: Any, api: Api) -> None:
         bots.append(PatientBot(server.url, p["token"], table_id, fast=True, key=p["signer"], max_hands=2))
     tasks: list[asyncio.Task[None]] = []
     try:
-        async with launch() as browser, phone(browser, {"width": 390, "height": 844}) as page:
+        async with phone(browser, {"width": 390, "height": 844}) as page:
             await page.goto(server.url + "/")
             await page.wait_for_selector("#signin-view:not([hidden])")
             await page.click("#operator-panel summary")  # the operator's form open too
