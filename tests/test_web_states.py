@@ -204,6 +204,11 @@ async def test_the_log_speaks_to_you_in_the_second_person(server: Running, brows
     assert lines[6] == "You withheld the seed and sit this hand out (20 points)."
 
 
+APPLY_ALL = """(text) => JSON.stringify(
+  JSON.parse(text).map(([v, c]) => RummyTable.applyChanges(v, c)),
+  (k, x) => (x === undefined ? 'undefined (in JavaScript)' : x))"""
+
+
 async def test_the_page_applies_changes_as_the_server_means_them(server: Running, browser: Browser) -> None:
     """The page's applyChanges (state.js) turns a seat's view before a record into its
     view after it, exactly as service.views.apply does: on every record of played
@@ -221,11 +226,15 @@ async def test_the_page_applies_changes_as_the_server_means_them(server: Running
             change = views.Change(before, after)
             for v in (None, 0, 3):
                 cases.append([seat_view(before, v), change.for_seat(v), seat_view(after, v)])
-    cases = json.loads(json.dumps(cases))
+    text = json.dumps(cases)
+    cases = json.loads(text)
     async with person_page(browser) as (_context, page, _console):
         await page.goto(server.url + "/")
         await page.wait_for_function("document.body.dataset.ready === 'true'")
-        got = await page.evaluate("(cases) => cases.map(([v, c]) => RummyTable.applyChanges(v, c))", cases)
+        # to the page and back as JSON text: Playwright's own serialization of some 2 MB of
+        # nested values, both ways, took most of this test's time (a member left
+        # undefined comes back as a string that matches nothing the server sends)
+        got = json.loads(await page.evaluate(APPLY_ALL, text))
     assert len(got) == len(cases) > 100
     for (_, _, want), have in zip(cases, got, strict=True):
         assert have == want
