@@ -13,6 +13,7 @@ fails where it is meant to and not merely at the signature.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 import os
@@ -80,10 +81,17 @@ WEB = ROOT / "service" / "web"
 
 
 def build_cases() -> list[Case]:
+    """The tampered and amended variants (the same every call: made once a process, two
+    tests verify them, and making them re-signs some 16,000 bodies)."""
+    return list(_built_cases())
+
+
+@functools.cache
+def _built_cases() -> tuple[Case, ...]:
     b = Builder()
     transcript_cases(b)
     build_amendment_cases(b)
-    return b.cases
+    return tuple(b.cases)
 
 
 def evidence_pairs() -> list[tuple[str, str]]:
