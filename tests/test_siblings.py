@@ -16,6 +16,7 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import aiohttp
 import asyncpg
 import psutil
 import pytest
@@ -24,8 +25,10 @@ import pytest_asyncio
 from service import siblings
 from service.cluster import Cluster, Lease, NodeSettings
 from service.siblings import Stamp
-from tests.conftest import fresh_pool
+from tests.conftest import fresh_database, fresh_pool
+from tests.test_one_port import settled_tables
 from tests.test_writer import TABLES, tables_with_hands
+from tests.workerserver import worker_server
 
 
 @pytest.fixture
@@ -185,3 +188,54 @@ async def test_a_wedged_sibling_loses_its_tables_after_the_patience(db: tuple[st
     assert len(started2) == TABLES
     assert set((await leases(dsn)).values()) == {("n/w2", 2)}
     await w2.leave()
+
+
+# ------------------------------------------------------------- a real serve --workers 2
+async def lease_rows(dsn: str, tables: list[str]) -> dict[str, tuple[str, int]]:
+    conn = await asyncpg.connect(dsn)
+    try:
+        rows = await conn.fetch("SELECT table_id, owner, epoch FROM table_leases WHERE table_id = ANY($1)", tables)
+    finally:
+        await conn.close()
+    return {r["table_id"]: (r["owner"], r["epoch"]) for r in rows}
+
+
+@pytest.mark.timeout(300)
+async def test_a_stopped_worker_keeps_its_tables_and_a_killed_one_loses_them(pg_dsn: str, tmp_path: Path) -> None:
+    """``serve --workers 2`` (a server alone: 5 s leases): the worker holding tables
+    is stopped (SIGSTOP) for more than two lease periods — its sibling, beating all
+    along, takes none of them, and once it runs again it has lost none; killed
+    (SIGKILL), its tables are taken again (a new epoch) within a bound only a hang
+    exceeds."""
+    async with (
+        fresh_database(pg_dsn, "sibstop") as dsn,
+        worker_server(tmp_path / "data", dsn=dsn) as server,
+        aiohttp.ClientSession() as s,
+    ):
+        tables = await settled_tables(s, server, 4)
+        held = await lease_rows(dsn, tables)
+        owner = max({o for o, _ in held.values()}, key=lambda o: sum(1 for x, _ in held.values() if x == o))
+        index = int(owner.rsplit("/w", 1)[1])
+        pid = server.worker_pids()[index]
+        mine = {t: e for t, (o, e) in held.items() if o == owner}
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            end = time.monotonic() + 2 * NodeSettings.lease_seconds + 1  # the sibling beats all along
+            while time.monotonic() < end:
+                now = await lease_rows(dsn, tables)
+                assert {t: now[t] for t in mine} == {t: (owner, e) for t, e in mine.items()}
+                await asyncio.sleep(0.2)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        await asyncio.sleep(1.0)  # it runs again and renews
+        now = await lease_rows(dsn, tables)
+        assert {t: now[t] for t in mine} == {t: (owner, e) for t, e in mine.items()}
+        assert f"{owner}: lost the lease" not in server.text()
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 60  # only a hang exceeds it
+        while True:
+            now = await lease_rows(dsn, tables)
+            if all(now[t][1] > e for t, e in mine.items()):
+                break
+            assert time.monotonic() < deadline, (now, mine)
+            await asyncio.sleep(0.2)
