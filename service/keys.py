@@ -14,6 +14,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from service import fastjson
 from service.errors import EXIT_USAGE, ServiceError
+from service.fastsig import SodiumSigner
 from verifier.signing import Signer
 
 SIGNING_KEY_FILE = "signing-ed25519.key"
@@ -110,7 +111,7 @@ class ServerKeys:
                 missing,
                 f"is missing while {(sealing if not present[0] else signing).name} is there: the two are made together",
             )
-        signer = Signer.from_seed(_load_or_create(signing, 32), fastjson.canonical)
+        signer = SodiumSigner(_load_or_create(signing, 32), fastjson.canonical)
         return cls(signer, _load_or_create(sealing, 32), data_dir, created=not any(present))
 
     def forget_created(self) -> None:
