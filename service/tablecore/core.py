@@ -231,9 +231,9 @@ class TableCore(Commands):
         else:  # failed, ambiguous, conflicting: memory is no longer trusted
             log.warning("table %s: a write came back %s; reloading", self.table_id, r.value)
             self.unsettled = p
-            self._failed(now, f"a write came back {r.value}", first_try=self.streak == 0)
+            self._failed(now, f"a write came back {r.value}")
 
-    def _failed(self, now: int, why: str, *, first_try: bool = False) -> None:
+    def _failed(self, now: int, why: str) -> None:
         self.streak += 1
         self._tell_paused()
         for cmd in self.queue:
