@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import secrets
 import shutil
 import tempfile
@@ -94,8 +95,12 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
     """Under pytest-xdist (-n 2) the workers collect; the controller stops the run on
     their list, before any test, with the same one line as a run without workers."""
     files = {Path(i.split("::")[0]) for i in ids}
-    browser = any("tests.browser" in f.read_text(encoding="utf-8") for f in files if f.is_file())
+    browser = any(_DRIVES_CHROMIUM.search(f.read_text(encoding="utf-8")) for f in files if f.is_file())
     _missing_tools([str(f) for f in files], browser=browser)
+
+
+#: a module that drives Chromium: it uses tests/browser.py or takes the session's ``browser`` fixture
+_DRIVES_CHROMIUM = re.compile(r"tests\.browser|\bbrowser: Browser\b")
 
 
 def _missing_tools(paths: list[str], *, browser: bool) -> None:

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 import aiohttp
 import asyncpg
+from playwright.async_api import Browser
 
 from service.app import TABLES
 from service.bots import Bot
@@ -24,7 +25,6 @@ from service.cli import Running, start_server
 from service.cluster import NodeSettings
 from service.keys import SEED_KEY_FILE, SIGNING_KEY_FILE
 from service.table import Settings
-from tests.browser import launch
 from tests.conftest import OPERATOR, Api, fresh_database, wait_for
 from tests.pgproxy import PgProxy
 from tests.test_cli_errors import free_port
@@ -130,7 +130,9 @@ async def test_a_departing_node_hands_over_first_and_names_the_others(pg_dsn: st
             await stop_bots(tasks)
 
 
-async def test_the_table_page_follows_a_departing_node_to_another(pg_dsn: str, tmp_path: Path) -> None:
+async def test_the_table_page_follows_a_departing_node_to_another(
+    pg_dsn: str, tmp_path: Path, browser: Browser
+) -> None:
     """The same for a person at the table page: the page was served by the node that
     goes down, and it finds its table at the other node without it."""
     async with two_nodes(pg_dsn, tmp_path, "hop") as n:
@@ -139,7 +141,7 @@ async def test_the_table_page_follows_a_departing_node_to_another(pg_dsn: str, t
             api = Api(a.url, session)
             table = await api.table(seats=4, point_value=1, turn_seconds=30)
             person = await new_person(api, "Noor")
-        async with launch() as browser, person_page(browser) as (_context, page, _console):
+        async with person_page(browser) as (_context, page, _console):
             await sign_in(page, a.url, person["token"], "Noor")
             await page.goto(a.url + f"/#/table/{table}")
             await page.locator("#seats button.sit-here").first.click()

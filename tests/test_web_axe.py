@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 from playwright.async_api import Browser, BrowserContext, Page, ViewportSize
 
-from tests.browser import launch
 from tests.conftest import OPERATOR, Api, wait_for
 from tests.test_web_table import PatientBot, new_person, play_my_turn, sign_in, start_bots, stop_bots
 
@@ -58,7 +57,9 @@ async def serious(page: Page, where: str) -> list[str]:
     return [f"{where}: {v['id']} ({v['impact']}): {v['help']}: {json.dumps(v['nodes'])}" for v in result]
 
 
-async def test_no_serious_violation_on_the_lobby_the_table_and_the_results(server: Any, api: Api) -> None:
+async def test_no_serious_violation_on_the_lobby_the_table_and_the_results(
+    server: Any, api: Api, browser: Browser
+) -> None:
     table_id = await api.table(seats=4, point_value=1, turn_seconds=30, min_players=2)
     person = await new_person(api, "Noor \u0645\u062d\u0645\u062f")
     p = await api.player("Asha")
@@ -66,7 +67,7 @@ async def test_no_serious_violation_on_the_lobby_the_table_and_the_results(serve
     found: list[str] = []
     tasks: list[asyncio.Task[None]] = []
     try:
-        async with launch() as browser, axe_context(browser, DESKTOP) as context:
+        async with axe_context(browser, DESKTOP) as context:
             page = await context.new_page()
             await page.goto(server.url + "/")
             await page.wait_for_selector("#signin-view:not([hidden])")
@@ -108,8 +109,8 @@ async def test_no_serious_violation_on_the_lobby_the_table_and_the_results(serve
     assert not found, "\n".join(found)
 
 
-async def test_no_serious_violation_on_verify(server: Any) -> None:
-    async with launch() as browser, axe_context(browser, DESKTOP) as context:
+async def test_no_serious_violation_on_verify(server: Any, browser: Browser) -> None:
+    async with axe_context(browser, DESKTOP) as context:
         page = await context.new_page()
         await page.goto(server.url + "/verify")
         await page.wait_for_selector("#verify")
@@ -119,13 +120,13 @@ async def test_no_serious_violation_on_verify(server: Any) -> None:
     assert not found, "\n".join(found)
 
 
-async def test_no_serious_violation_on_the_operator_page(server: Any, api: Api) -> None:
+async def test_no_serious_violation_on_the_operator_page(server: Any, api: Api, browser: Browser) -> None:
     """/operator with a table a person sits at (a right-to-left name), a refused value
     shown, and the close confirmation open."""
     table_id = await api.table(seats=4, point_value=1, min_players=3)
     p = await api.player("\u0646\u0648\u0631 Noor")
     await api.call("POST", f"/api/tables/{table_id}/sit", token=p["token"], body={}, expect=200)
-    async with launch() as browser, axe_context(browser, DESKTOP) as context:
+    async with axe_context(browser, DESKTOP) as context:
         page = await context.new_page()
         await page.goto(server.url + "/operator")
         await page.locator(f"#tables-body tr[data-table='{table_id}'] bdi").wait_for()

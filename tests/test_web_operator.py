@@ -12,10 +12,10 @@ import re
 from typing import Any
 
 import aiohttp
-from playwright.async_api import Page
+from playwright.async_api import Browser, Page
 
 from service.cli import Running
-from tests.browser import launch, new_page
+from tests.browser import new_page
 from tests.conftest import OPERATOR, Api
 from tests.test_web_hardening import csp_of
 
@@ -54,7 +54,9 @@ async def storage_of(page: Page) -> str:
     return str(kept) + repr(await page.context.cookies())
 
 
-async def test_the_page_creates_a_table_with_exactly_the_values_entered(server: Running, api: Api) -> None:
+async def test_the_page_creates_a_table_with_exactly_the_values_entered(
+    server: Running, api: Api, browser: Browser
+) -> None:
     entered = {
         "seats": 8,
         "point_value": 7,
@@ -64,7 +66,7 @@ async def test_the_page_creates_a_table_with_exactly_the_values_entered(server: 
         "min_players": 3,
         "max_away_hands": 5,
     }
-    async with launch() as browser, new_page(browser) as page:
+    async with new_page(browser) as page:
         await open_page(page, server)
         assert "accepted" in await page.text_content("#token-state")
         await fill_table(page, **{k: str(v) for k, v in entered.items()})
@@ -86,9 +88,11 @@ async def test_the_page_creates_a_table_with_exactly_the_values_entered(server: 
     assert any(a["params"] == entered for a in done), audit
 
 
-async def test_a_value_out_of_its_limits_shows_the_typed_error_and_creates_nothing(server: Running, api: Api) -> None:
+async def test_a_value_out_of_its_limits_shows_the_typed_error_and_creates_nothing(
+    server: Running, api: Api, browser: Browser
+) -> None:
     before = await table_ids(api)
-    async with launch() as browser, new_page(browser) as page:
+    async with new_page(browser) as page:
         await open_page(page, server)
         await fill_table(page, commission_bps="10001")
         await page.click("#create")
@@ -110,10 +114,10 @@ async def test_a_value_out_of_its_limits_shows_the_typed_error_and_creates_nothi
     assert any("bad_table" in o and "point_value" in o for o in refused), audit
 
 
-async def test_closing_a_table_asks_first_and_then_closes_it(server: Running, api: Api) -> None:
+async def test_closing_a_table_asks_first_and_then_closes_it(server: Running, api: Api, browser: Browser) -> None:
     keep = await api.table(seats=4)
     close = await api.table(seats=4)
-    async with launch() as browser, new_page(browser) as page:
+    async with new_page(browser) as page:
         await open_page(page, server)
         # cancelled: nothing happens
         await page.click(f"#tables-body tr[data-table='{keep}'] button.close-table")
@@ -152,11 +156,13 @@ async def test_closing_a_table_asks_first_and_then_closes_it(server: Running, ap
     assert not any(a["action"] == "close_table" and a["target"] == keep for a in audit)
 
 
-async def test_a_wrong_token_shows_unauthorized_and_changes_nothing(server: Running, api: Api) -> None:
+async def test_a_wrong_token_shows_unauthorized_and_changes_nothing(
+    server: Running, api: Api, browser: Browser
+) -> None:
     table_id = await api.table(seats=4)
     before = await table_ids(api)
     wrong = "not-the-operator-token-" + "x" * 20
-    async with launch() as browser, new_page(browser) as page:
+    async with new_page(browser) as page:
         await open_page(page, server, token=wrong)
         error = page.locator("#error")
         assert (await error.text_content() or "").startswith("unauthorized: "), await error.text_content()

@@ -17,7 +17,6 @@ from typing import Any
 from playwright.async_api import Browser, Page, ViewportSize
 
 from service.bots import Bot
-from tests.browser import launch
 from tests.conftest import Api, wait_for
 from tests.test_web_table import MY_MOVE, SHOTS, PatientBot, new_person, page_state, sign_in, start_bots, stop_bots
 
@@ -54,6 +53,31 @@ async def shot(page: Page, name: str) -> None:
     assert path.stat().st_size > 10_000, f"the {name} picture is (nearly) empty"
 
 
+# Each visible control (a non-empty box, not visibility:hidden: Playwright's is_visible),
+# scrolled into view as Playwright's scroll_into_view_if_needed does in Chromium
+# (centred when not wholly in view), then measured where it lies and what a tap at its
+# point (a card's uncovered corner, else its centre) would hit.  In the page, in one
+# evaluation: a round trip per control and step took most of this file's time.
+MEASURE_CONTROLS = """(selector) => {
+  const out = [];
+  for (const e of document.querySelectorAll(selector)) {
+    const seen = e.getBoundingClientRect();
+    if (!(seen.width > 0 && seen.height > 0) || getComputedStyle(e).visibility === 'hidden') continue;
+    e.scrollIntoViewIfNeeded(true);
+    const r = e.getBoundingClientRect();
+    const box = {x: r.x, y: r.y, width: r.width, height: r.height};
+    const name = e.id || (e.dataset.card ? 'card ' + e.dataset.card : e.textContent.trim().slice(0, 30));
+    const isCard = e.classList.contains('hand-card');
+    const x = r.x + (isCard ? Math.min(8, r.width / 2) : r.width / 2);
+    const y = r.y + (isCard ? Math.min(14, r.height / 2) : r.height / 2);
+    const t = document.elementFromPoint(x, y);
+    const cover = !t || t === e || e.contains(t) ? '' : (t.id || t.className || t.tagName);
+    out.push({name, box, cover});
+  }
+  return out;
+}"""
+
+
 async def every_control_is_reachable(page: Page, where: str, within: tuple[str, ...] = ("main", "header")) -> int:
     """No sideways scrolling; each visible control, scrolled into view, lies within
     the screen and is what a tap at its point would hit.  Returns how many."""
@@ -66,32 +90,15 @@ async def every_control_is_reachable(page: Page, where: str, within: tuple[str, 
         where,
         await page.evaluate("document.scrollingElement.scrollWidth"),
     )
-    n = 0
     selector = ", ".join(f"{w} {c}" for w in within for c in ("button", "a[href]", "summary"))
-    handles = await page.query_selector_all(selector)
     width, height = await page.evaluate("[window.innerWidth, window.innerHeight]")
-    for h in handles:
-        if not await h.is_visible():
-            continue
-        await h.scroll_into_view_if_needed()
-        box = await h.bounding_box()
-        assert box is not None
-        name = await h.evaluate(
-            "e => e.id || (e.dataset.card ? 'card ' + e.dataset.card : e.textContent.trim().slice(0, 30))"
-        )
+    controls = await page.evaluate(MEASURE_CONTROLS, selector)  # one round trip for them all
+    for c in controls:
+        name, box, cover = c["name"], c["box"], c["cover"]
         assert box["x"] >= -0.5 and box["x"] + box["width"] <= width + 0.5, (where, name, box, width)
         assert box["y"] >= -0.5 and box["y"] + box["height"] <= height + 0.5, (where, name, box, height)
-        is_card = await h.evaluate("e => e.classList.contains('hand-card')")
-        x = box["x"] + (min(8, box["width"] / 2) if is_card else box["width"] / 2)
-        y = box["y"] + (min(14, box["height"] / 2) if is_card else box["height"] / 2)
-        cover = await h.evaluate(
-            """(e, p) => { const t = document.elementFromPoint(p[0], p[1]);
-                 return !t || t === e || e.contains(t) ? '' : (t.id || t.className || t.tagName); }""",
-            [x, y],
-        )
         assert not cover, (where, name, "is covered where a finger would tap it, by", cover, box)
-        n += 1
-    return n
+    return len(controls)
 
 
 async def tap_my_turn(page: Page) -> str:
@@ -179,7 +186,7 @@ RESULTS_SHOWN = """() => {
 }"""
 
 
-async def test_a_hand_on_a_phone_by_taps(server: Any, api: Api) -> None:
+async def test_a_hand_on_a_phone_by_taps(server: Any, api: Api, browser: Browser) -> None:
     # a long turn: measuring every control at six sizes takes a while on a busy machine
     table_id = await api.table(seats=6, point_value=1, commission_bps=500, turn_seconds=300, min_players=3)
     person = await new_person(api, "Maya Raghunathan-Oyelaran")
@@ -189,7 +196,7 @@ async def test_a_hand_on_a_phone_by_taps(server: Any, api: Api) -> None:
         bots.append(PatientBot(server.url, p["token"], table_id, fast=True, key=p["signer"], max_hands=2))
     tasks: list[asyncio.Task[None]] = []
     try:
-        async with launch() as browser, phone(browser, {"width": 390, "height": 844}) as page:
+        async with phone(browser, {"width": 390, "height": 844}) as page:
             await page.goto(server.url + "/")
             await page.wait_for_selector("#signin-view:not([hidden])")
             await page.click("#operator-panel summary")  # the operator's form open too

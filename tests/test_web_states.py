@@ -13,12 +13,12 @@ import pathlib
 from collections.abc import AsyncIterator
 
 import aiohttp
+from playwright.async_api import Browser
 
 from service.app import TABLES
 from service.bots import Bot
 from service.cli import Running, start_server
 from service.table import Settings
-from tests.browser import launch
 from tests.conftest import OPERATOR, Api, fresh_database, wait_for
 from tests.test_cli_errors import free_port
 from tests.test_web_table import PatientBot, conn, new_person, person_page, sign_in, start_bots, stop_bots
@@ -42,13 +42,15 @@ async def own_server(pg_dsn: str, data_dir: pathlib.Path, port: int) -> AsyncIte
         await running.stop()
 
 
-async def test_the_going_down_notice_stays_until_the_page_is_back(pg_dsn: str, tmp_path: pathlib.Path) -> None:
+async def test_the_going_down_notice_stays_until_the_page_is_back(
+    pg_dsn: str, tmp_path: pathlib.Path, browser: Browser
+) -> None:
     """The tester saw "the server is going down" replaced within 0.6 s by "Connection
     lost".  Here the server really stops (its clients told, their sockets closed) and
     stays down while the page tries again and again; the notice stays all that time,
     and goes when the page is back, with a word that it is."""
     port = free_port()
-    async with fresh_database(pg_dsn, "down") as dsn, launch() as browser:
+    async with fresh_database(pg_dsn, "down") as dsn:
         first = await start_server(
             host="127.0.0.1",
             port=port,
@@ -90,7 +92,7 @@ async def test_the_going_down_notice_stays_until_the_page_is_back(pg_dsn: str, t
                 await first.stop()
 
 
-async def test_a_seat_stood_up_while_away_is_explained(server: Running, api: Api) -> None:
+async def test_a_seat_stood_up_while_away_is_explained(server: Running, api: Api, browser: Browser) -> None:
     """Sat down during a hand: "you sit this hand out", and why.  Then the page loses
     the network; the next hand is dealt without it and, after one hand away
     (max_away_hands 1), the seat is stood up (D34).  Back online, the page says what
@@ -103,7 +105,7 @@ async def test_a_seat_stood_up_while_away_is_explained(server: Running, api: Api
         bots.append(PatientBot(server.url, p["token"], table_id, fast=True, key=p["signer"], max_hands=2))
     tasks: list[asyncio.Task[None]] = []
     try:
-        async with launch() as browser, person_page(browser) as (context, page, _console):
+        async with person_page(browser) as (context, page, _console):
             await sign_in(page, server.url, person["token"], "Tomasz")
             tasks = start_bots(bots)
             await page.goto(server.url + f"/#/table/{table_id}")
@@ -145,10 +147,10 @@ def seated_ids(server: Running, table_id: str) -> set[str]:
     return set(server.app[TABLES][table_id].t.seats.values())
 
 
-async def test_a_closed_table_and_a_moved_table_are_said(server: Running, api: Api) -> None:
+async def test_a_closed_table_and_a_moved_table_are_said(server: Running, api: Api, browser: Browser) -> None:
     table_id = await api.table(seats=4)
     person = await new_person(api, "Wen")
-    async with launch() as browser, person_page(browser) as (_context, page, _console):
+    async with person_page(browser) as (_context, page, _console):
         await sign_in(page, server.url, person["token"], "Wen")
         await page.goto(server.url + f"/#/table/{table_id}")
         await page.locator("#seats button.sit-here").first.click()
@@ -175,10 +177,10 @@ async def test_a_closed_table_and_a_moved_table_are_said(server: Running, api: A
         assert "You are watching" in (await page.text_content("#mine-title") or "")
 
 
-async def test_the_log_speaks_to_you_in_the_second_person(server: Running) -> None:
+async def test_the_log_speaks_to_you_in_the_second_person(server: Running, browser: Browser) -> None:
     """ "You plays first", found by the tester: the person's own seat takes the verbs
     and pronouns of "you"; another player's the third person, with the name isolated."""
-    async with launch() as browser, person_page(browser) as (_context, page, _console):
+    async with person_page(browser) as (_context, page, _console):
         await page.goto(server.url + "/")
         await page.wait_for_function("document.body.dataset.ready === 'true'")
         lines = await page.evaluate(
@@ -202,7 +204,12 @@ async def test_the_log_speaks_to_you_in_the_second_person(server: Running) -> No
     assert lines[6] == "You withheld the seed and sit this hand out (20 points)."
 
 
-async def test_the_page_applies_changes_as_the_server_means_them(server: Running) -> None:
+APPLY_ALL = """(text) => JSON.stringify(
+  JSON.parse(text).map(([v, c]) => RummyTable.applyChanges(v, c)),
+  (k, x) => (x === undefined ? 'undefined (in JavaScript)' : x))"""
+
+
+async def test_the_page_applies_changes_as_the_server_means_them(server: Running, browser: Browser) -> None:
     """The page's applyChanges (state.js) turns a seat's view before a record into its
     view after it, exactly as service.views.apply does: on every record of played
     hands, for each seat and a spectator, in Chromium."""
@@ -219,11 +226,15 @@ async def test_the_page_applies_changes_as_the_server_means_them(server: Running
             change = views.Change(before, after)
             for v in (None, 0, 3):
                 cases.append([seat_view(before, v), change.for_seat(v), seat_view(after, v)])
-    cases = json.loads(json.dumps(cases))
-    async with launch() as browser, person_page(browser) as (_context, page, _console):
+    text = json.dumps(cases)
+    cases = json.loads(text)
+    async with person_page(browser) as (_context, page, _console):
         await page.goto(server.url + "/")
         await page.wait_for_function("document.body.dataset.ready === 'true'")
-        got = await page.evaluate("(cases) => cases.map(([v, c]) => RummyTable.applyChanges(v, c))", cases)
+        # to the page and back as JSON text: Playwright's own serialization of some 2 MB of
+        # nested values, both ways, took most of this test's time (a member left
+        # undefined comes back as a string that matches nothing the server sends)
+        got = json.loads(await page.evaluate(APPLY_ALL, text))
     assert len(got) == len(cases) > 100
     for (_, _, want), have in zip(cases, got, strict=True):
         assert have == want

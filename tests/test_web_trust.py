@@ -10,11 +10,11 @@ import json
 import pathlib
 from typing import Any
 
-from playwright.async_api import Page
+from playwright.async_api import Browser, Page
 
 from service.app import POOL
 from service.cli import Running
-from tests.browser import launch, serve_directory
+from tests.browser import serve_directory
 from tests.conftest import Api
 from tests.test_web_table import conn, new_person, person_page, sign_in
 
@@ -23,7 +23,9 @@ VERIFIED = "document.body.dataset.state === 'done' && document.querySelector('#v
 
 
 # ----------------------------------------------------------------------------- the token
-async def test_no_script_can_read_the_player_token(server: Running, api: Api, tmp_path: pathlib.Path) -> None:
+async def test_no_script_can_read_the_player_token(
+    server: Running, api: Api, tmp_path: pathlib.Path, browser: Browser
+) -> None:
     """After signing in, neither document.cookie, localStorage, sessionStorage nor
     IndexedDB hold the token or the session; a page of another origin (another port of
     the same host: same site, so the browser sends the cookie) can neither open a
@@ -31,7 +33,7 @@ async def test_no_script_can_read_the_player_token(server: Running, api: Api, tm
     person = await new_person(api, "Kofi")
     table = await api.table(seats=4)
     (tmp_path / "other.html").write_text("<!doctype html><title>elsewhere</title><p>another site</p>")
-    async with launch() as browser, person_page(browser) as (context, page, console):
+    async with person_page(browser) as (context, page, console):
         await sign_in(page, server.url, person["token"], "Kofi")
         await page.goto(server.url + f"/#/table/{table}")
         await page.wait_for_function(conn("open"))  # the page's own socket: the cookie and its Origin
@@ -120,7 +122,7 @@ def name_order(page: Page, selector: str) -> Any:
     )
 
 
-async def test_a_hostile_name_is_isolated_and_cut(server: Running, api: Api) -> None:
+async def test_a_hostile_name_is_isolated_and_cut(server: Running, api: Api, browser: Browser) -> None:
     """Names the API refuses today may be older than the rule: the page shows them in
     <bdi>, so a right-to-left override cannot reverse "· seat 2"; a 64-character name
     is cut with its whole self on hover, and no table card grows wider than its column."""
@@ -134,7 +136,7 @@ async def test_a_hostile_name_is_isolated_and_cut(server: Running, api: Api) -> 
         await c.execute("UPDATE players SET name = $2 WHERE id = $1", long["id"], long_name)
     await api.call("POST", f"/api/tables/{table}/sit", token=long["token"], body={"seat": 0}, expect=200)
     try:
-        async with launch() as browser, person_page(browser) as (_context, page, _console):
+        async with person_page(browser) as (_context, page, _console):
             await page.goto(server.url + "/")
             await page.fill("#token-input", person["token"])
             await page.get_by_role("button", name="Sign in").click()
@@ -165,12 +167,14 @@ async def test_a_hostile_name_is_isolated_and_cut(server: Running, api: Api) -> 
 
 
 # ----------------------------------------------------------------------------- /verify
-async def test_verify_runs_under_its_policy_and_saved_offline(server: Running, tmp_path: pathlib.Path) -> None:
+async def test_verify_runs_under_its_policy_and_saved_offline(
+    server: Running, tmp_path: pathlib.Path, browser: Browser
+) -> None:
     """The page as served, under its Content-Security-Policy (scripts and styles by
     hash), verifies a hand with no policy violation; the same bytes, saved as a file,
     verify it again from file:// without any request leaving the machine."""
     transcript = (VECTORS / "v2-transcript-4seat-two-players.json").read_text()
-    async with launch() as browser, person_page(browser) as (context, page, console):
+    async with person_page(browser) as (context, page, console):
         response = await page.goto(server.url + "/verify")
         assert response is not None and "sha256-" in response.headers["content-security-policy"]
         served = await response.text()
@@ -195,11 +199,13 @@ async def test_verify_runs_under_its_policy_and_saved_offline(server: Running, t
         assert all(u.startswith(("file://", "data:")) for u in requests), requests
 
 
-async def test_a_token_an_older_page_kept_is_traded_for_a_session_and_removed(server: Running, api: Api) -> None:
+async def test_a_token_an_older_page_kept_is_traded_for_a_session_and_removed(
+    server: Running, api: Api, browser: Browser
+) -> None:
     """The page before sessions kept the token in localStorage: the new page trades it
     for a session once (the player stays signed in) and removes it."""
     person = await new_person(api, "Ola")
-    async with launch() as browser, person_page(browser) as (_context, page, _console):
+    async with person_page(browser) as (_context, page, _console):
         await page.goto(server.url + "/")
         await page.wait_for_function("document.body.dataset.ready === 'true'")
         await page.evaluate("t => localStorage.setItem('rummypf.token', t)", person["token"])

@@ -13,11 +13,13 @@ fails where it is meant to and not merely at the signature.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 import os
 import pathlib
 import re
+import secrets
 import shutil
 import sys
 import time
@@ -26,6 +28,7 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+from aiohttp import web
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from playwright.async_api import Browser, Page
 
@@ -80,10 +83,17 @@ WEB = ROOT / "service" / "web"
 
 
 def build_cases() -> list[Case]:
+    """The tampered and amended variants (the same every call: made once a process, two
+    tests verify them, and making them re-signs some 16,000 bodies)."""
+    return list(_built_cases())
+
+
+@functools.cache
+def _built_cases() -> tuple[Case, ...]:
     b = Builder()
     transcript_cases(b)
     build_amendment_cases(b)
-    return b.cases
+    return tuple(b.cases)
 
 
 def evidence_pairs() -> list[tuple[str, str]]:
@@ -103,10 +113,34 @@ def evidence_pairs() -> list[tuple[str, str]]:
 # ------------------------------------------------------------------ the browser
 
 
+#: what js_verify hands the page, by a one-time key: the page fetches it from its own
+#: origin (/cases/KEY) instead of taking some 16 MB of transcripts through Playwright's
+#: pipe, which took 8-11 s of a cross-check at load 8
+_PAYLOADS: dict[str, bytes] = {}
+
+
+async def _payload(request: web.Request) -> web.Response:
+    body = _PAYLOADS.pop(request.match_info["key"], None)
+    if body is None:
+        raise web.HTTPNotFound()
+    return web.Response(body=body, content_type="application/json")
+
+
 @pytest_asyncio.fixture(scope="module", loop_scope="session")
 async def base_url() -> AsyncIterator[str]:
-    async with serve_directory(WEB) as url:
-        yield url
+    """service/web over http on 127.0.0.1, and js_verify's cases at /cases/KEY."""
+    app = web.Application()
+    app.router.add_get("/cases/{key}", _payload)
+    app.router.add_static("/", WEB, show_index=False)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        host, port = runner.addresses[0][:2]
+        yield f"http://{host}:{port}"
+    finally:
+        await runner.cleanup()
 
 
 @pytest_asyncio.fixture(loop_scope="session")
@@ -117,7 +151,10 @@ async def page(browser: Browser, base_url: str) -> AsyncIterator[Page]:
         yield p
 
 
-VERIFY_MANY = """async (cases) => {
+VERIFY_MANY = """async (url) => {
+  const answer = await fetch(url);
+  if (!answer.ok) throw new Error(`${url}: ${answer.status}`);
+  const cases = await answer.json();
   const out = [];
   for (const c of cases) {
     const r = await RummyPF.verifyTranscript(c.text, {key: c.key, evidence: c.evidence, allowV1: c.allow_v1});
@@ -131,7 +168,12 @@ VERIFY_MANY = """async (cases) => {
 
 async def js_verify(page: Page, cases: list[Case]) -> list[dict[str, Any]]:
     arg = [{"text": c.text, "key": c.key, "evidence": c.evidence, "allow_v1": c.allow_v1} for c in cases]
-    return await page.evaluate(VERIFY_MANY, arg)
+    key = secrets.token_hex(8)
+    _PAYLOADS[key] = json.dumps(arg).encode("utf-8")
+    try:
+        return await page.evaluate(VERIFY_MANY, f"/cases/{key}")
+    finally:
+        _PAYLOADS.pop(key, None)
 
 
 # ------------------------------------------------------------------ the primitives
