@@ -334,3 +334,19 @@ def test_a_move_the_house_refused_keeps_the_seats_whole_turn() -> None:
     h.advance(refused + turn + 1000)
     at, _ = h.charges()[0]
     assert at >= refused + turn
+
+
+def test_a_second_void_of_a_hand_is_hand_over_whatever_the_table_has_moved_on_to() -> None:
+    """The REST call checks the hand is in progress in the store, then asks the table;
+    when the table has already voided it (the store's row not yet saying so), the
+    answer is ``hand_over``, not ``no_such_hand`` (test_admin_cli saw it under load)."""
+    h = Harness()
+    h.through_seeds()
+    hand = h.core.hand
+    assert hand is not None
+    h.send("operator", "void", {"hand_id": hand.hand_id, "reason": "stuck"})
+    h.answer_all()
+    assert h.of(io.Reply)[-1].error is None
+    h.send("operator", "void", {"hand_id": hand.hand_id, "reason": "again"})
+    err = h.of(io.Reply)[-1].error
+    assert err is not None and err.code == "hand_over", err

@@ -219,7 +219,9 @@ class Commands(Steps):
     def _operator_void(self, cmd: io.Command, now: int) -> dict[str, Any] | None:
         hand = self.hand
         if hand is None or hand.hand_id != cmd.payload.get("hand_id"):
-            raise ClientError("no_such_hand", "that hand is not in progress at this table")
+            # The REST call found this table's hand in progress in the store; the table
+            # is past it now (voided or settled a moment ago): it is over, not unknown.
+            raise ClientError("hand_over", "that hand is no longer in progress at this table")
         if hand.phase is HandPhase.FINISHING:
             raise ClientError("hand_over", "the hand has ended; it is being settled")
         self.void(hand, f"voided by the operator: {cmd.payload['reason']} (D33)", now, cmd)
