@@ -14,6 +14,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from service.keys import ServerKeys
 from service.tablecore import io
+from service.tablecore.clock import backoff
 from service.tablecore.core import Mode, TableCore
 from service.tablecore.phase import HandPhase
 from service.tablecore.state import CoreConfig
@@ -221,6 +222,30 @@ def test_a_store_that_keeps_failing_backs_off_and_pauses_once() -> None:
     assert 3 <= len(loads) <= 12, f"{len(loads)} reloads in 20 s"
     assert len(h.told("paused")) == 1 and len(h.of(io.TellResumed)) <= 1
     assert h.charges() == []
+
+
+def test_the_backoff_between_reloads_never_exceeds_its_ceiling() -> None:
+    """D37: at most ``retry_max`` between reloads of a store that keeps failing (a full
+    disk: writes fail, loads work).  The outage drill's full disk found reloads 6.4 s
+    apart under a 5 s ceiling: the spread was applied on top of the ceiling."""
+    cfg = CoreConfig(retry_first_ms=200, retry_max_ms=5000)
+    waits = [backoff(f"t{n}", streak, cfg) for n in range(200) for streak in range(1, 30)]
+    assert max(waits) <= cfg.retry_max_ms
+    at_ceiling = {backoff(f"t{n}", 25, cfg) for n in range(200)}
+    assert len(at_ceiling) > 50 and min(at_ceiling) >= cfg.retry_max_ms // 2  # still spread, still backing off
+    h = Harness()
+    h.through_seeds()
+    start = h.now
+    h.draw()
+    for _ in range(1200):  # 60 s of a full disk
+        h.now += 50
+        h.step(io.Tick())
+        for op_id, e in sorted(h.inflight.items()):
+            h.answer(op_id, io.Result.FAILED if isinstance(e, io.Write) else io.Result.COMMITTED)
+        h.draw()
+    loads = [t for t, e in h.effects if isinstance(e, io.Load) and t >= start]
+    gaps = [b - a for a, b in zip(loads, loads[1:], strict=False)]
+    assert len(loads) >= 12 and max(gaps) <= CFG.retry_max_ms + 50, gaps
 
 
 def test_no_deal_before_the_seated_players_are_back_or_their_grace_is_over() -> None:

@@ -60,9 +60,10 @@ def backoff(table_id: str, streak: int, cfg: CoreConfig) -> int:
     """How long to wait before reloading after ``streak`` failures with no write
     committed between them: the first reload is at once; then the wait doubles up
     to ``retry_max_ms``, spread by the table (a thousand tables that failed together
-    do not retry together; deterministic, so a simulation replays)."""
+    do not retry together; deterministic, so a simulation replays).  The spread takes
+    off, never adds: the wait is never above ``retry_max_ms`` (D37)."""
     if streak <= 1:
         return 0
     base = min(cfg.retry_max_ms, cfg.retry_first_ms << min(streak - 2, 20))
-    spread = 500 + (zlib.crc32(f"{table_id}/{streak}".encode()) % 1000)  # 0.5…1.5
+    spread = 500 + (zlib.crc32(f"{table_id}/{streak}".encode()) % 501)  # 0.5…1.0
     return base * spread // 1000
