@@ -7,6 +7,7 @@ is tests/sim's in-memory one; each op is answered only when the test says so."""
 
 from __future__ import annotations
 
+import itertools
 import random
 from typing import Any
 
@@ -244,8 +245,70 @@ def test_the_backoff_between_reloads_never_exceeds_its_ceiling() -> None:
             h.answer(op_id, io.Result.FAILED if isinstance(e, io.Write) else io.Result.COMMITTED)
         h.draw()
     loads = [t for t, e in h.effects if isinstance(e, io.Load) and t >= start]
-    gaps = [b - a for a, b in zip(loads, loads[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(loads)]
     assert len(loads) >= 12 and max(gaps) <= CFG.retry_max_ms + 50, gaps
+
+
+def test_a_store_that_refuses_writes_between_good_reloads_is_reported_throughout() -> None:
+    """A full disk: loads work, writes fail.  Between its reloads the table serves (it
+    is not paused), so paused alone left gaps in which /healthz said all clear (the
+    outage drill saw it once in 55 samples); from the second refusal on the table
+    reports its store ``refusing`` at every step until a write commits."""
+    h = Harness()
+    h.through_seeds()
+    h.draw()
+    failures = 0
+    gaps = 0
+    for _ in range(400):  # 20 s of a full disk
+        h.now += 50
+        h.step(io.Tick())
+        for op_id, e in sorted(h.inflight.items()):
+            if isinstance(e, io.Write):
+                failures += 1
+            h.answer(op_id, io.Result.FAILED if isinstance(e, io.Write) else io.Result.COMMITTED)
+        h.draw()
+        if failures >= 2:
+            assert h.core.paused or h.core.refusing, f"all clear at {h.now} while every write fails"
+            gaps += not h.core.paused
+    assert failures >= 5 and gaps > 0  # it served between reloads: paused alone would have said all clear
+    h.advance(h.now + CFG.retry_max_ms + 1000)  # the disk has room again: the next write commits
+    h.draw()
+    h.answer_all()
+    assert not h.core.paused and not h.core.refusing
+
+
+def test_a_store_that_was_away_is_not_reported_refusing_once_back() -> None:
+    """A write fails because the store is away; the reloads fail until it is back: once
+    the table resumes, nothing is reported (only a write refused again after a good
+    reload is a store refusing writes)."""
+    h = Harness()
+    h.through_seeds()
+    h.draw()
+    for _ in range(100):  # 5 s away: every op fails
+        h.now += 50
+        h.step(io.Tick())
+        for op_id in sorted(h.inflight):
+            h.answer(op_id, io.Result.FAILED)
+    h.advance(h.now + CFG.retry_max_ms + 1000)  # back: the reload works
+    assert h.core.mode is Mode.SERVING and not h.core.paused and not h.core.refusing
+
+
+def test_a_refusing_store_is_forgotten_after_a_while_without_a_write() -> None:
+    """A table with nothing more to write is not reported for ever."""
+    h = Harness()
+    h.through_seeds()
+    for _ in range(2):
+        h.draw()
+        (op_id,) = [i for i, e in h.inflight.items() if isinstance(e, io.Write)]
+        h.answer(op_id, io.Result.FAILED)
+        h.advance(h.now + CFG.retry_max_ms + 100)  # reloaded
+    assert h.core.refusing and not h.core.paused and h.core.refused_at is not None
+    h.now = h.core.refused_at + CFG.refusing_ms - 100
+    h.step(io.Tick())
+    assert h.core.refusing
+    h.now += 100
+    h.step(io.Tick())  # what it asks the store now is never answered: only time passed
+    assert not h.core.refusing
 
 
 def test_no_deal_before_the_seated_players_are_back_or_their_grace_is_over() -> None:

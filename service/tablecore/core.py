@@ -60,6 +60,7 @@ class TableCore(Commands):
         self.paused_told = False  # `paused` went out in this streak
         self.resumed_told = False
         self.hung = False
+        self.refused_at: int | None = None  # a write failed again after a reload, none committed since
         self.retry_at: int | None = None
         self.next_start: int | None = None
         self.handoff = False
@@ -96,6 +97,15 @@ class TableCore(Commands):
     @property
     def paused(self) -> bool:
         return self.mode is not Mode.SERVING or self.hung
+
+    @property
+    def refusing(self) -> bool:
+        """The store answers reads but refused a write again after the reload that
+        followed a failed one (a full disk: SQLSTATE 53100), no write has committed
+        since, and the last refusal is recent (``refusing_ms``).  The table serves
+        between its reloads, yet its store is at fault: /healthz says so (D37)."""
+        at, now = self.refused_at, self.last_now
+        return at is not None and now is not None and now - at < self.cfg.refusing_ms
 
     @property
     def ready(self) -> bool:
@@ -216,6 +226,7 @@ class TableCore(Commands):
                 self.reach.fault_over(now)
                 self._tell_resumed()
             self.streak = 0
+            self.refused_at = None
             self.paused_told = self.resumed_told = False
             result = p.on_commit(out.data) if p.on_commit is not None else None
             self.fx.extend(p.after)
@@ -230,6 +241,8 @@ class TableCore(Commands):
             self._let_go("this node's lease was taken over", release=False)
         else:  # failed, ambiguous, conflicting: memory is no longer trusted
             log.warning("table %s: a write came back %s; reloading", self.table_id, r.value)
+            if self.streak > 0 and r is not io.Result.CONFLICT:  # it failed before, and the reload worked
+                self.refused_at = now
             self.unsettled = p
             self._failed(now, f"a write came back {r.value}", first_try=self.streak == 0)
 
