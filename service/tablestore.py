@@ -25,7 +25,7 @@ import asyncpg
 
 from service import handstore, ledger, store
 from service.cluster import Fenced, Lease, fenced
-from service.db import REFUSING, connection
+from service.db import connection
 from service.keys import ServerKeys
 from service.tablecore import io
 from service.tablecore.errors import ClientError
@@ -50,9 +50,9 @@ def outcome(op_id: int, error: BaseException | None, data: Any = None) -> io.Out
         return io.Outcome(op_id, io.Result.FENCED)
     if isinstance(error, handstore.StoreConflict):
         return io.Outcome(op_id, io.Result.CONFLICT)
-    if isinstance(error, REFUSING) and not isinstance(error, asyncpg.AdminShutdownError | asyncpg.CrashShutdownError):
-        # The statement was refused (a full disk: SQLSTATE 53100) or never ran (the
-        # database recovering): nothing was stored.  A shutdown may cut a COMMIT.
+    if isinstance(error, asyncpg.InsufficientResourcesError):  # a full disk (53100): refused, nothing stored
+        return io.Outcome(op_id, io.Result.FULL)
+    if isinstance(error, asyncpg.CannotConnectNowError):  # the database recovering: nothing ran
         return io.Outcome(op_id, io.Result.FAILED)
     return io.Outcome(op_id, io.Result.AMBIGUOUS)  # the COMMIT may or may not have happened
 

@@ -23,8 +23,8 @@ from service.tablecore import io
 from service.tablestore import outcome
 
 CONDITIONS = {
-    "disk_full": (asyncpg.DiskFullError, io.Result.FAILED),  # 53100: nothing was stored
-    "out_of_memory": (asyncpg.OutOfMemoryError, io.Result.FAILED),
+    "disk_full": (asyncpg.DiskFullError, io.Result.FULL),  # 53100: refused, nothing was stored
+    "out_of_memory": (asyncpg.OutOfMemoryError, io.Result.FULL),
     "cannot_connect_now": (asyncpg.CannotConnectNowError, io.Result.FAILED),  # recovering: nothing ran
     "crash_shutdown": (asyncpg.CrashShutdownError, io.Result.AMBIGUOUS),  # a PANIC may cut a COMMIT
     "admin_shutdown": (asyncpg.AdminShutdownError, io.Result.AMBIGUOUS),
