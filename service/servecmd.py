@@ -17,10 +17,9 @@ from service.cluster import NodeSettings
 from service.db import database_url_from_env
 from service.errors import EXIT_OK, EXIT_USAGE, CliError
 from service.startchecks import DatabaseUrl, check_data_dir, check_listen, check_port
-from service.startup import start_server
+from service.startup import announce, start_server
 from service.table import Settings
 from service.workers import default_workers, serve_workers
-from verifier.signing import fingerprint_text
 
 OPERATOR_ENV = "RUMMY_OPERATOR_TOKEN"
 
@@ -75,15 +74,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
         )
         gctune.tune()  # start-up is done: freeze what it made, collect less often
         try:
-            signer = running.app[CONFIG].keys.signer
-            print(
-                f"rummy-table serving on {running.url}  (data: {data_dir.resolve()}, "
-                f"database: {'embedded' if running.embedded else source})",
-                flush=True,
+            announce(
+                running.url,
+                data_dir=data_dir,
+                embedded=running.embedded is not None,
+                source=source,
+                fingerprint=running.app[CONFIG].keys.signer.fingerprint,
+                operator_token=running.new_operator_token,
             )
-            print(f"server key fingerprint: {fingerprint_text(signer.fingerprint)}", flush=True)
-            if running.new_operator_token:
-                print(f"operator token (shown once, keep it): {running.new_operator_token}", flush=True)
             await stop.wait()
             print("shutting down", flush=True)
         finally:

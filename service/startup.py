@@ -40,6 +40,7 @@ from service.leftovers import clear_old_workers
 from service.startchecks import DatabaseUrl, check_database, check_key_files, database_error, first_missing, listen
 from service.table import Settings
 from service.worker import WorkerPlan
+from verifier.signing import fingerprint_text
 
 DB_ERRORS = (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError)
 
@@ -70,6 +71,29 @@ class Prepared:
                 self.dir_lock.release()
             if failed and self.created is not None:
                 shutil.rmtree(self.created, ignore_errors=True)  # nothing half-created
+
+
+def announce(
+    url: str,
+    *,
+    data_dir: Path,
+    embedded: bool,
+    source: object,
+    fingerprint: str,
+    operator_token: str | None,
+    workers: int | None = None,
+) -> None:
+    """What ``serve`` prints once it serves (one process or a supervisor of workers):
+    where, on what, the server key's fingerprint, and a new operator token once."""
+    count = f"{workers} workers; " if workers is not None else ""
+    print(
+        f"rummy-table serving on {url}  ({count}data: {data_dir.resolve()}, "
+        f"database: {'embedded' if embedded else source})",
+        flush=True,
+    )
+    print(f"server key fingerprint: {fingerprint_text(fingerprint)}", flush=True)
+    if operator_token:
+        print(f"operator token (shown once, keep it): {operator_token}", flush=True)
 
 
 async def _start_embedded(embedded: EmbeddedPostgres) -> str:

@@ -40,10 +40,9 @@ from service.cluster import NodeSettings
 from service.errors import EXIT_INTERNAL, EXIT_OK, CliError
 from service.metrics import MULTIPROC_ENV
 from service.startchecks import listen
-from service.startup import prepare
+from service.startup import announce, prepare
 from service.table import Settings
 from service.worker import PLAN_ENV, WorkerPlan
-from verifier.signing import fingerprint_text
 
 log = logging.getLogger("rummy.workers")
 OPERATOR_ENV = "RUMMY_OPERATOR_TOKEN"
@@ -244,14 +243,15 @@ def serve_workers(
             for w in sup.workers:
                 sup.start(w)
             await sup.wait_ready()
-            print(
-                f"rummy-table serving on http://{args.host}:{port}  ({count} workers; data: {data_dir.resolve()}, "
-                f"database: {'embedded' if ground.embedded else source})",
-                flush=True,
+            announce(
+                f"http://{args.host}:{port}",
+                data_dir=data_dir,
+                embedded=ground.embedded is not None,
+                source=source,
+                fingerprint=ground.keys.signer.fingerprint,
+                operator_token=ground.new_operator_token,
+                workers=count,
             )
-            print(f"server key fingerprint: {fingerprint_text(ground.keys.signer.fingerprint)}", flush=True)
-            if ground.new_operator_token:
-                print(f"operator token (shown once, keep it): {ground.new_operator_token}", flush=True)
             watcher = asyncio.create_task(sup.watch(stop))
             holder: asyncio.Task[None] | None = None
             if ground.db_lock is not None:  # the database's lock, held again after a restart of it

@@ -77,6 +77,6 @@ def test_the_readme_test_command_is_what_ci_runs() -> None:
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     command = "npm ci --prefix tests/axe && pip install -c constraints.txt '.[test]' && python -m pytest -n 2"
     assert f"\n    {command}\n" in readme and f"\n{command}\n" in ci
-    assert "`python -m pytest -m drill`" in readme and "\npython -m pytest -m drill\n" in ci
+    assert "`python -m pytest -m drill`" in readme and "\npython -m pytest -m drill --durations=0\n" in ci
     assert "apt-get install\nchromium" in readme or "apt-get install chromium" in readme
     assert "\n    pip install ./verifier\n" in readme and "\n    pip install . && rummy-table serve\n" in readme

@@ -756,7 +756,10 @@ async def test_a_header_listing_another_key_gets_no_commitment_and_a_hand_ended_
             await context.set_offline(True)
             await page.evaluate("RummyTable.dropConnection()")
             transcript: dict[str, Any] = {}
-            for _ in range(200):  # the clock drops the seat (D16) and the hand ends
+            # the clock drops the seat (D16) and the hand ends: a few turns of 3 s, which a
+            # busy machine stretches (40 s was once too few); only a hang takes 150 s
+            deadline = asyncio.get_running_loop().time() + 150
+            while asyncio.get_running_loop().time() < deadline:
                 transcript = await api.call("GET", f"/api/hands/{hand_id}/transcript", token=None)
                 if "log" in transcript:
                     break
