@@ -35,7 +35,8 @@ It reports, and exits 1 unless each is as it must be:
   seconds (120) of a fault's end: must be 0;
 * **time to recover** — per fault, from its end until every table made a record;
 * **while the disk is full** — ``/healthz`` sampled: every answer from the first
-  refused write on must be 503 ``degraded``; ``paused`` must reach the clients; the
+  refusal the server logs (it cannot know before a write meets the full disk) must be
+  503 ``degraded``; ``paused`` must reach the clients; the
   tables' reloads are counted (from the server's log): backoff, not a storm (fewer
   than one reload a second per table); an operator's REST write is answered 201 or
   503, never 500;
@@ -64,6 +65,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -328,6 +330,16 @@ def say(text: str) -> None:
 RELOAD = re.compile(r"a write came back \w+; reloading$|: cannot load \(")
 
 
+SAMPLE_SLACK = 0.5  # s: a refusal logged reaches its table's state within this (the table's queue, D37)
+
+
+def logged_at(line: str) -> float | None:
+    """The epoch time of a server log line (``2026-12-01 12:34:53,900 WARNING …``, local time)."""
+    with contextlib.suppress(ValueError):
+        return datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+    return None
+
+
 async def sample_health(part: Part, session: aiohttp.ClientSession, out: list[tuple[float, int]]) -> None:
     """(when, status) of /healthz every half second, until cancelled."""
     while True:
@@ -402,7 +414,7 @@ async def full_disk(
 ) -> None:
     """The disk under PostgreSQL full for a while (with a WAL switch forced: it PANICs),
     then space again.  While it is full, /healthz must say degraded (from the first
-    refused write on: the bots move at once, so 2 s into the window), every table's
+    refusal in the server's log on: before it no write of the server met it), every table's
     clients must be told ``paused``, and the tables must back off (fewer than one
     reload a second each)."""
     seconds = plan.disk_panic if panic else plan.disk_full
@@ -441,13 +453,15 @@ async def full_disk(
         f.seek(log_from)
         lines = f.read().decode(errors="replace").splitlines()
     reloads = sum(1 for line in lines if RELOAD.search(line))
-    disk_full_errors = sum(1 for line in lines if "No space left on device" in line or "DiskFullError" in line)
+    refusals = [line for line in lines if "No space left on device" in line or "DiskFullError" in line]
+    disk_full_errors = len(refusals)
+    first = next((t for t in map(logged_at, refusals) if t is not None), None)  # from here on the server knows
     told = [collections.Counter(b.told) - before for b, before in zip(part.bots, told_before, strict=True)]
     unpaused = sorted(
         {b.table_id for b, t in zip(part.bots, told, strict=True)}
         - {b.table_id for b, t in zip(part.bots, told, strict=True) if t["paused"]}
     )
-    judged = [st for at, st in health if at >= fault.start + 2.0 and at <= full_until]
+    judged = [st for at, st in health if first is not None and first + SAMPLE_SLACK <= at <= full_until]
     healthy = sum(1 for st in judged if st == 200)
     rate = reloads / max(1, len(part.table_ids)) / max(0.001, full_until - fault.start)
     fault.seen = {
@@ -455,7 +469,9 @@ async def full_disk(
         "postgres": postgres,
         "wal_switch": switched,
         "disk_full_errors_logged": disk_full_errors,
+        "first_refusal_s": None if first is None else round(first - fault.start, 2),
         "healthz_samples": len(judged),
+        "healthz_ok_at_s": [round(at - fault.start, 1) for at, st in health if st == 200 and at <= full_until],
         "healthz_ok_while_full": healthy,
         "reloads": reloads,
         "reloads_per_table_per_s": round(rate, 2),
@@ -465,6 +481,8 @@ async def full_disk(
         "rest_writes": {str(k): v for k, v in sorted(rest.items())},
     }
     musts = []
+    if first is None:
+        musts.append("the server never met the full disk (no refusal in its log)")
     if healthy or not judged:
         musts.append(f"/healthz said ok {healthy} of {len(judged)} times while the disk was full")
     if unpaused:
