@@ -35,8 +35,9 @@ Scenarios (``--scenarios``):
   end, and the least-squares slope in KB per minute and KB per acknowledged action;
 * **starved** — human pace with the server pinned by ``taskset`` to one core beside
   ``stress-ng --cpu 2`` pinned to the same core (PostgreSQL and the clients are not
-  pinned): leases lost, tables reloaded (and how many after a timeout), handshakes that
-  failed, p50/p99 — counted from the server's log and the clients, set-up included.
+  pinned): leases lost, heartbeats run late (past half a lease) and the latest,
+  tables reloaded (and how many after a timeout), handshakes that failed, p50/p99 —
+  counted from the server's log and the clients, set-up included.
 
 Every project figure is also given as a ratio to each floor's in the same round.  At
 the end: an aligned table on stdout (or the JSON with ``--json``), and a chart of
@@ -101,12 +102,14 @@ LOG_MARKS = {
     "load_retries": "cannot load",
     "tables_let_go": "letting go",
     "slow_heartbeats": "a heartbeat took",
+    "late_heartbeats": "the heartbeat ran",  # the loop kept it waiting past half a lease
     "heartbeat_failures": "heartbeat failed",
     "slow_clients_dropped": "dropping a slow client",
     "database_away": "the database is away",
     "worker_restarts": "starting it again",
     "tracebacks": "Traceback",
 }
+LATE = re.compile(r"the heartbeat ran ([0-9.]+) s late")
 TIMEOUT = re.compile(r"Timeout|timed out|canceling statement", re.IGNORECASE)
 WRITE_FAILED = " failed: "  # the table's shell, naming the error of a write that failed
 
@@ -114,9 +117,11 @@ WRITE_FAILED = " failed: "  # the table's shell, naming the error of a write tha
 def count_log(path: Path, upto: int) -> dict[str, int]:
     """The LOG_MARKS in the first ``upto`` bytes of a server's log (its shutdown is not
     counted), and ``reload_timeouts``: the writes that failed on a timeout (a write or
-    a pool acquire that took too long), each of which sets a reload off."""
+    a pool acquire that took too long), each of which sets a reload off; and
+    ``late_heartbeat_max_ms``: the latest a heartbeat ran (loop lag, when past half a lease)."""
     out = dict.fromkeys(LOG_MARKS, 0)
     out["reload_timeouts"] = 0
+    out["late_heartbeat_max_ms"] = 0
     with contextlib.suppress(OSError), open(path, "rb") as f:
         for line in f.read(upto).decode(errors="replace").splitlines():
             for name, mark in LOG_MARKS.items():
@@ -124,6 +129,9 @@ def count_log(path: Path, upto: int) -> dict[str, int]:
                     out[name] += 1
             if WRITE_FAILED in line and TIMEOUT.search(line):
                 out["reload_timeouts"] += 1
+            late = LATE.search(line)
+            if late:
+                out["late_heartbeat_max_ms"] = max(out["late_heartbeat_max_ms"], round(float(late.group(1)) * 1000))
     return out
 
 

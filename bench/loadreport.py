@@ -132,6 +132,7 @@ def starved_rows(rows: list[dict[str, Any]]) -> list[str]:
             "server CPU%",
             "hog CPU%",
             "lost leases",
+            "late beats (max s)",
             "reloads",
             "of them timeouts",
             "load retries",
@@ -160,6 +161,9 @@ def starved_rows(rows: list[dict[str, Any]]) -> list[str]:
                     n(p["server_cpu_pct"]),
                     n(p["starved"]["hog_cpu_pct"]),
                     n(log["lost_leases"]) if project else "n/a",
+                    (f"{log.get('late_heartbeats', 0):,} ({log.get('late_heartbeat_max_ms', 0) / 1000:.1f})")
+                    if project
+                    else "n/a",
                     n(log["reloads"]) if project else "n/a",
                     n(log["reload_timeouts"]) if project else "n/a",
                     n(log["load_retries"]) if project else "n/a",

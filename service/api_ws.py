@@ -14,7 +14,7 @@ from typing import Any
 from aiohttp import WSCloseCode, WSMsgType, web
 
 from service import auth, store, wire
-from service.appkeys import CONFIG, METRICS, SOCKETS, TABLES
+from service.appkeys import CONFIG, HANDSHAKES, METRICS, SOCKETS, TABLES
 from service.edge import require_player
 from service.errors import ServiceError
 from service.handover import MARK, HandedOver, hand_over
@@ -46,11 +46,13 @@ async def websocket(request: web.Request) -> web.StreamResponse:
     every client of this server do): when another worker of this server serves that
     table, the connection is handed to it before anything else (service.handover)."""
     table = request.query.get("table")
-    if table is not None:
-        to = await _owner_elsewhere_in_host(request, wire.path_id(table, "table"))
-        if to is not None and await hand_over(request, request.app[SIBLINGS].plan.handoff(to)):
-            return HandedOver(to)
-    player = await require_player(request, websocket=True)
+    wait = request.app[CONFIG].handshake_wait  # starved, the database answers late: wait (service.handshakes)
+    with request.app[HANDSHAKES].admit():
+        if table is not None:
+            to = await _owner_elsewhere_in_host(request, wire.path_id(table, "table"), wait)
+            if to is not None and await hand_over(request, request.app[SIBLINGS].plan.handoff(to)):
+                return HandedOver(to)
+        player = await require_player(request, websocket=True, wait=wait)
     ws = web.WebSocketResponse(
         heartbeat=request.app[CONFIG].heartbeat,
         max_msg_size=WS_HARD_LIMIT,
@@ -94,12 +96,12 @@ async def websocket(request: web.Request) -> web.StreamResponse:
     return ws
 
 
-async def _owner_elsewhere_in_host(request: web.Request, table_id: str) -> int | None:
+async def _owner_elsewhere_in_host(request: web.Request, table_id: str, wait: float) -> int | None:
     """The sibling worker that serves ``table_id``, when one does and the connection
     was not handed over already."""
     if table_id in request.app[TABLES] or SIBLINGS not in request.app or MARK in request.headers:
         return None
-    return (await where(request.app, table_id)).sibling
+    return (await where(request.app, table_id, wait)).sibling
 
 
 def _error(msg_id: str | None, code: str, message: str, rule: str | None = None) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from aiohttp import web
 
 from service.cluster import Cluster, NodeSettings
 from service.db import ServerLock
+from service.handshakes import HandshakeQueue
 from service.keys import ServerKeys
 from service.metrics import Metrics
 from service.table import Settings
@@ -33,6 +34,12 @@ class Config:
     #: /metrics is served on an address of its own (serve --metrics-listen): on the
     #: public port it then needs the operator token from everyone, this machine too
     metrics_elsewhere: bool = False
+    #: a WebSocket handshake waits this long for the database (its token, its table's
+    #: worker) before it is answered 503 — a server starved of CPU is slow, not
+    #: gone — and at most ``handshake_queue`` handshakes of a process wait at once
+    #: (one more is answered 503 at once); every 503 carries Retry-After
+    handshake_wait: float = 30.0
+    handshake_queue: int = 512
 
     def own_urls(self) -> tuple[str, ...]:
         """Where people open this card room's pages on this node: its public URL."""
@@ -61,6 +68,9 @@ WRITER = web.AppKey("writer", RecordWriter)
 
 
 LOADS = web.AppKey("loads", asyncio.Semaphore)  # tables loading at once (service.table)
+
+
+HANDSHAKES = web.AppKey("handshakes", HandshakeQueue)  # handshakes waiting (service.handshakes)
 
 
 HEARTBEAT = web.AppKey("heartbeat", asyncio.Task)  # the cluster's heartbeat (service.cluster)

@@ -20,7 +20,7 @@ import asyncpg
 from aiohttp import web
 
 from service import nodes, store, wire
-from service.db import connection
+from service.db import ACQUIRE_TIMEOUT, connection
 from service.errors import ServiceError
 
 __all__ = [
@@ -103,20 +103,25 @@ async def check_origin(request: web.Request, pool: asyncpg.Pool, own: Sequence[s
 
 
 async def player_of(
-    request: web.Request, pool: asyncpg.Pool, own: Sequence[str], *, websocket: bool = False
+    request: web.Request,
+    pool: asyncpg.Pool,
+    own: Sequence[str],
+    *,
+    websocket: bool = False,
+    wait: float = ACQUIRE_TIMEOUT,
 ) -> store.Player | None:
     """The player a request speaks for: by its bearer token, else by its session
     cookie (the Origin checked: required for a WebSocket and for a request that
     changes something, and refused when it names another site); None when neither."""
     token = _bearer(request, websocket=websocket)
     if token is not None:
-        async with connection(pool) as conn:
+        async with connection(pool, wait) as conn:
             return await store.player_by_token(conn, token)
     session = session_of(request)
     if session is None:
         return None
     await check_origin(request, pool, own, required=websocket or request.method not in SAFE_METHODS)
-    async with connection(pool) as conn:
+    async with connection(pool, wait) as conn:
         return await store.player_by_session(conn, session)
 
 

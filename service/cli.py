@@ -146,7 +146,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--public-url", default=None, help="where clients reach this server or node (default http://HOST:PORT)"
     )
     sp.add_argument(
-        "--lease-seconds", type=float, default=5.0, help="how long a node's table leases last without renewal"
+        "--lease-seconds",
+        type=float,
+        default=None,
+        help="how long table leases last without renewal (a node of a cluster, or a server of several workers; "
+        "default 5)",
     )
     sp.add_argument(
         "--workers",

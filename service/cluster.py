@@ -21,7 +21,7 @@ import contextlib
 import logging
 import math
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -75,6 +75,12 @@ WHERE l.table_id = o.t AND l.epoch = o.e AND l.owner = $1 AND l.table_id IN (SEL
 """
 
 
+# A live sibling's lease (service.siblings) is spared however late its renewal, up to
+# this many lease periods overdue: beyond that its worker is wedged, not starved, and
+# its tables are taken as a dead one's would be (fencing stops its writes).
+SIBLING_PATIENCE_LEASES: Final = 12
+
+
 def share_of(live: int, total: int) -> int:
     """An even share of ``total`` open tables over ``live`` nodes (rounded up)."""
     return math.ceil(total / max(1, live))
@@ -120,6 +126,7 @@ class NodeSettings:
 StartTable = Callable[[Lease], None]
 StopTable = Callable[[str], Awaitable[None]]
 HandOff = Callable[[str], bool]  # ask a table to hand over after its hand; False if it cannot
+LiveSiblings = Callable[[], Sequence[str]]  # the holder ids of this node's other workers alive now
 
 
 class Cluster:
@@ -133,6 +140,7 @@ class Cluster:
         start: StartTable,
         stop: StopTable,
         handoff: HandOff | None = None,
+        live_siblings: LiveSiblings | None = None,
     ) -> None:
         self.pool = pool
         self.dsn = dsn
@@ -140,6 +148,7 @@ class Cluster:
         self._start = start
         self._stop = stop
         self._handoff = handoff
+        self._live_siblings = live_siblings
         self._handing: set[str] = set()
         # Tables taken beyond the share because no other node took them (a node below
         # its share that takes nothing): kept while the cluster looks the same — the
@@ -154,6 +163,7 @@ class Cluster:
         self._heart_lock = asyncio.Lock()
         self._creating: set[str] = set()  # tables whose creating transaction is open (add_table)
         self.takeovers = 0
+        self.lateness = 0.0  # seconds the last heartbeat ran after it was due (loop lag)
 
     # -- life --------------------------------------------------------------------------
     async def join(self) -> None:
@@ -168,11 +178,20 @@ class Cluster:
 
     async def run(self) -> None:
         """The heartbeat: be seen, renew, take what is free; never ends by itself."""
+        due = time.monotonic() + self.node.heartbeat_seconds
         while True:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.node.heartbeat_seconds)
+                await asyncio.wait_for(self._wake.wait(), max(0.0, due - time.monotonic()))
             self._wake.clear()
             began = time.monotonic()
+            self.lateness = max(0.0, began - due)  # how long the event loop kept the beat waiting
+            if self.lateness > self.node.lease_seconds / 2:
+                log.warning(
+                    "node %s: the heartbeat ran %.1f s late (the lease is %.1f s): this process is starved of CPU",
+                    self.node.node_id,
+                    self.lateness,
+                    self.node.lease_seconds,
+                )
             try:
                 await self.beat()
                 took = time.monotonic() - began
@@ -188,6 +207,7 @@ class Cluster:
             except Exception as e:  # the database is away: the tables pause on their own
                 log.warning("node %s: heartbeat failed (%s: %s)", self.node.node_id, type(e).__name__, e)
                 await self._drop_listener()
+            due = time.monotonic() + self.node.heartbeat_seconds
 
     @contextlib.asynccontextmanager
     async def _own_connection(self) -> AsyncIterator[asyncpg.Connection]:
@@ -297,6 +317,8 @@ class Cluster:
         """Take up to ``limit`` open tables whose lease is free or has expired (with
         ``stray``, only those free for two lease periods or more)."""
         free_for = 2 * self.node.lease_seconds if stray else 0.0
+        # a sibling worker alive on this host is late, not dead: its leases are spared
+        spared = list(self._live_siblings()) if self._live_siblings is not None else []
         rows: list[asyncpg.Record] = await conn.fetch(
             "UPDATE table_leases l SET owner = $1, epoch = l.epoch + 1, "
             "expires_at = now() + make_interval(secs => $2) "
@@ -304,6 +326,8 @@ class Cluster:
             " WHERE t.status <> 'closed' AND (((f.owner IS NULL OR f.owner <> $1) "
             "   AND f.expires_at < now() - make_interval(secs => $6)) OR (NOT $6 > 0 AND f.owner = $1) OR NOT $4)"
             " AND NOT (f.table_id = ANY($5::text[]))"
+            " AND NOT (COALESCE(f.owner = ANY($7::text[]), false)"
+            "   AND f.expires_at > now() - make_interval(secs => $8))"
             " ORDER BY f.table_id LIMIT $3 FOR UPDATE SKIP LOCKED) "
             "RETURNING l.table_id, l.epoch",
             self.node.node_id,
@@ -312,6 +336,8 @@ class Cluster:
             self.node.cluster,
             [*self.owned, *self._creating],
             free_for,
+            spared,
+            SIBLING_PATIENCE_LEASES * self.node.lease_seconds,
         )
         return rows
 
@@ -391,10 +417,17 @@ class Cluster:
     def abandon(self, table_id: str) -> None:
         self._creating.discard(table_id)
 
-    async def owner_of(self, table_id: str) -> tuple[str, str] | None:
-        """(node id, public URL) of the node that holds the table's lease now."""
-        async with connection(self.pool) as conn:
-            return await nodes.owner_of(conn, table_id, self.node.lease_seconds)
+    async def owner_of(self, table_id: str, wait: float = ACQUIRE_TIMEOUT) -> tuple[str, str] | None:
+        """(node id, public URL) of the node that holds the table's lease now (a live
+        sibling worker's, however late: service.siblings)."""
+        async with connection(self.pool, wait) as conn:
+            owner = await nodes.owner_of(conn, table_id, self.node.lease_seconds)
+            if owner is None and self._live_siblings is not None:
+                # a sibling starved of CPU renews late but still serves: it is still the owner
+                late = await nodes.holder_of(conn, table_id)
+                if late is not None and late[0] in self._live_siblings():
+                    return late
+            return owner
 
     async def others(self) -> list[str]:
         """The public URLs of the other live nodes (none for a server alone): where a

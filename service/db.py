@@ -265,9 +265,9 @@ async def create_pool(dsn: str, *, min_size: int = 1, max_size: int = POOL_SIZE)
 
 
 @contextlib.asynccontextmanager
-async def connection(pool: asyncpg.Pool) -> AsyncIterator[asyncpg.Connection]:
-    """A pooled connection, acquired with a timeout."""
-    async with pool.acquire(timeout=ACQUIRE_TIMEOUT) as conn:
+async def connection(pool: asyncpg.Pool, wait: float = ACQUIRE_TIMEOUT) -> AsyncIterator[asyncpg.Connection]:
+    """A pooled connection, acquired with a timeout (``wait`` seconds)."""
+    async with pool.acquire(timeout=wait) as conn:
         yield conn
 
 

@@ -12,7 +12,7 @@ from aiohttp import web
 
 from service import auth, store, wire
 from service.appkeys import CONFIG, POOL
-from service.db import connection
+from service.db import ACQUIRE_TIMEOUT, connection
 from service.errors import ServiceError
 from service.wire import WireError
 from verifier.ed25519 import key_problem
@@ -93,9 +93,13 @@ def page(request: web.Request) -> tuple[int, int]:
     return limit, offset
 
 
-async def require_player(request: web.Request, *, websocket: bool = False) -> store.Player:
-    """The player by bearer token or session cookie (:func:`service.auth.player_of`)."""
-    player = await auth.player_of(request, request.app[POOL], request.app[CONFIG].own_urls(), websocket=websocket)
+async def require_player(
+    request: web.Request, *, websocket: bool = False, wait: float = ACQUIRE_TIMEOUT
+) -> store.Player:
+    """The player by bearer token or session cookie (:func:`service.auth.player_of`),
+    waiting up to ``wait`` seconds for a pooled connection."""
+    cfg = request.app[CONFIG]
+    player = await auth.player_of(request, request.app[POOL], cfg.own_urls(), websocket=websocket, wait=wait)
     if player is None:
         raise ApiError(401, "unauthorized", "this needs a player's bearer token or session")
     return player

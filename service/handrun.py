@@ -18,7 +18,7 @@ from typing import Any
 
 from cryptography.exceptions import InvalidTag
 
-from service import fastjson
+from service import fastjson, fastsig
 from service.handstore import StoredHand
 from service.keys import ServerKeys
 from service.tablecore.phase import HandPhase
@@ -178,7 +178,7 @@ def restore(stored: StoredHand, keys: ServerKeys, table_id: str, *, trusted: Han
     header = publics[0].get("header") if publics and publics[0].get("type") == "header" else None
     if not isinstance(header, dict) or header.get("protocol") != PROTOCOL_V2:
         raise RestoreError(0, "the hand has no rummy-pf/v2 header")
-    rec = HandRecorder.from_header(keys.signer, header, seed or b"", fastjson.canonical)
+    rec = HandRecorder.from_header(keys.signer, header, seed or b"", fastjson.canonical, fastsig.accepts)
     if trusted is not None:
         rec.trust(trusted)
     run = HandRun(stored.hand_id, stored.hand_no, rec, players, holds)

@@ -8,12 +8,14 @@ import hashlib
 import os
 import secrets
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from service import fastjson
 from service.errors import EXIT_USAGE, ServiceError
+from service.fastsig import SodiumSigner
 from verifier.signing import Signer
 
 SIGNING_KEY_FILE = "signing-ed25519.key"
@@ -110,7 +112,7 @@ class ServerKeys:
                 missing,
                 f"is missing while {(sealing if not present[0] else signing).name} is there: the two are made together",
             )
-        signer = Signer.from_seed(_load_or_create(signing, 32), fastjson.canonical)
+        signer = SodiumSigner(_load_or_create(signing, 32), fastjson.canonical)
         return cls(signer, _load_or_create(sealing, 32), data_dir, created=not any(present))
 
     def forget_created(self) -> None:
@@ -120,21 +122,26 @@ class ServerKeys:
             for name in (SIGNING_KEY_FILE, SEED_KEY_FILE):
                 (self.data_dir / name).unlink(missing_ok=True)
 
+    @cached_property
+    def _aead(self) -> AESGCM:
+        """The sealing key's cipher, made once (every record of a live hand is sealed)."""
+        return AESGCM(self.seed_key)
+
     def seal_seed(self, seed: bytes, table_id: str, hand_no: int) -> tuple[bytes, bytes]:
         """(nonce, ciphertext) of a server seed, bound to its hand."""
         nonce = secrets.token_bytes(12)
-        return nonce, AESGCM(self.seed_key).encrypt(nonce, seed, _aad(table_id, hand_no))
+        return nonce, self._aead.encrypt(nonce, seed, _aad(table_id, hand_no))
 
     def open_seed(self, nonce: bytes, sealed: bytes, table_id: str, hand_no: int) -> bytes:
-        return AESGCM(self.seed_key).decrypt(nonce, sealed, _aad(table_id, hand_no))
+        return self._aead.decrypt(nonce, sealed, _aad(table_id, hand_no))
 
     def seal_record(self, data: bytes, table_id: str, hand_no: int, i: int) -> bytes:
         """nonce ‖ ciphertext of a live hand's record, bound to its place in the log."""
         nonce = secrets.token_bytes(12)
-        return nonce + AESGCM(self.seed_key).encrypt(nonce, data, _record_aad(table_id, hand_no, i))
+        return nonce + self._aead.encrypt(nonce, data, _record_aad(table_id, hand_no, i))
 
     def open_record(self, sealed: bytes, table_id: str, hand_no: int, i: int) -> bytes:
-        return AESGCM(self.seed_key).decrypt(sealed[:12], sealed[12:], _record_aad(table_id, hand_no, i))
+        return self._aead.decrypt(sealed[:12], sealed[12:], _record_aad(table_id, hand_no, i))
 
 
 def _aad(table_id: str, hand_no: int) -> bytes:

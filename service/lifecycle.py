@@ -12,10 +12,12 @@ from typing import Any
 import asyncpg
 from aiohttp import WSCloseCode, web
 
+from service import siblings
 from service.appkeys import (
     BACKGROUND,
     CLUSTER,
     CONFIG,
+    HANDSHAKES,
     HEARTBEAT,
     LEDGER_TOTALS,
     LOADS,
@@ -26,11 +28,14 @@ from service.appkeys import (
     TABLES,
     WRITER,
 )
-from service.cluster import Cluster, Lease
+from service.cluster import Cluster, Lease, LiveSiblings
 from service.db import ServerLock, create_pool
+from service.handshakes import HandshakeQueue
+from service.internal import SIBLINGS
 from service.metrics import process_gauges
 from service.table import TableActor
 from service.telling import Connection
+from service.worker import worker_id
 from service.writer import RecordWriter
 
 log = logging.getLogger("rummy.app")
@@ -46,6 +51,7 @@ async def database(app: web.Application) -> AsyncIterator[None]:
         app[POOL] = pool
         app[WRITER] = RecordWriter(pool, window=cfg.settings.group_commit_seconds)
         app[LOADS] = asyncio.Semaphore(TABLE_LOADS_AT_ONCE)
+        app[HANDSHAKES] = HandshakeQueue(cfg.handshake_queue)
         watchdog = None
         if cfg.server_lock is not None:
             watchdog = asyncio.create_task(keep_lock(app, cfg.server_lock), name="server-lock")
@@ -102,7 +108,7 @@ async def tables_and_leases(app: web.Application) -> AsyncIterator[None]:
         a.request_handoff()
         return True
 
-    cluster = Cluster(app[POOL], cfg.dsn, cfg.node, start, stop, handoff)
+    cluster = Cluster(app[POOL], cfg.dsn, cfg.node, start, stop, handoff, live_siblings(app))
     app[CLUSTER] = cluster
     await cluster.join()
     # Every table is loaded (its hand resumed or voided) before the server answers.
@@ -117,6 +123,20 @@ async def tables_and_leases(app: web.Application) -> AsyncIterator[None]:
             await beat
         await stop_tables(app)
         await cluster.leave()
+
+
+def live_siblings(app: web.Application) -> LiveSiblings | None:
+    """A worker of ``serve --workers``: which of its siblings are alive now (their
+    leases are spared however late: service.siblings); None for a server alone."""
+    if SIBLINGS not in app:
+        return None
+    plan = app[SIBLINGS].plan
+
+    def alive() -> list[str]:
+        others = (i for i in range(1, plan.count + 1) if i != plan.index)
+        return [worker_id(plan.node, i) for i in others if siblings.alive(plan.run_dir, i, plan.supervisor)]
+
+    return alive
 
 
 def new_actor(app: web.Application, lease: Lease) -> TableActor:

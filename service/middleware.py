@@ -25,6 +25,9 @@ from verifier.errors import RuleError
 log = logging.getLogger("rummy.app")
 
 
+RETRY_AFTER_SECONDS = 2
+
+
 def error_response(
     status: int, code: str, message: str, rule: str | None = None, ack: dict[str, Any] | None = None
 ) -> web.Response:
@@ -33,7 +36,9 @@ def error_response(
         body["error"]["rule"] = rule
     if ack is not None:  # a move the table judged and refused: the server's signed ack (§15)
         body["error"]["ack"] = ack
-    return web.json_response(body, status=status)
+    # a 503 is a server busy or between states: the client is told when to come back
+    headers = {"Retry-After": str(RETRY_AFTER_SECONDS)} if status == 503 else None
+    return web.json_response(body, status=status, headers=headers)
 
 
 RULE_STATUS = {

@@ -103,6 +103,15 @@ async def owner_of(conn: asyncpg.Connection, table_id: str, lease_seconds: float
     return None if row is None else (str(row["owner"]), str(row["public_url"]))
 
 
+async def holder_of(conn: asyncpg.Connection, table_id: str) -> tuple[str, str] | None:
+    """(holder, public URL) of whoever the table's lease names, live or late."""
+    row = await conn.fetchrow(
+        "SELECT l.owner, n.public_url FROM table_leases l JOIN nodes n ON n.node_id = l.owner WHERE l.table_id = $1",
+        table_id,
+    )
+    return None if row is None else (str(row["owner"]), str(row["public_url"]))
+
+
 async def public_urls(conn: asyncpg.Connection) -> list[str]:
     """Every public URL this card room's holders were reached at (the pages' origins)."""
     rows = await conn.fetch("SELECT DISTINCT public_url FROM nodes WHERE public_url <> ''")

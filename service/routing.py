@@ -15,7 +15,7 @@ from aiohttp import web
 
 from service import nodes, store, wire
 from service.appkeys import CLUSTER, CONFIG, POOL, TABLES
-from service.db import connection
+from service.db import ACQUIRE_TIMEOUT, connection
 from service.edge import ApiError
 from service.internal import SIBLINGS, RemoteTable
 from service.table import ClientError, TableActor
@@ -29,20 +29,20 @@ class Where:
     status: str = ""  # nobody does: "missing", "closed" or "between" (servers)
 
 
-async def where(app: web.Application, table_id: str) -> Where:
+async def where(app: web.Application, table_id: str, wait: float = ACQUIRE_TIMEOUT) -> Where:
     a = app[TABLES].get(table_id)
     if a is not None:
         assert isinstance(a, TableActor)
         return Where(here=a)
     node = app[CONFIG].node
-    owner = await app[CLUSTER].owner_of(table_id)
+    owner = await app[CLUSTER].owner_of(table_id, wait)
     if owner is not None and owner[0] != node.node_id:
         sibling = node.sibling(owner[0])
         if sibling is None:
             return Where(node_url=owner[1].rstrip("/"))
         if SIBLINGS in app:
             return Where(sibling=sibling)
-    async with connection(app[POOL]) as conn:
+    async with connection(app[POOL], wait) as conn:
         row = await store.table_row(conn, table_id)
     if row is None:
         return Where(status="missing")

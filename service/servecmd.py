@@ -47,6 +47,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise CliError(EXIT_USAGE, "--workers is 1 to 64")
     if args.node_id is not None and workers > 1:
         raise CliError(EXIT_USAGE, "a node of a cluster is one worker: give --node-id without --workers")
+    if args.lease_seconds is not None and args.node_id is None and workers == 1:
+        # said, not ignored: a server of one process alone holds no lease
+        raise CliError(
+            EXIT_USAGE, "--lease-seconds is for a node of a cluster (--node-id) or a server of several workers"
+        )
     node = node_settings(args, dsn)
     if workers > 1:
         return serve_workers(args, workers, data_dir, dsn, source, node)
@@ -97,8 +102,12 @@ def node_settings(args: argparse.Namespace, dsn: str | None) -> NodeSettings:
     public = (args.public_url or "").rstrip("/")
     if public and not public.startswith(("http://", "https://")):
         raise CliError(EXIT_USAGE, "--public-url is http(s)://HOST[:PORT], where clients reach this server")
-    if args.node_id is None:
-        return NodeSettings(public_url=public)
+    lease = 5.0 if args.lease_seconds is None else args.lease_seconds
+    if not 1 <= lease <= 300:
+        raise CliError(EXIT_USAGE, "--lease-seconds is 1 to 300")
+    beat = max(0.2, lease / 5)
+    if args.node_id is None:  # a server alone; its workers, when it has several, hold leases of this length
+        return NodeSettings(public_url=public, lease_seconds=lease, heartbeat_seconds=beat)
     if not re.fullmatch(r"[A-Za-z0-9_.:-]{1,64}", args.node_id):
         raise CliError(EXIT_USAGE, "--node-id is 1 to 64 letters, digits or _.:-")
     wildcard = args.host in ("", "::") or (args.host.count(".") == 3 and set(args.host) <= {"0", "."})
@@ -107,14 +116,12 @@ def node_settings(args: argparse.Namespace, dsn: str | None) -> NodeSettings:
         raise CliError(EXIT_USAGE, "a node needs --public-url http(s)://HOST:PORT, where its clients reach it")
     if dsn is None:
         raise CliError(EXIT_USAGE, "the nodes of a cluster share one PostgreSQL: give --database-url or DATABASE_URL")
-    if not 1 <= args.lease_seconds <= 300:
-        raise CliError(EXIT_USAGE, "--lease-seconds is 1 to 300")
     return NodeSettings(
         node_id=args.node_id,
         public_url=public,
         cluster=True,
-        lease_seconds=args.lease_seconds,
-        heartbeat_seconds=max(0.2, args.lease_seconds / 5),
+        lease_seconds=lease,
+        heartbeat_seconds=beat,
     )
 
 

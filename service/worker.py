@@ -95,7 +95,7 @@ async def watch_parent(parent: int) -> None:
 
 
 async def serve(plan: WorkerPlan) -> None:
-    from service import gctune
+    from service import gctune, siblings
     from service.cluster import NodeSettings
     from service.startup import attach, start_app
     from service.table import Settings
@@ -113,6 +113,7 @@ async def serve(plan: WorkerPlan) -> None:
         heartbeat_seconds=max(0.2, plan.lease_seconds / 5),
         node_name=plan.node,
     )
+    siblings.write_stamp(plan.run_dir, plan.index)  # before it holds a lease: its siblings see it alive
     sockets = [socket.socket(fileno=fd) for fd in plan.fds]
     running = await start_app(
         attach(Path(plan.data_dir), plan.dsn),

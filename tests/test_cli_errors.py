@@ -120,6 +120,17 @@ def test_a_port_in_use_is_one_line_and_creates_nothing(tmp_path: Path) -> None:
     assert not (tmp_path / "d").exists()
 
 
+def test_lease_seconds_where_nothing_holds_a_lease_is_refused_not_ignored(tmp_path: Path) -> None:
+    """No silent repair of bad config: a server of one process alone holds no lease, so
+    --lease-seconds there is an error (it was ignored, and with --workers too: the
+    workers held 5 s leases whatever it said); out of range it is refused anywhere."""
+    r = rummy("serve", "--workers", "1", "--lease-seconds", "10", "--port", "0", "--data-dir", "d", cwd=tmp_path)
+    one_line(r, 2, "--lease-seconds is for a node of a cluster")
+    r = rummy("serve", "--workers", "2", "--lease-seconds", "0.5", "--port", "0", "--data-dir", "d", cwd=tmp_path)
+    one_line(r, 2, "--lease-seconds is 1 to 300")
+    assert not (tmp_path / "d").exists()
+
+
 def test_a_data_dir_that_is_a_file(tmp_path: Path) -> None:
     f = tmp_path / "afile"
     f.write_text("not a directory")

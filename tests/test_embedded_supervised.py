@@ -187,7 +187,8 @@ async def test_serve_killed_leaves_nothing_and_its_successor_takes_the_tables_at
 
     # Started again with one worker: the second worker's leases (a minute long) are of
     # a process that is gone; the new server frees them before its worker starts.
-    proc, url, workers = serve(data, log, token, "--lease-seconds", "60", workers=1)
+    # (a server of one process holds no lease of its own: --lease-seconds is refused there)
+    proc, url, workers = serve(data, log, token, workers=1)
     try:
         db = f"postgresql://postgres:@/postgres?host={(data / 'pgdata').resolve()}"
         conn = await asyncpg.connect(db)

@@ -134,9 +134,12 @@ def test_log_marks_are_the_servers_words(tmp_path: Path) -> None:
         "W rummy.table: table t1: a write came back failed; reloading\n"
         "W rummy.table: table t2: a write came back conflict; reloading\n"
         "W rummy.cluster: node n1: lost the lease of table t3; letting it go\n"
+        "W rummy.cluster: node n1/w2: the heartbeat ran 3.2 s late (the lease is 5.0 s): this process is starved\n"
+        "W rummy.cluster: node n1/w1: the heartbeat ran 12.5 s late (the lease is 5.0 s): this process is starved\n"
     )
     counts = count_log(log, log.stat().st_size)
     assert counts["lost_leases"] == 2 and counts["reloads"] == 2 and counts["reload_timeouts"] == 1, counts
+    assert counts["late_heartbeats"] == 2 and counts["late_heartbeat_max_ms"] == 12_500, counts
     through_the_reloads = len("".join(log.read_text().splitlines(keepends=True)[:3]))
     assert count_log(log, through_the_reloads)["lost_leases"] == 1
 

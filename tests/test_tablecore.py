@@ -307,12 +307,44 @@ def test_a_store_that_fails_again_after_a_good_reload_is_reported_refusing() -> 
     h.draw()
     (op_id,) = [i for i, e in h.inflight.items() if isinstance(e, io.Write)]
     h.answer(op_id, io.Result.AMBIGUOUS)
-    h.answer_all()  # the reload works
-    assert not h.core.refusing
+    h.advance(h.now + CFG.retry_first_ms)  # the reload (after its backoff) works
+    assert not h.core.refusing and h.core.mode is Mode.SERVING
     h.draw()
     (op_id,) = [i for i, e in h.inflight.items() if isinstance(e, io.Write)]
     h.answer(op_id, io.Result.AMBIGUOUS)
     assert h.core.refusing
+
+
+def test_a_write_that_timed_out_backs_off_before_its_reload() -> None:
+    """Issue 20, item 5: a write that times out (its outcome unknown) is not reloaded at
+    once — starved of CPU, hundreds did, and every reload added to the storm — but
+    after the first backoff step, spread by the table."""
+    h = Harness()
+    h.through_seeds()
+    h.draw()
+    (op_id,) = h.inflight
+    failed_at = h.now
+    h.step(outcome(op_id, TimeoutError()))
+    assert h.of(io.Load, since=failed_at) == [] and h.core.mode is Mode.WAITING
+    wait = backoff("t0", 1, CFG)
+    h.now = failed_at + wait - 1
+    h.step(io.Tick())
+    assert h.of(io.Load, since=failed_at) == []
+    h.now = failed_at + wait
+    h.step(io.Tick())
+    assert len(h.of(io.Load, since=failed_at)) == 1
+
+
+def test_the_backoff_spreads_a_thousand_tables_and_doubles_to_its_ceiling() -> None:
+    tables = [f"t_{n:04d}" for n in range(1000)]
+    first = [backoff(t, 1, CFG) for t in tables]
+    assert min(first) >= CFG.retry_first_ms // 2 and max(first) <= CFG.retry_first_ms
+    assert len(set(first)) >= 90  # spread over the window, not one instant
+    for t in tables[:50]:
+        steps = [backoff(t, n, CFG) for n in range(1, 12)]
+        bases = [min(CFG.retry_max_ms, CFG.retry_first_ms << (n - 1)) for n in range(1, 12)]
+        assert all(b // 2 <= w <= b for w, b in zip(steps, bases, strict=True))  # never above the ceiling (D37)
+    assert backoff("t0", 0, CFG) == 0  # no failure: no wait
 
 
 def test_no_deal_before_the_seated_players_are_back_or_their_grace_is_over() -> None:
@@ -350,7 +382,8 @@ def test_a_seats_grace_starts_when_it_reconnects() -> None:
     h.draw()
     (op_id,) = h.inflight
     h.step(io.Reach(pid, False))
-    h.answer(op_id, io.Result.FAILED)  # not stored: the table reloads
+    h.answer(op_id, io.Result.FAILED)  # not stored: the table reloads, after its first backoff step
+    h.advance(h.now + backoff("t0", 1, CFG), answer=False)
     assert any(isinstance(e, io.Load) for e in h.inflight.values())
     reloaded = h.now
     h.answer_all()
@@ -386,7 +419,7 @@ def test_a_move_the_house_refused_keeps_the_seats_whole_turn() -> None:
     (op_id,) = h.inflight
     h.answer(op_id, io.Result.FAILED)
     refused = h.now
-    h.answer_all()  # the reload works at once
+    h.advance(refused + backoff("t0", 1, CFG))  # the reload, after its first backoff step, works at once
     replies = h.of(io.Reply)
     assert replies[-1].error is not None and replies[-1].error.code == "unavailable"
     h.advance(refused + turn + 1000)

@@ -604,6 +604,13 @@ async def test_a_move_out_of_turn_is_refused_and_a_dropped_connection_rejoins(
             await page.wait_for_function("() => !!(document.querySelector('.clock .clock-text') || {}).textContent")
             left = await page.text_content(".clock .clock-text") or ""
             assert left.endswith(" s") and 0 < int(left[:-2]) <= 30, left
+            # hello's time that reached the page late (here: the page's clock set back 5 s
+            # after it) never shows more than the whole turn (it once showed "31 s")
+            await page.evaluate("window.__now = Date.now; Date.now = () => window.__now() - 5000;")
+            await page.wait_for_timeout(1500)  # a few ticks of the page's clocks
+            left = await page.text_content(".clock .clock-text") or ""
+            await page.evaluate("Date.now = window.__now;")
+            assert left.endswith(" s") and 0 < int(left[:-2]) <= 30, left
 
             # a move out of turn (as a click would send it in a race): refused in plain words
             ok = await page.evaluate("RummyTable.act('draw_closed')")

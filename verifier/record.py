@@ -14,7 +14,7 @@ any point (D33).  Every record carries ``"t"`` (ms) and its chain link ``"h"``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -98,6 +98,11 @@ class HandRecorder:
     # the record _link made last and the head it was linked to: accept() need not hash it again
     _linked: tuple[dict[str, Any], str] | None = field(default=None, repr=False)
     encode: Encode = field(default=canonical, repr=False, compare=False)
+    #: a faster check of a player's signature (raw key, hex signature, signed message),
+    #: which may say True only where the strict check (§9) accepts: on its False the
+    #: strict check decides (the server's libsodium, service.fastsig)
+    accepts: Callable[[bytes, str, bytes], bool] | None = field(default=None, repr=False, compare=False)
+    _raw_keys: dict[int, bytes] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         """Every player key strict, and one key in at most one seat (§9, §13): the
@@ -107,10 +112,16 @@ class HandRecorder:
         if len(set(keys)) != len(keys):
             raise ValueError("one player key is listed for two seats of the hand (§13)")
         self._player_keys = {s: ed25519.strict_key(k) for s, _, k in self.seats}
+        self._raw_keys = {s: bytes(k) for s, _, k in self.seats}
 
     @classmethod
     def from_header(
-        cls, signer: Signer, header: Mapping[str, Any], server_seed: bytes, encode: Encode = canonical
+        cls,
+        signer: Signer,
+        header: Mapping[str, Any],
+        server_seed: bytes,
+        encode: Encode = canonical,
+        accepts: Callable[[bytes, str, bytes], bool] | None = None,
     ) -> HandRecorder:
         """A recorder for the hand a stored header opened, ready to :meth:`restore`
         its records (record 0 included)."""
@@ -127,6 +138,7 @@ class HandRecorder:
                 commit_ms=int(header["commit_ms"]),
                 reveal_ms=int(header["reveal_ms"]),
                 encode=encode,
+                accepts=accepts,
             )
         except (KeyError, TypeError, ValueError, RuleError) as e:
             raise RestoreError(0, f"the stored header is malformed: {e!r}") from None
@@ -177,7 +189,13 @@ class HandRecorder:
         if done in self._verified:
             return
         body = move_body(self.table_id, self.hand_no, prev, move)
-        if not player_signature_ok(self._seat_key(seat), body, sig, self.encode):
+        key = self._seat_key(seat)
+        fast = self.accepts
+        if fast is not None and isinstance(sig, str):
+            if fast(self._raw_keys[seat], sig, signed_message("move", body, PROTOCOL, self.encode)):
+                self._verified.add(done)
+                return
+        if not player_signature_ok(key, body, sig, self.encode):
             raise RuleError("bad_signature", f"the {move['kind']} is not signed by seat {seat}'s player key")
         self._verified.add(done)
 

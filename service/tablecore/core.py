@@ -245,9 +245,9 @@ class TableCore(Commands):
             if r is io.Result.FULL or (self.streak > 0 and r is not io.Result.CONFLICT):  # (then the reload worked)
                 self.refused_at = now
             self.unsettled = p
-            self._failed(now, f"a write came back {r.value}", first_try=self.streak == 0)
+            self._failed(now, f"a write came back {r.value}")
 
-    def _failed(self, now: int, why: str, *, first_try: bool = False) -> None:
+    def _failed(self, now: int, why: str) -> None:
         self.streak += 1
         self._tell_paused()
         for cmd in self.queue:

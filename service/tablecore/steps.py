@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from service import fastjson
+from service import fastjson, fastsig
 from service.handrun import HandRun
 from service.tablecore import io
 from service.tablecore.clock import Reachability
@@ -211,6 +211,7 @@ class Steps:
                 commit_ms=self.cfg.commit_ms,
                 reveal_ms=self.cfg.reveal_ms,
                 encode=fastjson.canonical,
+                accepts=fastsig.accepts,
             )
             hand = HandRun(st.hand_id, hand_no, recorder, dict(st.players), dict.fromkeys(st.players, need))
             recorder.open(hand.next_t(now))

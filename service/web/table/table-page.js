@@ -361,7 +361,9 @@ function tick() {
     const d = Number(c.dataset.deadline);
     const total = Number(c.dataset.total) * 1000;
     if (!d) continue;
-    const left = Math.max(0, d - now);
+    // never more than the whole turn: hello's time reached the page late (the skew
+    // misses the message's transit), which a busy server or network makes a second
+    const left = Math.max(0, total > 0 ? Math.min(total, d - now) : d - now);
     const bar = c.querySelector(".clock-fill");
     const txt = c.querySelector(".clock-text");
     bar.style.width = total > 0 ? Math.min(100, (100 * left) / total).toFixed(1) + "%" : "100%";
