@@ -7,9 +7,22 @@ external one would be):
 * killed (SIGKILL of the postmaster) and kept down ``--down`` seconds (20), twice;
 * frozen (SIGSTOP of the postmaster and every backend) ``--freeze`` seconds (30);
 * stalled: frozen ``--stall`` seconds (3), running as long again, for ``--stalls-for``
-  seconds (60).
+  seconds (60);
+* its disk full ``--disk-full`` seconds (30): its data directory is on a small tmpfs
+  of its own (``mount -t tmpfs``, so the drill runs as root), filled to the last byte
+  with a ballast file that is then deleted.  PostgreSQL refuses what needs new space
+  (SQLSTATE 53100, ``could not extend file``) and keeps running;
+* its disk full again, and a WAL segment switch forced meanwhile: PostgreSQL cannot
+  create the next WAL file, PANICs and cannot recover while the disk is full, so it
+  stays down until the ballast is gone (then the drill starts it again, as a service
+  manager would an external PostgreSQL).
 
-Part two, the server's own embedded PostgreSQL: its postmaster killed, which ``serve``
+A drill that cannot mount the tmpfs says so in one line and fails: the full disk is
+never skipped in silence.
+
+Part two, the server's own embedded PostgreSQL (the server's data directory on a
+tmpfs of its own): its disk full with a WAL switch forced, so it PANICs and ``serve``
+starts it again once the space is back; then its postmaster killed, which ``serve``
 starts again by itself (service/embedded.py).
 
 It reports, and exits 1 unless each is as it must be:
@@ -21,12 +34,19 @@ It reports, and exits 1 unless each is as it must be:
 * **tables that stopped** — a table with no new record within ``--stop-bound``
   seconds (120) of a fault's end: must be 0;
 * **time to recover** — per fault, from its end until every table made a record;
+* **while the disk is full** — ``/healthz`` sampled: every answer from the first
+  refusal the server logs (it cannot know before a write meets the full disk) must be
+  503 ``degraded``; ``paused`` must reach the clients; the
+  tables' reloads are counted (from the server's log): backoff, not a storm (fewer
+  than one reload a second per table); an operator's REST write is answered 201 or
+  503, never 500;
 * and, after the bots leave, that nothing was lost (bench/common.py): every hand ended
   or voided by rule, every transcript verifies, the chains have no gap, the ledger sums
   to zero and no hand was settled twice.
 
-    python bench/outage_drill.py                # the whole drill, about 5 minutes
+    python bench/outage_drill.py                # the whole drill, about 7 minutes
     python bench/outage_drill.py --quick        # short faults (the drill-marked test)
+    python bench/outage_drill.py --only-disk    # the full disks alone
     python bench/outage_drill.py --json
 """
 
@@ -34,15 +54,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +76,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.common import free_port, operator_call, prove_nothing_lost, settle_down  # noqa: E402
+from bench.fulldisk import Disk  # noqa: E402
 from service.bots import Bot  # noqa: E402
 from service.db import EmbeddedPostgres  # noqa: E402
 from verifier.signing import load_public_key  # noqa: E402
@@ -67,6 +91,8 @@ class Fault:
     start: float  # time.time()
     end: float = 0.0
     recovered_s: float | None = None  # from the end until every table made a record
+    problem: str | None = None  # the fault could not be made as it should, or a must did not hold
+    seen: dict[str, Any] = field(default_factory=dict)  # what was watched during it (the full disk's)
 
 
 @dataclass
@@ -77,8 +103,12 @@ class Plan:
     stall: float = 3.0
     stalls_for: float = 60.0
     embedded_kills: int = 1
+    disk_full: float = 30.0
+    disk_panic: float = 15.0
+    disk_mb: int = 384
     tables: int = 3
     stop_bound: float = 120.0
+    only_disk: bool = False  # the full disks alone (to work on them)
 
 
 @dataclass
@@ -206,7 +236,13 @@ class Part:
         recovered = [f.recovered_s for f in self.faults if f.recovered_s is not None]
         return {
             "faults": [
-                {"kind": f.kind, "seconds": round(f.end - f.start, 1), "recovered_s": f.recovered_s}
+                {
+                    "kind": f.kind,
+                    "seconds": round(f.end - f.start, 1),
+                    "recovered_s": f.recovered_s,
+                    "problem": f.problem,
+                    **f.seen,
+                }
                 for f in self.faults
             ],
             "every_table_dealt_again_s": None if dealing is None else round(dealing, 2),
@@ -223,8 +259,8 @@ class Part:
             "recovery_max_s": round(max(recovered, default=float("nan")), 2),
             "ledger_ok": bool(ledger.get("ok")),
             "transcripts_verified": len(proof.transcripts),
-            "problems": proof.problems,
-            "ok": not proof.problems and not inside and not stopped,
+            "problems": proof.problems + [f"{f.kind}: {f.problem}" for f in self.faults if f.problem],
+            "ok": not proof.problems and not inside and not stopped and not any(f.problem for f in self.faults),
         }
 
     def close(self) -> None:
@@ -289,7 +325,182 @@ def say(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
+# What the server logs once for each failed write or load, each followed by one reload
+# (service.tablecore.core, service.table).
+RELOAD = re.compile(r"a write came back \w+; reloading$|: cannot load \(")
+
+
+SAMPLE_SLACK = 0.5  # s: a refusal logged reaches its table's state within this (the table's queue, D37)
+
+
+def logged_at(line: str) -> float | None:
+    """The epoch time of a server log line (``2026-12-01 12:34:53,900 WARNING …``, local time)."""
+    with contextlib.suppress(ValueError):
+        return datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+    return None
+
+
+async def sample_health(part: Part, session: aiohttp.ClientSession, out: list[tuple[float, int]]) -> None:
+    """(when, status) of /healthz every half second, until cancelled."""
+    while True:
+        status = 0  # no answer at all
+        with contextlib.suppress(aiohttp.ClientError, OSError, asyncio.TimeoutError):
+            async with session.get(part.url + "/healthz", timeout=aiohttp.ClientTimeout(total=5)) as r:
+                status = r.status
+        out.append((time.time(), status))
+        await asyncio.sleep(0.5)
+
+
+async def rest_write(part: Part, session: aiohttp.ClientSession) -> int:
+    """An operator's REST write (a new player): its status (0: no answer).  On a full
+    disk it may fit in a page with room left (201), or be refused (503), never 500."""
+    body = {"name": "disk", "deposit": 1}
+    headers = {"Authorization": f"Bearer {OPERATOR}"}
+    with contextlib.suppress(aiohttp.ClientError, OSError, asyncio.TimeoutError):
+        async with session.post(
+            part.url + "/api/players", json=body, headers=headers, timeout=aiohttp.ClientTimeout(total=10)
+        ) as r:
+            return r.status
+    return 0
+
+
+async def switch_wal(dsn: str) -> str:
+    """Force a WAL segment switch: the next WAL record needs a new WAL file."""
+    try:
+        conn = await asyncpg.connect(dsn, timeout=5)
+        try:
+            return "WAL switched at " + str(await conn.fetchval("SELECT pg_switch_wal()::text", timeout=5))
+        finally:
+            await conn.close(timeout=2)
+    except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as e:
+        return f"the WAL switch failed ({type(e).__name__}: {str(e)[:100]})"
+
+
+def postmaster_pid(pgdata: Path) -> int | None:
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        return int((pgdata / "postmaster.pid").read_text().split()[0])
+    return None
+
+
+async def ensure_up(pg: EmbeddedPostgres | None, dsn: str, pgdata: Path, before: int | None, bound: float) -> str:
+    """After the ballast is gone: PostgreSQL serving again.  The drill's own (``pg``)
+    is started again if the full disk stopped it, as a service manager would start an
+    external PostgreSQL that died; the embedded one (``pg`` None) is serve's to start."""
+    end = time.time() + bound
+    while time.time() < end:
+        if pg is not None and pg.pid is None:
+            await asyncio.to_thread(pg.start)
+            return "stopped by the full disk; started again once the space was back"
+        with contextlib.suppress(OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError):
+            conn = await asyncpg.connect(dsn, timeout=2)
+            await conn.close(timeout=2)
+            if postmaster_pid(pgdata) == before:
+                return "kept running"
+            return "stopped by the full disk; serve started it again once the space was back"
+        await asyncio.sleep(0.5)
+    return f"not serving {bound:g} s after the space was back"
+
+
+async def full_disk(
+    part: Part,
+    pg: EmbeddedPostgres | None,
+    pgdata: Path,
+    disk: Disk,
+    why_not: str | None,
+    plan: Plan,
+    session: aiohttp.ClientSession,
+    *,
+    panic: bool,
+) -> None:
+    """The disk under PostgreSQL full for a while (with a WAL switch forced: it PANICs),
+    then space again.  While it is full, /healthz must say degraded (from the first
+    refusal in the server's log on: before it no write of the server met it), every table's
+    clients must be told ``paused``, and the tables must back off (fewer than one
+    reload a second each)."""
+    seconds = plan.disk_panic if panic else plan.disk_full
+    fault = Fault(f"disk full {seconds:g} s" + (", a WAL switch forced (PANIC)" if panic else ""), time.time())
+    if why_not is not None:
+        say(f"{part.name}: {fault.kind}: CANNOT BE MADE: {why_not}")
+        fault.problem = f"the full disk could not be made: {why_not}"
+        fault.end = time.time()
+        part.faults.append(fault)
+        return
+    log_file = part.workdir / "server.log"
+    log_from = log_file.stat().st_size
+    postmaster = postmaster_pid(pgdata)
+    told_before = [collections.Counter(b.told) for b in part.bots]
+    health: list[tuple[float, int]] = []
+    sampler = asyncio.create_task(sample_health(part, session, health))
+    filled = await asyncio.to_thread(disk.fill)
+    switched = None
+    rest: collections.Counter[int] = collections.Counter()
+    end = fault.start + seconds
+    while time.time() < end:
+        await asyncio.sleep(0.5)
+        await asyncio.to_thread(disk.fill)  # what PostgreSQL freed meanwhile is taken back
+        if panic and time.time() >= fault.start + seconds / 3:
+            # Again until PostgreSQL needs a WAL file it has not got (a recycled one
+            # would do without new space) and stops.
+            switched = await switch_wal(part.dsn)
+        rest[await rest_write(part, session)] += 1
+    sampler.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await sampler
+    full_until = time.time()
+    disk.empty()
+    postgres = await ensure_up(pg, part.dsn, pgdata, postmaster, plan.stop_bound)
+    with open(log_file, "rb") as f:
+        f.seek(log_from)
+        lines = f.read().decode(errors="replace").splitlines()
+    reloads = sum(1 for line in lines if RELOAD.search(line))
+    refusals = [line for line in lines if "No space left on device" in line or "DiskFullError" in line]
+    disk_full_errors = len(refusals)
+    first = next((t for t in map(logged_at, refusals) if t is not None), None)  # from here on the server knows
+    told = [collections.Counter(b.told) - before for b, before in zip(part.bots, told_before, strict=True)]
+    unpaused = sorted(
+        {b.table_id for b, t in zip(part.bots, told, strict=True)}
+        - {b.table_id for b, t in zip(part.bots, told, strict=True) if t["paused"]}
+    )
+    judged = [st for at, st in health if first is not None and first + SAMPLE_SLACK <= at <= full_until]
+    healthy = sum(1 for st in judged if st == 200)
+    rate = reloads / max(1, len(part.table_ids)) / max(0.001, full_until - fault.start)
+    fault.seen = {
+        "ballast_mb": round(filled / (1 << 20)),
+        "postgres": postgres,
+        "wal_switch": switched,
+        "disk_full_errors_logged": disk_full_errors,
+        "first_refusal_s": None if first is None else round(first - fault.start, 2),
+        "healthz_samples": len(judged),
+        "healthz_ok_at_s": [round(at - fault.start, 1) for at, st in health if st == 200 and at <= full_until],
+        "healthz_ok_while_full": healthy,
+        "reloads": reloads,
+        "reloads_per_table_per_s": round(rate, 2),
+        "paused_told": sum(t["paused"] for t in told),
+        "resumed_told": sum(t["resumed"] for t in told),
+        "tables_not_told_paused": len(unpaused),
+        "rest_writes": {str(k): v for k, v in sorted(rest.items())},
+    }
+    musts = []
+    if first is None:
+        musts.append("the server never met the full disk (no refusal in its log)")
+    if healthy or not judged:
+        musts.append(f"/healthz said ok {healthy} of {len(judged)} times while the disk was full")
+    if unpaused:
+        musts.append(f"{len(unpaused)} table(s) never told their clients paused")
+    if rate >= 1.0:
+        musts.append(f"{rate:.2f} reloads a second per table: a storm, not a backoff")
+    if any(status >= 500 and status != 503 for status in rest):
+        musts.append(f"a REST write was answered {sorted(rest)} while the disk was full (503 or a success, never 500)")
+    if not postgres.startswith(("kept running", "stopped by the full disk")):
+        musts.append(f"PostgreSQL {postgres}")
+    fault.problem = "; ".join(musts) or None
+    say(f"{part.name}: {fault.kind}: {json.dumps(fault.seen)}" + (f" PROBLEM: {fault.problem}" if musts else ""))
+    await after(part, fault, plan)
+
+
 async def external_part(workdir: Path, plan: Plan, session: aiohttp.ClientSession) -> dict[str, Any]:
+    disk = Disk(workdir / "pg", plan.disk_mb)  # its data directory on a tmpfs of its own: a disk to fill
+    why_not = disk.mount()
     pg = EmbeddedPostgres(workdir / "pg", restart=False)  # ours: down as long as the drill says
     dsn = await asyncio.to_thread(pg.start)
     part = Part("external PostgreSQL", workdir, dsn, external=True)
@@ -298,6 +509,10 @@ async def external_part(workdir: Path, plan: Plan, session: aiohttp.ClientSessio
         await part.wait_serving(session)
         await part.seat_bots(session, plan.tables)
         await warm_up(part, plan.stop_bound)
+        for panic in (False, True):  # first: the tmpfs is small, and the WAL grows as the tables play
+            await full_disk(part, pg, pg.pgdata, disk, why_not, plan, session, panic=panic)
+        if plan.only_disk:
+            return await part.finish(session, plan.stop_bound)
         for _ in range(plan.kills):
             fault = Fault(f"killed, down {plan.down:g} s", time.time())
             assert pg.pid is not None
@@ -324,18 +539,23 @@ async def external_part(workdir: Path, plan: Plan, session: aiohttp.ClientSessio
         return await part.finish(session, plan.stop_bound)
     finally:
         part.close()
+        disk.empty()
         await asyncio.to_thread(pg.stop)
+        disk.unmount()
 
 
 async def embedded_part(workdir: Path, plan: Plan, session: aiohttp.ClientSession) -> dict[str, Any]:
     data = workdir / "data"
+    disk = Disk(data, plan.disk_mb)  # the server's data directory, its PostgreSQL's with it, on a tmpfs
+    why_not = disk.mount()
     part = Part("embedded PostgreSQL", workdir, f"postgresql://postgres:@/postgres?host={data.resolve()}/pgdata", False)
     try:
         part.start_server()
         await part.wait_serving(session)
         await part.seat_bots(session, plan.tables)
         await warm_up(part, plan.stop_bound)
-        for _ in range(plan.embedded_kills):
+        await full_disk(part, None, data / "pgdata", disk, why_not, plan, session, panic=True)
+        for _ in range(0 if plan.only_disk else plan.embedded_kills):
             pid = int((data / "pgdata" / "postmaster.pid").read_text().split()[0])
             fault = Fault("postmaster killed (serve starts it again)", time.time())
             os.kill(pid, signal.SIGKILL)
@@ -352,6 +572,7 @@ async def embedded_part(workdir: Path, plan: Plan, session: aiohttp.ClientSessio
         return await part.finish(session, plan.stop_bound)
     finally:
         part.close()
+        disk.unmount()
 
 
 async def drill(workdir: Path, plan: Plan) -> dict[str, Any]:
@@ -365,14 +586,17 @@ async def drill(workdir: Path, plan: Plan) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="PostgreSQL killed, frozen and stalled under bot tables.")
-    ap.add_argument("--quick", action="store_true", help="short faults: kills of 5 s, a freeze of 8 s, 20 s of stalls")
+    quick = "short faults: kills of 5 s, a freeze of 8 s, 12 s of stalls, full disks of 15 s"
+    ap.add_argument("--quick", action="store_true", help=quick)
+    ap.add_argument("--only-disk", action="store_true", help="the full disks alone (to work on them)")
     ap.add_argument("--tables", type=int, default=3)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--keep", action="store_true", help="keep the work directory (logs, databases)")
     args = ap.parse_args(argv)
     plan = Plan(tables=args.tables)
     if args.quick:
-        plan = Plan(down=5, kills=1, freeze=8, stall=2, stalls_for=12, tables=args.tables)
+        plan = Plan(down=5, kills=1, freeze=8, stall=2, stalls_for=12, disk_full=15, disk_panic=15, tables=args.tables)
+    plan.only_disk = args.only_disk
     workdir = Path(tempfile.mkdtemp(prefix="rummy-outage-"))
     started = time.monotonic()
     try:
@@ -393,6 +617,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name} PostgreSQL: {r['tables']} tables, {hands}")
             for f in r["faults"]:
                 print(f"  {f['kind']}: every table moved again {f['recovered_s']} s after it")
+                if "healthz_samples" in f:
+                    print(
+                        f"    while full: /healthz ok {f['healthz_ok_while_full']} of {f['healthz_samples']} times; "
+                        f"{f['reloads']} reloads ({f['reloads_per_table_per_s']} a second per table); "
+                        f"paused told {f['paused_told']}, resumed {f['resumed_told']}; "
+                        f"REST writes answered {f['rest_writes']}; PostgreSQL {f['postgres']}"
+                    )
             print(f"  every table dealt a new hand {r['every_table_dealt_again_s']} s after the last fault")
             print(
                 f"  clock charges inside fault windows {r['charges_inside_fault_windows']}, outside "

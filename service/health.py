@@ -3,8 +3,9 @@
 ``GET /healthz`` is answered for every worker of the server, whichever worker
 receives it: its own state (:func:`local`) and each sibling's, asked over the
 internal sockets (:mod:`service.internal`), are put together by :func:`decide`.
-It never fails itself: a database that does not answer, paused tables, a worker
-that does not answer make it ``503`` with ``"status": "degraded"`` and the reasons.
+It never fails itself: a database that does not answer, paused tables, tables whose
+database refuses their writes (a full disk, D37), a worker that does not answer make
+it ``503`` with ``"status": "degraded"`` and the reasons.
 """
 
 from __future__ import annotations
@@ -37,6 +38,12 @@ async def local(app: web.Application) -> dict[str, Any]:
     paused = sum(1 for a in tables if a.paused)
     if paused:
         problems.append(f"{paused} table(s) paused, waiting for their database")
+    refusing = sum(1 for a in tables if a.refusing and not a.paused)
+    if refusing:
+        problems.append(
+            f"{refusing} table(s) serving between reloads, but their database refuses their writes "
+            "(is its disk full?): none stored since"
+        )
     return {
         "worker": app[CONFIG].node.node_id,
         "pid": os.getpid(),

@@ -13,10 +13,10 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import asyncpg
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 
+from service.db import AWAY, REFUSING
 from service.errors import ServiceError
 from service.handover import HandedOver
 from service.ledger import LedgerError
@@ -113,7 +113,7 @@ async def errors(
             code = {404: "not_found", 405: "method_not_allowed", 413: "message_too_large"}.get(e.status, "bad_request")
             return error_response(e.status, code, e.reason)
         raise
-    except (asyncpg.PostgresConnectionError, OSError, asyncpg.InterfaceError) as e:
+    except (*AWAY, *REFUSING) as e:  # away, recovering, out of disk: a transaction that failed stored nothing
         log.warning("%s %s: the database is away (%s)", request.method, request.path, type(e).__name__)
         return error_response(503, "unavailable", "the database is unavailable right now; nothing was changed")
 

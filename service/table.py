@@ -129,6 +129,11 @@ class TableActor:
     def paused(self) -> bool:
         return self.core.paused
 
+    @property
+    def refusing(self) -> bool:
+        """Serving between reloads, but its store keeps refusing writes (D37)."""
+        return self.core.refusing
+
     def now(self) -> int:
         return int(self.clock() * 1000)
 

@@ -1,4 +1,8 @@
-"""Every SQL statement a table makes: the table core's ops carried out on PostgreSQL.
+"""The table core's ops carried out on PostgreSQL.
+
+With :mod:`service.handstore` (a hand's rows) and :mod:`service.writer` (the group
+commit) this is the table store: the only modules that hold a table's SQL; the
+table's shell and core make no database call (tests/test_write_paths.py).
 
 Each op (:mod:`service.tablecore.io`) is one transaction, fenced by the table's lease
 (service.cluster) and safe to repeat after an unknown outcome (service.handstore).
@@ -46,6 +50,10 @@ def outcome(op_id: int, error: BaseException | None, data: Any = None) -> io.Out
         return io.Outcome(op_id, io.Result.FENCED)
     if isinstance(error, handstore.StoreConflict):
         return io.Outcome(op_id, io.Result.CONFLICT)
+    if isinstance(error, asyncpg.InsufficientResourcesError):  # a full disk (53100): refused, nothing stored
+        return io.Outcome(op_id, io.Result.FULL)
+    if isinstance(error, asyncpg.CannotConnectNowError):  # the database recovering: nothing ran
+        return io.Outcome(op_id, io.Result.FAILED)
     return io.Outcome(op_id, io.Result.AMBIGUOUS)  # the COMMIT may or may not have happened
 
 

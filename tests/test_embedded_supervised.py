@@ -304,3 +304,40 @@ def test_a_postmaster_that_cannot_start_is_an_error_not_a_loop(tmp_path: Path) -
     again.stop()
     assert isinstance(EmbeddedStartFailed(), subprocess.SubprocessError)
     assert postgres_of((tmp_path / "pgdata").resolve()) == []
+
+
+async def test_a_postmaster_stuck_refusing_connections_is_started_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A postmaster that lives but refuses every connection with no startup process
+    recovering is stuck (the outage drill's full disk left one so for good: its crash
+    recovery failed for want of a WAL file, and it never tried again).  The supervisor
+    kills it and starts it again.  Here the stuck state is a smart shutdown (SIGTERM)
+    that waits for ever on a session that never ends."""
+    from service import embedded
+
+    monkeypatch.setattr(embedded, "WATCH_SECONDS", 0.5)
+    pg = embedded.EmbeddedPostgres(tmp_path)
+    dsn = await asyncio.to_thread(pg.start)
+    session = await asyncpg.connect(dsn)  # what the smart shutdown waits for
+    try:
+        first = pg.pid
+        assert first is not None
+        os.kill(first, signal.SIGTERM)
+        end = time.monotonic() + 90  # a bound only a hang exceeds
+        while True:
+            assert time.monotonic() < end, "the stuck postmaster was never started again"
+            if pg.pid not in (None, first):
+                try:
+                    conn = await asyncpg.connect(dsn, timeout=5)
+                except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError):
+                    pass
+                else:
+                    assert await conn.fetchval("SELECT 1") == 1
+                    await conn.close()
+                    break
+            await asyncio.sleep(0.2)
+        assert pg.restarts >= 1
+    finally:
+        session.terminate()
+        await asyncio.to_thread(pg.stop)

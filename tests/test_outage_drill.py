@@ -1,8 +1,12 @@
 """The database-outage drill's quick mode (issue 17): under ``serve --workers 2`` with
-bot tables, its PostgreSQL killed and kept down, frozen, stalled again and again; then
-the server's embedded PostgreSQL's postmaster killed, which serve starts again by
+bot tables, its PostgreSQL's disk full (a tmpfs filled to the last byte: writes
+refused with SQLSTATE 53100), full again with a WAL switch forced (it PANICs and stays
+down until the space is back), killed and kept down, frozen, stalled again and again;
+then the server's embedded PostgreSQL's postmaster killed, which serve starts again by
 itself.  No seat is charged by the clock inside a fault window, no table stops, every
-hand ends or is voided by rule, every transcript verifies and the ledger balances."""
+hand ends or is voided by rule, every transcript verifies and the ledger balances;
+while the disk is full /healthz says degraded, the clients are told ``paused``, the
+tables back off (no reload storm) and a REST write is never answered 500."""
 
 from __future__ import annotations
 
@@ -35,5 +39,16 @@ def test_the_quick_outage_drill() -> None:
         assert p["tables_stopped"] == 0, p["faults"]
         assert p["ledger_ok"] and p["transcripts_verified"] == p["hands"] > 0
         assert all(f["recovered_s"] is not None for f in p["faults"])
-    assert len(report["external"]["faults"]) == 3 and len(report["embedded"]["faults"]) == 1
+    disks = [f for part in ("external", "embedded") for f in report[part]["faults"] if f["kind"].startswith("disk")]
+    assert len(disks) == 3, report
+    for f in disks:
+        assert f["problem"] is None, f
+        assert f["healthz_samples"] > 0 and f["healthz_ok_while_full"] == 0, f
+        assert f["tables_not_told_paused"] == 0 and f["paused_told"] > 0, f
+        assert f["reloads_per_table_per_s"] < 1.0, f
+        assert all(int(status) in (201, 503) for status in f["rest_writes"]), f
+    assert disks[0]["disk_full_errors_logged"] > 0  # the server met SQLSTATE 53100 itself
+    assert "started again" in disks[1]["postgres"]  # the PANIC stopped it; back once the space was
+    assert "serve started it again" in disks[2]["postgres"]  # the embedded one: serve's supervisor did
+    assert len(report["external"]["faults"]) == 5 and len(report["embedded"]["faults"]) == 2
     assert report["ok"] and r.returncode == 0

@@ -59,13 +59,14 @@ class Reachability:
 def backoff(table_id: str, streak: int, cfg: CoreConfig) -> int:
     """How long to wait before reloading after ``streak`` failures with no write
     committed between them: ``retry_first_ms`` before the first reload, then the wait
-    doubles up to ``retry_max_ms``; each spread by the table to 0.5…1.5 times (a
+    doubles up to ``retry_max_ms``; each spread by the table to 0.5…1.0 times (a
     thousand tables that failed together do not retry together; deterministic, so a
-    simulation replays).  The first reload waits too: a server starved of CPU saw its
+    simulation replays).  The spread takes off, never adds: the wait is never above
+    ``retry_max_ms`` (D37).  The first reload waits too: a server starved of CPU saw its
     writes time out by the hundred, and every table that reloaded at once added its
     load to the storm (issue 20, item 5)."""
     if streak <= 0:
         return 0
     base = min(cfg.retry_max_ms, cfg.retry_first_ms << min(streak - 1, 20))
-    spread = 500 + (zlib.crc32(f"{table_id}/{streak}".encode()) % 1000)  # 0.5…1.5
+    spread = 500 + (zlib.crc32(f"{table_id}/{streak}".encode()) % 501)  # 0.5…1.0
     return base * spread // 1000

@@ -60,6 +60,7 @@ class TableCore(Commands):
         self.paused_told = False  # `paused` went out in this streak
         self.resumed_told = False
         self.hung = False
+        self.refused_at: int | None = None  # when the store last refused a write of this table
         self.retry_at: int | None = None
         self.next_start: int | None = None
         self.handoff = False
@@ -96,6 +97,17 @@ class TableCore(Commands):
     @property
     def paused(self) -> bool:
         return self.mode is not Mode.SERVING or self.hung
+
+    @property
+    def refusing(self) -> bool:
+        """The store refused a write of this table within ``refusing_ms``: it said so
+        (a full disk: SQLSTATE 53100), or a write failed again after the reload that
+        followed a failed one (it answers reads, not writes).  The table serves between
+        its reloads, yet its store is at fault: /healthz says so (D37).  A write that
+        commits meanwhile does not end it: a full disk lets some through (a page with
+        room left)."""
+        at, now = self.refused_at, self.last_now
+        return at is not None and now is not None and now - at < self.cfg.refusing_ms
 
     @property
     def ready(self) -> bool:
@@ -230,6 +242,8 @@ class TableCore(Commands):
             self._let_go("this node's lease was taken over", release=False)
         else:  # failed, ambiguous, conflicting: memory is no longer trusted
             log.warning("table %s: a write came back %s; reloading", self.table_id, r.value)
+            if r is io.Result.FULL or (self.streak > 0 and r is not io.Result.CONFLICT):  # (then the reload worked)
+                self.refused_at = now
             self.unsettled = p
             self._failed(now, f"a write came back {r.value}")
 

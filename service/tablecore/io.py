@@ -47,6 +47,7 @@ class Result(StrEnum):
     FENCED = "fenced"  # not stored: another node holds the table's lease now
     CONFLICT = "conflict"  # not stored: the store holds something else than memory believes
     FAILED = "failed"  # not stored: the store could not be reached
+    FULL = "full"  # not stored: the store refused the write (its disk full, SQLSTATE 53100; out of memory)
     AMBIGUOUS = "ambiguous"  # unknown: the COMMIT's answer was lost
 
 

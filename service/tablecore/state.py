@@ -63,3 +63,4 @@ class CoreConfig:
     freeze_ms: int = 3_000  # D37: a gap this long between the shell's beats means this node stood still
     retry_first_ms: int = 200  # the first backoff step after repeated failures
     retry_max_ms: int = 5_000  # the backoff's ceiling
+    refusing_ms: int = 10_000  # D37: a store that refused a table's write is reported this long after (2 backoffs)

@@ -341,7 +341,7 @@ class World:
         if f is not None:
             return self.now + lat, io.Result.FAILED
         if kind_write and self._store_fault("full", self.now) is not None:
-            return self.now + lat, io.Result.FAILED
+            return self.now + lat, io.Result.FULL
         h = self._store_fault("hung", self.now)
         if h is not None:
             return h.at + h.duration + lat, None
@@ -372,7 +372,7 @@ class World:
                 if res is io.Result.COMMITTED and t.lost_reply and core is t.core:
                     t.lost_reply -= 1
                     res = io.Result.AMBIGUOUS
-            if res in (io.Result.FAILED, io.Result.AMBIGUOUS) or self.now - sent >= self.cfg.hung_ms:
+            if res in (io.Result.FAILED, io.Result.FULL, io.Result.AMBIGUOUS) or self.now - sent >= self.cfg.hung_ms:
                 if core is t.core:
                     self._house_fault(t, self.now)
             if res is io.Result.COMMITTED:
