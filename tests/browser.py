@@ -13,11 +13,13 @@ import contextlib
 import os
 import pathlib
 import shutil
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 
 import pytest
 from aiohttp import web
 from playwright.async_api import Browser, Page, async_playwright
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 DEBIAN_CHROMIUM = "/usr/bin/chromium"
 CHROMIUM = os.environ.get("CHROMIUM") or (
@@ -57,9 +59,12 @@ async def launch() -> AsyncIterator[Browser]:
 
 
 @contextlib.asynccontextmanager
-async def serve_directory(root: pathlib.Path) -> AsyncIterator[str]:
-    """Serve ``root`` over http on 127.0.0.1 (a free port); yields the base URL."""
+async def serve_directory(root: pathlib.Path, gets: Mapping[str, Handler] | None = None) -> AsyncIterator[str]:
+    """Serve ``root`` over http on 127.0.0.1 (a free port), and ``gets`` (path -> handler)
+    before it; yields the base URL."""
     app = web.Application()
+    for path, handler in (gets or {}).items():
+        app.router.add_get(path, handler)
     app.router.add_static("/", root, show_index=False)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()

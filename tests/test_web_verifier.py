@@ -129,18 +129,8 @@ async def _payload(request: web.Request) -> web.Response:
 @pytest_asyncio.fixture(scope="module", loop_scope="session")
 async def base_url() -> AsyncIterator[str]:
     """service/web over http on 127.0.0.1, and js_verify's cases at /cases/KEY."""
-    app = web.Application()
-    app.router.add_get("/cases/{key}", _payload)
-    app.router.add_static("/", WEB, show_index=False)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    try:
-        host, port = runner.addresses[0][:2]
-        yield f"http://{host}:{port}"
-    finally:
-        await runner.cleanup()
+    async with serve_directory(WEB, {"/cases/{key}": _payload}) as url:
+        yield url
 
 
 @pytest_asyncio.fixture(loop_scope="session")
