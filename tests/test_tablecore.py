@@ -96,6 +96,16 @@ class Harness:
             if answer:
                 self.answer_all()
 
+    def full_disk(self, ms: int) -> None:
+        """``ms`` of a store whose writes fail and whose loads work, in steps of 50 ms;
+        the client on turn sends its draw again and again."""
+        for _ in range(ms // 50):
+            self.now += 50
+            self.step(io.Tick())
+            for op_id, e in sorted(self.inflight.items()):
+                self.answer(op_id, io.Result.FAILED if isinstance(e, io.Write) else io.Result.COMMITTED)
+            self.draw()
+
     def send(self, pid: str, kind: str, payload: dict[str, Any]) -> None:
         self.ids += 1
         self.step(io.Command(self.ids, kind, pid, payload))
@@ -213,12 +223,7 @@ def test_a_store_that_keeps_failing_backs_off_and_pauses_once() -> None:
     h.through_seeds()
     start = h.now
     h.draw()
-    for _ in range(400):  # 20 s of a failing disk
-        h.now += 50
-        h.step(io.Tick())
-        for op_id, e in sorted(h.inflight.items()):
-            h.answer(op_id, io.Result.FAILED if isinstance(e, io.Write) else io.Result.COMMITTED)
-        h.draw()  # the client sends its move again and again
+    h.full_disk(20_000)
     loads = h.of(io.Load, since=start)
     assert 3 <= len(loads) <= 12, f"{len(loads)} reloads in 20 s"
     assert len(h.told("paused")) == 1 and len(h.of(io.TellResumed)) <= 1
@@ -238,12 +243,7 @@ def test_the_backoff_between_reloads_never_exceeds_its_ceiling() -> None:
     h.through_seeds()
     start = h.now
     h.draw()
-    for _ in range(1200):  # 60 s of a full disk
-        h.now += 50
-        h.step(io.Tick())
-        for op_id, e in sorted(h.inflight.items()):
-            h.answer(op_id, io.Result.FAILED if isinstance(e, io.Write) else io.Result.COMMITTED)
-        h.draw()
+    h.full_disk(60_000)
     loads = [t for t, e in h.effects if isinstance(e, io.Load) and t >= start]
     gaps = [b - a for a, b in itertools.pairwise(loads)]
     assert len(loads) >= 12 and max(gaps) <= CFG.retry_max_ms + 50, gaps
