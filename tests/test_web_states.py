@@ -102,7 +102,11 @@ async def test_a_seat_stood_up_while_away_is_explained(server: Running, api: Api
     bots: list[Bot] = []
     for name in ("Asha", "Bilal"):
         p = await api.player(name)
-        bots.append(PatientBot(server.url, p["token"], table_id, fast=True, key=p["signer"], max_hands=2))
+        # a fifth of a second a move: the hand the person sits down in lasts well past
+        # the moment the page goes away (once, under load, the clock dropped the seat
+        # instead of D34: most likely the next hand was dealt with the person's seat
+        # before the page went away, the bots playing a whole hand in a second or two)
+        bots.append(PatientBot(server.url, p["token"], table_id, fast=True, key=p["signer"], max_hands=2, think=0.2))
     tasks: list[asyncio.Task[None]] = []
     try:
         async with person_page(browser) as (context, page, _console):
