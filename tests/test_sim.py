@@ -32,6 +32,16 @@ def test_the_same_seed_replays_the_same_run() -> None:
     assert [t.lines() for t in a.tables] == [t.lines() for t in b.tables]
 
 
+def test_a_connection_lost_while_the_node_stood_still_gets_its_grace_from_its_return() -> None:
+    """Found by the soak (seed 5036, table 68): the node froze 5 s; a player dropped
+    during the freeze; the node heard of it only as it thawed, counted the player as
+    connected at the fault's end and charged its turn 4 s later — inside the reach and
+    grace D37 gives a player the house kept away.  A disconnection learnt of at a
+    fault's end now counts as one during it (service/tablecore/clock.py)."""
+    _, failure = simulate(5036, tables=100, duration=660_000, fault_rate=2.0, only={68})
+    assert failure is None, failure
+
+
 def test_a_clock_that_ignores_the_grace_is_caught_and_shrunk_to_its_seed_and_trace(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -20,6 +20,10 @@ from dataclasses import dataclass, field
 
 from service.tablecore.state import CoreConfig
 
+#: how soon after a fault's end the owner learns of a connection lost during it (the
+#: notices a frozen node's loop had queued come in its first moments back)
+NOTICE_MS = 1000
+
 
 @dataclass
 class Reachability:
@@ -39,8 +43,14 @@ class Reachability:
         self.connected.add(player_id)
         self.reach.setdefault(player_id, now)
 
-    def disconnect(self, player_id: str) -> None:
+    def disconnect(self, player_id: str, now: int) -> None:
+        """A player's connection is gone.  Learnt of within ``NOTICE_MS`` of a fault's
+        end by a player counted as connected then, the connection went during the
+        fault (a node that stood still hears of it only when it moves again): the
+        player could not reach the owner since, and its grace waits for it (D37)."""
         self.connected.discard(player_id)
+        if self.reach.get(player_id) == self.recovered_at and now - self.recovered_at <= NOTICE_MS:
+            del self.reach[player_id]
 
     def reached(self, player_id: str, cfg: CoreConfig) -> int:
         """When the player could reach the owner again since the last fault."""

@@ -84,7 +84,7 @@ class TableCore(Commands):
             if inp.connected:
                 self.reach.connect(inp.player_id, now)
             else:
-                self.reach.disconnect(inp.player_id)
+                self.reach.disconnect(inp.player_id, now)
         elif isinstance(inp, io.LeaseEvent):
             if inp.kind is io.Lease.LOST:
                 self._let_go("the lease was lost", release=False)
