@@ -18,7 +18,8 @@ from service.handshakes import HandshakeQueue
 from service.keys import ServerKeys
 from service.metrics import Metrics
 from service.table import Settings
-from service.writer import RecordWriter
+from service.tablestore import Batched
+from service.writer import GroupCommit
 
 
 @dataclass
@@ -64,7 +65,7 @@ CLUSTER = web.AppKey("cluster", Cluster)
 BACKGROUND = web.AppKey("background", set)  # short tasks kept alive until done
 
 
-WRITER = web.AppKey("writer", RecordWriter)
+WRITER = web.AppKey[GroupCommit[Batched]]("writer")  # the group commit: every table write (service.tablestore)
 
 
 LOADS = web.AppKey("loads", asyncio.Semaphore)  # tables loading at once (service.table)

@@ -1,11 +1,12 @@
 """Nodes and table leases: several servers on one PostgreSQL (docs/deploy.md).
 
 Each table is owned by exactly one node through a row in ``table_leases`` (owner,
-epoch, expiry).  The epoch rises on every takeover, and every write a table makes is
-done through :func:`fenced`, which checks — inside the write's own transaction, with a
-key-share lock a takeover must wait for — that this node still holds that epoch.  So a node
-that lost its lease (paused, partitioned, slow) can never write for that table again:
-its write raises :class:`Fenced`, and the table stops.
+epoch, expiry).  The epoch rises on every takeover, and every write a table makes goes
+through the group commit, whose batch checks — inside the write's own transaction, with
+a key-share lock a takeover must wait for — that this node still holds that epoch
+(service.tablestore).  So a node that lost its lease (paused, partitioned, slow) can
+never write for that table again: its write raises :class:`Fenced`, and the table
+stops.
 
 A node renews its leases on a heartbeat, takes expired ones (at most its share, so
 tables spread evenly over the live nodes), and on SIGTERM hands its tables over at
@@ -52,7 +53,7 @@ class Lease:
 #   row FOR UPDATE, which conflicts with KEY SHARE: it waits for, or skips, a table
 #   whose write is in flight, and that write, once it can look, sees the new epoch.
 # A statement that locks several leases locks them in table order (as the group
-# commit's are taken, service.writer): two such statements never wait for each other
+# commit's are taken, service.tablestore): two such statements never wait for each other
 # in a circle.  $1 is the owner, $2 the tables, $3 their epochs.
 RENEW_SQL: Final = """
 WITH lk AS MATERIALIZED (  -- locked here, in table order, before the UPDATE touches them
@@ -88,21 +89,6 @@ def share_of(live: int, total: int) -> int:
 
 class Fenced(Exception):
     """This node no longer holds the table's lease: another node owns it now."""
-
-
-@contextlib.asynccontextmanager
-async def fenced(pool: asyncpg.Pool, lease: Lease) -> AsyncIterator[asyncpg.Connection]:
-    """A connection in a transaction in which ``lease`` is known to hold until commit."""
-    async with connection(pool) as conn, conn.transaction():
-        held = await conn.fetchval(
-            "SELECT 1 FROM table_leases WHERE table_id = $1 AND owner = $2 AND epoch = $3 FOR KEY SHARE",
-            lease.table_id,
-            lease.owner,
-            lease.epoch,
-        )
-        if held is None:
-            raise Fenced(f"table {lease.table_id}: this node's lease (epoch {lease.epoch}) was taken over")
-        yield conn
 
 
 @dataclass

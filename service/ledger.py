@@ -67,6 +67,17 @@ SELECT (SELECT id FROM tx) AS tx_id,
 """
 
 
+LOCK_SQL = "SELECT id FROM accounts WHERE id = ANY($1::text[]) ORDER BY id FOR NO KEY UPDATE"
+
+
+async def lock(conn: asyncpg.Connection, accounts: list[str]) -> None:
+    """Lock ``accounts`` in id order for the caller's transaction (the order every
+    ledger statement takes them in, :data:`POST_SQL`): a transaction that moves money
+    in several statements takes all its locks at once first, so it never waits in a
+    circle with another (service.tablestore's batches)."""
+    await conn.execute(LOCK_SQL, accounts)
+
+
 async def _post(
     conn: asyncpg.Connection, kind: str, entries: Mapping[str, int], *, hand_id: int | None = None, memo: str = ""
 ) -> int:

@@ -34,9 +34,9 @@ from service.handshakes import HandshakeQueue
 from service.internal import SIBLINGS
 from service.metrics import process_gauges
 from service.table import TableActor
+from service.tablestore import group_commit
 from service.telling import Connection
 from service.worker import worker_id
-from service.writer import RecordWriter
 
 log = logging.getLogger("rummy.app")
 
@@ -49,7 +49,7 @@ async def database(app: web.Application) -> AsyncIterator[None]:
     pool = await create_pool(cfg.dsn)
     try:
         app[POOL] = pool
-        app[WRITER] = RecordWriter(pool, window=cfg.settings.group_commit_seconds)
+        app[WRITER] = group_commit(pool, window=cfg.settings.group_commit_seconds)
         app[LOADS] = asyncio.Semaphore(TABLE_LOADS_AT_ONCE)
         app[HANDSHAKES] = HandshakeQueue(cfg.handshake_queue)
         watchdog = None

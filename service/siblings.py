@@ -7,7 +7,7 @@ the starved worker took tables back the same way (issue 20, item 5: leases lost 
 the hundred).  So a sibling's lease is not taken while its process is alive, however
 late its renewal (:class:`service.cluster.Cluster`, up to a patience that only a
 wedged worker exceeds); a dead sibling's, or another node's, still are once expired.
-Fencing (:func:`service.cluster.fenced`) stays the safety net.
+Fencing (every write checks its lease: service.tablestore) stays the safety net.
 
 Each worker writes its **stamp** — pid and process start time — in the server's run
 directory as it starts (``wN.pid``).  A sibling is alive when the process its stamp

@@ -33,9 +33,9 @@ from service.tablecore import io
 from service.tablecore.core import TableCore
 from service.tablecore.errors import ClientError, moved, shutting_down, unavailable
 from service.tablecore.state import CoreConfig, TableFacts
-from service.tablestore import TableStore, outcome
+from service.tablestore import Batched, TableStore, outcome
 from service.telling import Connection, Route, Teller, answer
-from service.writer import RecordWriter
+from service.writer import GroupCommit
 
 __all__ = ["ClientError", "Settings", "TableActor", "moved", "unavailable"]
 
@@ -87,7 +87,7 @@ class TableActor:
         metrics: Metrics | None = None,
         lease: Lease | None = None,
         on_lost: Callable[[str, bool], None] | None = None,
-        writer: RecordWriter | None = None,
+        writer: GroupCommit[Batched] | None = None,
         loads: asyncio.Semaphore | None = None,
         clock: Callable[[], float] | None = None,
     ) -> None:

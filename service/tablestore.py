@@ -1,36 +1,58 @@
-"""The table core's ops carried out on PostgreSQL.
+"""The table store: a table's ops carried out on PostgreSQL — the only module that
+holds a table's SQL (tests/test_write_paths.py); the table's shell and core make no
+database call, and the ledger's money statements (:mod:`service.ledger`) are called
+inside this module's transactions.
 
-With :mod:`service.handstore` (a hand's rows) and :mod:`service.writer` (the group
-commit) this is the table store: the only modules that hold a table's SQL; the
-table's shell and core make no database call (tests/test_write_paths.py).
+Every op (:mod:`service.tablecore.io`) goes through the process's group commit
+(:mod:`service.writer`): :class:`TableStore` reaches the database to write only
+through it, and only :func:`commit_batch` — the function the group commit calls —
+opens a transaction.  A batch is one transaction:
 
-Each op (:mod:`service.tablecore.io`) is one transaction, fenced by the table's lease
-(service.cluster) and safe to repeat after an unknown outcome (service.handstore).
-A hand's records go through the process's group commit (:mod:`service.writer`) when
-one is given.  :meth:`TableStore.run` answers the op's data or raises: a
-:class:`ClientError` (refused by rule), :class:`Fenced`, :class:`StoreConflict`, or
-the database's own error (an unknown outcome); :func:`outcome` turns that into the
-core's :class:`Outcome`.
+1. one statement locks the lease of every write in the batch (``FOR KEY SHARE``, in
+   table order: fencing, service.cluster), stores the hands' records and moves their
+   clocks;
+2. one statement locks, in id order, every ledger account the batch's ops may move
+   (so two batches in flight, or a batch and a deposit, never wait for each other in
+   a circle: every lock that crosses tables is taken up front, leases then accounts,
+   each in one order);
+3. each op whose lease is held runs under its own SAVEPOINT: an op refused by rule
+   (a ClientError, LedgerError, NotEnough, StoreConflict) rolls back only itself and
+   fails only its own write.
+
+A write whose lease is gone fails with :class:`Fenced` and runs nothing; a hand's
+records that clash with others stored fail with :class:`StoreConflict`.  Every answer
+goes back after the COMMIT (stored before told).  If the transaction itself fails
+(the database gone, COMMIT failed, a statement outside the savepoints), every write
+of the batch gets that error — an unknown outcome — and every op is safe to repeat:
+records by (hand, i) and link, a seed row once, a hand ended once, a hold only with a
+new hand row.  :meth:`TableStore.run` answers the op's data or raises;
+:func:`outcome` turns that into the core's :class:`Outcome`.
+
+While a hand is live its records are stored twice: a public projection (what a
+spectator may see, service.handstore) in ``record``, and the whole record sealed with
+the server's AES-GCM key in ``sealed``; recovery opens the sealed copy (D32).
 """
 
 from __future__ import annotations
 
-import contextlib
+import functools
 import json
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
 
-from service import handstore, ledger, store
-from service.cluster import Fenced, Lease, fenced
+from service import ledger, store
+from service.cluster import Fenced, Lease
 from service.db import connection
+from service.handstore import SealedRecord, StoreConflict, StoredHand, seal, ts
 from service.keys import ServerKeys
 from service.tablecore import io
 from service.tablecore.errors import ClientError
 from service.tablecore.state import TableFacts
-from service.writer import RecordWriter, Write
+from service.writer import GroupCommit
 from verifier.ed25519 import key_problem
 from verifier.errors import RuleError
 from verifier.fairness import SEED_BYTES
@@ -48,7 +70,7 @@ def outcome(op_id: int, error: BaseException | None, data: Any = None) -> io.Out
         return io.Outcome(op_id, io.Result.REFUSED, error=ClientError(error.code, error.message, "D20"))
     if isinstance(error, Fenced):
         return io.Outcome(op_id, io.Result.FENCED)
-    if isinstance(error, handstore.StoreConflict):
+    if isinstance(error, StoreConflict):
         return io.Outcome(op_id, io.Result.CONFLICT)
     if isinstance(error, asyncpg.InsufficientResourcesError):  # a full disk (53100): refused, nothing stored
         return io.Outcome(op_id, io.Result.FULL)
@@ -61,40 +83,154 @@ def _s(ms: int | None) -> float | None:
     return None if ms is None else ms / 1000
 
 
+# ----------------------------------------------------------------------------- the batch
+Run = Callable[[asyncpg.Connection], Awaitable[Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class Batched:
+    """One table's write in a batch of the group commit: a hand's records and its
+    clock (``hand_id`` set), or an op (``run``, on the batch's connection, under a
+    savepoint of its own, with the ledger ``accounts`` it may move locked first)."""
+
+    lease: Lease | None  # None: no fencing (a table run outside a cluster, in tests)
+    table_id: str
+    hand_id: int | None = None
+    records: tuple[SealedRecord, ...] = ()
+    deadline: float | None = None
+    status: str | None = None
+    run: Run | None = None
+    accounts: tuple[str, ...] = ()
+
+
+BATCH_SQL = """
+WITH w AS (
+    SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::timestamptz[], $6::text[])
+        AS w(table_id, owner, epoch, hand_id, deadline, status)
+), lk AS MATERIALIZED (
+    SELECT l.table_id FROM table_leases l JOIN w
+        ON l.table_id = w.table_id AND l.owner = w.owner AND l.epoch = w.epoch
+    ORDER BY l.table_id  -- every statement that locks several leases locks them in this order: no deadlock
+    FOR KEY SHARE OF l  -- fencing: a takeover (FOR UPDATE) waits for it; a renewal does not (service.cluster)
+), r AS (
+    SELECT * FROM unnest($7::bigint[], $8::int[], $9::text[], $10::text[], $11::bytea[])
+        AS r(hand_id, i, record, h, sealed)
+), clash AS (
+    SELECT DISTINCT r.hand_id FROM r JOIN hand_records s ON s.hand_id = r.hand_id AND s.i = r.i AND s.h <> r.h
+), ok AS (
+    SELECT w.* FROM w
+    WHERE w.hand_id IS NOT NULL AND (w.epoch < 0 OR w.table_id IN (SELECT table_id FROM lk))
+        AND w.hand_id NOT IN (SELECT hand_id FROM clash)
+), ins AS (
+    INSERT INTO hand_records (hand_id, i, record, h, sealed)
+    SELECT r.hand_id, r.i, r.record::jsonb, r.h, r.sealed FROM r WHERE r.hand_id IN (SELECT hand_id FROM ok)
+    ON CONFLICT (hand_id, i) DO NOTHING
+    RETURNING hand_id
+), upd AS (
+    UPDATE hands SET deadline = ok.deadline, status = COALESCE(ok.status, hands.status)
+    FROM ok WHERE hands.id = ok.hand_id
+    RETURNING hands.id
+)
+SELECT
+    COALESCE((SELECT array_agg(table_id) FROM lk), '{}') AS held,
+    COALESCE((SELECT array_agg(table_id) FROM ok), '{}') AS ok,
+    COALESCE((SELECT array_agg(hand_id) FROM clash), '{}') AS clash,
+    (SELECT count(*) FROM ins) AS inserted,
+    (SELECT count(*) FROM upd) AS updated
+"""
+
+
+async def commit_batch(pool: asyncpg.Pool, batch: Sequence[Batched]) -> list[Any]:
+    """The group commit's batch, in one transaction (see the module's docstring):
+    one result per write, its answer or the exception it alone failed with; raises if
+    the transaction failed."""
+    recs = [(w.hand_id, r) for w in batch for r in w.records]
+    out: list[Any] = [None] * len(batch)
+    async with connection(pool) as conn, conn.transaction():
+        row = await conn.fetchrow(
+            BATCH_SQL,
+            [w.table_id for w in batch],
+            [w.lease.owner if w.lease else "" for w in batch],
+            [w.lease.epoch if w.lease else -1 for w in batch],
+            [w.hand_id for w in batch],
+            [ts(w.deadline) for w in batch],
+            [w.status for w in batch],
+            [h for h, _ in recs],
+            [r.i for _, r in recs],
+            [r.public for _, r in recs],
+            [r.h for _, r in recs],
+            [r.sealed for _, r in recs],
+        )
+        assert row is not None
+        held, ok, clash = set(row["held"]), set(row["ok"]), set(row["clash"])
+        runs: list[int] = []
+        for k, w in enumerate(batch):
+            if w.lease is not None and w.table_id not in held:
+                out[k] = Fenced(f"table {w.table_id}: this node's lease (epoch {w.lease.epoch}) was taken over")
+            elif w.hand_id is not None and (w.hand_id in clash or w.table_id not in ok):
+                out[k] = StoreConflict(f"hand {w.hand_id} already holds another record")
+            elif w.run is not None:
+                runs.append(k)
+        accounts = sorted({a for k in runs for a in batch[k].accounts})
+        if accounts:
+            await ledger.lock(conn, accounts)
+        for k in runs:
+            run = batch[k].run
+            assert run is not None
+            out[k] = await _alone(conn, run)
+    return out
+
+
+async def _alone(conn: asyncpg.Connection, run: Run) -> Any:
+    """``run`` under a savepoint of its own: if it raises, only it is rolled back and
+    its exception is its result.  If the rollback itself fails (the connection is
+    gone), that error ends the whole batch."""
+    savepoint = conn.transaction()
+    await savepoint.start()
+    try:
+        result = await run(conn)
+    except Exception as e:
+        await savepoint.rollback()
+        return e
+    await savepoint.commit()
+    return result
+
+
+def group_commit(pool: asyncpg.Pool, *, window: float = 0.002) -> GroupCommit[Batched]:
+    """The process's group commit, writing to ``pool``."""
+    return GroupCommit(functools.partial(commit_batch, pool), window=window)
+
+
+# ----------------------------------------------------------------------------- the store
 class TableStore:
     def __init__(
-        self, table_id: str, pool: asyncpg.Pool, keys: ServerKeys, lease: Lease | None, writer: RecordWriter | None
+        self,
+        table_id: str,
+        pool: asyncpg.Pool,
+        keys: ServerKeys,
+        lease: Lease | None,
+        writer: GroupCommit[Batched] | None = None,
     ) -> None:
         self.table_id = table_id
-        self.pool = pool
+        self.pool = pool  # for loading only: every write goes through the group commit
         self.keys = keys
         self.lease = lease
-        self.writer = writer
+        self.writer = writer if writer is not None else group_commit(pool)
 
-    @contextlib.asynccontextmanager
-    async def fence(self) -> AsyncIterator[asyncpg.Connection]:
-        """A transaction in which this node's lease on the table holds (service.cluster)."""
-        if self.lease is None:
-            async with connection(self.pool) as conn, conn.transaction():
-                yield conn
-        else:
-            async with fenced(self.pool, self.lease) as conn:
-                yield conn
+    def seal(self, hand_no: int, records: tuple[dict[str, Any], ...]) -> tuple[SealedRecord, ...]:
+        return tuple(seal(self.keys, self.table_id, hand_no, r) for r in records)
 
-    def seal(self, hand_no: int, records: tuple[dict[str, Any], ...]) -> list[handstore.SealedRecord]:
-        return [handstore.seal(self.keys, self.table_id, hand_no, r) for r in records]
-
-    # -- loading ----------------------------------------------------------------------
     async def load(self, ended_of: int | None) -> io.Loaded:
+        """The table as stored (a read: no transaction)."""
         async with connection(self.pool) as conn:
             row = await store.table_row(conn, self.table_id)
             if row is None:
                 raise RuntimeError(f"table {self.table_id} is not in the database")
             seats = await store.seats_of(conn, self.table_id)
-            stored = await handstore.load_hand(conn, self.table_id)
+            stored = await load_hand(conn, self.table_id)
             ended = None
             if ended_of is not None and (stored is None or stored.hand_id != ended_of):
-                got = await handstore.ended_hand(conn, ended_of)
+                got = await ended_hand(conn, ended_of)
                 if got is not None and got["transcript"] is not None:
                     ended = json.loads(got["transcript"])
         facts = TableFacts(
@@ -108,164 +244,316 @@ class TableStore:
         )
         return io.Loaded(facts, stored, ended)
 
-    # -- ops --------------------------------------------------------------------------
     async def run(self, op: io.Op) -> Any:
+        """Carry out ``op`` in the group commit: its answer, or raise."""
         if isinstance(op, io.RecordsOp):
-            return await self._records(op)
-        if isinstance(op, io.SeedOp):
-            lease = (self.table_id, self.lease.owner, self.lease.epoch) if self.lease else (self.table_id, "", -1)
-            async with connection(self.pool) as conn:
-                held = await handstore.store_seed(conn, op.kind, lease, op.hand_id, op.seat, op.value, op.psig)
-            if not held:
-                raise Fenced(f"table {self.table_id}: this node's lease was taken over")
-            return None
-        if isinstance(op, io.StartOp):
-            return await self._start(op)
-        async with self.fence() as conn:
-            return await self._in_transaction(conn, op)
+            sealed = self.seal(op.hand_no, op.records)
+            w = Batched(self.lease, self.table_id, op.hand_id, sealed, _s(op.deadline), op.status)
+            return await self.writer.write(w)
+        run, accounts = self._op(op)
+        return await self.writer.write(Batched(self.lease, self.table_id, run=run, accounts=accounts))
 
-    async def _records(self, op: io.RecordsOp) -> None:
-        sealed = self.seal(op.hand_no, op.records)
-        if self.writer is not None:
-            await self.writer.write(Write(self.lease, self.table_id, op.hand_id, sealed, _s(op.deadline), op.status))
-        else:
-            async with self.fence() as conn:
-                await handstore.store_records(conn, op.hand_id, sealed, deadline=_s(op.deadline), status=op.status)
-
-    async def _in_transaction(self, conn: asyncpg.Connection, op: io.Op) -> Any:
+    def _op(self, op: io.Op) -> tuple[Run, tuple[str, ...]]:
+        """What ``op`` runs in its batch, and the accounts it may move."""
         t = self.table_id
         if isinstance(op, io.SitOp):
-            if await conn.fetchval("SELECT public_key FROM players WHERE id = $1", op.player_id) is None:
-                raise ClientError(
-                    "no_player_key", "register your public key (PUT /api/me/key) before you sit: you sign your moves"
-                )
-            bal = await ledger.balance(conn, op.player_id)
-            if bal.available < op.need:
-                raise ClientError(
-                    "insufficient_balance",
-                    f"sitting needs {op.need} HT available (130 × point value), you have {bal.available}",
-                    "D20",
-                )
-            try:
-                async with conn.transaction():
-                    await conn.execute(
-                        "INSERT INTO seats (table_id, seat, player_id) VALUES ($1, $2, $3)", t, op.seat, op.player_id
-                    )
-            except asyncpg.UniqueViolationError:
-                raise ClientError("seat_taken", f"seat {op.seat} is taken") from None
-        elif isinstance(op, io.UnseatOp):
-            if op.records and op.hand_id is not None:
-                sealed = self.seal(op.hand_no, op.records)
-                await handstore.store_records(conn, op.hand_id, sealed, deadline=_s(op.deadline))
-            await conn.execute("DELETE FROM seats WHERE table_id = $1 AND player_id = $2", t, op.player_id)
-        elif isinstance(op, io.StandLaterOp):
-            await conn.execute("UPDATE seats SET stand_after_hand = true WHERE table_id = $1 AND seat = $2", t, op.seat)
-        elif isinstance(op, io.StatusOp):
-            await conn.execute("UPDATE tables SET status = $2 WHERE id = $1", t, op.status)
-        elif isinstance(op, io.CloseOp):
-            await conn.execute("DELETE FROM seats WHERE table_id = $1", t)
-            await conn.execute("UPDATE tables SET status = 'closed' WHERE id = $1", t)
-        elif isinstance(op, io.FinishOp):
-            return await handstore.finish(
-                conn,
-                table_id=t,
-                hand_id=op.hand_id,
-                transcript=op.transcript,
-                holds=op.holds,
-                settlement=op.settlement,
-                void_reason=op.void_reason,
-                stand_up=op.stand_up,
-            )
-        elif isinstance(op, io.VoidUnreadableOp):
-            stored = op.stored
-            done = await conn.fetchval(
-                "UPDATE hands SET status = 'void', void_reason = $2, ended_at = now(), deadline = NULL "
-                "WHERE id = $1 AND status IN ('seeding', 'playing') RETURNING id",
-                stored.hand_id,
-                op.reason[:500],
-            )
-            if done is not None and stored.players:
-                await ledger.release(conn, {p: h for p, h in stored.players.values()}, stored.hand_id)
-        elif isinstance(op, io.QuarantineOp):
-            return await handstore.quarantine_after(conn, op.hand_id, op.keep)
-        else:
-            raise TypeError(f"no such op: {op!r}")
-        return None
+            return functools.partial(_sit, table_id=t, op=op), ()
+        if isinstance(op, io.UnseatOp):
+            records = self.seal(op.hand_no, op.records) if op.records and op.hand_id is not None else ()
+            return functools.partial(_unseat, table_id=t, op=op, records=records), ()
+        if isinstance(op, io.SeedOp):
+            return functools.partial(_seed, op=op), ()
+        if isinstance(op, io.StartOp):
+            seed = secrets.token_bytes(SEED_BYTES)
+            nonce, sealed = self.keys.seal_seed(seed, t, op.hand_no)
+            deal = functools.partial(self._deal, op=op, seed=seed, nonce=nonce, sealed=sealed)
+            return deal, _accounts(p for _, p in op.candidates)
+        if isinstance(op, io.FinishOp):
+            house = (ledger.HOUSE,) if op.settlement is not None else ()
+            return functools.partial(_finish, table_id=t, op=op), _accounts(p for p, _ in op.holds.values()) + house
+        if isinstance(op, io.VoidUnreadableOp):
+            return functools.partial(_void_unreadable, op=op), _accounts(p for p, _ in op.stored.players.values())
+        if isinstance(op, io.QuarantineOp):
+            return functools.partial(_quarantine_after, hand_id=op.hand_id, keep=op.keep), ()
+        if isinstance(op, io.StandLaterOp | io.StatusOp | io.CloseOp):
+            return functools.partial(_table_change, table_id=t, op=op), ()
+        raise TypeError(f"no such op: {op!r}")
 
-    async def _start(self, op: io.StartOp) -> tuple[Any, int, list[str]]:
-        seed = secrets.token_bytes(SEED_BYTES)
-        nonce, sealed = self.keys.seal_seed(seed, self.table_id, op.hand_no)
-        async with self.fence() as conn:
-            hand_id: int = await conn.fetchval(
-                "INSERT INTO hands (table_id, hand_no, status, seed_nonce, seed_sealed, commit_s) "
-                "VALUES ($1, $2, 'seeding', $3, $4, '') RETURNING id",
-                self.table_id,
-                op.hand_no,
-                nonce,
-                sealed,
-            )
-            players, keys = await self._hold(conn, hand_id, op.candidates, op.need)
-            if len(players) < op.min_players:
-                raise io.NotEnough()  # rolled back
-            hand, dealer = op.begin(io.Started(hand_id, seed, players, keys))
-            rec = hand.recorder
-            await handstore.insert_records(conn, hand_id, self.seal(op.hand_no, (rec.records[0],)))
-            await conn.execute(
-                "UPDATE hands SET commit_s = $2, deadline = $3 WHERE id = $1",
-                hand_id,
-                rec.header["commit_s"],
-                handstore.ts(_s(hand.base_deadline())),
-            )
-            await conn.execute(
-                "UPDATE tables SET next_hand_no = $2, dealer = $3 WHERE id = $1", self.table_id, op.hand_no + 1, dealer
-            )
-            stood = await self._count_away(conn, list(players.values()), list(op.absent), op.max_away)
+    async def _deal(
+        self, conn: asyncpg.Connection, *, op: io.StartOp, seed: bytes, nonce: bytes, sealed: bytes
+    ) -> tuple[Any, int, list[str]]:
+        """A new hand (io.StartOp): its row with the sealed server seed, the holds, the
+        header as record 0, the table's next hand and dealer, D34's count."""
+        hand_id: int = await conn.fetchval(
+            "INSERT INTO hands (table_id, hand_no, status, seed_nonce, seed_sealed, commit_s) "
+            "VALUES ($1, $2, 'seeding', $3, $4, '') RETURNING id",
+            self.table_id,
+            op.hand_no,
+            nonce,
+            sealed,
+        )
+        players, keys = await _hold(conn, hand_id, op.candidates, op.need)
+        if len(players) < op.min_players:
+            raise io.NotEnough()  # rolled back (the op's savepoint)
+        hand, dealer = op.begin(io.Started(hand_id, seed, players, keys))
+        rec = hand.recorder
+        await _insert_records(conn, hand_id, self.seal(op.hand_no, (rec.records[0],)))
+        await conn.execute(
+            "UPDATE hands SET commit_s = $2, deadline = $3 WHERE id = $1",
+            hand_id,
+            rec.header["commit_s"],
+            ts(_s(hand.base_deadline())),
+        )
+        await conn.execute(
+            "UPDATE tables SET next_hand_no = $2, dealer = $3 WHERE id = $1", self.table_id, op.hand_no + 1, dealer
+        )
+        stood = await _count_away(conn, self.table_id, list(players.values()), list(op.absent), op.max_away)
         return hand, dealer, stood
 
-    async def _hold(
-        self, conn: asyncpg.Connection, hand_id: int, candidates: tuple[tuple[int, str], ...], need: int
-    ) -> tuple[dict[int, str], dict[str, bytes]]:
-        """Hold each candidate's D20 amount (a savepoint each); who has no strict key
-        (§9: one registered before the check), shares one with a seat before it (§13),
-        or cannot cover the hold sits the hand out."""
-        keys = {
-            r["id"]: bytes(r["public_key"])
-            for r in await conn.fetch(
-                "SELECT id, public_key FROM players WHERE id = ANY($1::text[]) AND public_key IS NOT NULL",
-                [p for _, p in candidates],
-            )
-        }
-        players: dict[int, str] = {}
-        for seat, player_id in candidates:
-            key = keys.get(player_id)
-            if key is None or key_problem(key) is not None or key in {keys[p] for p in players.values()}:
-                continue
-            try:
-                async with conn.transaction():
-                    await ledger.hold(conn, player_id, need, hand_id)
-                    await conn.execute(
-                        "INSERT INTO hand_players (hand_id, seat, player_id, hold) VALUES ($1, $2, $3, $4)",
-                        hand_id,
-                        seat,
-                        player_id,
-                        need,
-                    )
-                players[seat] = player_id
-            except ledger.LedgerError:
-                pass  # cannot cover the hold: sits this hand out
-        return players, keys
 
-    async def _count_away(self, conn: asyncpg.Connection, dealt: list[str], absent: list[str], most: int) -> list[str]:
-        """D34: who was dealt in starts the count again; who was away counts one more;
-        who reached ``most`` is stood up."""
+def _accounts(players: Any) -> tuple[str, ...]:
+    return tuple(a for p in players for a in (ledger.available(p), ledger.held(p)))
+
+
+# ----------------------------------------------------------------------------- the ops
+async def _sit(conn: asyncpg.Connection, *, table_id: str, op: io.SitOp) -> None:
+    if await conn.fetchval("SELECT public_key FROM players WHERE id = $1", op.player_id) is None:
+        raise ClientError(
+            "no_player_key", "register your public key (PUT /api/me/key) before you sit: you sign your moves"
+        )
+    bal = await ledger.balance(conn, op.player_id)
+    if bal.available < op.need:
+        raise ClientError(
+            "insufficient_balance",
+            f"sitting needs {op.need} HT available (130 × point value), you have {bal.available}",
+            "D20",
+        )
+    try:
+        async with conn.transaction():
+            await conn.execute(
+                "INSERT INTO seats (table_id, seat, player_id) VALUES ($1, $2, $3)", table_id, op.seat, op.player_id
+            )
+    except asyncpg.UniqueViolationError:
+        raise ClientError("seat_taken", f"seat {op.seat} is taken") from None
+
+
+async def _unseat(
+    conn: asyncpg.Connection, *, table_id: str, op: io.UnseatOp, records: tuple[SealedRecord, ...]
+) -> None:
+    """A stand-up, with the leave's records when it is a move of the hand (D15)."""
+    if records and op.hand_id is not None:
+        await _insert_records(conn, op.hand_id, records)
+        await conn.execute("UPDATE hands SET deadline = $2 WHERE id = $1", op.hand_id, ts(_s(op.deadline)))
+    await conn.execute("DELETE FROM seats WHERE table_id = $1 AND player_id = $2", table_id, op.player_id)
+
+
+async def _table_change(conn: asyncpg.Connection, *, table_id: str, op: io.Op) -> None:
+    if isinstance(op, io.StandLaterOp):
         await conn.execute(
-            "UPDATE seats SET away_hands = CASE WHEN player_id = ANY($2::text[]) THEN 0 ELSE away_hands + 1 END "
-            "WHERE table_id = $1 AND (player_id = ANY($2::text[]) OR player_id = ANY($3::text[]))",
-            self.table_id,
-            dealt,
-            absent,
+            "UPDATE seats SET stand_after_hand = true WHERE table_id = $1 AND seat = $2", table_id, op.seat
         )
-        rows = await conn.fetch(
-            "DELETE FROM seats WHERE table_id = $1 AND away_hands >= $2 RETURNING player_id", self.table_id, most
+    elif isinstance(op, io.StatusOp):
+        await conn.execute("UPDATE tables SET status = $2 WHERE id = $1", table_id, op.status)
+    else:  # io.CloseOp
+        await conn.execute("DELETE FROM seats WHERE table_id = $1", table_id)
+        await conn.execute("UPDATE tables SET status = 'closed' WHERE id = $1", table_id)
+
+
+async def _insert_records(conn: asyncpg.Connection, hand_id: int, records: Sequence[SealedRecord]) -> None:
+    """Store records; a record already stored with the same link is adopted, another
+    record under the same number is a :class:`StoreConflict`."""
+    for r in records:
+        stored = await conn.fetchval(
+            "INSERT INTO hand_records (hand_id, i, record, h, sealed) VALUES ($1, $2, $3::jsonb, $4, $5) "
+            "ON CONFLICT (hand_id, i) DO NOTHING RETURNING h",
+            hand_id,
+            r.i,
+            r.public,
+            r.h,
+            r.sealed,
         )
-        return [r["player_id"] for r in rows]
+        if stored is None:
+            existing = await conn.fetchval("SELECT h FROM hand_records WHERE hand_id = $1 AND i = $2", hand_id, r.i)
+            if existing != r.h:
+                raise StoreConflict(f"hand {hand_id} already holds another record {r.i}")
+
+
+async def _hold(
+    conn: asyncpg.Connection, hand_id: int, candidates: tuple[tuple[int, str], ...], need: int
+) -> tuple[dict[int, str], dict[str, bytes]]:
+    """Hold each candidate's D20 amount (a savepoint each); who has no strict key
+    (§9: one registered before the check), shares one with a seat before it (§13),
+    or cannot cover the hold sits the hand out."""
+    keys = {
+        r["id"]: bytes(r["public_key"])
+        for r in await conn.fetch(
+            "SELECT id, public_key FROM players WHERE id = ANY($1::text[]) AND public_key IS NOT NULL",
+            [p for _, p in candidates],
+        )
+    }
+    players: dict[int, str] = {}
+    for seat, player_id in candidates:
+        key = keys.get(player_id)
+        if key is None or key_problem(key) is not None or key in {keys[p] for p in players.values()}:
+            continue
+        try:
+            async with conn.transaction():
+                await ledger.hold(conn, player_id, need, hand_id)
+                await conn.execute(
+                    "INSERT INTO hand_players (hand_id, seat, player_id, hold) VALUES ($1, $2, $3, $4)",
+                    hand_id,
+                    seat,
+                    player_id,
+                    need,
+                )
+            players[seat] = player_id
+        except ledger.LedgerError:
+            pass  # cannot cover the hold: sits this hand out
+    return players, keys
+
+
+async def _count_away(
+    conn: asyncpg.Connection, table_id: str, dealt: list[str], absent: list[str], most: int
+) -> list[str]:
+    """D34: who was dealt in starts the count again; who was away counts one more;
+    who reached ``most`` is stood up."""
+    await conn.execute(
+        "UPDATE seats SET away_hands = CASE WHEN player_id = ANY($2::text[]) THEN 0 ELSE away_hands + 1 END "
+        "WHERE table_id = $1 AND (player_id = ANY($2::text[]) OR player_id = ANY($3::text[]))",
+        table_id,
+        dealt,
+        absent,
+    )
+    rows = await conn.fetch(
+        "DELETE FROM seats WHERE table_id = $1 AND away_hands >= $2 RETURNING player_id", table_id, most
+    )
+    return [r["player_id"] for r in rows]
+
+
+COMMIT_SQL = (
+    "WITH ins AS (INSERT INTO hand_seeds (hand_id, seat, commit, commit_psig) VALUES ($1, $2, $3, $4) "
+    "ON CONFLICT (hand_id, seat) DO NOTHING RETURNING 1) SELECT EXISTS (SELECT 1 FROM ins) AS done, "
+    "(SELECT commit FROM hand_seeds WHERE hand_id = $1 AND seat = $2) AS stored"
+)
+REVEAL_SQL = (
+    "WITH upd AS (UPDATE hand_seeds SET seed = $3, reveal_psig = $4, revealed_at = now() "
+    "WHERE hand_id = $1 AND seat = $2 AND (seed IS NULL OR seed = $3) RETURNING 1) "
+    "SELECT EXISTS (SELECT 1 FROM upd) AS done, NULL::bytea AS stored"
+)
+
+
+async def _seed(conn: asyncpg.Connection, *, op: io.SeedOp) -> None:
+    """A seat's accepted commitment (``kind`` "commit") or seed ("reveal").  The same
+    value again changes nothing; StoreConflict if another value is stored."""
+    row = await conn.fetchrow(COMMIT_SQL if op.kind == "commit" else REVEAL_SQL, op.hand_id, op.seat, op.value, op.psig)
+    assert row is not None
+    if not row["done"] and not (op.kind == "commit" and row["stored"] is not None and bytes(row["stored"]) == op.value):
+        raise StoreConflict(f"hand {op.hand_id} seat {op.seat} has no commitment, or another {op.kind} is stored")
+
+
+async def _finish(conn: asyncpg.Connection, *, table_id: str, op: io.FinishOp) -> list[str] | None:
+    """End a hand once: settle (D19) or release every hold (a void, D33), publish the
+    transcript, move the table's head, stand up ``op.stand_up`` and the seats the
+    operator asked to stand up as the hand ends.  Returns the players stood up, or
+    None, changing nothing, if the hand had already ended (a retry after an unknown
+    outcome)."""
+    ended = await conn.fetchval(
+        "UPDATE hands SET status = $2, transcript = $3::jsonb, ended_at = now(), deadline = NULL, "
+        "void_reason = $4 WHERE id = $1 AND status IN ('seeding', 'playing') RETURNING id",
+        op.hand_id,
+        "ended" if op.settlement is not None else "void",
+        json.dumps(op.transcript),
+        op.void_reason,
+    )
+    if ended is None:
+        return None
+    if op.settlement is not None:
+        await ledger.settle(conn, op.hand_id, op.holds, op.settlement)
+    elif op.holds:
+        await ledger.release(conn, {p: a for p, a in op.holds.values()}, op.hand_id)
+    await conn.execute("UPDATE tables SET head = $2 WHERE id = $1", table_id, op.transcript["head"])
+    rows = await conn.fetch(
+        "DELETE FROM seats WHERE table_id = $1 AND (player_id = ANY($2::text[]) OR stand_after_hand) "
+        "RETURNING player_id",
+        table_id,
+        list(op.stand_up),
+    )
+    return [str(r["player_id"]) for r in rows]
+
+
+async def _void_unreadable(conn: asyncpg.Connection, *, op: io.VoidUnreadableOp) -> None:
+    stored = op.stored
+    done = await conn.fetchval(
+        "UPDATE hands SET status = 'void', void_reason = $2, ended_at = now(), deadline = NULL "
+        "WHERE id = $1 AND status IN ('seeding', 'playing') RETURNING id",
+        stored.hand_id,
+        op.reason[:500],
+    )
+    if done is not None and stored.players:
+        await ledger.release(conn, {p: h for p, h in stored.players.values()}, stored.hand_id)
+
+
+async def _quarantine_after(conn: asyncpg.Connection, *, hand_id: int, keep: int) -> int:
+    """Move the records from number ``keep`` on aside (they did not replay, D33)."""
+    moved = await conn.fetch(
+        "DELETE FROM hand_records WHERE hand_id = $1 AND i >= $2 RETURNING i, record, sealed, h", hand_id, keep
+    )
+    for r in moved:
+        await conn.execute(
+            "INSERT INTO hand_records_quarantine (hand_id, i, record, sealed, h) VALUES ($1, $2, $3, $4, $5)",
+            hand_id,
+            r["i"],
+            r["record"],
+            r["sealed"],
+            r["h"],
+        )
+    return len(moved)
+
+
+# ----------------------------------------------------------------------------- loading
+async def load_hand(conn: asyncpg.Connection, table_id: str) -> StoredHand | None:
+    """The table's unfinished hand, whatever its phase, or None."""
+    row = await conn.fetchrow(
+        "SELECT id, hand_no, status, seed_nonce, seed_sealed, deadline FROM hands "
+        "WHERE table_id = $1 AND status IN ('seeding', 'playing') ORDER BY hand_no DESC LIMIT 1",
+        table_id,
+    )
+    if row is None:
+        return None
+    hand_id = int(row["id"])
+    players = {
+        int(r["seat"]): (str(r["player_id"]), int(r["hold"]))
+        for r in await conn.fetch("SELECT seat, player_id, hold FROM hand_players WHERE hand_id = $1", hand_id)
+    }
+    out = StoredHand(
+        hand_id,
+        int(row["hand_no"]),
+        str(row["status"]),
+        bytes(row["seed_nonce"]),
+        bytes(row["seed_sealed"]),
+        None if row["deadline"] is None else row["deadline"].timestamp(),
+        players,
+    )
+    for r in await conn.fetch(
+        "SELECT seat, commit, commit_psig, seed, reveal_psig FROM hand_seeds WHERE hand_id = $1", hand_id
+    ):
+        if r["commit_psig"] is not None:
+            out.commits[int(r["seat"])] = (bytes(r["commit"]), str(r["commit_psig"]))
+        if r["seed"] is not None and r["reveal_psig"] is not None:
+            out.seeds[int(r["seat"])] = (bytes(r["seed"]), str(r["reveal_psig"]))
+    out.records = [
+        (int(r["i"]), str(r["record"]), None if r["sealed"] is None else bytes(r["sealed"]), str(r["h"]))
+        for r in await conn.fetch(
+            "SELECT i, record::text AS record, sealed, h FROM hand_records WHERE hand_id = $1 ORDER BY i", hand_id
+        )
+    ]
+    return out
+
+
+async def ended_hand(conn: asyncpg.Connection, hand_id: int) -> asyncpg.Record | None:
+    """A hand's row once it has ended or been voided (for telling players after a reload)."""
+    return await conn.fetchrow(
+        "SELECT id, hand_no, status, transcript::text AS transcript FROM hands "
+        "WHERE id = $1 AND status IN ('ended', 'void')",
+        hand_id,
+    )

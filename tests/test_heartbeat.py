@@ -13,7 +13,8 @@ import asyncpg
 import pytest
 import pytest_asyncio
 
-from service.cluster import RENEW_SQL, Cluster, Fenced, Lease, NodeSettings, fenced
+from service.cluster import RENEW_SQL, Cluster, Fenced, Lease, NodeSettings
+from service.tablestore import Batched, group_commit
 from tests.conftest import fresh_pool
 from tests.test_writer import TABLES, tables_with_hands
 
@@ -108,21 +109,26 @@ async def test_a_renewal_never_waits_for_a_write_but_a_takeover_does(db: tuple[s
     hands = await tables_with_hands(pool, "n1")
     table = sorted(hands)[0]
     lease = Lease(table, "n1", 1)
+    writer = group_commit(pool)
     other = await asyncpg.connect(dsn)
+    checked = asyncio.Event()
+
+    async def in_flight(conn: asyncpg.Connection) -> None:  # a write of the table, in its batch
+        await conn.execute("UPDATE hands SET deadline = now() WHERE id = $1", hands[table])
+        await other.execute("SET lock_timeout = '500ms'")
+        renewed = await other.fetch(RENEW_SQL, "n1", [table], [1], 5.0)
+        assert [r["table_id"] for r in renewed] == [table]
+        with pytest.raises(asyncpg.LockNotAvailableError):  # a takeover waits for the write
+            await other.execute("SELECT 1 FROM table_leases WHERE table_id = $1 FOR UPDATE NOWAIT", table)
+        taken = await other.fetch("SELECT table_id FROM table_leases WHERE table_id = $1 FOR UPDATE SKIP LOCKED", table)
+        assert taken == []  # ... or passes it by
+        checked.set()
+
     try:
-        async with fenced(pool, lease) as conn:  # a write in flight for the table
-            await conn.execute("UPDATE hands SET deadline = now() WHERE id = $1", hands[table])
-            await other.execute("SET lock_timeout = '500ms'")
-            renewed = await other.fetch(RENEW_SQL, "n1", [table], [1], 5.0)
-            assert [r["table_id"] for r in renewed] == [table]
-            with pytest.raises(asyncpg.LockNotAvailableError):  # a takeover waits for the write
-                await other.execute("SELECT 1 FROM table_leases WHERE table_id = $1 FOR UPDATE NOWAIT", table)
-            taken = await other.fetch(
-                "SELECT table_id FROM table_leases WHERE table_id = $1 FOR UPDATE SKIP LOCKED", table
-            )
-            assert taken == []  # ... or passes it by
+        await writer.write(Batched(lease, table, run=in_flight))
     finally:
         await other.close()
+    assert checked.is_set()
     # the write committed; now a takeover goes through and the old owner is fenced
     async with pool.acquire() as conn:
         await conn.execute(
@@ -130,6 +136,11 @@ async def test_a_renewal_never_waits_for_a_write_but_a_takeover_does(db: tuple[s
             "(SELECT table_id FROM table_leases WHERE table_id = $1 FOR UPDATE)",
             table,
         )
+    ran = []
+
+    async def late(conn: asyncpg.Connection) -> None:
+        ran.append(conn)
+
     with pytest.raises(Fenced):
-        async with fenced(pool, lease):
-            pass
+        await writer.write(Batched(lease, table, run=late))
+    assert ran == []  # a fenced write runs nothing

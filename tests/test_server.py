@@ -9,7 +9,7 @@ from typing import Any
 import asyncpg
 import pytest
 
-from service import handstore, ledger, views
+from service import ledger, tablestore, views
 from service.bots import Bot
 from service.cli import Running
 from service.db import load_migrations, migrate
@@ -485,7 +485,7 @@ async def test_state_is_rebuilt_from_the_stored_log(api: Api, server: Running) -
         actor = server.app[TABLES][table]
         assert actor.hand is not None
         async with server.app[POOL].acquire() as conn:
-            stored = await handstore.load_hand(conn, table)
+            stored = await tablestore.load_hand(conn, table)
         assert stored is not None
         # The path a restart takes: every sealed record opened and fed through the recorder.
         restored = restore(stored, server.app[CONFIG].keys, table)

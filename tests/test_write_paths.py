@@ -4,10 +4,12 @@ module"): a fast static check over service/ that keeps the write paths as they a
 * A table writes only through its store: the table's shell and core
   (service/table.py, service/tablecore/, service/handrun.py) hold no SQL and make no
   database call; every op goes to :class:`service.tablestore.TableStore`.
-* The SQL that writes a table's rows lives in the table store's modules: tablestore
-  (the ops, one fenced transaction each), handstore (a hand's rows, inside those
-  transactions) and writer (the group commit, which stores a hand's records of many
-  tables in one statement), with the ledger's money statements called inside them.
+* All of a table's SQL lives in one module, service/tablestore.py (the group
+  commit's batch, the ops, loading), with the ledger's money statements called inside
+  its transactions; the group commit's batching (service/writer.py) and a hand's
+  shapes (service/handstore.py) hold no SQL and make no database call.
+* The group commit is the table store's only write path: only its batch function
+  opens a transaction, and a table store touches its pool only to load.
 * Every other module that writes is on the allow-list below with its reason, and
   none of them is a table's play.  A module that starts writing, or an entry that
   no longer writes, fails this test: the list is exact.
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,9 +37,7 @@ WRITE_CALLS = re.compile(r"^(execute|executemany|copy_\w+)$")
 DB_CALLS = re.compile(r"^(execute|executemany|copy_\w+|fetch|fetchrow|fetchval|cursor|transaction)$")
 
 TABLE_STORE = {
-    "service/tablestore.py": "the table core's ops on PostgreSQL, each one transaction fenced by the table's lease",
-    "service/handstore.py": "a hand's rows (records, seeds, its end), inside the table store's transactions",
-    "service/writer.py": "the group commit: a hand's records of many tables and their clocks in one statement",
+    "service/tablestore.py": "a table's SQL: every op in the group commit's batches, fenced by the table's lease",
 }
 NOT_A_TABLES_PLAY = {
     "service/ledger.py": "the double-entry ledger: accounts and transfers (a table's holds and settlements are "
@@ -85,7 +86,7 @@ def _modules() -> dict[str, tuple[list[str], list[str]]]:
 def test_the_scan_sees_writes_and_calls() -> None:
     """The scan itself: a write in a string and an execute call are found, a docstring
     that names a statement is not (evidence that proves nothing would pass anything)."""
-    found = _scan(SERVICE / "writer.py")
+    found = _scan(SERVICE / "tablestore.py")
     assert any("INSERT INTO" in w for w in found[0]) and any("UPDATE hands SET" in w for w in found[0])
     found = _scan(SERVICE / "db.py")
     assert any(".execute()" in w for w in found[0])
@@ -113,28 +114,75 @@ def test_the_table_layer_makes_no_database_call() -> None:
     assert "self.store.run(" in table and "self.store.load(" in table
 
 
-def test_a_hands_records_are_group_committed_when_the_server_runs() -> None:
-    """The server gives every table the process's group commit; the table store sends
-    a hand's records there, and stores them in a transaction of its own only when it
-    has none (a table run alone in a test) or when they must go with another change
-    in one transaction (a leave's records with its stand-up, the first record with the
-    new hand's row)."""
+def test_the_group_commit_and_a_hands_shapes_hold_no_sql() -> None:
+    """The group commit is batching only (it calls the store's batch function), and a
+    hand's shapes are pure: neither holds a statement nor calls the database."""
+    for name in ("writer.py", "handstore.py"):
+        assert _scan(SERVICE / name) == ([], []), name
+        source = (SERVICE / name).read_text(encoding="utf-8")
+        assert "asyncpg" not in source and "service.db" not in source, name
+
+
+def _functions(tree: ast.AST) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    return [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+
+
+def _calls(node: ast.AST, *names: str) -> bool:
+    """``node`` calls a function or method of one of these names."""
+    if not isinstance(node, ast.Call):
+        return False
+    f = node.func
+    return (isinstance(f, ast.Name) and f.id in names) or (isinstance(f, ast.Attribute) and f.attr in names)
+
+
+def _uses(fn: ast.AST, pred: Callable[[ast.AST], bool]) -> bool:
+    return any(pred(n) for n in ast.walk(fn))
+
+
+def test_the_group_commit_is_the_table_stores_only_write_path() -> None:
+    """In service/tablestore.py only ``commit_batch`` (the function the group commit
+    calls) and ``TableStore.load`` (a read, no transaction) take a connection; only
+    ``commit_batch`` opens the outer transaction (the ops' own ``transaction()`` calls
+    are savepoints on the batch's connection: they get no connection of their own); a
+    table store reads its pool only to load and to make its group commit when given
+    none; ``run`` hands every op to the group commit; and nothing in service/ fences a
+    transaction of its own any more (``fenced``/``fence``)."""
+    tree = ast.parse((SERVICE / "tablestore.py").read_text(encoding="utf-8"))
+    fns = _functions(tree)
+
+    def calls(name: str) -> object:
+        return lambda n: (
+            isinstance(n, ast.Call)
+            and (
+                (isinstance(n.func, ast.Name) and n.func.id == name)
+                or (isinstance(n.func, ast.Attribute) and n.func.attr == name)
+            )
+        )
+
+    connecting = sorted(fn.name for fn in fns if _uses(fn, lambda n: _calls(n, "connection", "acquire", "connect")))
+    assert connecting == ["commit_batch", "load"], connecting
+    load = next(fn for fn in fns if fn.name == "load")
+    assert not _uses(load, lambda n: _calls(n, "transaction"))
+    pool = sorted(
+        fn.name
+        for fn in fns
+        if _uses(fn, lambda n: isinstance(n, ast.Attribute) and n.attr == "pool" and isinstance(n.value, ast.Name))
+    )
+    assert pool == ["__init__", "load"], pool
+    run = next(fn for fn in fns if fn.name == "run")
+    writes = [n for n in ast.walk(run) if isinstance(n, ast.Return)]
+    assert writes and all(
+        _uses(r, lambda n: _calls(n, "write")) for r in writes
+    )  # every op ends in self.writer.write(...)
+    fencing = []
+    for path in SERVICE.rglob("*.py"):
+        module = ast.parse(path.read_text(encoding="utf-8"))
+        fencing += [f"{path.name}:{ast.unparse(n)}" for n in ast.walk(module) if _calls(n, "fenced", "fence")]
+    assert not fencing, fencing
     lifecycle = ast.parse((SERVICE / "lifecycle.py").read_text(encoding="utf-8"))
     actors = [
         n
         for n in ast.walk(lifecycle)
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "TableActor"
     ]
-    assert actors and all(any(k.arg == "writer" for k in a.keywords) for a in actors)
-    source = (SERVICE / "tablestore.py").read_text(encoding="utf-8")
-    tree = ast.parse(source)
-    direct = sorted(
-        {
-            f"{fn.name}"
-            for fn in ast.walk(tree)
-            if isinstance(fn, ast.AsyncFunctionDef)
-            for n in ast.walk(fn)
-            if isinstance(n, ast.Attribute) and n.attr in {"store_records", "insert_records"}
-        }
-    )
-    assert direct == ["_in_transaction", "_records", "_start"], direct
+    assert actors and all(any(k.arg == "writer" for k in a.keywords) for a in actors)  # the process's one

@@ -1,27 +1,39 @@
-"""The group commit (service/writer.py) and the lock order, on a real PostgreSQL:
-many tables' records go in few statements, never more than ``max_in_flight`` at once
-(so the writer cannot take the whole pool under load); a table whose lease was taken
-over is refused (Fenced) while the rest of its batch commits; the renewal of many
-leases (one heartbeat per node) never deadlocks with the writer's key-share locks,
-and ledger transactions sharing accounts take their row locks in one order and never
-deadlock."""
+"""The group commit (service/writer.py, with service.tablestore's batch) and the lock
+order, on a real PostgreSQL: many tables' records go in few batches, never more than
+``max_in_flight`` at once (so the writer cannot take the whole pool under load); a
+table whose lease was taken over is refused (Fenced) while the rest of its batch
+commits; the renewal of many leases (one heartbeat per node) never deadlocks with the
+writer's key-share locks, and ledger transactions sharing accounts take their row
+locks in one order and never deadlock.  A batch mixes every kind of table write: an
+op refused by rule fails alone (its savepoint), a fenced one runs nothing, and when
+the batch's transaction fails every write in it fails and nothing is stored."""
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import secrets
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import asyncpg
 import pytest
 import pytest_asyncio
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from service import ledger
 from service.cluster import RENEW_SQL, Fenced, Lease
 from service.handstore import SealedRecord
-from service.writer import RecordWriter, Write
+from service.keys import ServerKeys
+from service.tablecore import io
+from service.tablecore.errors import ClientError
+from service.tablestore import Batched, TableStore, commit_batch, outcome
+from service.writer import GroupCommit
 from tests.conftest import fresh_pool
+from verifier.settle import Settlement
 
 TABLES = 40
 
@@ -58,6 +70,10 @@ async def tables_with_hands(pool: asyncpg.Pool, owner: str) -> dict[str, int]:
     return out
 
 
+def writer_of(pool: asyncpg.Pool, window: float = 0.002, max_in_flight: int = 2) -> GroupCommit[Batched]:
+    return GroupCommit(functools.partial(commit_batch, pool), window=window, max_in_flight=max_in_flight)
+
+
 def record(i: int) -> SealedRecord:
     h = secrets.token_hex(32)
     return SealedRecord(i, h, json.dumps({"i": i, "h": h, "type": "action"}), b"sealed")
@@ -65,7 +81,7 @@ def record(i: int) -> SealedRecord:
 
 async def test_many_tables_share_few_statements_and_at_most_two_at_once(pool: asyncpg.Pool) -> None:
     hands = await tables_with_hands(pool, "n1")
-    writer = RecordWriter(pool, window=0.002, max_in_flight=2)
+    writer = writer_of(pool, window=0.002, max_in_flight=2)
     most = 0
     done = asyncio.Event()
 
@@ -77,7 +93,7 @@ async def test_many_tables_share_few_statements_and_at_most_two_at_once(pool: as
 
     async def play(table: str, hand_id: int) -> None:
         for i in range(6):
-            await writer.write(Write(Lease(table, "n1", 1), table, hand_id, [record(i)], None, None))
+            await writer.write(Batched(Lease(table, "n1", 1), table, hand_id, (record(i),)))
 
     watcher = asyncio.create_task(watch())
     await asyncio.gather(*(play(t, h) for t, h in hands.items()))
@@ -96,9 +112,9 @@ async def test_a_taken_over_table_is_fenced_and_the_rest_of_its_batch_commits(po
     lost = sorted(hands)[7]
     async with pool.acquire() as conn:  # another node took this one (a new epoch)
         await conn.execute("UPDATE table_leases SET owner = 'n2', epoch = 2 WHERE table_id = $1", lost)
-    writer = RecordWriter(pool, window=0.05)  # a wide window: one batch
+    writer = writer_of(pool, window=0.05)  # a wide window: one batch
     results = await asyncio.gather(
-        *(writer.write(Write(Lease(t, "n1", 1), t, h, [record(0)], None, None)) for t, h in hands.items()),
+        *(writer.write(Batched(Lease(t, "n1", 1), t, h, (record(0),))) for t, h in hands.items()),
         return_exceptions=True,
     )
     outcome = dict(zip(hands, results, strict=True))
@@ -129,7 +145,7 @@ async def test_renewing_leases_beside_the_writer_never_deadlocks(pool: asyncpg.P
             list(owner),
             list(owner.values()),
         )
-    writer = RecordWriter(pool, window=0.001, max_in_flight=4)
+    writer = writer_of(pool, window=0.001, max_in_flight=4)
     stop = asyncio.Event()
     renewals = 0
 
@@ -147,7 +163,7 @@ async def test_renewing_leases_beside_the_writer_never_deadlocks(pool: asyncpg.P
 
     async def play(table: str, hand_id: int) -> None:
         for i in range(25):
-            await writer.write(Write(Lease(table, owner[table], 1), table, hand_id, [record(i)], None, None))
+            await writer.write(Batched(Lease(table, owner[table], 1), table, hand_id, (record(i),)))
 
     renewers = [asyncio.create_task(renew(node)) for node in ("n1", "n2", "n3")]
     try:
@@ -187,3 +203,196 @@ async def test_ledger_transactions_that_share_accounts_never_deadlock(pool: asyn
     async with pool.acquire() as conn:
         total = await conn.fetchval("SELECT SUM(balance) FROM accounts")
     assert total == 0
+
+
+# ----------------------------------------------------------------------------- batches of ops
+@dataclass
+class Tables:
+    """Tables A (a hand in play), B (a player who would sit), C (a hand whose two
+    players hold 130 HT each, ready to settle) and D (its next hand to deal), each
+    leased by n1 at epoch 1, and a TableStore for each on one group commit (their
+    writes, started together, go in one batch)."""
+
+    writer: GroupCommit[Batched]
+    a: TableStore
+    b: TableStore
+    c: TableStore
+    d: TableStore
+    hand_a: int
+    hand_c: int
+    sitter: str
+    holds: dict[int, tuple[str, int]]
+
+    def records_a(self) -> io.RecordsOp:
+        h = secrets.token_hex(32)
+        return io.RecordsOp(1, self.hand_a, ({"i": 0, "h": h, "type": "phase"},), None)
+
+    def sit_b(self) -> io.SitOp:
+        return io.SitOp(self.sitter, 0, 130)
+
+    def deal_d(self) -> io.StartOp:
+        """A deal at table D (its second hand) that p_d can cover and p_b cannot."""
+
+        def begin(started: io.Started) -> tuple[Any, int]:
+            raise AssertionError("never dealt: fewer than min_players are held")
+
+        return io.StartOp(2, ((0, "p_d"), (1, self.sitter)), (), 130, 2, 3, begin)
+
+    def finish_c(self) -> io.FinishOp:
+        settlement = Settlement(0, 1, 500, {0: 0, 1: 40}, 40, 2, {0: 38, 1: -40})
+        return io.FinishOp(self.hand_c, {"head": "c" * 64}, self.holds, settlement, None, ())
+
+
+async def player(conn: asyncpg.Connection, pid: str, deposit: int) -> None:
+    await conn.execute(
+        "INSERT INTO players (id, name, token_hash, public_key) VALUES ($1, $1, $2, $3)",
+        pid,
+        secrets.token_bytes(32),
+        Ed25519PrivateKey.generate().public_key().public_bytes_raw(),  # a strict key: it can be dealt in
+    )
+    await ledger.open_accounts(conn, pid)
+    if deposit:
+        await ledger.deposit(conn, pid, deposit)
+
+
+async def four_tables(pool: asyncpg.Pool, keys: ServerKeys, sitter_deposit: int) -> Tables:
+    hands = await tables_with_hands(pool, "n1")
+    a, b, c, d = sorted(hands)[:4]
+    holds = {0: ("p_c0", 130), 1: ("p_c1", 130)}
+    async with pool.acquire() as conn:
+        await player(conn, "p_b", sitter_deposit)
+        await player(conn, "p_d", 1000)
+        for pid, amount in holds.values():
+            await player(conn, pid, 1000)
+            async with conn.transaction():
+                await ledger.hold(conn, pid, amount, hands[c])
+        await conn.executemany(
+            "INSERT INTO hand_players (hand_id, seat, player_id, hold) VALUES ($1, $2, $3, $4)",
+            [(hands[c], seat, pid, amount) for seat, (pid, amount) in holds.items()],
+        )
+    writer = writer_of(pool, window=0.2)
+    a_, b_, c_, d_ = (TableStore(t, pool, keys, Lease(t, "n1", 1), writer) for t in (a, b, c, d))
+    return Tables(writer, a_, b_, c_, d_, hands[a], hands[c], "p_b", holds)
+
+
+async def stored(pool: asyncpg.Pool, tables: Tables) -> dict[str, Any]:
+    async with pool.acquire() as conn:
+        return {
+            "a_records": await conn.fetchval("SELECT count(*) FROM hand_records WHERE hand_id = $1", tables.hand_a),
+            "b_seats": await conn.fetchval("SELECT count(*) FROM seats WHERE table_id = $1", tables.b.table_id),
+            "c_status": await conn.fetchval("SELECT status FROM hands WHERE id = $1", tables.hand_c),
+            "c_settled": await conn.fetchval("SELECT count(*) FROM settlements WHERE hand_id = $1", tables.hand_c),
+            "c0": await ledger.balance(conn, "p_c0"),
+            "c1": await ledger.balance(conn, "p_c1"),
+            "d": await ledger.balance(conn, "p_d"),
+            "d_hands": await conn.fetchval("SELECT count(*) FROM hands WHERE table_id = $1", tables.d.table_id),
+            "ledger": await ledger.summary(conn),
+        }
+
+
+async def test_an_op_refused_by_rule_fails_alone_and_the_rest_of_its_batch_commits(
+    pool: asyncpg.Pool, tmp_path: Path
+) -> None:
+    """One batch: A's records, B's sit refused for want of balance, C's settlement,
+    and D's deal refused (NotEnough) after it had written its hand row and p_d's
+    hold.  A's records and C's settlement commit; B and D are refused and leave
+    nothing: no seat, no hand row, p_d's money untouched — each op's savepoint rolled
+    back only its own writes (without it D's hand and hold would commit with the
+    batch).  Without the group commit as the only write path these would be four
+    transactions (statements == 4)."""
+    tables = await four_tables(pool, ServerKeys.load(tmp_path), sitter_deposit=100)
+    results: Any = await asyncio.gather(
+        tables.a.run(tables.records_a()),
+        tables.b.run(tables.sit_b()),
+        tables.c.run(tables.finish_c()),
+        tables.d.run(tables.deal_d()),
+        return_exceptions=True,
+    )
+    ra, rb, rc, rd = results
+    assert (tables.writer.statements, tables.writer.writes) == (1, 4)  # one batch, one transaction
+    assert ra is None and rc == []
+    assert isinstance(rb, ClientError) and rb.code == "insufficient_balance"
+    assert isinstance(rd, io.NotEnough)
+    assert outcome(1, rb).result is io.Result.REFUSED and outcome(2, rd).result is io.Result.REFUSED
+    assert outcome(3, None, rc).result is io.Result.COMMITTED
+    got = await stored(pool, tables)
+    assert (got["a_records"], got["b_seats"], got["c_status"], got["c_settled"]) == (1, 0, "ended", 1)
+    assert got["c0"] == ledger.Balance(1000 + 38, 0) and got["c1"] == ledger.Balance(1000 - 40, 0)
+    assert got["ledger"]["ok"] and got["ledger"]["house_commission"] == 2
+    assert got["d_hands"] == 1 and got["d"] == ledger.Balance(1000, 0)  # only its first hand (tables_with_hands)
+
+
+async def test_a_fenced_op_runs_nothing_and_the_rest_of_its_batch_commits(pool: asyncpg.Pool, tmp_path: Path) -> None:
+    """B's lease was taken over (epoch 2 by n2): B's sit, which it could afford, is
+    Fenced and stores nothing, while A's records and C's settlement in the same batch
+    commit."""
+    tables = await four_tables(pool, ServerKeys.load(tmp_path), sitter_deposit=1000)
+    async with pool.acquire() as conn:
+        await conn.execute("UPDATE table_leases SET owner = 'n2', epoch = 2 WHERE table_id = $1", tables.b.table_id)
+    results: Any = await asyncio.gather(
+        tables.a.run(tables.records_a()),
+        tables.b.run(tables.sit_b()),
+        tables.c.run(tables.finish_c()),
+        return_exceptions=True,
+    )
+    ra, rb, rc = results
+    assert (tables.writer.statements, tables.writer.writes) == (1, 3)
+    assert ra is None and rc == [] and isinstance(rb, Fenced)
+    assert outcome(1, rb).result is io.Result.FENCED
+    got = await stored(pool, tables)
+    assert (got["a_records"], got["b_seats"], got["c_status"], got["c_settled"]) == (1, 0, "ended", 1)
+    assert got["ledger"]["ok"]
+
+
+async def test_a_batch_whose_statement_fails_fails_every_write_and_stores_nothing(
+    pool: asyncpg.Pool, tmp_path: Path
+) -> None:
+    """A hand's records for a hand that does not exist make the batch's own statement
+    fail (a foreign key, outside any savepoint): every write of the batch gets that
+    error — an unknown outcome, after which each table reloads — and nothing of A, B
+    or C is stored."""
+    tables = await four_tables(pool, ServerKeys.load(tmp_path), sitter_deposit=1000)
+    ghost = TableStore(tables.a.table_id, pool, tables.a.keys, None, tables.writer)
+    bad = io.RecordsOp(1, 10**9, ({"i": 0, "h": "0" * 64, "type": "phase"},), None)
+    results = await asyncio.gather(
+        tables.a.run(tables.records_a()),
+        tables.b.run(tables.sit_b()),
+        tables.c.run(tables.finish_c()),
+        ghost.run(bad),
+        return_exceptions=True,
+    )
+    assert all(isinstance(r, asyncpg.ForeignKeyViolationError) for r in results), results
+    assert {outcome(1, r).result for r in results} == {io.Result.AMBIGUOUS}
+    got = await stored(pool, tables)
+    assert (got["a_records"], got["b_seats"], got["c_status"], got["c_settled"]) == (0, 0, "playing", 0)
+    assert got["c0"] == ledger.Balance(1000 - 130, 130) and got["ledger"]["ok"]
+
+
+async def test_a_batch_whose_connection_is_terminated_fails_every_write_and_stores_nothing(
+    pool: asyncpg.Pool, tmp_path: Path
+) -> None:
+    """The batch's backend is terminated (pg_terminate_backend, from another
+    connection) while an op of the batch runs, after A's records and B's sit went
+    in: the op's savepoint cannot even be rolled back, so the whole batch fails —
+    every write gets the error, and nothing is stored (the transaction never
+    committed)."""
+    tables = await four_tables(pool, ServerKeys.load(tmp_path), sitter_deposit=1000)
+
+    async def killed(conn: asyncpg.Connection) -> None:
+        await killer.execute("SELECT pg_terminate_backend($1)", conn.get_server_pid())
+        await conn.fetchval("SELECT 1")  # the connection is gone
+
+    async with pool.acquire() as killer:
+        results = await asyncio.gather(
+            tables.a.run(tables.records_a()),
+            tables.b.run(tables.sit_b()),
+            tables.c.run(tables.finish_c()),
+            tables.writer.write(Batched(None, "t_w_kill", run=killed)),
+            return_exceptions=True,
+        )
+    assert all(isinstance(r, Exception) for r in results), results
+    assert len({type(r) for r in results}) == 1 and all(r is results[0] for r in results)  # the batch's error
+    assert {outcome(1, r).result for r in results} == {io.Result.AMBIGUOUS}
+    got = await stored(pool, tables)
+    assert (got["a_records"], got["b_seats"], got["c_status"], got["c_settled"]) == (0, 0, "playing", 0)
+    assert got["ledger"]["ok"]

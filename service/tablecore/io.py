@@ -7,8 +7,9 @@ Effects: :class:`Write` and :class:`Load` (ask the store; its answer comes back 
 Outcome), the ``Tell*`` effects, :class:`Reply`, :class:`Arm`, :class:`LetGo`.
 
 Store ops are plain data the store module (:mod:`service.tablestore`, or the
-simulator's store) carries out in one transaction each; every one is safe to repeat
-after an unknown outcome (service.handstore).  Times are integer milliseconds.
+simulator's store) carries out whole or not at all (in the group commit: each op in
+its batch's transaction, under a savepoint of its own); every one is safe to repeat
+after an unknown outcome (service.tablestore).  Times are integer milliseconds.
 """
 
 from __future__ import annotations
