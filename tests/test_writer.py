@@ -11,6 +11,7 @@ the batch's transaction fails every write in it fails and nothing is stored."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
 import secrets
@@ -396,3 +397,62 @@ async def test_a_batch_whose_connection_is_terminated_fails_every_write_and_stor
     got = await stored(pool, tables)
     assert (got["a_records"], got["b_seats"], got["c_status"], got["c_settled"]) == (0, 0, "playing", 0)
     assert got["ledger"]["ok"]
+
+
+@pytest.mark.timeout(120)
+async def test_two_batches_moving_the_same_accounts_in_opposite_orders_never_deadlock(
+    pool: asyncpg.Pool, tmp_path: Path
+) -> None:
+    """Two group commits (two processes on one database) each run a batch of two voids
+    whose holds share players in opposite orders — batch 1 releases p_x's holds then
+    p_y's, batch 2 p_y's then p_x's — with a pause between them, so that each would
+    hold the first pair while it asks for the second.  Every batch locks all the
+    accounts its ops may move, in id order, before any op runs (ledger.lock), so the
+    second waits for the first and both commit; without that lock PostgreSQL finds a
+    deadlock and one void fails (DeadlockDetectedError)."""
+    keys = ServerKeys.load(tmp_path)
+    hands = await tables_with_hands(pool, "n1")
+    t1, t2, t3, t4 = sorted(hands)[:4]
+    pairs = {t1: ("p_x0", "p_x1"), t2: ("p_y0", "p_y1"), t3: ("p_y0", "p_y1"), t4: ("p_x0", "p_x1")}
+    async with pool.acquire() as conn:
+        for pid in ("p_x0", "p_x1", "p_y0", "p_y1"):
+            await player(conn, pid, 1000)
+        for t, pair in pairs.items():
+            for seat, pid in enumerate(pair):
+                async with conn.transaction():
+                    await ledger.hold(conn, pid, 130, hands[t])
+                await conn.execute(
+                    "INSERT INTO hand_players (hand_id, seat, player_id, hold) VALUES ($1, $2, $3, 130)",
+                    hands[t],
+                    seat,
+                    pid,
+                )
+    arrived = [asyncio.Event(), asyncio.Event()]
+
+    def void(t: str) -> io.FinishOp:
+        holds = {seat: (pid, 130) for seat, pid in enumerate(pairs[t])}
+        return io.FinishOp(hands[t], {"head": "v" * 64}, holds, None, "a test's void", ())
+
+    def pause(k: int) -> Batched:
+        async def wait_for_the_other(conn: asyncpg.Connection) -> None:
+            arrived[k].set()  # this batch holds its first pair now
+            with contextlib.suppress(TimeoutError):  # the other may be waiting for this one's locks
+                await asyncio.wait_for(arrived[1 - k].wait(), 2.0)
+
+        return Batched(None, f"pause{k}", run=wait_for_the_other)
+
+    async def batch(k: int, first: str, second: str) -> list[Any]:
+        writer = writer_of(pool, window=0.05)
+        a, b = (TableStore(t, pool, keys, Lease(t, "n1", 1), writer) for t in (first, second))
+        results: Any = await asyncio.gather(
+            a.run(void(first)), writer.write(pause(k)), b.run(void(second)), return_exceptions=True
+        )
+        assert (writer.statements, writer.writes) == (1, 3)
+        return list(results)
+
+    one, two = await asyncio.gather(batch(0, t1, t2), batch(1, t3, t4))
+    assert one == [[], None, []] and two == [[], None, []], (one, two)
+    async with pool.acquire() as conn:
+        assert await conn.fetchval("SELECT count(*) FROM hands WHERE status = 'void'") == 4
+        summary = await ledger.summary(conn)
+    assert summary["ok"] and summary["players_held"] == 0, summary
