@@ -90,7 +90,8 @@ Run = Callable[[asyncpg.Connection], Awaitable[Any]]
 @dataclass(frozen=True, slots=True)
 class Batched:
     """One table's write in a batch of the group commit: a hand's records and its
-    clock (``hand_id`` set), or an op (``run``, on the batch's connection, under a
+    clock (``hand_id`` set) or a seat's commitment or seed (``seed``), both stored by
+    the batch's one statement; or an op (``run``, on the batch's connection, under a
     savepoint of its own, with the ledger ``accounts`` it may move locked first)."""
 
     lease: Lease | None  # None: no fencing (a table run outside a cluster, in tests)
@@ -101,6 +102,7 @@ class Batched:
     status: str | None = None
     run: Run | None = None
     accounts: tuple[str, ...] = ()
+    seed: io.SeedOp | None = None  # a commitment or seed: stored by the batch's statement itself
 
 
 BATCH_SQL = """
@@ -130,13 +132,32 @@ WITH w AS (
     UPDATE hands SET deadline = ok.deadline, status = COALESCE(ok.status, hands.status)
     FROM ok WHERE hands.id = ok.hand_id
     RETURNING hands.id
+), sd AS (  -- the seats' commitments and seeds whose table's lease holds
+    SELECT sd.* FROM unnest($12::text[], $13::bigint[], $14::bigint[], $15::int[], $16::text[], $17::bytea[],
+        $18::text[]) AS sd(table_id, epoch, hand_id, seat, kind, value, psig)
+    WHERE sd.epoch < 0 OR sd.table_id IN (SELECT table_id FROM lk)
+), cins AS (  -- a commitment is written once ...
+    INSERT INTO hand_seeds (hand_id, seat, commit, commit_psig)
+    SELECT hand_id, seat, value, psig FROM sd WHERE kind = 'commit'
+    ON CONFLICT (hand_id, seat) DO NOTHING
+    RETURNING hand_id, seat
+), rupd AS (  -- ... a seed set once (the same seed again changes nothing)
+    UPDATE hand_seeds s SET seed = sd.value, reveal_psig = sd.psig, revealed_at = now()
+    FROM sd WHERE sd.kind = 'reveal' AND s.hand_id = sd.hand_id AND s.seat = sd.seat
+        AND (s.seed IS NULL OR s.seed = sd.value)
+    RETURNING s.hand_id, s.seat
+), seeded AS (  -- stored now, or the same commitment stored before
+    SELECT hand_id, seat FROM cins UNION SELECT hand_id, seat FROM rupd
+    UNION SELECT sd.hand_id, sd.seat FROM sd JOIN hand_seeds s ON s.hand_id = sd.hand_id AND s.seat = sd.seat
+        WHERE sd.kind = 'commit' AND s.commit = sd.value
 )
 SELECT
     COALESCE((SELECT array_agg(table_id) FROM lk), '{}') AS held,
     COALESCE((SELECT array_agg(table_id) FROM ok), '{}') AS ok,
     COALESCE((SELECT array_agg(hand_id) FROM clash), '{}') AS clash,
     (SELECT count(*) FROM ins) AS inserted,
-    (SELECT count(*) FROM upd) AS updated
+    (SELECT count(*) FROM upd) AS updated,
+    COALESCE((SELECT array_agg(hand_id::text || ':' || seat::text) FROM seeded), '{}') AS seeded
 """
 
 
@@ -145,6 +166,7 @@ async def commit_batch(pool: asyncpg.Pool, batch: Sequence[Batched]) -> list[Any
     one result per write, its answer or the exception it alone failed with; raises if
     the transaction failed."""
     recs = [(w.hand_id, r) for w in batch for r in w.records]
+    seeds = [(w, w.seed) for w in batch if w.seed is not None]
     out: list[Any] = [None] * len(batch)
     async with connection(pool) as conn, conn.transaction():
         row = await conn.fetchrow(
@@ -160,15 +182,27 @@ async def commit_batch(pool: asyncpg.Pool, batch: Sequence[Batched]) -> list[Any
             [r.public for _, r in recs],
             [r.h for _, r in recs],
             [r.sealed for _, r in recs],
+            [w.table_id for w, _ in seeds],
+            [w.lease.epoch if w.lease else -1 for w, _ in seeds],
+            [s.hand_id for _, s in seeds],
+            [s.seat for _, s in seeds],
+            [s.kind for _, s in seeds],
+            [s.value for _, s in seeds],
+            [s.psig for _, s in seeds],
         )
         assert row is not None
-        held, ok, clash = set(row["held"]), set(row["ok"]), set(row["clash"])
+        held, ok, clash, seeded = set(row["held"]), set(row["ok"]), set(row["clash"]), set(row["seeded"])
         runs: list[int] = []
         for k, w in enumerate(batch):
             if w.lease is not None and w.table_id not in held:
                 out[k] = Fenced(f"table {w.table_id}: this node's lease (epoch {w.lease.epoch}) was taken over")
             elif w.hand_id is not None and (w.hand_id in clash or w.table_id not in ok):
                 out[k] = StoreConflict(f"hand {w.hand_id} already holds another record")
+            elif w.seed is not None and f"{w.seed.hand_id}:{w.seed.seat}" not in seeded:
+                s = w.seed
+                out[k] = StoreConflict(
+                    f"hand {s.hand_id} seat {s.seat} has no commitment, or another {s.kind} is stored"
+                )
             elif w.run is not None:
                 runs.append(k)
         accounts = sorted({a for k in runs for a in batch[k].accounts})
@@ -250,6 +284,8 @@ class TableStore:
             sealed = self.seal(op.hand_no, op.records)
             w = Batched(self.lease, self.table_id, op.hand_id, sealed, _s(op.deadline), op.status)
             return await self.writer.write(w)
+        if isinstance(op, io.SeedOp):
+            return await self.writer.write(Batched(self.lease, self.table_id, seed=op))
         run, accounts = self._op(op)
         return await self.writer.write(Batched(self.lease, self.table_id, run=run, accounts=accounts))
 
@@ -261,8 +297,6 @@ class TableStore:
         if isinstance(op, io.UnseatOp):
             records = self.seal(op.hand_no, op.records) if op.records and op.hand_id is not None else ()
             return functools.partial(_unseat, table_id=t, op=op, records=records), ()
-        if isinstance(op, io.SeedOp):
-            return functools.partial(_seed, op=op), ()
         if isinstance(op, io.StartOp):
             seed = secrets.token_bytes(SEED_BYTES)
             nonce, sealed = self.keys.seal_seed(seed, t, op.hand_no)
@@ -428,27 +462,6 @@ async def _count_away(
         "DELETE FROM seats WHERE table_id = $1 AND away_hands >= $2 RETURNING player_id", table_id, most
     )
     return [r["player_id"] for r in rows]
-
-
-COMMIT_SQL = (
-    "WITH ins AS (INSERT INTO hand_seeds (hand_id, seat, commit, commit_psig) VALUES ($1, $2, $3, $4) "
-    "ON CONFLICT (hand_id, seat) DO NOTHING RETURNING 1) SELECT EXISTS (SELECT 1 FROM ins) AS done, "
-    "(SELECT commit FROM hand_seeds WHERE hand_id = $1 AND seat = $2) AS stored"
-)
-REVEAL_SQL = (
-    "WITH upd AS (UPDATE hand_seeds SET seed = $3, reveal_psig = $4, revealed_at = now() "
-    "WHERE hand_id = $1 AND seat = $2 AND (seed IS NULL OR seed = $3) RETURNING 1) "
-    "SELECT EXISTS (SELECT 1 FROM upd) AS done, NULL::bytea AS stored"
-)
-
-
-async def _seed(conn: asyncpg.Connection, *, op: io.SeedOp) -> None:
-    """A seat's accepted commitment (``kind`` "commit") or seed ("reveal").  The same
-    value again changes nothing; StoreConflict if another value is stored."""
-    row = await conn.fetchrow(COMMIT_SQL if op.kind == "commit" else REVEAL_SQL, op.hand_id, op.seat, op.value, op.psig)
-    assert row is not None
-    if not row["done"] and not (op.kind == "commit" and row["stored"] is not None and bytes(row["stored"]) == op.value):
-        raise StoreConflict(f"hand {op.hand_id} seat {op.seat} has no commitment, or another {op.kind} is stored")
 
 
 async def _finish(conn: asyncpg.Connection, *, table_id: str, op: io.FinishOp) -> list[str] | None:

@@ -27,7 +27,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from service import ledger
 from service.cluster import RENEW_SQL, Fenced, Lease
-from service.handstore import SealedRecord
+from service.handstore import SealedRecord, StoreConflict
 from service.keys import ServerKeys
 from service.tablecore import io
 from service.tablecore.errors import ClientError
@@ -456,3 +456,53 @@ async def test_two_batches_moving_the_same_accounts_in_opposite_orders_never_dea
         assert await conn.fetchval("SELECT count(*) FROM hands WHERE status = 'void'") == 4
         summary = await ledger.summary(conn)
     assert summary["ok"] and summary["players_held"] == 0, summary
+
+
+async def test_seats_commitments_and_seeds_in_the_batchs_statement(pool: asyncpg.Pool, tmp_path: Path) -> None:
+    """A seat's commitment or seed is stored by the batch's one statement: written
+    once (the same commitment again is adopted, another is a StoreConflict), a seed
+    only over its commitment, the same seed again changing nothing; a fenced table's
+    commitment stores nothing.  All in one batch, each write answered alone."""
+    keys = ServerKeys.load(tmp_path)
+    hands = await tables_with_hands(pool, "n1")
+    t1, t2, t3, t4 = sorted(hands)[:4]
+    async with pool.acquire() as conn:
+        await conn.execute(
+            "INSERT INTO hand_seeds (hand_id, seat, commit, commit_psig) VALUES ($1, 0, $2, 'ps'), ($3, 0, $2, 'ps')",
+            hands[t2],
+            b"c" * 32,
+            hands[t3],
+        )
+        await conn.execute("UPDATE table_leases SET owner = 'n2', epoch = 2 WHERE table_id = $1", t4)
+    writer = writer_of(pool)
+    store = {t: TableStore(t, pool, keys, Lease(t, "n1", 1), writer) for t in (t1, t2, t3, t4)}
+    results: Any = await asyncio.gather(
+        store[t1].run(io.SeedOp("commit", hands[t1], 0, b"a" * 32, "p1")),  # new
+        store[t2].run(io.SeedOp("commit", hands[t2], 0, b"c" * 32, "ps")),  # the same again
+        store[t3].run(io.SeedOp("commit", hands[t3], 0, b"d" * 32, "p3")),  # another
+        store[t4].run(io.SeedOp("commit", hands[t4], 0, b"e" * 32, "p4")),  # fenced
+        return_exceptions=True,
+    )
+    assert results[:2] == [None, None] and isinstance(results[2], StoreConflict) and isinstance(results[3], Fenced)
+    assert (writer.statements, writer.writes) == (1, 4)
+    results = await asyncio.gather(
+        store[t1].run(io.SeedOp("reveal", hands[t1], 0, b"s" * 32, "r1")),  # over its commitment
+        store[t2].run(io.SeedOp("reveal", hands[t2], 1, b"s" * 32, "r2")),  # no commitment
+        return_exceptions=True,
+    )
+    assert results[0] is None and isinstance(results[1], StoreConflict)
+    again = await store[t1].run(io.SeedOp("reveal", hands[t1], 0, b"s" * 32, "r1"))
+    other: Any = await asyncio.gather(
+        store[t1].run(io.SeedOp("reveal", hands[t1], 0, b"x" * 32, "r1")), return_exceptions=True
+    )
+    assert again is None and isinstance(other[0], StoreConflict)
+    async with pool.acquire() as conn:
+        rows = {
+            (r["hand_id"], r["seat"]): (bytes(r["commit"]), r["seed"] and bytes(r["seed"]))
+            for r in await conn.fetch("SELECT hand_id, seat, commit, seed FROM hand_seeds")
+        }
+    assert rows == {
+        (hands[t1], 0): (b"a" * 32, b"s" * 32),
+        (hands[t2], 0): (b"c" * 32, None),
+        (hands[t3], 0): (b"c" * 32, None),
+    }
