@@ -6,21 +6,25 @@ inside this module's transactions.
 Every op (:mod:`service.tablecore.io`) goes through the process's group commit
 (:mod:`service.writer`): :class:`TableStore` reaches the database to write only
 through it, and only :func:`commit_batch` — the function the group commit calls —
-opens a transaction.  A batch is one transaction:
+opens a transaction.  A batch is one transaction (one statement, when it holds
+only records and seeds):
 
 1. one statement locks the lease of every write in the batch (``FOR KEY SHARE``, in
    table order: fencing, service.cluster), stores the hands' records and moves their
-   clocks;
+   clocks, and stores the seats' commitments and seeds;
 2. one statement locks, in id order, every ledger account the batch's ops may move
    (so two batches in flight, or a batch and a deposit, never wait for each other in
    a circle: every lock that crosses tables is taken up front, leases then accounts,
-   each in one order);
+   each in one order; a table's own rows are never in two batches, as a table has
+   one write in flight at a time, io.Pending);
 3. each op whose lease is held runs under its own SAVEPOINT: an op refused by rule
    (a ClientError, LedgerError, NotEnough, StoreConflict) rolls back only itself and
    fails only its own write.
 
 A write whose lease is gone fails with :class:`Fenced` and runs nothing; a hand's
-records that clash with others stored fail with :class:`StoreConflict`.  Every answer
+records or a seat's seed that clash with others stored fail with
+:class:`StoreConflict`.  The price of one transaction per batch: a slow op (a deal
+holding eight seats) delays the commit of every write in its batch.  Every answer
 goes back after the COMMIT (stored before told).  If the transaction itself fails
 (the database gone, COMMIT failed, a statement outside the savepoints), every write
 of the batch gets that error — an unknown outcome — and every op is safe to repeat:
@@ -35,6 +39,7 @@ the server's AES-GCM key in ``sealed``; recovery opens the sealed copy (D32).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import secrets
@@ -168,7 +173,10 @@ async def commit_batch(pool: asyncpg.Pool, batch: Sequence[Batched]) -> list[Any
     recs = [(w.hand_id, r) for w in batch for r in w.records]
     seeds = [(w, w.seed) for w in batch if w.seed is not None]
     out: list[Any] = [None] * len(batch)
-    async with connection(pool) as conn, conn.transaction():
+    # A batch of records and seeds only is its one statement, atomic alone: no BEGIN
+    # and COMMIT round trips (most batches); one with ops is a transaction.
+    ops = any(w.run is not None for w in batch)
+    async with connection(pool) as conn, conn.transaction() if ops else contextlib.nullcontext():
         row = await conn.fetchrow(
             BATCH_SQL,
             [w.table_id for w in batch],
