@@ -238,9 +238,17 @@ async def _alone(conn: asyncpg.Connection, run: Run) -> Any:
     return result
 
 
+def lane(w: Batched) -> int:
+    """The group commit's lanes: records and seeds (0: one statement, quick) are
+    batched apart from the ops (1: a deal holding eight seats, a settlement), so a
+    slow op never holds up the records of the tables in its batch."""
+    return 0 if w.run is None else 1
+
+
 def group_commit(pool: asyncpg.Pool, *, window: float = 0.002) -> GroupCommit[Batched]:
-    """The process's group commit, writing to ``pool``."""
-    return GroupCommit(functools.partial(commit_batch, pool), window=window)
+    """The process's group commit, writing to ``pool``: at most two batches in flight
+    per lane (four connections of the pool)."""
+    return GroupCommit(functools.partial(commit_batch, pool), window=window, lane=lane)
 
 
 # ----------------------------------------------------------------------------- the store

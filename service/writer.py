@@ -3,12 +3,14 @@
 Every write a table makes (a hand's records, and every other op: a seed, a sit, the
 deal, a settlement…) goes to the process's :class:`GroupCommit` and waits for its own
 answer before the table tells anyone — "stored before told" stays exactly true.
-Writes that arrive within ``window`` seconds of each other are handed together to the
-store's batch function (:func:`service.tablestore.commit_batch`), which carries them
-out in one transaction and answers one result per write: a value, or the exception
-that write failed with (the others commit).  If the batch function raises (the
-transaction failed: the database went away, the COMMIT failed), every write of the
-batch gets that error: an unknown outcome, after which its table reloads.
+Writes of one lane (the store's choice: a hand's records and seeds, quick, apart from
+the other ops, so they never wait behind a deal) that arrive within ``window`` seconds
+of each other are handed together to the store's batch function
+(:func:`service.tablestore.commit_batch`), which carries them out in one transaction
+and answers one result per write: a value, or the exception that write failed with
+(the others commit).  If the batch function raises (the transaction failed: the
+database went away, the COMMIT failed), every write of the batch gets that error: an
+unknown outcome, after which its table reloads.
 
 This module is only the batching: it holds no SQL and makes no database call.
 """
@@ -35,7 +37,54 @@ class _Waiting(Generic[W]):
     done: asyncio.Future[Any] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
 
 
+class _Lane(Generic[W]):
+    """Writes of one kind: batched together, at most ``max_in_flight`` batches at once."""
+
+    def __init__(self, owner: GroupCommit[W]) -> None:
+        self.owner = owner
+        self.batch: list[_Waiting[W]] = []
+        self.flusher: asyncio.Task[None] | None = None
+        self.in_flight = 0
+
+    def add(self, waiting: _Waiting[W]) -> None:
+        self.batch.append(waiting)
+        if self.in_flight >= self.owner.max_in_flight:
+            pass  # the batch in flight flushes this one when it is done
+        elif len(self.batch) >= self.owner.max_batch:
+            self.flush_now()
+        elif self.flusher is None:
+            self.flusher = asyncio.create_task(self.flush_soon())
+
+    async def flush_soon(self) -> None:
+        await asyncio.sleep(self.owner.window)
+        self.flusher = None
+        if self.in_flight < self.owner.max_in_flight:
+            self.flush_now()
+
+    def flush_now(self) -> None:
+        max_batch = self.owner.max_batch
+        batch, self.batch = self.batch[:max_batch], self.batch[max_batch:]
+        if self.flusher is not None and asyncio.current_task() is not self.flusher:
+            self.flusher.cancel()
+            self.flusher = None
+        if batch:
+            self.in_flight += 1
+            task = asyncio.create_task(self.owner._store(batch))
+            task.add_done_callback(self.stored)
+
+    def stored(self, task: asyncio.Task[None]) -> None:
+        self.in_flight -= 1
+        if not task.cancelled():
+            task.exception()  # retrieved: each write's caller has it already
+        if self.batch and self.in_flight < self.owner.max_in_flight:
+            self.flush_now()  # these waited at least as long as the window
+
+
 class GroupCommit(Generic[W]):
+    """Batches the writes it is given and hands each batch to ``commit``.  ``lane``
+    sorts writes into lanes batched apart (each with its own ``max_in_flight``), so
+    that quick writes never wait in one batch behind slow ones; by default one lane."""
+
     def __init__(
         self,
         commit: Commit[W],
@@ -43,57 +92,36 @@ class GroupCommit(Generic[W]):
         window: float = 0.002,
         max_batch: int = 512,
         max_in_flight: int = 2,
+        lane: Callable[[W], int] | None = None,
         observe: Callable[[float, int], None] | None = None,
     ) -> None:
         self.commit = commit
         self.window = window
         self.max_batch = max_batch
-        # At most this many batches at once (so at most this many pooled connections):
-        # under load the next batch grows while they run, instead of every table taking
-        # a connection of its own and starving the rest.
+        # At most this many batches at once per lane (so at most this many pooled
+        # connections each): under load the next batch grows while they run, instead
+        # of every table taking a connection of its own and starving the rest.
         self.max_in_flight = max_in_flight
+        self.lane = lane
         self.observe = observe  # (seconds, batch size) after each batch
-        self._batch: list[_Waiting[W]] = []
-        self._flusher: asyncio.Task[None] | None = None
-        self._in_flight = 0
+        self._lanes: dict[int, _Lane[W]] = {}
         self.statements = 0  # batches committed
         self.writes = 0  # writes in them
+
+    @property
+    def _in_flight(self) -> int:
+        return sum(lane.in_flight for lane in self._lanes.values())
 
     async def write(self, w: W) -> Any:
         """Store ``w`` (with whatever else arrives meanwhile): its answer, or the
         exception it failed with, or the batch's."""
         waiting = _Waiting(w)
-        self._batch.append(waiting)
-        if self._in_flight >= self.max_in_flight:
-            pass  # the batch in flight flushes this one when it is done
-        elif len(self._batch) >= self.max_batch:
-            self._flush_now()
-        elif self._flusher is None:
-            self._flusher = asyncio.create_task(self._flush_soon())
+        key = 0 if self.lane is None else self.lane(w)
+        lane = self._lanes.get(key)
+        if lane is None:
+            lane = self._lanes[key] = _Lane(self)
+        lane.add(waiting)
         return await waiting.done
-
-    async def _flush_soon(self) -> None:
-        await asyncio.sleep(self.window)
-        self._flusher = None
-        if self._in_flight < self.max_in_flight:
-            self._flush_now()
-
-    def _flush_now(self) -> None:
-        batch, self._batch = self._batch[: self.max_batch], self._batch[self.max_batch :]
-        if self._flusher is not None and asyncio.current_task() is not self._flusher:
-            self._flusher.cancel()
-            self._flusher = None
-        if batch:
-            self._in_flight += 1
-            task = asyncio.create_task(self._store(batch))
-            task.add_done_callback(self._stored)
-
-    def _stored(self, task: asyncio.Task[None]) -> None:
-        self._in_flight -= 1
-        if not task.cancelled():
-            task.exception()  # retrieved: each write's caller has it already
-        if self._batch and self._in_flight < self.max_in_flight:
-            self._flush_now()  # these waited at least as long as the window
 
     async def _store(self, batch: list[_Waiting[W]]) -> None:
         started = time.perf_counter()

@@ -31,7 +31,7 @@ from service.handstore import SealedRecord, StoreConflict
 from service.keys import ServerKeys
 from service.tablecore import io
 from service.tablecore.errors import ClientError
-from service.tablestore import Batched, TableStore, commit_batch, outcome
+from service.tablestore import Batched, TableStore, commit_batch, group_commit, outcome
 from service.writer import GroupCommit
 from tests.conftest import fresh_pool
 from verifier.settle import Settlement
@@ -72,6 +72,8 @@ async def tables_with_hands(pool: asyncpg.Pool, owner: str) -> dict[str, int]:
 
 
 def writer_of(pool: asyncpg.Pool, window: float = 0.002, max_in_flight: int = 2) -> GroupCommit[Batched]:
+    """A group commit of one lane: records and ops share its batches (commit_batch
+    takes any mix; the server's, tablestore.group_commit, batches them apart)."""
     return GroupCommit(functools.partial(commit_batch, pool), window=window, max_in_flight=max_in_flight)
 
 
@@ -506,3 +508,29 @@ async def test_seats_commitments_and_seeds_in_the_batchs_statement(pool: asyncpg
         (hands[t2], 0): (b"c" * 32, None),
         (hands[t3], 0): (b"c" * 32, None),
     }
+
+
+@pytest.mark.timeout(120)
+async def test_a_slow_op_never_holds_up_the_records_of_other_tables(pool: asyncpg.Pool) -> None:
+    """The server's group commit batches records apart from ops (tablestore.lane): an
+    op that has not finished (here one that waits; in the server a deal holding eight
+    seats) does not hold up the records of another table that arrived with it — they
+    commit while it runs.  In one lane they would share its batch and wait for it."""
+    hands = await tables_with_hands(pool, "n1")
+    t1, t2 = sorted(hands)[:2]
+    writer = group_commit(pool)
+    release = asyncio.Event()
+
+    async def slow(conn: asyncpg.Connection) -> None:
+        await release.wait()
+
+    op = asyncio.create_task(writer.write(Batched(Lease(t1, "n1", 1), t1, run=slow)))
+    rec = asyncio.create_task(writer.write(Batched(Lease(t2, "n1", 1), t2, hands[t2], (record(0),))))
+    try:
+        await asyncio.wait({rec}, timeout=60)  # a bound only a hang exceeds
+        assert rec.done() and rec.result() is None
+        assert not op.done()
+    finally:
+        release.set()
+        await asyncio.gather(op, rec, return_exceptions=True)
+    assert op.result() is None
