@@ -6,7 +6,8 @@ inside this module's transactions.
 Every op (:mod:`service.tablecore.io`) goes through the process's group commit
 (:mod:`service.writer`): :class:`TableStore` reaches the database to write only
 through it, and only :func:`commit_batch` — the function the group commit calls —
-opens a transaction.  A batch is one transaction (one statement, when it holds
+opens a transaction.  Records and seeds are batched apart from the other ops
+(:func:`lane`), so a slow op never holds them up.  A batch is one transaction (one statement, when it holds
 only records and seeds):
 
 1. one statement locks the lease of every write in the batch (``FOR KEY SHARE``, in
@@ -24,7 +25,7 @@ only records and seeds):
 A write whose lease is gone fails with :class:`Fenced` and runs nothing; a hand's
 records or a seat's seed that clash with others stored fail with
 :class:`StoreConflict`.  The price of one transaction per batch: a slow op (a deal
-holding eight seats) delays the commit of every write in its batch.  Every answer
+holding eight seats) delays the commit of the other ops in its batch.  Every answer
 goes back after the COMMIT (stored before told).  If the transaction itself fails
 (the database gone, COMMIT failed, a statement outside the savepoints), every write
 of the batch gets that error — an unknown outcome — and every op is safe to repeat:
