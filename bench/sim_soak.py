@@ -15,7 +15,8 @@ and lets the worlds in flight finish.  Every hand is checked for the invariants
 hand has its transcript verified by the verifier (one in ten of those on the curve
 alone, the rest with the signature book: tests/sim/sigbook.py); after a failure every
 transcript of the failing world is verified.  A failure is shrunk and printed with
-its seed and its shortest trace; the soak goes on and exits 1 at the end.  Progress
+its seed and its shortest trace; the soak goes on and exits 1 at the end.  SIGTERM or Ctrl-C
+stops it with its workers and prints the figures of the parts done (exit 130).  Progress
 and the figures (CPU seconds, hands per CPU second, the machine's load) go to stdout
 (docs/benchmarks.md).
 """
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -63,19 +65,24 @@ def main() -> int:
             return True
         return bool(sum(r["hands"] for r in done) >= args.hands)
 
-    for r in endless(args.first_seed, kw, args.workers, enough):
-        figures.add(r)
-        wall = time.perf_counter() - started
-        loads.append(os.getloadavg()[0])
+    stopped = False
+
+    def stop(signum: int, _frame: Any) -> None:
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    # SIGTERM as Ctrl-C: the pool's workers are stopped with it (left alone, a killed
+    # soak's worlds ran on as orphans) and the figures so far are still printed.
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        for r in endless(args.first_seed, kw, args.workers, enough):
+            _report(r, figures, started, loads)
+    except KeyboardInterrupt as e:
+        stopped = True
         print(
-            f"{wall:8.0f} s  world {r['seed']} part {r['part']}: {r['hands']} hands in {r['cpu_s']:.0f} s of CPU, "
-            f"{r['verified']} verified, {'FAILED' if r['failure'] else 'ok'}; total {figures.hands} hands, "
-            f"{figures.hands / figures.cpu_s:.0f} a CPU second, {figures.hands / wall:.0f} a second; "
-            f"load {loads[-1]:.1f}",
+            f"stopped ({e or 'SIGINT'}): the worlds in flight are lost; the figures are those of the parts done",
             flush=True,
         )
-        if r["failure"]:
-            print(r["failure"], flush=True)
+
     wall = time.perf_counter() - started
     per_cpu = figures.hands / figures.cpu_s if figures.cpu_s else 0.0
     out = {
@@ -99,11 +106,27 @@ def main() -> int:
         "load_average_mean_during": round(sum(loads) / len(loads), 2) if loads else None,
         "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
         "cpus": os.cpu_count(),
+        "stopped_by_a_signal": stopped,
     }
     print(json.dumps(out, indent=2))
     if args.json:
         args.json.write_text(json.dumps(out, indent=2) + "\n")
-    return 1 if figures.failures else 0
+    return 1 if figures.failures else (130 if stopped else 0)
+
+
+def _report(r: dict[str, Any], figures: Figures, started: float, loads: list[float]) -> None:
+    figures.add(r)
+    wall = time.perf_counter() - started
+    loads.append(os.getloadavg()[0])
+    print(
+        f"{wall:8.0f} s  world {r['seed']} part {r['part']}: {r['hands']} hands in {r['cpu_s']:.0f} s of CPU, "
+        f"{r['verified']} verified, {'FAILED' if r['failure'] else 'ok'}; total {figures.hands} hands, "
+        f"{figures.hands / figures.cpu_s:.0f} a CPU second, {figures.hands / wall:.0f} a second; "
+        f"load {loads[-1]:.1f}",
+        flush=True,
+    )
+    if r["failure"]:
+        print(r["failure"], flush=True)
 
 
 if __name__ == "__main__":

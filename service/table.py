@@ -36,6 +36,7 @@ from service.tablecore.state import CoreConfig, TableFacts
 from service.tablestore import TableStore, outcome
 from service.telling import Connection, Route, Teller, answer
 from service.writer import RecordWriter
+from verifier.errors import RuleError
 
 __all__ = ["ClientError", "Settings", "TableActor", "moved", "unavailable"]
 
@@ -73,6 +74,18 @@ class Settings:
             freeze_ms=ms(3 * self.beat_seconds),
             retry_max_ms=ms(self.retry_max_seconds),
         )
+
+
+def _refusal_read(fut: asyncio.Future[dict[str, Any]]) -> None:
+    """A refusal is the client's answer, not the server's fault: a caller that stopped
+    waiting for it (a REST call past its timeout, a socket that answered ``busy``, a
+    reply the table sent itself) leaves nothing for asyncio to log as "never
+    retrieved".  Anything else is logged now, with its traceback."""
+    if fut.cancelled():
+        return
+    e = fut.exception()
+    if e is not None and not isinstance(e, RuleError):
+        log.error("a table command failed", exc_info=e)
 
 
 class TableActor:
@@ -148,6 +161,7 @@ class TableActor:
         ``route`` the table also sends the reply to that socket itself, in order with
         its pushes (a move's reply carries the mover's update)."""
         fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        fut.add_done_callback(_refusal_read)
         if self._stopping:
             fut.set_exception(shutting_down() if not self.core.gone else moved())
             return fut
