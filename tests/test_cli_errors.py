@@ -391,8 +391,9 @@ async def test_refused_bots_runs_create_no_player(server: Running, tmp_path: Pat
         (["--server", url, "--table", table, "--count", "2"], 2, ("--operator-token", "RUMMY_OPERATOR_TOKEN")),
         (["--server", url, "--table", closed, "--count", "1", "--operator-token", OPERATOR], 4, ("is closed",)),
     ]
-    for args, code, words in cases:
-        r = await arummy("bots", *args, cwd=tmp_path, timeout=120)  # a hang fails here
+    # side by side: each is a process that mostly starts Python, and none changes what another meets
+    results = await asyncio.gather(*(arummy("bots", *args, cwd=tmp_path, timeout=120) for args, _, _ in cases))
+    for (_, code, words), r in zip(cases, results, strict=True):  # a hang fails above
         one_line(r, code, *words)
     assert await deposited(server) == before, "a refused run created funded players"
     assert await seated(server, table) == []

@@ -532,6 +532,8 @@ async def test_bots_send_a_move_refused_as_unavailable_again(proxied: tuple[Runn
             proxy.cut()
             await asyncio.sleep(4)  # the move is sent meanwhile; it is answered once the table is back
             proxy.refuse = False
+            for b in bots:  # the rest of the hand without thinking: the think time was for the outage to catch a move
+                b.think = 0.0
             await wait_for(lambda: all(b.hands_seen for b in bots), timeout=120)
         finally:
             for t in tasks:

@@ -200,16 +200,21 @@ async def lease_rows(dsn: str, tables: list[str]) -> dict[str, tuple[str, int]]:
     return {r["table_id"]: (r["owner"], r["epoch"]) for r in rows}
 
 
+#: the leases of the server below: short, so that two lease periods stopped take seconds
+#: (the default's 5 s made the test wait 11 s stopped and 5 s more for the takeover)
+SERVER_LEASE = 2.0
+
+
 @pytest.mark.timeout(300)
 async def test_a_stopped_worker_keeps_its_tables_and_a_killed_one_loses_them(pg_dsn: str, tmp_path: Path) -> None:
-    """``serve --workers 2`` (a server alone: 5 s leases): the worker holding tables
+    """``serve --workers 2`` (a server alone, ``--lease-seconds 2``): the worker holding tables
     is stopped (SIGSTOP) for more than two lease periods — its sibling, beating all
     along, takes none of them, and once it runs again it has lost none; killed
     (SIGKILL), its tables are taken again (a new epoch) within a bound only a hang
     exceeds."""
     async with (
         fresh_database(pg_dsn, "sibstop") as dsn,
-        worker_server(tmp_path / "data", dsn=dsn) as server,
+        worker_server(tmp_path / "data", dsn=dsn, extra=("--lease-seconds", str(SERVER_LEASE))) as server,
         aiohttp.ClientSession() as s,
     ):
         tables = await settled_tables(s, server, 4)
@@ -220,7 +225,7 @@ async def test_a_stopped_worker_keeps_its_tables_and_a_killed_one_loses_them(pg_
         mine = {t: e for t, (o, e) in held.items() if o == owner}
         os.kill(pid, signal.SIGSTOP)
         try:
-            end = time.monotonic() + 2 * NodeSettings.lease_seconds + 1  # the sibling beats all along
+            end = time.monotonic() + 2 * SERVER_LEASE + 1  # the sibling beats all along
             while time.monotonic() < end:
                 now = await lease_rows(dsn, tables)
                 assert {t: now[t] for t in mine} == {t: (owner, e) for t, e in mine.items()}

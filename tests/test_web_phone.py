@@ -197,6 +197,7 @@ async def test_a_hand_on_a_phone_by_taps(server: Any, api: Api, browser: Browser
     tasks: list[asyncio.Task[None]] = []
     try:
         async with phone(browser, {"width": 390, "height": 844}) as page:
+            await page.clock.install()  # the page's timers on a clock the test can move (it runs as ever until then)
             await page.goto(server.url + "/")
             await page.wait_for_selector("#signin-view:not([hidden])")
             await page.click("#operator-panel summary")  # the operator's form open too
@@ -255,8 +256,14 @@ async def test_a_hand_on_a_phone_by_taps(server: Any, api: Api, browser: Browser
             await every_control_is_reachable(page, "the results", ("#results",))  # over the whole page
             await page.evaluate("document.querySelector('#results').scrollTo(0, 0)")
             await shot(page, "phone-results")
-            # ten seconds on, through the next deal, the results are still on the page
-            await page.wait_for_timeout(10_000)
+            # ten seconds on, through the next deal, the results are still on the page: the
+            # deal in real time (the server's), then ten seconds of the page's timers at once
+            await page.wait_for_function(
+                "(n) => { const h = RummyTable.state.t.hand; return !!h && h.hand_no === n; }",
+                arg=hand_no + 1,
+                timeout=60_000,
+            )
+            await page.clock.run_for(10_000)
             shown = await page.evaluate(RESULTS_SHOWN)
             assert f"Hand {hand_no}" in shown, shown
             next_hand = await page.evaluate("RummyTable.state.t.hand && RummyTable.state.t.hand.hand_no")
