@@ -351,6 +351,12 @@ async def sample_health(part: Part, session: aiohttp.ClientSession, out: list[tu
         await asyncio.sleep(0.5)
 
 
+#: how long a REST write may take: longer than any bound of the server's own (a pooled
+#: connection within 10 s, a statement within 30 s, service.db), so that no answer in
+#: this time is a hang, not a race with the server's answer
+REST_ANSWER_S = 45.0
+
+
 async def rest_write(part: Part, session: aiohttp.ClientSession) -> int:
     """An operator's REST write (a new player): its status (0: no answer).  On a full
     disk it may fit in a page with room left (201), or be refused (503), never 500."""
@@ -358,7 +364,7 @@ async def rest_write(part: Part, session: aiohttp.ClientSession) -> int:
     headers = {"Authorization": f"Bearer {OPERATOR}"}
     with contextlib.suppress(aiohttp.ClientError, OSError, asyncio.TimeoutError):
         async with session.post(
-            part.url + "/api/players", json=body, headers=headers, timeout=aiohttp.ClientTimeout(total=10)
+            part.url + "/api/players", json=body, headers=headers, timeout=aiohttp.ClientTimeout(total=REST_ANSWER_S)
         ) as r:
             return r.status
     return 0
@@ -434,6 +440,7 @@ async def full_disk(
     filled = await asyncio.to_thread(disk.fill)
     switched = None
     rest: collections.Counter[int] = collections.Counter()
+    writing: asyncio.Task[int] | None = None  # one REST write at a time, beside the disk's keeping full
     end = fault.start + seconds
     while time.time() < end:
         await asyncio.sleep(0.5)
@@ -442,12 +449,17 @@ async def full_disk(
             # Again until PostgreSQL needs a WAL file it has not got (a recycled one
             # would do without new space) and stops.
             switched = await switch_wal(part.dsn)
-        rest[await rest_write(part, session)] += 1
+        if writing is None or writing.done():
+            if writing is not None:
+                rest[writing.result()] += 1
+            writing = asyncio.create_task(rest_write(part, session))
     sampler.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await sampler
     full_until = time.time()
     disk.empty()
+    if writing is not None:  # sent while the disk was full; its answer may come after
+        rest[await writing] += 1
     postgres = await ensure_up(pg, part.dsn, pgdata, postmaster, plan.stop_bound)
     with open(log_file, "rb") as f:
         f.seek(log_from)
@@ -489,6 +501,8 @@ async def full_disk(
         musts.append(f"{len(unpaused)} table(s) never told their clients paused")
     if rate >= 1.0:
         musts.append(f"{rate:.2f} reloads a second per table: a storm, not a backoff")
+    if rest[0]:
+        musts.append(f"{rest[0]} REST write(s) got no answer in {REST_ANSWER_S:.0f} s while the disk was full: a hang")
     if any(status >= 500 and status != 503 for status in rest):
         musts.append(f"a REST write was answered {sorted(rest)} while the disk was full (503 or a success, never 500)")
     if not postgres.startswith(("kept running", "stopped by the full disk")):
