@@ -12,7 +12,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from verifier.encoding import body_text, record_texts, without_member
+from verifier.chain import move_body
+from verifier.encoding import body_text, move_body_texts, record_texts, without_member
 from verifier.fairness import _CANONICAL, canonical_text
 
 # Keys near "h" in sort order, keys that end in the text of the member "h", and values
@@ -82,3 +83,11 @@ def test_canonical_text_refuses_what_the_json_encoder_refuses_with_the_same_erro
         ours, theirs = _outcome(canonical_text, value), _outcome(_CANONICAL.encode, value)
         assert ours == theirs
     assert _outcome(canonical_text, b"x")[0] == "TypeError"
+
+
+@settings(max_examples=400, derandomize=True, database=None, deadline=None)
+@given(st.text(max_size=8), st.integers(0, 2**53 - 1), st.text(max_size=8), OBJECTS)
+def test_move_body_text_is_the_canonical_text_of_the_move_body(
+    table_id: str, hand_no: int, prev: str, move: Any
+) -> None:
+    assert move_body_texts(table_id, hand_no)(prev, move) == canonical_text(move_body(table_id, hand_no, prev, move))

@@ -25,7 +25,6 @@ from verifier.chain import (
     WITHHELD,
     commit_move,
     link_of,
-    move_body,
     reveal_move,
     start_hand,
 )
@@ -42,7 +41,7 @@ from verifier.checkbase import (
     text_signature_ok,
 )
 from verifier.ed25519 import key_problem
-from verifier.encoding import body_text, without_member
+from verifier.encoding import body_text, move_body_texts, without_member
 from verifier.errors import RuleError
 from verifier.evidence import check_evidence, check_evidence_v1
 from verifier.fairness import PROTOCOL_V1, PROTOCOL_V2, PROTOCOLS, player_commit, reshuffler, server_commit
@@ -219,8 +218,10 @@ def check_player_signatures(ctx: Ctx) -> Skip | None:
         for e in s.header["seats"]
     }
 
+    body = move_body_texts(t["table_id"], t["hand_no"])  # body(prev, move) = canonical(move_body(…))
+
     def signed(seat: int, prev: str, move: Mapping[str, Any], sig: str) -> bool:
-        return signature_ok(keys[seat], PROTOCOL_V2, "move", move_body(t["table_id"], t["hand_no"], prev, move), sig)
+        return text_signature_ok(keys[seat], PROTOCOL_V2, "move", body(prev, move), sig)
 
     if s.commitments is not None:
         for c in s.commitments["commits"]:

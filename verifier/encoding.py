@@ -11,11 +11,15 @@ joined by ``,`` ``}`` — so a member can be taken out, or an array's items put 
 splitting at the right places: a member followed by another is ``"key":value,``
 in the text, found where it occurs once, else after the text of the members that
 follow it.
+
+A player's move signature (§9) is over ``canonical(move_body(…))``: its text is put
+together from the move's text and the hand's members, encoded once a hand
+(:func:`move_body_texts`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from verifier.fairness import canonical_text
@@ -51,3 +55,17 @@ def body_text(t: Mapping[str, Any], records: Sequence[str]) -> str:
     log = '"log":[' + ",".join(records) + "]"
     head = canonical_text(before)[:-1] + ("," if before else "")
     return head + log + ("," + canonical_text(after)[1:] if after else "}")
+
+
+def move_body_texts(table_id: str, hand_no: int) -> Callable[[str, Mapping[str, Any]], str]:
+    """``text(prev, move)`` = ``canonical(move_body(table_id, hand_no, prev, move))``
+    (§9), put together from its members in key order (``hand_no``, ``move``,
+    ``prev``, ``table_id``), the hand's own encoded once: a hand verifies a body for
+    every signed move."""
+    head = '{"hand_no":' + canonical_text(hand_no) + ',"move":'
+    tail = ',"table_id":' + canonical_text(table_id) + "}"
+
+    def text(prev: str, move: Mapping[str, Any]) -> str:
+        return head + canonical_text(move) + ',"prev":' + canonical_text(prev) + tail
+
+    return text
