@@ -30,13 +30,22 @@ def record_texts(log: Sequence[Mapping[str, Any]]) -> list[str]:
     return [canonical_text(rec) for rec in log]
 
 
+def _plain(text: str) -> bool:
+    """``text`` is ASCII letters and digits only: its JSON string is ``"text"``."""
+    return text.isascii() and text.isalnum()
+
+
 def without_member(text: str, obj: Mapping[str, Any], key: str) -> str:
     """``canonical(obj without key)`` from ``text`` = ``canonical(obj)``: the member
     ``"key":value,`` is cut out — where it stands when it occurs once in ``text``, else
     located by the members after it."""
-    if not any(k > key for k in obj):  # the last member (no record has one after "h"): encode it again
+    if not obj or max(obj) <= key:  # the last member (no record has one after "h"): encode it again
         return canonical_text({k: v for k, v in obj.items() if k != key})
-    member = canonical_text({key: obj[key]})[1:-1] + ","
+    value = obj[key]
+    if type(value) is str and _plain(key) and _plain(value):  # a record's "h": nothing to escape
+        member = '"' + key + '":"' + value + '",'
+    else:
+        member = canonical_text({key: value})[1:-1] + ","
     if text.count(member) == 1:
         at = text.index(member)
         return text[:at] + text[at + len(member) :]
