@@ -801,6 +801,33 @@ async def test_page_evidence_and_void(page: Page) -> None:
     assert await page.is_hidden("#replay-panel")
 
 
+async def test_verify_waits_for_an_evidence_file_still_being_read(page: Page, tmp_path: pathlib.Path) -> None:
+    """A person who chooses the evidence file and clicks Verify at once: the page reads
+    the file asynchronously, and once verified without it while the read was still under
+    way (test_web_table saw it on a busy machine).  Here every file read takes a second
+    longer, so the click always comes first; the evidence must still be applied."""
+    if not (VECTORS / EVID).exists():
+        pytest.skip("no evidence vector yet")
+    evidence_file = tmp_path / "evidence.json"
+    evidence_file.write_text((VECTORS / EVID).read_text())
+    await page.evaluate(
+        """(t) => {
+          const slow = Blob.prototype.arrayBuffer;
+          Blob.prototype.arrayBuffer = function () {
+            return new Promise((done) => setTimeout(done, 1000)).then(() => slow.call(this));
+          };
+          document.getElementById('transcript').value = t;
+        }""",
+        (VECTORS / V2T).read_text(),
+    )
+    await page.set_input_files("#file-evidence", str(evidence_file))
+    await page.click("#verify")
+    await page.wait_for_function(DONE)
+    assert (await check_statuses(page))["evidence"] == "passed"
+    n = len(json.loads((VECTORS / EVID).read_text())["evidence"])
+    assert await page.get_attribute("#evidence-info", "data-applied") == str(n)
+
+
 async def test_page_fetches_a_transcript_by_hand_id(browser: Browser, tmp_path: pathlib.Path) -> None:
     # a stand-in for the server's GET /api/hands/{id}/transcript, next to the page
     site = tmp_path / "site"
