@@ -33,6 +33,10 @@ VOID_HANDS = 40
 # other work, a generous bound that only a hang exceeds.
 SLOW = pytest.mark.timeout(900)
 CMD = [sys.executable, "-m", "verifier.cli", "audit"]
+# The room is built once per worker that runs one of these tests (some 15 s of CPU):
+# with ``-n 2`` all of them go to one worker (pyproject.toml's ``--dist loadgroup``),
+# so it is built once per run, not once per worker.
+pytestmark = pytest.mark.xdist_group("audit_room")
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:

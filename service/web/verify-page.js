@@ -53,6 +53,7 @@
   // ------------------------------------------------------------------ input
 
   const state = { transcriptBytes: null, evidenceBytes: null, result: null, step: 0 };
+  const reading = new Set(); // files being read (setupDrop)
 
   function defaultServer() {
     const p = window.location.protocol;
@@ -78,7 +79,15 @@
       area.value = new TextDecoder("utf-8").decode(bytes);
       if (key === "transcriptBytes") runVerify();
     };
-    input.addEventListener("change", () => take(input.files[0]));
+    // A file is read asynchronously: Verify waits for every read still under way
+    // (runVerify), so a click right after choosing the evidence file does not verify
+    // without it.
+    const read = (file) => {
+      const p = take(file);
+      reading.add(p);
+      p.finally(() => reading.delete(p));
+    };
+    input.addEventListener("change", () => read(input.files[0]));
     for (const target of [zone, area]) {
       target.addEventListener("dragover", (e) => {
         e.preventDefault();
@@ -88,7 +97,7 @@
       target.addEventListener("drop", (e) => {
         e.preventDefault();
         zone.classList.remove("over");
-        if (e.dataTransfer.files.length) take(e.dataTransfer.files[0]);
+        if (e.dataTransfer.files.length) read(e.dataTransfer.files[0]);
         else {
           const text = e.dataTransfer.getData("text/plain");
           if (text) {
@@ -153,6 +162,7 @@
   }
 
   async function runVerify() {
+    if (reading.size) await Promise.allSettled([...reading]);
     let input = state.transcriptBytes;
     if (input && input.tooLarge) {
       render({
