@@ -20,7 +20,7 @@ from service.errors import ServiceError
 from service.handover import MARK, HandedOver, hand_over
 from service.internal import SIBLINGS
 from service.routing import elsewhere, where
-from service.table import ClientError, TableActor
+from service.table import LOGGED, ClientError, TableActor
 from service.telling import Connection, Route, answer, dumps, iso
 from service.wire import WireError
 from verifier.errors import RuleError
@@ -119,7 +119,8 @@ def _reply_for(msg_id: str, outcome: asyncio.Future[dict[str, Any]]) -> dict[str
         return answer(msg_id, None, e)
     if isinstance(e, ServiceError):
         return _error(msg_id, e.code, e.message)
-    log.error("message %s failed", msg_id, exc_info=e)
+    if LOGGED not in getattr(e, "__notes__", ()):  # a table's command: logged once, by the table
+        log.error("message %s failed", msg_id, exc_info=e)
     return _error(msg_id, "server_error", "the server failed; nothing was applied unless an update says so")
 
 

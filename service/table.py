@@ -76,6 +76,10 @@ class Settings:
         )
 
 
+#: the note a command's unexpected failure carries once the table has logged it
+LOGGED = "(logged by the table: a table command failed)"
+
+
 def _refusal_read(fut: asyncio.Future[dict[str, Any]]) -> None:
     """A refusal is the client's answer, not the server's fault: a caller that stopped
     waiting for it (a REST call past its timeout, a socket that answered ``busy``, a
@@ -86,6 +90,7 @@ def _refusal_read(fut: asyncio.Future[dict[str, Any]]) -> None:
     e = fut.exception()
     if e is not None and not isinstance(e, RuleError):
         log.error("a table command failed", exc_info=e)
+        e.add_note(LOGGED)  # the socket that answers it does not log it again (api_ws)
 
 
 class TableActor:

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import logging
 from typing import Any
 
+from service import api_ws, table
 from service.cli import Running
 from tests.conftest import Api
 from tests.wsclient import Client
@@ -81,3 +83,26 @@ async def test_an_answer_nobody_waits_for_any_more_is_let_go_quietly(api: Api, s
     finally:
         loop.set_exception_handler(before)
     assert [m for m in seen if UNREAD in m] == []
+
+
+async def test_a_commands_unexpected_failure_is_logged_once(caplog: Any) -> None:
+    """A table command that fails unexpectedly (not a rule error) is logged by the table
+    as it fails, with its traceback; the socket's answer, ``server_error``, does not log
+    it a second time.  An error that did not come from a table is still logged there."""
+    loop = asyncio.get_running_loop()
+    fut: asyncio.Future[dict[str, Any]] = loop.create_future()
+    fut.add_done_callback(table._refusal_read)  # as TableActor.enqueue does
+    try:
+        raise ValueError("a bug in a table command")
+    except ValueError as e:
+        fut.set_exception(e)
+    with caplog.at_level(logging.ERROR):
+        await asyncio.wait([fut])
+        reply = api_ws._reply_for("m1", fut)
+        assert reply["error"]["code"] == "server_error"
+        failed = [r for r in caplog.records if r.exc_info and isinstance(r.exc_info[1], ValueError)]
+        assert [r.getMessage() for r in failed] == ["a table command failed"], failed
+        other: asyncio.Future[dict[str, Any]] = loop.create_future()
+        other.set_exception(KeyError("elsewhere"))
+        assert api_ws._reply_for("m2", other)["error"]["code"] == "server_error"
+        assert any(r.getMessage() == "message m2 failed" for r in caplog.records)
