@@ -6,13 +6,15 @@ text occurs more than once."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from verifier.encoding import body_text, record_texts, without_member
-from verifier.fairness import canonical_text
+from verifier.chain import move_body
+from verifier.encoding import body_text, move_body_texts, record_texts, without_member
+from verifier.fairness import _CANONICAL, canonical_text
 
 # Keys near "h" in sort order, keys that end in the text of the member "h", and values
 # that repeat it: the places a search for '"h":value,' could find the wrong one.
@@ -48,3 +50,44 @@ def test_body_text_is_the_canonical_text_without_the_signature(t: dict[str, Any]
     t = {**t, "log": log}
     expected = canonical_text({k: v for k, v in t.items() if k != "signature"})
     assert body_text(t, record_texts(log)) == expected
+
+
+# Floats, tuples and non-ASCII text too: the encoder made once writes what
+# ``json.dumps`` writes with the canonical settings for any value it is given.
+ANY_VALUES = st.recursive(
+    SCALARS | st.floats(allow_nan=False) | st.text(),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.lists(inner, max_size=3).map(tuple)
+        | st.dictionaries(KEYS | st.text(max_size=3), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=600, derandomize=True, database=None, deadline=None)
+@given(ANY_VALUES)
+def test_canonical_text_is_json_dumps_with_the_canonical_settings(value: Any) -> None:
+    assert canonical_text(value) == json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _outcome(encode: Any, value: Any) -> tuple[str, str]:
+    try:
+        return "text", encode(value)
+    except (TypeError, ValueError) as e:
+        return type(e).__name__, str(e)
+
+
+def test_canonical_text_refuses_what_the_json_encoder_refuses_with_the_same_error() -> None:
+    for value in (b"x", {(1,): 2}, object(), {"a": [set()]}, {1.5: 1}, float("nan"), {2: "x", "1": True}):
+        ours, theirs = _outcome(canonical_text, value), _outcome(_CANONICAL.encode, value)
+        assert ours == theirs
+    assert _outcome(canonical_text, b"x")[0] == "TypeError"
+
+
+@settings(max_examples=400, derandomize=True, database=None, deadline=None)
+@given(st.text(max_size=8), st.integers(0, 2**53 - 1), st.text(max_size=8), OBJECTS)
+def test_move_body_text_is_the_canonical_text_of_the_move_body(
+    table_id: str, hand_no: int, prev: str, move: Any
+) -> None:
+    assert move_body_texts(table_id, hand_no)(prev, move) == canonical_text(move_body(table_id, hand_no, prev, move))

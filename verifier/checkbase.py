@@ -101,8 +101,13 @@ def canon(x: Any) -> bytes:
     return canonical_text(x).encode("utf-8")
 
 
+_LEAVES: Final = frozenset({str, int, bool, type(None)})  # compared by ==, once their types are the same
+
+
 def same(a: Any, b: Any) -> bool:
-    """Equal as JSON values: ``true`` is not ``1``, ``[1]`` is not ``{"0": 1}``."""
+    """Equal as JSON values: ``true`` is not ``1``, ``[1]`` is not ``{"0": 1}``.  (The
+    members and items that are strings, integers, booleans or null are compared in
+    place: what a call of ``same`` on them would do, without the call.)"""
     ta = type(a)
     if ta is not type(b):
         return False
@@ -110,14 +115,19 @@ def same(a: Any, b: Any) -> bool:
         if len(a) != len(b):
             return False
         for k, v in a.items():
-            if k not in b or not same(v, b[k]):
+            if k not in b:
+                return False
+            w = b[k]
+            tv = type(v)
+            if tv is not type(w) or (v != w if tv in _LEAVES else not same(v, w)):
                 return False
         return True
     if ta is list:
         if len(a) != len(b):
             return False
         for x, y in zip(a, b, strict=True):
-            if not same(x, y):
+            tx = type(x)
+            if tx is not type(y) or (x != y if tx in _LEAVES else not same(x, y)):
                 return False
         return True
     return bool(a == b)

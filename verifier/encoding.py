@@ -11,11 +11,15 @@ joined by ``,`` ``}`` — so a member can be taken out, or an array's items put 
 splitting at the right places: a member followed by another is ``"key":value,``
 in the text, found where it occurs once, else after the text of the members that
 follow it.
+
+A player's move signature (§9) is over ``canonical(move_body(…))``: its text is put
+together from the move's text and the hand's members, encoded once a hand
+(:func:`move_body_texts`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from verifier.fairness import canonical_text
@@ -26,13 +30,22 @@ def record_texts(log: Sequence[Mapping[str, Any]]) -> list[str]:
     return [canonical_text(rec) for rec in log]
 
 
+def _plain(text: str) -> bool:
+    """``text`` is ASCII letters and digits only: its JSON string is ``"text"``."""
+    return text.isascii() and text.isalnum()
+
+
 def without_member(text: str, obj: Mapping[str, Any], key: str) -> str:
     """``canonical(obj without key)`` from ``text`` = ``canonical(obj)``: the member
     ``"key":value,`` is cut out — where it stands when it occurs once in ``text``, else
     located by the members after it."""
-    if not any(k > key for k in obj):  # the last member (no record has one after "h"): encode it again
+    if not obj or max(obj) <= key:  # the last member (no record has one after "h"): encode it again
         return canonical_text({k: v for k, v in obj.items() if k != key})
-    member = canonical_text({key: obj[key]})[1:-1] + ","
+    value = obj[key]
+    if type(value) is str and _plain(key) and _plain(value):  # a record's "h": nothing to escape
+        member = '"' + key + '":"' + value + '",'
+    else:
+        member = canonical_text({key: value})[1:-1] + ","
     if text.count(member) == 1:
         at = text.index(member)
         return text[:at] + text[at + len(member) :]
@@ -51,3 +64,17 @@ def body_text(t: Mapping[str, Any], records: Sequence[str]) -> str:
     log = '"log":[' + ",".join(records) + "]"
     head = canonical_text(before)[:-1] + ("," if before else "")
     return head + log + ("," + canonical_text(after)[1:] if after else "}")
+
+
+def move_body_texts(table_id: str, hand_no: int) -> Callable[[str, Mapping[str, Any]], str]:
+    """``text(prev, move)`` = ``canonical(move_body(table_id, hand_no, prev, move))``
+    (§9), put together from its members in key order (``hand_no``, ``move``,
+    ``prev``, ``table_id``), the hand's own encoded once: a hand verifies a body for
+    every signed move."""
+    head = '{"hand_no":' + canonical_text(hand_no) + ',"move":'
+    tail = ',"table_id":' + canonical_text(table_id) + "}"
+
+    def text(prev: str, move: Mapping[str, Any]) -> str:
+        return head + canonical_text(move) + ',"prev":' + canonical_text(prev) + tail
+
+    return text

@@ -12,6 +12,7 @@ import hashlib
 import hmac
 import json
 from collections.abc import Callable, Sequence
+from json.encoder import encode_basestring
 from typing import Any, Final, TypeAlias
 
 PROTOCOL_V1: Final = "rummy-pf/v1"
@@ -54,16 +55,41 @@ Encode: TypeAlias = Callable[[Any], bytes]
 _CANONICAL: Final = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, check_circular=False)
 
 
+def _c_encoder() -> Callable[[Any], str]:
+    """``_CANONICAL.encode``, with the C encoder it builds on every call built once.
+
+    ``JSONEncoder.encode`` makes a new ``_json.make_encoder`` from its settings for each
+    value it encodes (the Python around it costs about 1.5 µs, half a small body's
+    encoding); this is the same C encoder, with the same arguments
+    (``JSONEncoder.iterencode``'s for these settings: no circular-reference markers,
+    ``encode_basestring`` as ``ensure_ascii=False`` picks it, no indent), made once and
+    reused, so it writes the same text for every value.  Without the C accelerator
+    (another Python), ``_CANONICAL.encode`` itself."""
+    try:
+        from _json import make_encoder
+    except ImportError:  # pragma: no cover - CPython has the accelerator
+        return _CANONICAL.encode
+    encoder = make_encoder(None, _CANONICAL.default, encode_basestring, None, ":", ",", True, False, True)
+
+    def encode(obj: Any) -> str:
+        return "".join(encoder(obj, 0))
+
+    return encode
+
+
+_ENCODE: Final = _c_encoder()
+
+
 def canonical(obj: Any) -> bytes:
     """Canonical JSON: keys sorted, no spaces, UTF-8, integers only (no floats)."""
     _reject_floats(obj)
-    return _CANONICAL.encode(obj).encode("utf-8")
+    return _ENCODE(obj).encode("utf-8")
 
 
 def canonical_text(obj: Any) -> str:
     """The text of :func:`canonical`, without its float scan: for values already known
     to be JSON data (§2)."""
-    return _CANONICAL.encode(obj)
+    return _ENCODE(obj)
 
 
 _PLAIN = frozenset({str, int, bool, type(None)})  # exactly these types hold nothing to check
