@@ -69,11 +69,21 @@ def _c_encoder() -> Callable[[Any], str]:
         from _json import make_encoder
     except ImportError:  # pragma: no cover - CPython has the accelerator
         return _CANONICAL.encode
-    encoder = make_encoder(None, _CANONICAL.default, encode_basestring, None, ":", ",", True, False, True)
+    try:
+        encoder = make_encoder(None, _CANONICAL.default, encode_basestring, None, ":", ",", True, False, True)
+    except TypeError:  # pragma: no cover - another Python's private signature
+        return _CANONICAL.encode
 
     def encode(obj: Any) -> str:
         return "".join(encoder(obj, 0))
 
+    # a Python whose accelerator takes other arguments must not change a byte: checked once
+    sample = {"z": [1, -2, True, None, 'é\u2028"\\'], "a": {"b": "", "": [{}]}, "m": 10**30}
+    try:
+        if encode(sample) != _CANONICAL.encode(sample):  # pragma: no cover
+            return _CANONICAL.encode
+    except Exception:  # pragma: no cover
+        return _CANONICAL.encode
     return encode
 
 
