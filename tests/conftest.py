@@ -79,6 +79,28 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         )
         if uses_module or "browser" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.browser)
+    _xdist_groups(config, items)
+
+
+def _xdist_groups(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """pytest-xdist's ``--dist loadgroup`` (pyproject's addopts): the tests of one
+    ``xdist_group`` run on one worker.  xdist 3.8 tags them by assigning ``_nodeid``,
+    which pytest 9.2 no longer reads (its node ids are ``_id``), so every group was
+    spread over the workers and a module fixture such as the audit room was built in
+    each; this tags them as xdist means to.  A worker only; nothing when the item's id
+    already carries its group."""
+    if not getattr(config.option, "loadgroup", False):
+        return
+    try:
+        from _pytest.nodeid import coerce_node_id  # pytest 9.2's node ids
+    except ImportError:  # an older pytest: xdist's own tag works there
+        return
+    for item in items:
+        names = sorted(
+            {str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in item.iter_markers("xdist_group")}
+        )
+        if names and "@" not in item.nodeid:
+            item._id = coerce_node_id(f"{item.nodeid}@{'_'.join(names)}")
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
