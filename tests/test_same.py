@@ -65,7 +65,24 @@ def nearly(value: Any, draw: Any) -> Any:
     return out
 
 
-@settings(max_examples=1500, derandomize=True, database=None, deadline=None)
+#: equal under Python's ``==`` and not as JSON, where a member or an item is compared in
+#: place (the cases a shortcut that forgets the types gets wrong)
+EQUAL_IN_PYTHON_ONLY = [
+    ({"a": True}, {"a": 1}),
+    ({"a": 0}, {"a": False}),
+    ([1, True], [1, 1]),
+    ({"b": [{"c": False}]}, {"b": [{"c": 0}]}),
+]
+
+
+def test_a_leaf_of_another_type_is_never_the_same() -> None:
+    for a, b in EQUAL_IN_PYTHON_ONLY:
+        assert a == b and not reference(a, b)
+        assert same(a, b) is False and same(b, a) is False, (a, b)
+        assert _same_but(a, b, {}) is False if type(a) is dict else True
+
+
+@settings(max_examples=300, derandomize=True, database=None, deadline=None)
 @given(VALUES, st.data())
 def test_same_is_json_equality(a: Any, data: st.DataObject) -> None:
     b = nearly(a, data.draw)
@@ -73,7 +90,7 @@ def test_same_is_json_equality(a: Any, data: st.DataObject) -> None:
     assert same(b, a) is reference(b, a)
 
 
-@settings(max_examples=800, derandomize=True, database=None, deadline=None)
+@settings(max_examples=200, derandomize=True, database=None, deadline=None)
 @given(st.dictionaries(st.sampled_from("abcde"), VALUES, max_size=4), st.data())
 def test_same_but_with_nothing_masked_is_json_equality(a: dict[str, Any], data: st.DataObject) -> None:
     b = nearly(a, data.draw)
