@@ -114,7 +114,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
-    """Under pytest-xdist (-n 2) the workers collect; the controller stops the run on
+    """Under pytest-xdist (-n 3) the workers collect; the controller stops the run on
     their list, before any test, with the same one line as a run without workers."""
     files = {Path(i.split("::")[0]) for i in ids}
     browser = any(_DRIVES_CHROMIUM.search(f.read_text(encoding="utf-8")) for f in files if f.is_file())

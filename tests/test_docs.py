@@ -75,7 +75,7 @@ def test_the_readme_test_command_is_what_ci_runs() -> None:
     README says what the command needs beside pip and how the verifier installs alone."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
-    command = "npm ci --prefix tests/axe && pip install -c constraints.txt '.[test]' && python -m pytest -n 2"
+    command = "npm ci --prefix tests/axe && pip install -c constraints.txt '.[test]' && python -m pytest -n 3"
     assert f"\n    {command}\n" in readme and f"\n{command}\n" in ci
     assert "`python -m pytest -m drill`" in readme and "\npython -m pytest -m drill --durations=0\n" in ci
     assert "apt-get install\nchromium" in readme or "apt-get install chromium" in readme
