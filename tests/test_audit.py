@@ -34,7 +34,7 @@ VOID_HANDS = 40
 SLOW = pytest.mark.timeout(900)
 CMD = [sys.executable, "-m", "verifier.cli", "audit"]
 # The room is built once per worker that runs one of these tests (some 15 s of CPU):
-# with ``-n 2`` all of them go to one worker (pyproject.toml's ``--dist loadgroup``),
+# with ``-n`` all of them go to one worker (pyproject.toml's ``--dist loadgroup``),
 # so it is built once per run, not once per worker.
 pytestmark = pytest.mark.xdist_group("audit_room")
 

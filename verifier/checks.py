@@ -15,6 +15,7 @@ comparison by one table, :func:`later_fields`, that both sides use.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, Final
 
 from verifier.cards import card_of_id, card_value
@@ -54,7 +55,7 @@ from verifier.strictjson import json_data_problem
 __all__ = ["CHECKS_V1", "CHECKS_V2", "CHECK_NAMES", "Ctx", "Fail", "Skip", "canon", "fail", "same", "table_for"]
 
 
-def later_fields(ev: Mapping[str, Any]) -> dict[str, str]:
+def later_fields(ev: Mapping[str, Any]) -> Mapping[str, str]:
     """Field → check, for each field of an expected event that a check other than
     ``replay``'s event comparison judges (§14 check 8)."""
     kind = ev["kind"]
@@ -65,16 +66,15 @@ def later_fields(ev: Mapping[str, Any]) -> dict[str, str]:
         return {"points": "penalties"} if data.get("valid") is False else {"groups": "replay/B.3"}
     if kind == "end":
         return {"counted": "points", "settlement": "settlement"}
-    return {}
+    return _NONE_MASKED
 
 
-_MASKING: Final = frozenset({"drop", "leave", "forfeit", "declare", "end"})  # the kinds later_fields masks fields of
-_NONE_MASKED: Final[dict[str, str]] = {}
+_NONE_MASKED: Final[Mapping[str, str]] = MappingProxyType({})  # most events: nothing masked, nothing allocated
 
 
 def _events_differ(record: int, expected: list[dict[str, Any]], found: list[Any]) -> None:
     for n, (exp, got) in enumerate(zip(expected, found, strict=False)):
-        masked = later_fields(exp) if exp["kind"] in _MASKING else _NONE_MASKED
+        masked = later_fields(exp)
         if (
             type(got) is not dict
             or not same(exp["kind"], got.get("kind"))
