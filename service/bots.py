@@ -9,6 +9,10 @@ and the hand's state from the server's snapshot whenever it (re)connects, so it
 commits and reveals
 in every hand it is dealt into; it reconnects with backoff when the server goes away;
 and when it stops — its hands played, Ctrl-C, an error — it leaves its seat (D34).
+A result is pushed only to the sockets open when the hand ends, so after every
+reconnect the bot asks ``GET /api/me/hands`` for the hands it was in that ended while
+it was away: ``max_hands`` counts hands played, not frames received (a bot that missed
+one would otherwise wait for ever at a table its partner had left).
 """
 
 from __future__ import annotations
@@ -77,6 +81,8 @@ class Bot:
     _seeds: dict[int, bytes] = field(default_factory=dict)  # hand_no -> our seed
     _headers_kept: set[tuple[str, int]] = field(default_factory=set)  # (table, hand_no) whose header we kept
     _hand_no: int | None = None
+    _first_hand: int | None = None  # the first hand of this table we heard of: catch-up starts there
+    _http: aiohttp.ClientSession | None = None
     _records: dict[int, str] = field(default_factory=dict)  # record i -> h, of the current hand
     _view: tuple[int, int, dict[str, Any]] | None = None  # (hand_no, i, our view): updates change it
     _acted_on: str | None = None
@@ -97,6 +103,7 @@ class Bot:
         backoff = BACKOFF_FIRST
         try:
             async with aiohttp.ClientSession() as session:
+                self._http = session
                 registered = False
                 while not self.left and not (stop is not None and stop.is_set()):
                     try:
@@ -227,7 +234,9 @@ class Bot:
             self._note(m)
             await self._maybe_act(self._changed(m), m.get("hand_no"))
         elif t == "result":
-            self.hands_seen.append(m)
+            self._heard_of(m.get("hand_no"))
+            if not self._seen(m.get("hand_no")):  # not already caught up with
+                self.hands_seen.append(m)
             self._records = {}
             self._view = None
 
@@ -288,6 +297,7 @@ class Bot:
             body = head["body"]
             if body.get("hand_no") != self._hand_no:
                 self._hand_no, self._records = body.get("hand_no"), {}
+                self._heard_of(self._hand_no)
             self._records[int(body["i"])] = str(body["h"])
 
     def _seat_from(self, seats: dict[str, str]) -> None:
@@ -298,13 +308,15 @@ class Bot:
         """Where we stand, after a (re)connect or a table's reload: our seat, and what
         the hand in progress still needs from us."""
         self._seat_from(snap.get("seats", {}))
+        hand = snap.get("hand")
+        await self._catch_up(hand["hand_no"] if isinstance(hand, dict) else None)
         if self.seat is None and self._leaving is None and not self.left:
             await self.send({"type": "sit", "table_id": self.table_id})
-        hand = snap.get("hand")
         if not isinstance(hand, dict):
             self._view = None
             return
         self._hand_no = hand["hand_no"]
+        self._heard_of(self._hand_no)
         self._records = {0: hand["header"]["h"]}
         if hand.get("commitments"):
             self._records[1] = hand["commitments"]["h"]
@@ -317,6 +329,59 @@ class Bot:
             await self._reveal(hand["hand_no"], hand["commitments"])
         elif hand["phase"] == "play":
             await self._maybe_act(hand.get("view"), hand["hand_no"])
+
+    def _heard_of(self, hand_no: Any) -> None:
+        if self._first_hand is None and isinstance(hand_no, int):
+            self._first_hand = hand_no
+
+    def _seen(self, hand_no: Any) -> bool:
+        return any(r.get("table_id") == self.table_id and r.get("hand_no") == hand_no for r in self.hands_seen)
+
+    async def _catch_up(self, current: int | None) -> None:
+        """The results of the hands of this table we were in, from the first we heard
+        of, that ended while we were away (their result frame went to the sockets open
+        then): from our hand history and each hand's published transcript, in the
+        result frame's own shape."""
+        if self._first_hand is None or self._http is None:
+            return  # our first connection: nothing was missed
+        base = self.server.rstrip("/")
+        async with self._http.get(f"{base}/api/me/hands", headers=self._auth()) as r:
+            if r.status != 200:
+                log.info("bot %s: no hand history (%s); results missed stay missed", self.player_id, r.status)
+                return
+            history = (await r.json())["hands"]
+        missed = sorted(
+            (
+                h
+                for h in history
+                if h["table_id"] == self.table_id
+                and h["hand_no"] >= self._first_hand
+                and h["hand_no"] != current
+                and h["status"] in ("ended", "void")
+                and not self._seen(h["hand_no"])
+            ),
+            key=lambda h: int(h["hand_no"]),
+        )
+        for h in missed:
+            async with self._http.get(base + h["transcript"]) as r:
+                t = await r.json() if r.status == 200 else None  # 410: voided before its header
+            last = t["log"][-1] if t else {"type": "void", "reason": None}
+            log.info("bot %s: hand %s ended while we were away", self.player_id, h["hand_no"])
+            self.hands_seen.append(
+                {
+                    "type": "result",
+                    "table_id": self.table_id,
+                    "hand_no": h["hand_no"],
+                    "hand_id": h["hand_id"],
+                    "void": last["type"] == "void",
+                    "void_reason": last.get("reason"),
+                    "result": t["result"] if t else None,
+                    "server_seed": t["server_seed"] if t else None,
+                    "head": t["head"] if t else None,
+                    "transcript": h["transcript"],
+                    "caught_up": True,  # not pushed to us: read back after a reconnect
+                }
+            )
 
     async def _on_hand(self, m: dict[str, Any]) -> None:
         if m.get("phase") == "commit":

@@ -255,7 +255,14 @@ async def test_workers_share_the_tables_and_a_dead_worker_is_replaced(tmp_path: 
             await asyncio.sleep(0.05)
         before = await counted(s, url)
         os.kill(server.worker_pids()[1], signal.SIGKILL)
-        await asyncio.wait_for(asyncio.gather(*tasks), 200)
+        done, pending = await asyncio.wait(tasks, timeout=200)
+        if pending:
+            seen = stuck(bots)
+            for task in pending:
+                task.cancel()
+            raise AssertionError(f"bots still playing after 200 s: {seen}\n{server.text()[-6000:]}")
+        for task in done:
+            task.result()
         deadline = time.time() + 120
         while server.ready_count(1) < 2:
             assert time.time() < deadline, server.text()[-4000:]
@@ -288,6 +295,22 @@ async def test_workers_share_the_tables_and_a_dead_worker_is_replaced(tmp_path: 
                     )
                 assert refused.value.status == 403
     assert "shutting down" in server.text()
+
+
+def stuck(bots: list[Any]) -> list[dict[str, Any]]:
+    """What each bot had seen, for a failure message: which table stopped, where."""
+    return [
+        {
+            "table": b.table_id,
+            "seat": b.seat,
+            "hands": [(h.get("hand_no")) for h in b.hands_seen],
+            "connections": b.connections,
+            "told": dict(b.told),
+            "errors": [e.get("error", {}).get("code") for e in b.errors][-5:],
+            "server": b.server,
+        }
+        for b in bots
+    ]
 
 
 async def counted(session: Any, url: str) -> dict[str, float]:

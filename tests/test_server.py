@@ -595,6 +595,43 @@ def test_keys_are_created_once_and_reused(tmp_path: Any) -> None:
     assert not (tmp_path / SIGNING_KEY_FILE).exists()
 
 
+class _LosesAResult(Bot):
+    """A bot whose connection dies just as its first hand's result is on the way: it
+    never gets that frame, and connects again."""
+
+    lost: int | None = None
+
+    async def on_message(self, m: dict[str, Any]) -> None:
+        if m.get("type") == "result" and self.lost is None:
+            self.lost = int(m["hand_no"])
+            assert self._ws is not None
+            await self._ws.close()
+            return
+        await super().on_message(m)
+
+
+async def test_a_bot_that_missed_a_result_catches_up_and_leaves(api: Api, server: Running) -> None:
+    """A result is pushed only to the sockets open as the hand ends.  A bot that lost
+    its connection then reads the hand back after reconnecting, so it counts the hands it
+    played: without that, once its partner had played its hands and left, it waited
+    for ever for a hand a lone seat is never dealt (CI, test_workers_share...)."""
+    table = await api.table(seats=4, point_value=1, turn_seconds=20)
+    p, q = await api.player("steady"), await api.player("unlucky")
+    steady = Bot(server.url, p["token"], table, fast=True, max_hands=2, key=p["signer"])
+    unlucky = _LosesAResult(server.url, q["token"], table, fast=True, max_hands=2, key=q["signer"])
+    await asyncio.wait_for(asyncio.gather(steady.run(), unlucky.run()), timeout=120)
+    assert steady.left and unlucky.left
+    assert unlucky.lost is not None and unlucky.connections >= 2
+    by_hand = {r["hand_no"]: r for r in unlucky.hands_seen}
+    assert len(by_hand) == len(unlucky.hands_seen) == 2, unlucky.hands_seen
+    caught = by_hand[unlucky.lost]
+    assert caught.get("caught_up") is True
+    pushed = next(r for r in steady.hands_seen if r["hand_no"] == unlucky.lost)
+    for k in ("hand_id", "void", "result", "server_seed", "head", "transcript"):
+        assert caught[k] == pushed[k], k
+    assert not [r for r in unlucky.hands_seen if r is not caught and r.get("caught_up")]
+
+
 async def test_a_client_that_never_reads_does_not_stall_the_table(api: Api, server: Running) -> None:
     """A spectator joins and then stops reading; two bots play on regardless."""
     import aiohttp
