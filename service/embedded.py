@@ -71,15 +71,18 @@ def _read_postmaster_pid(pgdata: Path) -> list[str]:
 
 
 def postgres_of(pgdata: Path) -> list[int]:
-    """The pids of postmasters serving ``pgdata`` (by their command line)."""
+    """The pids of postmasters serving ``pgdata`` (by their command line).  A backend
+    the postmaster has just forked has the same command line until it sets its own
+    title ("postgres: checkpointer"…): a match whose parent matched too is such a
+    child, not a postmaster (it was taken for an orphan, and stopped, in that instant)."""
     import psutil
 
-    found = []
-    for proc in psutil.process_iter(attrs=["name", "cmdline"]):
+    found: dict[int, int] = {}
+    for proc in psutil.process_iter(attrs=["name", "cmdline", "ppid"]):
         cmd = proc.info["cmdline"] or []
         if proc.info["name"] == "postgres" and "-D" in cmd and str(pgdata) in cmd:
-            found.append(proc.pid)
-    return found
+            found[proc.pid] = proc.info["ppid"]
+    return [pid for pid, parent in found.items() if parent not in found]
 
 
 def _gone(pid: int) -> bool:

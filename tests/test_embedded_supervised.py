@@ -227,6 +227,29 @@ async def test_serve_killed_leaves_nothing_and_its_successor_takes_the_tables_at
     wait_until_gone(data, proc.pid)
 
 
+def test_a_child_just_forked_with_the_postmasters_command_line_is_not_a_postmaster(tmp_path: Path) -> None:
+    """A postmaster's child has its parent's command line until it sets its title: in
+    that instant it matched too, and the orphan test failed now and then with the new
+    postmaster's pid and a child's.  Here a process named postgres, with the command
+    line of one serving ``pgdata``, forks a child that keeps that command line."""
+    pgdata = (tmp_path / "pgdata").resolve()
+    fake = tmp_path / "postgres"  # the kernel names a process after the file it runs
+    fake.symlink_to(Path(sys.executable).resolve())
+    code = "import os, sys, time; os.fork(); print('up', flush=True); time.sleep(600)"
+    proc = subprocess.Popen([str(fake), "-c", code, "-D", str(pgdata)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        assert [proc.stdout.readline().strip() for _ in range(2)] == ["up", "up"]  # both running
+        assert postgres_of(pgdata) == [proc.pid]
+    finally:
+        import psutil
+
+        for child in psutil.Process(proc.pid).children():
+            child.kill()
+        proc.kill()
+        proc.communicate()
+
+
 def test_an_orphan_postgres_of_a_dead_server_is_stopped_at_the_next_start(tmp_path: Path) -> None:
     """An older server (the wheel's pg_ctl start, daemonised) killed with SIGKILL left
     its PostgreSQL running and its pid in the wheel's handle file: the next start
