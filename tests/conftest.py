@@ -12,6 +12,7 @@ import os
 import re
 import secrets
 import shutil
+import sys
 import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -32,6 +33,14 @@ from tests.browser import CHROMIUM, chromium_missing, launch
 from verifier.signing import Signer
 
 OPERATOR = "test-operator-token"
+
+# Bytecode: the suite starts some 290 Python processes (servers, the CLIs, the verifier
+# on every tampered transcript), and each would compile the project's modules again
+# where PYTHONDONTWRITEBYTECODE is set (this machine's default); the test modules'
+# rewritten assertions too.  The run writes them to the usual gitignored __pycache__
+# folders, as Python does by default: about 30 s of a five-minute run (docs/benchmarks.md).
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 # Hypothesis: "suite" (the default) derives each test's examples from the test itself
 # (derandomize), so a run does not depend on the order, on pytest-randomly's seed or on
