@@ -12,6 +12,7 @@ import shutil
 import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import asyncpg
@@ -513,7 +514,7 @@ async def test_bots_send_a_move_refused_as_unavailable_again(proxied: tuple[Runn
     for it.  Before, the bot waited on its head for ever and the clock timed it out."""
     import aiohttp
 
-    from service.bots import Bot
+    from tests.heldbot import HeldBot
 
     server, proxy = proxied
     async with aiohttp.ClientSession() as session:
@@ -522,18 +523,27 @@ async def test_bots_send_a_move_refused_as_unavailable_again(proxied: tuple[Runn
         bots = []
         for name in ("ann", "bo"):
             p = await api.player(name)
-            bots.append(Bot(server.url, p["token"], table, key=p["signer"], drops=False, think=0.5, max_hands=1))
+            bots.append(HeldBot(server.url, p["token"], table, key=p["signer"], drops=False, max_hands=1))
             bots[-1].keep_frames = True
         tasks = [asyncio.create_task(b.run()) for b in bots]
+
+        def refused() -> list[dict[str, Any]]:
+            return [e for b in bots for e in b.errors if e["error"]["code"] == "unavailable"]
+
+        def paused() -> bool:
+            return any(f.get("type") == "paused" for b in bots for f in b.frames)
+
         try:
-            # the deal is out: the seat on turn thinks for 0.5 s, and PostgreSQL goes away meanwhile
+            # the deal is out and the seat on turn holds its move; PostgreSQL goes away,
+            # then the move is sent and the table pauses (it cannot store it); once the
+            # database is back the move is refused as unavailable and sent again
             await wait_for(lambda: any(f.get("type") == "update" for b in bots for f in b.frames), timeout=60)
             proxy.refuse = True
             proxy.cut()
-            await asyncio.sleep(4)  # the move is sent meanwhile; it is answered once the table is back
+            for b in bots:
+                b.go.set()
+            await wait_for(lambda: any(b._acted_on for b in bots) and paused(), timeout=120)
             proxy.refuse = False
-            for b in bots:  # the rest of the hand without thinking: the think time was for the outage to catch a move
-                b.think = 0.0
             await wait_for(lambda: all(b.hands_seen for b in bots), timeout=120)
         finally:
             for t in tasks:
@@ -541,8 +551,7 @@ async def test_bots_send_a_move_refused_as_unavailable_again(proxied: tuple[Runn
             for t in tasks:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await t
-        refused = [e for b in bots for e in b.errors if e["error"]["code"] == "unavailable"]
-        assert refused, "no move was refused: the outage missed the move"
+        assert refused(), "no move was refused: the outage missed the move"
         result = bots[0].hands_seen[0]
         transcript = await api.call("GET", result["transcript"])
         clock = [r for r in transcript["log"] if r["type"] == "action" and r["action"]["kind"] == "timeout"]

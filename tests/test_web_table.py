@@ -29,6 +29,7 @@ from playwright.async_api import Browser, BrowserContext, Page, ViewportSize
 
 from service.bots import Bot
 from tests.conftest import Api, wait_for
+from tests.heldbot import HeldBot
 from verifier.fairness import PROTOCOL_V2
 from verifier.signing import Signer
 from verifier.signing import verify as signature_ok
@@ -574,8 +575,9 @@ async def test_a_move_out_of_turn_is_refused_and_a_dropped_connection_rejoins(
     table_id = await api.table(seats=4, point_value=1, turn_seconds=30, min_players=2)
     person = await new_person(api, "Noor")
     p = await api.player("slow-bot")
-    slow = PatientBot(server.url, p["token"], table_id, fast=True, key=p["signer"], max_hands=1)
-    slow.think = 3.0
+    # it moves only when the test says (while the page is away), never on a timer that
+    # a busy machine outruns
+    slow = HeldBot(server.url, p["token"], table_id, fast=True, key=p["signer"], max_hands=1, drops=False)
     tasks = start_bots([slow])
     try:
         async with person_page(browser) as (context, page, _console):
@@ -629,6 +631,7 @@ async def test_a_move_out_of_turn_is_refused_and_a_dropped_connection_rejoins(
             await page.wait_for_selector("#banner:not([hidden])")
             assert "Connection lost" in (await page.text_content("#banner") or "")
             await page.wait_for_function(conn("lost"))
+            slow.go.set()  # the bot moves while the page is away
             newest = before["newest"]
             try:  # its draw and its discard
                 await wait_for(lambda: bool(slow._records) and max(slow._records) >= newest + 2, timeout=60)
