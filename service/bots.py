@@ -83,6 +83,7 @@ class Bot:
     _hand_no: int | None = None
     _first_hand: int | None = None  # the first hand of this table we heard of: catch-up starts there
     _http: aiohttp.ClientSession | None = None
+    _caught_up_on: int = 0  # the connection whose missed results we read back
     _records: dict[int, str] = field(default_factory=dict)  # record i -> h, of the current hand
     _view: tuple[int, int, dict[str, Any]] | None = None  # (hand_no, i, our view): updates change it
     _acted_on: str | None = None
@@ -342,8 +343,9 @@ class Bot:
         of, that ended while we were away (their result frame went to the sockets open
         then): from our hand history and each hand's published transcript, in the
         result frame's own shape."""
-        if self._first_hand is None or self._http is None:
-            return  # our first connection: nothing was missed
+        if self._first_hand is None or self._http is None or self._caught_up_on == self.connections:
+            return  # our first connection, or one we already caught up on: nothing was missed
+        self._caught_up_on = self.connections
         base = self.server.rstrip("/")
         async with self._http.get(f"{base}/api/me/hands", headers=self._auth()) as r:
             if r.status != 200:

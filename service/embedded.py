@@ -74,7 +74,7 @@ def postgres_of(pgdata: Path) -> list[int]:
     """The pids of postmasters serving ``pgdata`` (by their command line).  A backend
     the postmaster has just forked has the same command line until it sets its own
     title ("postgres: checkpointer"…): a match whose parent matched too is such a
-    child, not a postmaster (it was taken for an orphan, and stopped, in that instant)."""
+    child, not a postmaster (at a start it would have been stopped as an orphan)."""
     import psutil
 
     found: dict[int, int] = {}
