@@ -235,7 +235,7 @@ def test_a_child_just_forked_with_the_postmasters_command_line_is_not_a_postmast
     pgdata = (tmp_path / "pgdata").resolve()
     fake = tmp_path / "postgres"  # the kernel names a process after the file it runs
     fake.symlink_to(Path(sys.executable).resolve())
-    code = "import os, sys, time; os.fork(); print('up', flush=True); time.sleep(600)"
+    code = "import os, time; os.fork(); os.write(1, b'up\\n'); time.sleep(600)"  # one write each
     proc = subprocess.Popen([str(fake), "-c", code, "-D", str(pgdata)], stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
