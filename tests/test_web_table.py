@@ -20,7 +20,7 @@ import json
 import os
 import pathlib
 import tempfile
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,11 +82,11 @@ async def shot(page: Page, name: str) -> None:
     assert path.stat().st_size > 10_000, f"the {name} picture is (nearly) empty"
 
 
-def seated(bots: list[Bot]) -> Callable[[], bool]:
+def seated(bots: Sequence[Bot]) -> Callable[[], bool]:
     return lambda: all(b.seat is not None for b in bots)
 
 
-def start_bots(bots: list[Bot]) -> list[asyncio.Task[None]]:
+def start_bots(bots: Sequence[Bot]) -> list[asyncio.Task[None]]:
     return [asyncio.create_task(b.run()) for b in bots]
 
 
@@ -108,10 +108,23 @@ class PatientBot(Bot):
     think: float | None = 0.0
 
 
-async def bot(api: Api, server_url: str, table_id: str, name: str) -> Bot:
-    """A bot (PatientBot, below: it never drops) for one hand."""
+def hold(bots: list[HeldBot]) -> Callable[[], None]:
+    """Stop the bots before their next moves (until each one's ``go`` is set again)."""
+
+    def clear() -> None:
+        for b in bots:
+            b.go.clear()
+
+    return clear
+
+
+async def bot(api: Api, server_url: str, table_id: str, name: str) -> HeldBot:
+    """A bot for one hand that never drops (as PatientBot) and moves at once, until the
+    test clears its ``go`` (tests/heldbot.py)."""
     p = await api.player(name)
-    return PatientBot(server_url, p["token"], table_id, fast=True, key=p["signer"], max_hands=1)
+    b = HeldBot(server_url, p["token"], table_id, fast=True, key=p["signer"], max_hands=1, drops=False, think=0.0)
+    b.go.set()
+    return b
 
 
 async def server_key(api: Api) -> bytes:
@@ -209,10 +222,11 @@ async def play_my_turn(page: Page, *, picture: bool = False) -> tuple[str, bytes
     return await finish_turn(page, picture=picture)
 
 
-async def first_turn_with_keys_and_dragging(page: Page) -> str:
+async def first_turn_with_keys_and_dragging(page: Page, before_discard: Callable[[], None] = lambda: None) -> str:
     """The person's first turn: drag a card into a group of its own and move another
     with Shift+→, draw with the key C, see the arrangement kept with the new card at
-    its end, select the suggested card with Enter and discard it with D."""
+    its end, select the suggested card with Enter and discard it with D
+    (``before_discard`` called just before)."""
     handle = await page.wait_for_function(MY_MOVE, timeout=60_000)
     if await handle.json_value() == "results":
         return "results"
@@ -236,7 +250,7 @@ async def first_turn_with_keys_and_dragging(page: Page) -> str:
     drawn = [c for c in after[-1] if c not in arr[-1]]
     assert after[:-1] == arr[:-1] and after[-1][: len(arr[-1])] == arr[-1] and len(drawn) == 1, (arr, after)
     name = await page.locator(f'#hand button[data-card="{drawn[0]}"]').evaluate("e => e.innerText || e.textContent")
-    assert "just drawn" in await page.text_content(f'#hand button[data-card="{drawn[0]}"] .sr-only'), name
+    assert "just drawn" in (await page.text_content(f'#hand button[data-card="{drawn[0]}"] .sr-only') or ""), name
     move = await page.get_attribute("#suggestion", "data-move")
     card = await page.get_attribute("#suggestion", "data-card")
     if move == "declare":
@@ -244,6 +258,7 @@ async def first_turn_with_keys_and_dragging(page: Page) -> str:
     await page.focus(f'#hand button[data-card="{card}"]')
     await page.keyboard.press("Enter")
     assert await page.get_attribute(f'#hand button[data-card="{card}"]', "aria-pressed") == "true"
+    before_discard()
     await page.keyboard.press("d")  # discard the selected card, from the keyboard
     await page.wait_for_function(
         f"""() => !document.querySelector('#results').hidden
@@ -411,7 +426,7 @@ async def test_a_person_plays_whole_hands_in_the_page_and_verifies_them(
     key = await server_key(api)
     async with person_page(browser) as (context, page, console):
         await sign_in(page, server.url, person["token"], "Maya")
-        bots: list[Bot] = []
+        bots: list[HeldBot] = []
         tasks: list[asyncio.Task[None]] = []
         try:
             played = 0
@@ -439,7 +454,10 @@ async def test_a_person_plays_whole_hands_in_the_page_and_verifies_them(
                     assert await page.locator("#hand button.hand-card").count() in (13, 14)
                 assert "The signed header lists your key" in (await page.text_content("#key-check") or "")
                 picture = None  # the table just before the person's last move
-                move = await first_turn_with_keys_and_dragging(page)
+                # the bots hold their moves from the person's discard until the page
+                # is back from its reload: a bot's quick declare ended the hand while
+                # the page reloaded, and the page waited for a hand that was over
+                move = await first_turn_with_keys_and_dragging(page, hold(bots))
                 played = int(move != "results")
                 if move != "results":
                     # a reload in the middle of the hand: the page finds its seat, its
@@ -449,11 +467,14 @@ async def test_a_person_plays_whole_hands_in_the_page_and_verifies_them(
                     await page.reload()
                     await page.wait_for_function(
                         "() => { const h = RummyTable.state.t && RummyTable.state.t.hand;"
-                        " return h && h.view && h.view.me && h.arr; }"
+                        " return h && h.view && h.view.me && h.arr; }",
+                        timeout=60_000,
                     )
                     now = await arrangement(page)
                     assert now == kept
                     assert len(await page.evaluate(f"RummyTable.evidence({hand_no})")) >= items
+                for b in bots:
+                    b.go.set()
                 while move != "results":
                     move, png = await play_my_turn(page, picture=True)
                     if move != "results":
