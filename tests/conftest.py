@@ -38,7 +38,8 @@ OPERATOR = "test-operator-token"
 # on every tampered transcript), and each would compile the project's modules again
 # where PYTHONDONTWRITEBYTECODE is set (this machine's default); the test modules'
 # rewritten assertions too.  The run writes them to the usual gitignored __pycache__
-# folders, as Python does by default: about 30 s of a five-minute run (docs/benchmarks.md).
+# folders, as Python does by default (docs/benchmarks.md: a second run on one clone took
+# 297 s against 330 s; a first run, whose processes all start cold, gains little).
 sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 

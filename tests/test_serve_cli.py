@@ -303,7 +303,7 @@ def stuck(bots: list[Any]) -> list[dict[str, Any]]:
         {
             "table": b.table_id,
             "seat": b.seat,
-            "hands": [(h.get("hand_no")) for h in b.hands_seen],
+            "hands": [h.get("hand_no") for h in b.hands_seen],
             "connections": b.connections,
             "told": dict(b.told),
             "errors": [e.get("error", {}).get("code") for e in b.errors][-5:],
