@@ -84,6 +84,7 @@ class Bot:
     _first_hand: int | None = None  # the first hand of this table we heard of: catch-up starts there
     _http: aiohttp.ClientSession | None = None
     _caught_up_on: int = 0  # the connection whose missed results we read back
+    _results: set[Any] = field(default_factory=set)  # hand_no of every result in hands_seen
     _records: dict[int, str] = field(default_factory=dict)  # record i -> h, of the current hand
     _view: tuple[int, int, dict[str, Any]] | None = None  # (hand_no, i, our view): updates change it
     _acted_on: str | None = None
@@ -236,8 +237,7 @@ class Bot:
             await self._maybe_act(self._changed(m), m.get("hand_no"))
         elif t == "result":
             self._heard_of(m.get("hand_no"))
-            if not self._seen(m.get("hand_no")):  # not already caught up with
-                self.hands_seen.append(m)
+            self._keep_result(m)
             self._records = {}
             self._view = None
 
@@ -335,8 +335,12 @@ class Bot:
         if self._first_hand is None and isinstance(hand_no, int):
             self._first_hand = hand_no
 
-    def _seen(self, hand_no: Any) -> bool:
-        return any(r.get("table_id") == self.table_id and r.get("hand_no") == hand_no for r in self.hands_seen)
+    def _keep_result(self, m: dict[str, Any]) -> None:
+        """One result a hand: a frame pushed after we caught up with its hand is not
+        counted twice."""
+        if m.get("hand_no") not in self._results:
+            self._results.add(m.get("hand_no"))
+            self.hands_seen.append(m)
 
     async def _catch_up(self, current: int | None) -> None:
         """The results of the hands of this table we were in, from the first we heard
@@ -360,7 +364,7 @@ class Bot:
                 and h["hand_no"] >= self._first_hand
                 and h["hand_no"] != current
                 and h["status"] in ("ended", "void")
-                and not self._seen(h["hand_no"])
+                and h["hand_no"] not in self._results
             ),
             key=lambda h: int(h["hand_no"]),
         )
@@ -369,7 +373,7 @@ class Bot:
                 t = await r.json() if r.status == 200 else None  # 410: voided before its header
             last = t["log"][-1] if t else {"type": "void", "reason": None}
             log.info("bot %s: hand %s ended while we were away", self.player_id, h["hand_no"])
-            self.hands_seen.append(
+            self._keep_result(
                 {
                     "type": "result",
                     "table_id": self.table_id,
