@@ -25,7 +25,6 @@ from __future__ import annotations
 import itertools
 import os
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -158,6 +157,8 @@ def run_jobs(paths: list[str], settings: Settings, processes: int) -> Iterator[F
     # worker idle that long at most, and a chunk's paths and results are a few hundred
     # bytes, pickled once each way.
     chunk = max(1, min(CHUNK, len(paths) // (processes * 4)))
+    from concurrent.futures import ProcessPoolExecutor  # only --jobs N needs it: not imported at start-up
+
     with ProcessPoolExecutor(max_workers=processes, initializer=_start_worker, initargs=(settings,)) as pool:
         yield from pool.map(_verify_in_worker, paths, chunksize=chunk)
 
