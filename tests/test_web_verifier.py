@@ -137,12 +137,32 @@ async def base_url() -> AsyncIterator[str]:
         yield url
 
 
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def window(browser: Browser) -> AsyncIterator[tuple[Page, list[str]]]:
+    """One page (a window of its own context) for the module's tests, and the
+    JavaScript errors seen on it.  Chromium spends about half a CPU-second opening a
+    window, as much as loading the page: the tests share the window and each loads the
+    page afresh (``page``).  The verifier page keeps nothing across loads (no cookie, no
+    storage), and no test adds a handler or a route to it."""
+    context = await browser.new_context()
+    try:
+        p = await context.new_page()
+        errors: list[str] = []
+        p.on("pageerror", lambda exc: errors.append(str(exc)))
+        yield p, errors
+    finally:
+        await context.close()
+
+
 @pytest_asyncio.fixture(loop_scope="session")
-async def page(browser: Browser, base_url: str) -> AsyncIterator[Page]:
-    async with new_page(browser) as p:
-        await p.goto(f"{base_url}/verify.html")
-        await p.wait_for_function("document.body.dataset.ready === 'true'")
-        yield p
+async def page(window: tuple[Page, list[str]], base_url: str) -> AsyncIterator[Page]:
+    """verify.html freshly loaded; a JavaScript error while the test runs fails it."""
+    p, errors = window
+    errors.clear()
+    await p.goto(f"{base_url}/verify.html")
+    await p.wait_for_function("document.body.dataset.ready === 'true'")
+    yield p
+    assert not errors, f"JavaScript errors on the page: {errors}"
 
 
 VERIFY_MANY = """async (url) => {
