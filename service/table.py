@@ -27,6 +27,7 @@ import asyncpg
 
 from service.cluster import Lease
 from service.handrun import HandRun
+from service.inbox import Inbox, Timeout
 from service.keys import ServerKeys
 from service.metrics import Metrics
 from service.tablecore import io
@@ -123,7 +124,7 @@ class TableActor:
         self.core = TableCore(table_id, keys, settings.core())
         self.store = TableStore(table_id, pool, keys, lease, writer)
         self.watchers = Teller(table_id)
-        self.inputs: asyncio.Queue[io.Input | None] = asyncio.Queue()
+        self.inputs: Inbox[io.Input | None] = Inbox()
         self.replies: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self.routes: dict[int, Route] = {}  # commands whose reply the table sends itself
         self._movers: dict[int, dict[str, Any]] = {}  # cmd id -> the mover's update, for its reply
@@ -229,15 +230,17 @@ class TableActor:
 
     async def run(self) -> None:
         beat = self.settings.beat_seconds
+        loop = asyncio.get_running_loop()
         self._step(io.Tick())
         while not self._stopping:
-            wait = beat
+            # The beat falls on the loop clock's grid of ``beat`` seconds, so that the
+            # process's idle tables wake in one turn of the loop, not each on its own
+            # (a beat still comes at most ``beat`` seconds after the last step).
+            wait = beat - loop.time() % beat
             if self._armed is not None:
-                wait = min(beat, max(0.0, (self._armed - self.now()) / 1000))
-            try:
-                inp = await asyncio.wait_for(self.inputs.get(), wait)
-            except TimeoutError:
-                inp = io.Tick()
+                wait = min(wait, max(0.0, (self._armed - self.now()) / 1000))
+            got = await self.inputs.get(wait)
+            inp = io.Tick() if isinstance(got, Timeout) else got
             if inp is None or self._stopping:
                 break
             self._step(inp)
