@@ -3,7 +3,7 @@
 The table's task waits for its next input or its beat, whichever comes first
 (:meth:`service.table.TableActor.run`).  ``asyncio.wait_for(queue.get(), t)`` did that
 with a task, a timeout and a cancellation every time the beat came first, which for an
-idle table is every time: some 0.4 ms of CPU a beat, so 200 idle tables kept 7.5 % of
+idle table is every time: some 0.4 ms of CPU a beat, so 200 idle tables kept 7.6 % of
 a core busy doing nothing (docs/benchmarks.md).  Here a wait is one future and one
 timer handle, and a beat that comes first is a result, not an exception.
 """

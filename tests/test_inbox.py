@@ -71,6 +71,7 @@ async def test_idle_tables_beat_on_one_grid(server: Running, api: Api) -> None:
     beat = server.app[CONFIG].settings.beat_seconds
     loop = asyncio.get_running_loop()
     dues: dict[str, list[tuple[float, float]]] = {}
+    spied = []
     for _ in range(3):
         table_id = await api.table(seats=4)
         actor = server.app[TABLES][table_id]
@@ -84,10 +85,15 @@ async def test_idle_tables_beat_on_one_grid(server: Running, api: Api) -> None:
             return await real(timeout)
 
         actor.inputs.get = spy
-    # a bound only a hang reaches: each idle table waits again within a beat
-    async with asyncio.timeout(60):
-        while not all(len(waits) >= 3 for waits in dues.values()):
-            await asyncio.sleep(0.1)
+        spied.append(actor)
+    try:
+        # a bound only a hang reaches: each idle table waits again within a beat
+        async with asyncio.timeout(60):
+            while not all(len(waits) >= 3 for waits in dues.values()):
+                await asyncio.sleep(0.1)
+    finally:
+        for actor in spied:
+            del actor.inputs.get  # the class's own again
     for table_id, waits in dues.items():
         for timeout, due in waits:
             off = (due - beat_offset(table_id, beat)) % beat
