@@ -45,7 +45,8 @@ if TYPE_CHECKING:
 # Start-up: an auditor runs this command once a file, and a test suite some hundred
 # times.  What only one kind of run needs is imported by that run: urllib for a URL,
 # the room audit (and its exact tests) for ``audit``, a process pool for ``--jobs``
-# (verifier/batch.py).  ``rummy-verify FILE`` starts in about 0.1 s instead of 0.15.
+# (verifier/batch.py).  Verifying one file took 0.26 CPU-s before, about 0.2 after
+# (docs/benchmarks.md).
 
 EXIT_OK = 0
 EXIT_FAILED = 1
