@@ -78,14 +78,15 @@ async def serve_directory(root: pathlib.Path, gets: Mapping[str, Handler] | None
 
 
 @contextlib.asynccontextmanager
-async def new_page(browser: Browser) -> AsyncIterator[Page]:
-    """A page in a fresh context; JavaScript errors on the page fail the test."""
+async def new_page(browser: Browser, errors: list[str] | None = None) -> AsyncIterator[Page]:
+    """A page in a fresh context; JavaScript errors on the page fail the test, or go to
+    ``errors`` for a caller that checks them itself (a page shared by several tests)."""
     context = await browser.new_context()
     page = await context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    seen: list[str] = [] if errors is None else errors
+    page.on("pageerror", lambda exc: seen.append(str(exc)))
     try:
         yield page
     finally:
         await context.close()
-    assert not errors, f"JavaScript errors on the page: {errors}"
+    assert errors is not None or not seen, f"JavaScript errors on the page: {seen}"

@@ -71,7 +71,7 @@ async def test_idle_tables_beat_on_one_grid(server: Running, api: Api) -> None:
     beat = server.app[CONFIG].settings.beat_seconds
     loop = asyncio.get_running_loop()
     dues: dict[str, list[tuple[float, float]]] = {}
-    spied = []
+    spied: list[Any] = []
     for _ in range(3):
         table_id = await api.table(seats=4)
         actor = server.app[TABLES][table_id]
@@ -106,4 +106,3 @@ def test_the_tables_spread_over_the_beats_slots() -> None:
     slots = {round(o * BEAT_SLOTS / beat) for o in offsets}
     assert slots == set(range(BEAT_SLOTS))
     assert all(0 <= o < beat for o in offsets)
-    assert beat_offset("t7", beat) == beat_offset("t7", beat)

@@ -111,6 +111,8 @@ async def fuzz(tmp_path: Path, pg_dsn: str, examples: int, *, as_player: bool) -
     for d in dirs:
         d.mkdir()
     async with server_of_its_own(pg_dsn, tmp_path / "own", "fz") as own:
+        # a player on the server either way: the operator's run meets one (its token is
+        # only fuzzed with ``as_player``)
         async with aiohttp.ClientSession() as s:
             body = {"name": "fuzzed", "deposit": 10_000}
             async with s.post(

@@ -144,14 +144,9 @@ async def window(browser: Browser) -> AsyncIterator[tuple[Page, list[str]]]:
     window, as much as loading the page: the tests share the window and each loads the
     page afresh (``page``).  The verifier page keeps nothing across loads (no cookie, no
     storage), and no test adds a handler or a route to it."""
-    context = await browser.new_context()
-    try:
-        p = await context.new_page()
-        errors: list[str] = []
-        p.on("pageerror", lambda exc: errors.append(str(exc)))
+    errors: list[str] = []
+    async with new_page(browser, errors) as p:
         yield p, errors
-    finally:
-        await context.close()
 
 
 @pytest_asyncio.fixture(loop_scope="session")
