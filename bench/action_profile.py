@@ -50,7 +50,7 @@ if __package__ in (None, ""):  # run as a file: the tree of PYTHONPATH wins, els
         sys.path.append(here)
 
 from bench import loadclient
-from service.cli import start_server
+from service.startup import start_server
 from service.table import Settings
 
 OPERATOR = "bench-action-profile-operator"

@@ -20,16 +20,16 @@ import os
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import quote, urlsplit
 
-import aiohttp
-
+from service.envnames import OPERATOR_TOKEN_ENV
 from service.errors import EXIT_OK, EXIT_USAGE, ServiceError
-from service.httpclient import Refused, Rest, Unreachable
+
+if TYPE_CHECKING:  # aiohttp only when a command runs: ``rummy-table`` parses its arguments without it
+    from service.httpclient import Refused, Rest
 
 DEFAULT_SERVER = "http://127.0.0.1:8080"
-TOKEN_ENV = "RUMMY_OPERATOR_TOKEN"  # noqa: S105 - the name of the variable
 TIMEOUT = 15.0
 MAX_AMOUNT = 10**15
 HAND_STATUSES = ("seeding", "playing", "ended", "void")
@@ -102,7 +102,7 @@ def add_arguments(
             (lambda d: {"default": d}) if defaults else (lambda d: {"default": argparse.SUPPRESS})
         )
         p.add_argument("--server", help=f"the server's URL (default {DEFAULT_SERVER})", **kw(DEFAULT_SERVER))
-        p.add_argument("--token", help=f"the operator token (default: {TOKEN_ENV})", **kw(None))
+        p.add_argument("--token", help=f"the operator token (default: {OPERATOR_TOKEN_ENV})", **kw(None))
         p.add_argument("--json", action="store_true", help="print the server's JSON", **kw(False))
         p.add_argument("--timeout", type=float, help=f"seconds per request (default {TIMEOUT:g})", **kw(TIMEOUT))
 
@@ -174,6 +174,8 @@ class Client:
         return self.rest.server
 
     async def call(self, method: str, path: str, body: Any = None, query: dict[str, Any] | None = None) -> Any:
+        from service.httpclient import Refused, Unreachable
+
         try:
             return await self.rest.call(method, path, self.token, body, query)
         except Unreachable as e:
@@ -191,7 +193,7 @@ class Client:
                 code, f"{self.server} has no {e.method} {e.path.split('?')[0]} (not_found): is it an older rummy-table?"
             )
         if e.server_code in ("unauthorized", "token_rotated"):
-            hint = f"; give the operator token with --token or {TOKEN_ENV}"
+            hint = f"; give the operator token with --token or {OPERATOR_TOKEN_ENV}"
         return AdminError(code, f"{e.message} ({e.server_code}){hint}")
 
 
@@ -449,11 +451,15 @@ def show_ledger(data: dict[str, Any]) -> str:
 def run(args: argparse.Namespace, out: TextIO) -> int:
     """Run one admin command; expected failures raise AdminError."""
     server = check_server_url(args.server)
-    token = args.token or os.environ.get(TOKEN_ENV)
+    token = args.token or os.environ.get(OPERATOR_TOKEN_ENV)
     if not token:
-        raise AdminError(EXIT_USAGE, f"give the operator token with --token or {TOKEN_ENV}")
+        raise AdminError(EXIT_USAGE, f"give the operator token with --token or {OPERATOR_TOKEN_ENV}")
     if not 0 < args.timeout <= 600:
         raise AdminError(EXIT_USAGE, f"--timeout {args.timeout:g}: give more than 0 and at most 600 seconds")
+
+    import aiohttp
+
+    from service.httpclient import Rest
 
     async def main() -> tuple[Any, str]:
         async with aiohttp.ClientSession() as session:
@@ -509,7 +515,7 @@ async def command(args: argparse.Namespace, api: Client) -> tuple[Any, str]:
         data = await api.call("POST", "/api/admin/operator-token")
         text = (
             f"new operator token (shown once, keep it): {data.get('token')}\n"
-            f"the old token no longer works: update {TOKEN_ENV} wherever it is set"
+            f"the old token no longer works: update {OPERATOR_TOKEN_ENV} wherever it is set"
         )
     elif cmd == "audit":
         data = await api.call("GET", "/api/admin/audit", query=page)

@@ -17,12 +17,10 @@ from urllib.parse import quote
 import aiohttp
 
 from service import admin
+from service.envnames import OPERATOR_TOKEN_ENV
 from service.errors import EXIT_OK, EXIT_REFUSED, EXIT_UNREACHABLE, EXIT_USAGE, CliError
 from service.httpclient import Refused, Rest, Unreachable, reason
 from service.interrupt import Interrupt, run_interruptible
-
-OPERATOR_ENV = "RUMMY_OPERATOR_TOKEN"
-
 
 REQUEST_SECONDS = 15.0  # every REST request of `bots` and `admin`
 
@@ -68,7 +66,8 @@ async def preflight_bots(
         if e.exit_code == EXIT_REFUSED:
             raise CliError(
                 EXIT_REFUSED,
-                f"the server at {server} refused the operator token; give the right --operator-token or {OPERATOR_ENV}",
+                f"the server at {server} refused the operator token; "
+                f"give the right --operator-token or {OPERATOR_TOKEN_ENV}",
             ) from None
         raise
     table: dict[str, Any] | None = None
@@ -208,9 +207,9 @@ def cmd_bots(args: argparse.Namespace) -> int:
     from service.bots import create_bots
 
     server = check_server_url(args.server)
-    token = args.operator_token or os.environ.get(OPERATOR_ENV)
+    token = args.operator_token or os.environ.get(OPERATOR_TOKEN_ENV)
     if not token:
-        raise CliError(EXIT_USAGE, f"give --operator-token or set {OPERATOR_ENV}")
+        raise CliError(EXIT_USAGE, f"give --operator-token or set {OPERATOR_TOKEN_ENV}")
     if args.count < 1:
         raise CliError(EXIT_USAGE, f"--count {args.count}: give at least 1 bot")
     if args.hands is not None and args.hands < 1:

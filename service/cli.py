@@ -14,23 +14,23 @@ created, and a data directory this run created is removed again when start-up fa
 Each command lives in its own module: ``serve`` in :mod:`service.servecmd`, ``bots``
 in :mod:`service.botcmd`, ``demo`` in :mod:`service.demo`, ``admin`` in
 :mod:`service.admin`; this one parses the arguments and turns every expected failure
-(:class:`service.errors.ServiceError`) into its line and exit code.
+(:class:`service.errors.ServiceError`) into its line and exit code.  It imports only
+what parsing needs: a command loads its own modules when it runs, so ``--help``,
+``--version`` and a mistaken argument answer without loading the server or aiohttp.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.metadata
 import os
 import sys
 import traceback
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from service import admin, connbudget, tokenreset
-from service.botcmd import OPERATOR_ENV, cmd_bots
-from service.demo import cmd_demo
+from service import admin
+from service.envnames import OPERATOR_TOKEN_ENV
 from service.errors import (
     EXIT_CAPACITY,
     EXIT_FAILED,
@@ -45,22 +45,10 @@ from service.errors import (
     CliError,
     ServiceError,
 )
-from service.logs import JsonFormatter, setup_logging
+from service.logs import setup_logging
 from service.servecmd import cmd_serve
-from service.startchecks import DatabaseUrl, database_error
-from service.startup import Running, start_server
 
-__all__ = [
-    "EXIT_CODES",
-    "CliError",
-    "DatabaseUrl",
-    "JsonFormatter",
-    "Running",
-    "database_error",
-    "main",
-    "parse_args",
-    "start_server",
-]
+__all__ = ["EXIT_CODES", "CliError", "main", "parse_args"]
 
 PROG = "rummy-table"
 
@@ -80,15 +68,44 @@ Errors are one line on stderr; --debug adds the traceback."""
 
 
 def version() -> str:
+    import importlib.metadata
+
     try:
         return importlib.metadata.version("rummy-table")
     except importlib.metadata.PackageNotFoundError:
         return "unknown (not installed)"
 
 
+class _Version(argparse.Action):
+    """``--version``: the installed package's version, read only when asked for."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kw: Any) -> None:
+        super().__init__(option_strings, dest=dest, default=argparse.SUPPRESS, nargs=0, help=kw.get("help"))
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kw: Any) -> None:
+        print(f"{PROG} {version()}", flush=True)
+        parser.exit()
+
+
+# ----------------------------------------------------------------------------- commands
+# each loads its own module when it runs
+def cmd_bots(args: argparse.Namespace) -> int:
+    from service.botcmd import cmd_bots as run
+
+    return run(args)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from service.demo import cmd_demo as run
+
+    return run(args)
+
+
 # ----------------------------------------------------------------------------- admin
 def cmd_admin(args: argparse.Namespace) -> int:
     if args.admin_command == "reset-token":  # local, without the API (service.tokenreset)
+        from service import tokenreset
+
         return tokenreset.run(args.data_dir, args.database_url, sys.stdout)
     return admin.run(args, sys.stdout)
 
@@ -115,7 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    ap.add_argument("--version", action="version", version=f"{PROG} {version()}")
+    ap.add_argument("--version", action=_Version, help="show the version and exit")
     _common(ap, defaults=True)
     sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=Parser)
     sp = sub.add_parser(
@@ -190,7 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="when the bots stop, write each one's evidence file (docs/fairness.md §15) to DIR/PLAYER_ID.json, "
         "for rummy-verify TRANSCRIPT --receipts FILE",
     )
-    bp.add_argument("--operator-token", default=None, help=f"default: {OPERATOR_ENV}")
+    bp.add_argument("--operator-token", default=None, help=f"default: {OPERATOR_TOKEN_ENV}")
     bp.set_defaults(func=cmd_bots)
     dp = sub.add_parser(
         "demo",
@@ -277,8 +294,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return code
     except ServiceError as e:
         return _fail(e.exit_code, e.message, debug)
-    except connbudget.TooManyConnections as e:
-        return _fail(EXIT_CAPACITY, str(e), debug)
     except KeyboardInterrupt:
         return _fail(EXIT_INTERRUPTED, "interrupted", debug)
     except BrokenPipeError:

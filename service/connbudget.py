@@ -21,16 +21,17 @@ from dataclasses import dataclass
 import asyncpg
 
 from service.db import POOL_SIZE
+from service.errors import EXIT_CAPACITY, CliError
 
 PER_WORKER = POOL_SIZE + 2  # the pool, the lease heartbeat, LISTEN
 PER_SERVER = 1  # the lock on the database, held by the server (by the supervisor of its workers)
 
 
-class TooManyConnections(Exception):
-    """The database cannot hold the connections this start would open."""
+class TooManyConnections(CliError):
+    """The database cannot hold the connections this start would open (exit 6)."""
 
     def __init__(self, budget: Budget) -> None:
-        super().__init__(budget.refusal())
+        super().__init__(EXIT_CAPACITY, budget.refusal())
         self.budget = budget
 
 

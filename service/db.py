@@ -269,7 +269,3 @@ async def connection(pool: asyncpg.Pool, wait: float = ACQUIRE_TIMEOUT) -> Async
     """A pooled connection, acquired with a timeout (``wait`` seconds)."""
     async with pool.acquire(timeout=wait) as conn:
         yield conn
-
-
-def database_url_from_env() -> str | None:
-    return os.environ.get("DATABASE_URL") or None

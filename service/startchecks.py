@@ -13,12 +13,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-import asyncpg
-
-from service.db import ACQUIRE_TIMEOUT
 from service.errors import EXIT_LOCKED, EXIT_REFUSED, EXIT_UNREACHABLE, EXIT_USAGE, CliError
-from service.keys import SEED_KEY_FILE, SIGNING_KEY_FILE
-from service.keys import _load_or_create as read_key_file  # reads, as the file exists
+
+# asyncpg, service.db and service.keys are imported where they are used: ``rummy-table
+# serve`` checks its arguments (the port, the data directory, the URL's form, the
+# address) before it loads the server, so a mistake is told at once.
 
 KEY_SIZE = 32  # both key files (service/keys.py)
 
@@ -106,6 +105,10 @@ class DatabaseUrl:
 
 def database_error(e: BaseException, url: DatabaseUrl) -> CliError:
     """One line for a failed connection to PostgreSQL."""
+    import asyncpg
+
+    from service.db import ACQUIRE_TIMEOUT
+
     at, src = url.where, url.source
     if isinstance(e, asyncpg.InvalidPasswordError):
         return CliError(EXIT_REFUSED, f"the database at {at} refused the password; fix the password in {src}")
@@ -139,6 +142,10 @@ def database_error(e: BaseException, url: DatabaseUrl) -> CliError:
 async def check_database(url: DatabaseUrl) -> None:
     """Connect once, before anything is created: a wrong URL, host, login or
     database is one line."""
+    import asyncpg
+
+    from service.db import ACQUIRE_TIMEOUT
+
     try:
         conn = await asyncpg.connect(url.dsn, timeout=ACQUIRE_TIMEOUT)
     except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError, ValueError) as e:
@@ -226,6 +233,9 @@ def listen(host: str, port: int, backlog: int = 1024) -> list[socket.socket]:
 def check_key_files(data_dir: Path) -> None:
     """Read each key file that is there (KeyFileError if one cannot be used), so that
     a damaged one stops the start before the other is created."""
+    from service.keys import SEED_KEY_FILE, SIGNING_KEY_FILE
+    from service.keys import _load_or_create as read_key_file  # reads, as the file exists
+
     for name in (SIGNING_KEY_FILE, SEED_KEY_FILE):
         path = data_dir / name
         if path.exists() or path.is_symlink():

@@ -21,8 +21,9 @@ from typing import TextIO
 import asyncpg
 
 from service import store
-from service.admin import TOKEN_ENV, AdminError
+from service.admin import AdminError
 from service.db import DataDirLock, EmbeddedPostgres, ServerLocked
+from service.envnames import OPERATOR_TOKEN_ENV
 from service.errors import EXIT_LOCKED, EXIT_UNREACHABLE, EXIT_USAGE
 
 CONNECT_SECONDS = 10.0
@@ -74,7 +75,7 @@ def run(data_dir: Path, database_url: str | None, out: TextIO) -> int:
     out.write(
         f"new operator token (shown once, keep it): {token}\n"
         f"the old token no longer works; a running server takes the new one at once. "
-        f"If {TOKEN_ENV} is set where the server starts, set it to the new token.\n"
+        f"If {OPERATOR_TOKEN_ENV} is set where the server starts, set it to the new token.\n"
     )
     out.flush()
     return 0

@@ -37,6 +37,7 @@ from pathlib import Path
 import aiohttp
 
 from service.cluster import NodeSettings
+from service.envnames import OPERATOR_TOKEN_ENV
 from service.errors import EXIT_INTERNAL, EXIT_OK, CliError
 from service.metrics import MULTIPROC_ENV
 from service.startchecks import listen
@@ -45,14 +46,9 @@ from service.table import Settings
 from service.worker import PLAN_ENV, WorkerPlan
 
 log = logging.getLogger("rummy.workers")
-OPERATOR_ENV = "RUMMY_OPERATOR_TOKEN"
 RESTART_BACKOFF = (0.5, 1.0, 2.0, 5.0)
 STOP_GRACE = 2.5  # seconds the workers have to stop before they are killed
 UNIX_PATH_MAX = 100  # sun_path is 108 bytes on Linux; room for "/w64.sock"
-
-
-def default_workers() -> int:
-    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
 
 
 def run_dir(data_dir: Path) -> Path:
@@ -192,7 +188,7 @@ def serve_workers(
             ground = await prepare(
                 data_dir=data_dir,
                 database_url=dsn,
-                operator_token=os.environ.get(OPERATOR_ENV) or None,
+                operator_token=os.environ.get(OPERATOR_TOKEN_ENV) or None,
                 database_source=source,
                 node=node.node_id if node.cluster else None,
                 workers=count,
@@ -236,7 +232,7 @@ def serve_workers(
                 )
                 for i in range(1, count + 1)
             ]
-            env = {k: v for k, v in os.environ.items() if k != OPERATOR_ENV}  # the workers need no token
+            env = {k: v for k, v in os.environ.items() if k != OPERATOR_TOKEN_ENV}  # the workers need no token
             (run / "metrics").mkdir(mode=0o700)
             env[MULTIPROC_ENV] = str(run / "metrics")  # every worker's counters, summed at a scrape
             sup = Supervisor(plans, env)

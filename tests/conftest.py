@@ -26,8 +26,8 @@ import pytest_asyncio
 from hypothesis import settings
 from playwright.async_api import Browser
 
-from service.cli import Running, start_server
 from service.db import EmbeddedPostgres, create_pool, migrate
+from service.startup import Running, start_server
 from service.table import Settings
 from tests.browser import CHROMIUM, chromium_missing, launch
 from verifier.signing import Signer

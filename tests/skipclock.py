@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Iterable
 
 from service.app import CONFIG, POOL, TABLES
-from service.cli import Running
+from service.startup import Running
 from service.table import TableActor
 from service.tablecore import io
 

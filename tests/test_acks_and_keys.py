@@ -18,7 +18,7 @@ import aiohttp
 
 from service.app import CONFIG, TABLES
 from service.bots import Bot
-from service.cli import Running
+from service.startup import Running
 from tests.conftest import Api, wait_for
 from tests.pgproxy import PgProxy
 from tests.skipclock import SkipClock, clocked

@@ -20,7 +20,8 @@ import pytest
 
 from service import admin
 from service.bots import Bot
-from service.cli import Running, parse_args, start_server
+from service.cli import parse_args
+from service.startup import Running, start_server
 from service.store import new_token
 from tests.conftest import OPERATOR, Api, fresh_database
 from tests.test_cli_errors import Result, clean_env, free_port, one_line, rummy

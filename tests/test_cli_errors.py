@@ -24,7 +24,10 @@ import aiohttp
 import asyncpg
 import pytest
 
-from service.cli import EXIT_CODES, DatabaseUrl, Running, database_error
+from service.cli import EXIT_CODES
+from service.errors import EXIT_USAGE
+from service.startchecks import DatabaseUrl, database_error
+from service.startup import Running
 from tests.conftest import OPERATOR
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -88,6 +91,19 @@ def dsn_with(dsn: str, *, user: str | None = None, database: str | None = None) 
 
 
 # ----------------------------------------------------------------------------- serve
+def test_help_and_an_argument_mistake_load_neither_the_server_nor_aiohttp() -> None:
+    """``rummy-table`` imports a command's modules only when the command runs: a
+    mistaken argument is told without loading the server (service/cli.py)."""
+    code = (
+        "import sys; from service import cli; rc = cli.main(['serve', '--port', '99999']); "
+        "print(rc, sorted(m for m in ('aiohttp', 'asyncpg', 'service.startup', 'service.app', 'service.db') "
+        "if m in sys.modules))"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert p.stdout.split("\n")[0] == f"{EXIT_USAGE} []", (p.stdout, p.stderr)
+    assert "99999" in p.stderr
+
+
 def test_help_documents_the_exit_codes_and_version_is_the_package_version(tmp_path: Path) -> None:
     r = rummy("--help", cwd=tmp_path)
     assert r.code == 0 and EXIT_CODES in r.out
@@ -297,7 +313,7 @@ def test_serve_logs_postgres_to_a_file_json_logs_a_second_server_and_signals(tmp
 def test_json_formatter_carries_table_and_hand_ids() -> None:
     import logging
 
-    from service.cli import JsonFormatter
+    from service.logs import JsonFormatter
 
     rec = logging.LogRecord("rummy.table", logging.WARNING, __file__, 1, "hand %d stuck", (7,), None)
     rec.table_id, rec.hand_id = "t_1", 42

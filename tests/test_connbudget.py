@@ -12,8 +12,8 @@ from pathlib import Path
 import asyncpg
 
 from service import connbudget
-from service.cli import EXIT_CAPACITY
 from service.db import migrate
+from service.errors import EXIT_CAPACITY
 from tests.conftest import fresh_database
 
 TIMEOUT = 120  # a bound only a hang exceeds

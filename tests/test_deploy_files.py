@@ -26,23 +26,24 @@ ENV_FILE = ROOT / "docs" / "deploy" / "rummy-table.env"
 
 def server_env_names() -> set[str]:
     """Every environment variable service/ reads (``os.environ.get``, ``os.getenv``,
-    ``os.environ[...]``), by name or by a module constant that holds the name."""
+    ``os.environ[...]``), by name or by a module constant that holds the name (a
+    constant of any of service/'s modules, as they import them from each other)."""
+    trees = [ast.parse(path.read_text(encoding="utf-8")) for path in (ROOT / "service").rglob("*.py")]
+    consts: dict[str, str] = {}
+    for tree in trees:
+        for n in tree.body:
+            targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(n, ast.AnnAssign) else []
+            value = n.value if isinstance(n, ast.Assign | ast.AnnAssign) else None
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                consts.update((t.id, value.value) for t in targets if isinstance(t, ast.Name))
+
+    def name_of(node: ast.expr) -> str | None:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return node.value
+        return consts.get(node.id) if isinstance(node, ast.Name) else None
+
     names: set[str] = set()
-    for path in (ROOT / "service").rglob("*.py"):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        consts = {
-            t.id: n.value.value
-            for n in tree.body
-            if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str)
-            for t in n.targets
-            if isinstance(t, ast.Name)
-        }
-
-        def name_of(node: ast.expr, consts: dict[str, str] = consts) -> str | None:
-            if isinstance(node, ast.Constant) and isinstance(node.value, str):
-                return node.value
-            return consts.get(node.id) if isinstance(node, ast.Name) else None
-
+    for tree in trees:
         for node in ast.walk(tree):
             key: ast.expr | None = None
             if isinstance(node, ast.Call) and node.args:

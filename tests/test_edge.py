@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from service.app import POOL, SOCKETS, TABLES
-from service.cli import Running
+from service.startup import Running
 from service.telling import Connection
 from tests.conftest import OPERATOR, Api, server_of_its_own, wait_for
 from tests.test_server import seat_of, seat_two, through_seeds

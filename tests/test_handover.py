@@ -21,9 +21,9 @@ from playwright.async_api import Browser
 
 from service.app import TABLES
 from service.bots import Bot
-from service.cli import Running, start_server
 from service.cluster import NodeSettings
 from service.keys import SEED_KEY_FILE, SIGNING_KEY_FILE
+from service.startup import Running, start_server
 from service.table import Settings
 from tests.conftest import OPERATOR, Api, fresh_database, wait_for
 from tests.pgproxy import PgProxy

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from service.app import CONFIG, TABLES
-from service.cli import Running
 from service.inbox import TIMEOUT, Inbox
+from service.startup import Running
 from service.table import BEAT_SLOTS, beat_offset
 from tests.conftest import Api
 

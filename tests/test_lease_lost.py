@@ -5,7 +5,7 @@ find the table's new owner instead of waiting on a socket that will never carry 
 from __future__ import annotations
 
 from service.app import CLUSTER, POOL, TABLES
-from service.cli import Running
+from service.startup import Running
 from tests.conftest import Api, wait_for
 from tests.test_server import seat_two, through_seeds
 from tests.wsclient import Client

@@ -12,9 +12,9 @@ import jsonschema_rs
 import pytest_asyncio
 
 from service.app import TABLES
-from service.cli import Running, start_server
 from service.health import decide
 from service.openapi import OPENAPI
+from service.startup import Running, start_server
 from tests.conftest import OPERATOR, Api, fresh_database
 from tests.test_server import seat_of, seat_two, through_seeds
 from tests.wsclient import Client

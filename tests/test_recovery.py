@@ -22,9 +22,9 @@ import pytest_asyncio
 from service import ledger
 from service.app import CONFIG, POOL, TABLES
 from service.bots import Bot
-from service.cli import Running, start_server
 from service.db import ServerLocked
 from service.keys import ServerKeys
+from service.startup import Running, start_server
 from service.table import Settings, TableActor
 from tests.conftest import OPERATOR, Api, fresh_database, wait_for
 from tests.pgproxy import PgProxy

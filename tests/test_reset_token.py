@@ -11,7 +11,7 @@ from pathlib import Path
 import aiohttp
 
 from service.app import CONFIG
-from service.cli import start_server
+from service.startup import start_server
 from tests.conftest import OPERATOR, server_of_its_own
 from tests.test_cli_errors import arummy, clean_env
 

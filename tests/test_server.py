@@ -11,9 +11,9 @@ import pytest
 
 from service import ledger, tablestore, views
 from service.bots import Bot
-from service.cli import Running
 from service.db import load_migrations, migrate
 from service.handrun import restore
+from service.startup import Running
 from service.telling import Connection
 from tests.conftest import Api, fresh_database, wait_for
 from tests.skipclock import clocked

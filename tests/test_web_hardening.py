@@ -15,7 +15,7 @@ import aiohttp
 import pytest
 
 from service.appkeys import POOL
-from service.cli import Running
+from service.startup import Running
 from tests.conftest import OPERATOR, Api
 from tests.wsclient import Client
 

@@ -14,7 +14,7 @@ from typing import Any
 import aiohttp
 from playwright.async_api import Browser, Page
 
-from service.cli import Running
+from service.startup import Running
 from tests.browser import new_page
 from tests.conftest import OPERATOR, Api
 from tests.test_web_hardening import csp_of

@@ -17,7 +17,7 @@ from playwright.async_api import Browser
 
 from service.app import TABLES
 from service.bots import Bot
-from service.cli import Running, start_server
+from service.startup import Running, start_server
 from service.table import Settings
 from tests.conftest import OPERATOR, Api, fresh_database, wait_for
 from tests.test_cli_errors import free_port

@@ -13,7 +13,7 @@ from typing import Any
 from playwright.async_api import Browser, Page
 
 from service.app import POOL
-from service.cli import Running
+from service.startup import Running
 from tests.browser import serve_directory
 from tests.conftest import Api
 from tests.test_web_table import conn, new_person, person_page, sign_in

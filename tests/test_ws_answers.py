@@ -11,7 +11,7 @@ import logging
 from typing import Any
 
 from service import api_ws, table
-from service.cli import Running
+from service.startup import Running
 from tests.conftest import Api
 from tests.wsclient import Client
 
