@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from service import api_admin, api_players, api_public, api_sessions, api_tables, api_ws, lifecycle, wire
+from service import api_admin, api_players, api_public, api_sessions, api_tables, api_ws, lifecycle, memtrim, wire
 from service.appkeys import (
     BACKGROUND,
     CLUSTER,
@@ -63,6 +63,7 @@ def make_app(config: Config) -> web.Application:
     app[SOCKETS] = {}
     app.cleanup_ctx.append(lifecycle.database)
     app.cleanup_ctx.append(lifecycle.tables_and_leases)
+    app.cleanup_ctx.append(memtrim.trimming)
     app.on_shutdown.append(lifecycle.on_shutdown)
     add = app.router
     add.add_get("/healthz", api_public.health)

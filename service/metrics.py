@@ -79,6 +79,12 @@ class Metrics:
             buckets=(0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
             registry=self.registry,
         )
+        self.malloc_trim_seconds = Histogram(
+            "rummy_malloc_trim_seconds",
+            "Time of each return of the C heap's free pages to the system (glibc malloc_trim; service/memtrim.py)",
+            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25),
+            registry=self.registry,
+        )
         self.reloads = Counter(
             "rummy_table_reloads",
             "Tables that reloaded from the database after a failed write (a settle failure among them)",
@@ -110,8 +116,18 @@ def process_gauges() -> Live:
             use.ru_utime + use.ru_stime,
         ),
         "rummy_process_max_resident_bytes": ("Peak resident memory of the server's processes", use.ru_maxrss * 1024),
+        "rummy_process_resident_bytes": ("Resident memory of the server's processes now", resident_bytes()),
         "rummy_processes": ("Processes serving (the workers)", 1),
     }
+
+
+def resident_bytes() -> int:
+    """This process's resident memory now (0 where /proc is not)."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def sum_live(states: list[Live]) -> Live:
