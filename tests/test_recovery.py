@@ -511,10 +511,19 @@ async def test_a_server_with_other_keys_than_the_card_rooms_is_refused(pg_dsn: s
 async def test_bots_send_a_move_refused_as_unavailable_again(proxied: tuple[Running, PgProxy]) -> None:
     """A bot whose move is refused ``unavailable`` (the table cannot reach its database)
     asks again once the table is back and makes its move: the clock never has to move
-    for it.  Before, the bot waited on its head for ever and the clock timed it out."""
+    for it.  Before, the bot waited on its head for ever and the clock timed it out.
+    These bots do not hear the table's ``resumed`` frame, which would also make them
+    move again: only the retry after the refusal can."""
     import aiohttp
 
     from tests.heldbot import HeldBot
+
+    class DeafBot(HeldBot):
+        """Deaf to ``resumed``."""
+
+        async def on_message(self, m: dict[str, Any]) -> None:
+            if m.get("type") != "resumed":
+                await super().on_message(m)
 
     server, proxy = proxied
     async with aiohttp.ClientSession() as session:
@@ -523,7 +532,7 @@ async def test_bots_send_a_move_refused_as_unavailable_again(proxied: tuple[Runn
         bots = []
         for name in ("ann", "bo"):
             p = await api.player(name)
-            bots.append(HeldBot(server.url, p["token"], table, key=p["signer"], drops=False, max_hands=1))
+            bots.append(DeafBot(server.url, p["token"], table, key=p["signer"], drops=False, max_hands=1))
             bots[-1].keep_frames = True
         tasks = [asyncio.create_task(b.run()) for b in bots]
 
