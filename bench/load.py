@@ -4,6 +4,7 @@
     python bench/load.py --quick --json        # a smoke run (the test suite runs this)
     python bench/load.py --tables 16 --seats 2000 --server-workers 2 --rounds 2
     python bench/load.py --scenarios rss --rss-minutes 30      # memory over a long human-pace run
+    python bench/load.py --scenarios rss --tracemalloc DIR     # and what grew (bench/tracemem/compare.py DIR)
     python bench/load.py --scenarios starved                   # the server held to a small CPU share
 
 It starts an embedded PostgreSQL in a temporary directory and, for every measurement,
@@ -334,6 +335,15 @@ class Bench:
             cmd = ["taskset", "-c", str(pin), *cmd]
         env = {**os.environ, "RUMMY_OPERATOR_TOKEN": OPERATOR, "PYTHONUNBUFFERED": "1"}
         env.pop("DATABASE_URL", None)
+        if kind == "project" and self.args.tracemalloc:  # bench/tracemem: snapshots of every process
+            where = Path(self.args.tracemalloc).resolve() / db
+            where.mkdir(parents=True, exist_ok=True)
+            path = os.pathsep.join(p for p in (str(ROOT / "bench" / "tracemem"), env.get("PYTHONPATH", "")) if p)
+            env |= {
+                "PYTHONPATH": path,
+                "RUMMY_BENCH_TRACEMALLOC_DIR": str(where),
+                "RUMMY_BENCH_TRACEMALLOC_EVERY": str(self.args.tracemalloc_every),
+            }
         with open(log, "ab") as out:  # the server's output to a file: never a pipe nobody reads
             proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=out, stdin=subprocess.DEVNULL)
         server = Server(kind, f"http://127.0.0.1:{port}", proc, log)
@@ -848,6 +858,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--setup-timeout", type=float, default=0, help="seconds for set-up (default max(120, 0.06 × N))")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--keep", action="store_true", help="keep the work directory (server logs)")
+    ap.add_argument(
+        "--tracemalloc", default=None, metavar="DIR", help="tracemalloc snapshots of the project's processes into DIR"
+    )
+    ap.add_argument("--tracemalloc-every", type=float, default=120.0, help="seconds between snapshots (default 120)")
     args = ap.parse_args(argv)
     args.argv = argv
     q = args.quick
