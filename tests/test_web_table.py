@@ -658,6 +658,10 @@ async def test_a_move_out_of_turn_is_refused_and_a_dropped_connection_rejoins(
                 await wait_for(lambda: bool(slow._records) and max(slow._records) >= newest + 2, timeout=60)
             except AssertionError:
                 raise AssertionError((newest, sorted(slow._records), slow.errors)) from None
+            # ...and is held again, so that the hand is still going when the person leaves
+            # below (a fast bot once declared a complete hand first, and the results
+            # covered the Leave button)
+            slow.go.clear()
             await context.set_offline(False)
             await page.wait_for_function(conn("open"), timeout=60_000)
             await page.wait_for_selector("#notice:not([hidden])")
