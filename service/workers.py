@@ -11,7 +11,8 @@ a worker which does not serve its table reaches the one that does inside the hos
 a WebSocket is handed over (:mod:`service.handover`), a REST command forwarded
 (:mod:`service.internal`); no worker has a port of its own, and nothing is ever
 redirected to one.  The workers' Unix sockets and the metrics they share live in the
-server's run directory (``DATA_DIR/run``, mode 0700), made afresh at every start.  A
+server's run directory (:mod:`service.rundir`: in ``/dev/shm``, else ``DATA_DIR/run``;
+mode 0700), made afresh at every start.  A
 worker that dies is started again, and its tables are taken over by the others
 meanwhile.  SIGTERM reaches every worker; the supervisor waits for them, then lets
 the ground go.
@@ -29,7 +30,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +40,7 @@ from service.cluster import NodeSettings
 from service.envnames import OPERATOR_TOKEN_ENV
 from service.errors import EXIT_INTERNAL, EXIT_OK, CliError
 from service.metrics import MULTIPROC_ENV
+from service.rundir import run_dir
 from service.startchecks import listen
 from service.startup import announce, prepare
 from service.table import Settings
@@ -48,21 +49,6 @@ from service.worker import PLAN_ENV, WorkerPlan
 log = logging.getLogger("rummy.workers")
 RESTART_BACKOFF = (0.5, 1.0, 2.0, 5.0)
 STOP_GRACE = 2.5  # seconds the workers have to stop before they are killed
-UNIX_PATH_MAX = 100  # sun_path is 108 bytes on Linux; room for "/w64.sock"
-
-
-def run_dir(data_dir: Path) -> Path:
-    """The server's run directory, made afresh (mode 0700): ``DATA_DIR/run``, or a
-    directory of its own under the temporary directory when that path is too long
-    for a Unix socket.  The data directory is held (its lock), so nothing else uses
-    it."""
-    path = data_dir.resolve() / "run"
-    if len(str(path / "w64.sock")) > UNIX_PATH_MAX:
-        return Path(tempfile.mkdtemp(prefix="rummy-run-"))
-    shutil.rmtree(path, ignore_errors=True)
-    path.mkdir(mode=0o700)
-    os.chmod(path, 0o700)
-    return path
 
 
 @dataclass

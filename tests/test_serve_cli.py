@@ -227,6 +227,7 @@ async def test_workers_share_the_tables_and_a_dead_worker_is_replaced(tmp_path: 
     import aiohttp
 
     from service.bots import Bot
+    from service.rundir import name_for
     from tests.workerserver import worker_server
     from verifier.signing import load_public_key
     from verifier.transcript import verify_transcript
@@ -253,6 +254,11 @@ async def test_workers_share_the_tables_and_a_dead_worker_is_replaced(tmp_path: 
         while not all(b.hands_seen for b in bots):
             assert time.time() < deadline, [len(b.hands_seen) for b in bots]
             await asyncio.sleep(0.05)
+        # the workers' sockets, stamps and memory-mapped metrics are in memory, not on the
+        # data directory's disk, whose filling must not kill them (service/rundir.py)
+        run = Path("/dev/shm") / name_for((tmp_path / "data").resolve())
+        assert (run / "metrics").is_dir() and (run / "w1.sock").exists()
+        assert not (tmp_path / "data" / "run").exists()
         before = await counted(s, url)
         os.kill(server.worker_pids()[1], signal.SIGKILL)
         done, pending = await asyncio.wait(tasks, timeout=200)
@@ -295,6 +301,7 @@ async def test_workers_share_the_tables_and_a_dead_worker_is_replaced(tmp_path: 
                     )
                 assert refused.value.status == 403
     assert "shutting down" in server.text()
+    assert not run.exists()  # removed on the way down
 
 
 def stuck(bots: list[Any]) -> list[dict[str, Any]]:

@@ -1,0 +1,93 @@
+"""The run directory of ``serve --workers N``: the workers' Unix sockets, their pid
+stamps (:mod:`service.siblings`) and the metrics files they share
+(prometheus_client's multiprocess mode, :mod:`service.metrics`).
+
+It lives in memory (``/dev/shm``) when there is room there, not on the data
+directory's disk.  The outage drill found why (``bench/outage_drill.py``, the
+embedded PostgreSQL's disk full with a WAL switch forced): the metrics files are
+memory-mapped and grown as the workers count, and a page of a mapped file that the
+full disk cannot back kills the process that touches it with SIGBUS.  Both workers
+died at once, every client lost its connection without being told ``paused``, and the
+workers started again could not write their stamps (``ENOSPC``) until the space came
+back.  The data directory's disk filling must stop the writes, not the server.
+
+Made afresh at every start, mode 0700 (this user only): the data directory is held
+(its lock), so no other server uses the same name.  A name of its own per data
+directory (a hash of its path) means a server killed without its clean-up leaves
+one directory behind, not one per start, and the next start removes it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import stat
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Final
+
+#: memory-backed parents tried first, in order
+MEMORY_PARENTS: Final = (Path("/dev/shm"),)  # noqa: S108 - made with mkdir 0700, checked as ours
+#: the room a memory parent must have free (a container's /dev/shm is often 64 MB)
+MIN_FREE_BYTES: Final = 256 << 20
+UNIX_PATH_MAX: Final = 100  # sun_path is 108 bytes on Linux; room for "/w64.sock"
+
+
+def run_dir(data_dir: Path, parents: Sequence[Path] = MEMORY_PARENTS, min_free: int = MIN_FREE_BYTES) -> Path:
+    """The server's run directory, made afresh (mode 0700): in the first of ``parents``
+    that has ``min_free`` bytes free and takes it, else ``DATA_DIR/run``, else (when
+    that path is too long for a Unix socket) a directory of its own under the
+    temporary directory."""
+    data_dir = data_dir.resolve()
+    for parent in parents:
+        path = _in_memory(parent, data_dir, min_free)
+        if path is not None:
+            return path
+    path = data_dir / "run"
+    if len(str(path / "w64.sock")) > UNIX_PATH_MAX:
+        return Path(tempfile.mkdtemp(prefix="rummy-run-"))
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(mode=0o700)
+    os.chmod(path, 0o700)
+    return path
+
+
+def name_for(data_dir: Path) -> str:
+    """The run directory's name in a shared parent: this user's, this data directory's."""
+    digest = hashlib.sha256(os.fsencode(data_dir)).hexdigest()[:16]
+    return f"rummy-run-{os.getuid()}-{digest}"
+
+
+def _in_memory(parent: Path, data_dir: Path, min_free: int) -> Path | None:
+    try:
+        if not parent.is_dir():
+            return None
+        st = os.statvfs(parent)
+        if st.f_bavail * st.f_frsize < min_free:
+            return None
+        path = parent / name_for(data_dir)
+        _remove_own(path)
+        os.mkdir(path, 0o700)  # fails if anything is there: a name another user took, a link
+        made = os.lstat(path)
+        if not stat.S_ISDIR(made.st_mode) or made.st_uid != os.getuid():
+            return None
+        os.chmod(path, 0o700)
+    except OSError:
+        return None
+    if len(str(path / "w64.sock")) > UNIX_PATH_MAX:
+        shutil.rmtree(path, ignore_errors=True)
+        return None
+    return path
+
+
+def _remove_own(path: Path) -> None:
+    """A directory of this user's left by an earlier run; anything else is left alone
+    (and ``mkdir`` then fails)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid():
+        shutil.rmtree(path)
