@@ -6,19 +6,33 @@ only, and never through a name someone else planted."""
 from __future__ import annotations
 
 import os
+import shutil
 import stat
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
-from service.rundir import MEMORY_PARENTS, name_for, run_dir
+import pytest
+
+from service.rundir import MEMORY_PARENTS, UNIX_PATH_MAX, name_for, run_dir
+
+
+@pytest.fixture
+def shm() -> Iterator[Path]:
+    """A parent with a short path, as /dev/shm's is (a Unix socket's path is short)."""
+    path = Path(tempfile.mkdtemp(prefix="shm-", dir="/tmp"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def mode(path: Path) -> int:
     return stat.S_IMODE(os.lstat(path).st_mode)
 
 
-def test_the_run_directory_is_made_in_memory_not_on_the_data_disk(tmp_path: Path) -> None:
-    shm, data = tmp_path / "shm", tmp_path / "data"
-    shm.mkdir()
+def test_the_run_directory_is_made_in_memory_not_on_the_data_disk(tmp_path: Path, shm: Path) -> None:
+    data = tmp_path / "data"
     data.mkdir()
     run = run_dir(data, parents=(shm,), min_free=1)
     assert run == shm / name_for(data.resolve())
@@ -35,20 +49,24 @@ def test_the_run_directory_is_made_in_memory_not_on_the_data_disk(tmp_path: Path
     assert run_dir(other, parents=(shm,), min_free=1) != run
 
 
-def test_the_memory_parent_is_passed_over_when_it_has_no_room_or_is_missing(tmp_path: Path) -> None:
-    shm, data = tmp_path / "shm", tmp_path / "data"
-    shm.mkdir()
+def test_the_memory_parent_is_passed_over_when_it_has_no_room_or_is_missing(tmp_path: Path, shm: Path) -> None:
+    data = tmp_path / "data"
     data.mkdir()
     full = run_dir(data, parents=(shm,), min_free=1 << 62)  # more than any disk has free
     assert full == data.resolve() / "run" and mode(full) == 0o700
     assert list(shm.iterdir()) == []
     gone = run_dir(data, parents=(tmp_path / "no-such",), min_free=1)
     assert gone == data.resolve() / "run"
+    # a parent whose path leaves no room for a socket's name
+    deep = shm / ("d" * (UNIX_PATH_MAX - len(str(shm))))
+    deep.mkdir()
+    assert run_dir(data, parents=(deep,), min_free=1) == data.resolve() / "run"
+    assert list(deep.iterdir()) == []
 
 
-def test_a_name_planted_in_the_shared_parent_is_not_followed(tmp_path: Path) -> None:
-    shm, data, elsewhere = tmp_path / "shm", tmp_path / "data", tmp_path / "elsewhere"
-    for d in (shm, data, elsewhere):
+def test_a_name_planted_in_the_shared_parent_is_not_followed(tmp_path: Path, shm: Path) -> None:
+    data, elsewhere = tmp_path / "data", tmp_path / "elsewhere"
+    for d in (data, elsewhere):
         d.mkdir()
     (elsewhere / "keep").write_text("not the server's", encoding="ascii")
     planted = shm / name_for(data.resolve())
