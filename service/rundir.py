@@ -68,6 +68,8 @@ def _in_memory(parent: Path, data_dir: Path, min_free: int) -> Path | None:
         if st.f_bavail * st.f_frsize < min_free:
             return None
         path = parent / name_for(data_dir)
+        if len(str(path / "w64.sock")) > UNIX_PATH_MAX:
+            return None
         _remove_own(path)
         os.mkdir(path, 0o700)  # fails if anything is there: a name another user took, a link
         made = os.lstat(path)
@@ -75,9 +77,6 @@ def _in_memory(parent: Path, data_dir: Path, min_free: int) -> Path | None:
             return None
         os.chmod(path, 0o700)
     except OSError:
-        return None
-    if len(str(path / "w64.sock")) > UNIX_PATH_MAX:
-        shutil.rmtree(path, ignore_errors=True)
         return None
     return path
 

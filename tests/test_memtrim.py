@@ -49,8 +49,9 @@ def test_the_real_trim_gives_freed_heap_back_to_the_system() -> None:
     code = """
 import random
 from service import memtrim
+from service.metrics import resident_bytes
 def rss():
-    return int(open("/proc/self/statm").read().split()[1]) * 4
+    return resident_bytes() // 1024
 rnd = random.Random(1)
 keep, junk = [], []
 for i in range(40_000):
