@@ -150,6 +150,15 @@ def cpus_allowed(pid: int) -> str | None:
     return None
 
 
+def bytes_by_kind(results: dict[Any, dict[str, Any]], acks: int) -> dict[str, int]:
+    """Bytes received by clients per acknowledged action, by frame kind, largest first."""
+    total: dict[str, int] = {}
+    for r in results.values():
+        for k, v in r.get("rx_kinds", {}).items():
+            total[k] = total.get(k, 0) + v
+    return {k: round(v / max(1, acks)) for k, v in sorted(total.items(), key=lambda kv: -kv[1])}
+
+
 def percentile(values: list[float], q: float) -> float:
     """Nearest rank."""
     if not values:
@@ -569,6 +578,7 @@ class Bench:
             "rss_per_seat_kb": round((rss1 - rss0) / max(1, reached), 1),
             "frames_in_per_action": round(rx_msgs / max(1, acks), 2),
             "bytes_in_per_action": round(rx_bytes / max(1, acks)),
+            "bytes_in_per_action_by_kind": bytes_by_kind(results, acks),
             "unanswered": sum(r["unanswered"] for r in results.values()),
             "lost": sum(r["lost"] for r in results.values()),
             "errors": errors,

@@ -73,6 +73,19 @@ def raise_nofile() -> int:
     return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
+def frame_kind(m: Any) -> str:
+    """A received frame's kind for the byte breakdown: its ``type``, a reply that
+    carries the mover's update counted apart."""
+    if not isinstance(m, dict):
+        return "other"
+    kind = str(m.get("type"))
+    if kind == "reply" and isinstance(m.get("result"), dict) and "update" in m["result"]:
+        return "reply+update"
+    if kind == "hand":
+        return f"hand:{m.get('phase')}"
+    return kind
+
+
 def dumps(m: dict[str, Any]) -> str:
     return json.dumps(m, separators=(",", ":"))
 
@@ -112,6 +125,7 @@ class Stats:
     key_mismatch: int = 0
     rx_msgs: int = 0  # frames received in the window, and their bytes
     rx_bytes: int = 0
+    rx_kinds: Counter[str] = field(default_factory=Counter)  # bytes received in the window by frame kind
     handshakes: int = 0  # WebSocket handshakes tried and failed, since the start (set-up included)
     handshakes_failed: int = 0
 
@@ -182,6 +196,7 @@ class Worker:
             "key_mismatch": s.key_mismatch,
             "rx_msgs": s.rx_msgs,
             "rx_bytes": s.rx_bytes,
+            "rx_kinds": dict(s.rx_kinds),
             "handshakes": s.handshakes,
             "handshakes_failed": s.handshakes_failed,
             "connected": sum(1 for x in self.seats if x.connected),
@@ -388,7 +403,11 @@ class Socket:
                         if st.t0 <= time.time() < st.t1:
                             st.rx_msgs += 1
                             st.rx_bytes += len(msg.data)
-                        await self.on_message(json.loads(msg.data))
+                            body = json.loads(msg.data)
+                            st.rx_kinds[frame_kind(body)] += len(msg.data)
+                        else:
+                            body = json.loads(msg.data)
+                        await self.on_message(body)
                 finally:
                     self.connected = False
                     self.ws = None

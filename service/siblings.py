@@ -85,6 +85,17 @@ def is_alive(stamp: Stamp | None, supervisor: int) -> bool:
     return False
 
 
+def is_gone(stamp: Stamp) -> bool:
+    """Has the process ``stamp`` names ended (no such process, or another one with its pid)?"""
+    try:
+        started: float = psutil.Process(stamp.pid).create_time()
+    except psutil.NoSuchProcess:
+        return True
+    except psutil.Error:
+        return False  # there, but not ours to look at: not known to be gone
+    return started != stamp.started
+
+
 def alive(run_dir: str | Path, index: int, supervisor: int) -> bool:
     """Is worker ``index`` of this server alive now?"""
     return is_alive(read_stamp(run_dir, index), supervisor)

@@ -8,13 +8,16 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from service.rundir import MEMORY_PARENTS, UNIX_PATH_MAX, name_for, run_dir
+from service.rundir import MEMORY_PARENTS, OWNER, UNIX_PATH_MAX, name_for, owner, run_dir, sweep
+from service.siblings import Stamp, own_stamp
 
 
 @pytest.fixture
@@ -42,7 +45,8 @@ def test_the_run_directory_is_made_in_memory_not_on_the_data_disk(tmp_path: Path
     (run / "metrics").mkdir()
     (run / "metrics" / "counter_123.db").write_bytes(b"x" * 10)
     again = run_dir(data, parents=(shm,), min_free=1)
-    assert again == run and list(again.iterdir()) == []
+    assert again == run and [p.name for p in again.iterdir()] == [OWNER]
+    assert owner(run) == (own_stamp(), data.resolve())
     # another data directory, another name
     other = tmp_path / "other"
     other.mkdir()
@@ -87,4 +91,63 @@ def test_by_default_the_run_directory_is_in_dev_shm_here(tmp_path: Path) -> None
     try:
         assert run.parent == MEMORY_PARENTS[0] and not (tmp_path / "run").exists()
     finally:
-        run.rmdir()
+        shutil.rmtree(run)
+
+
+def dead_stamp() -> Stamp:
+    """The stamp of a process that has ended."""
+    proc = subprocess.Popen([sys.executable, "-c", "import os; print(os.getpid())"], stdout=subprocess.PIPE)
+    out, _ = proc.communicate(timeout=30)
+    return Stamp(int(out), 1.0)
+
+
+def left(shm: Path, tag: str, stamp: Stamp | None, data_dir: Path) -> Path:
+    path = shm / f"rummy-run-{os.getuid()}-{tag}"
+    path.mkdir(mode=0o700)
+    (path / "metrics").mkdir()
+    if stamp is not None:
+        (path / OWNER).write_bytes(stamp.text().encode("ascii") + os.fsencode(data_dir) + b"\n")
+    return path
+
+
+def test_a_start_sweeps_run_directories_whose_server_and_data_directory_are_gone(tmp_path: Path, shm: Path) -> None:
+    """A server killed without its clean-up, whose data directory was then removed (a
+    test's, a container's), left its run directory in memory; the next start of any
+    server of this user removes it, and nothing that may still be in use."""
+    gone_data = tmp_path / "removed"  # never made: the data directory is gone
+    kept_data = tmp_path / "kept"
+    kept_data.mkdir()
+    dead = dead_stamp()
+    orphan = left(shm, "orphan", dead, gone_data)
+    live_owner = left(shm, "live", own_stamp(), gone_data)  # its server still runs
+    reused_pid = left(shm, "reused", Stamp(os.getpid(), own_stamp().started + 5.0), gone_data)  # pid taken since
+    data_left = left(shm, "data", dead, kept_data)  # its data directory can start again
+    no_owner = left(shm, "older", None, gone_data)  # an older server's, or one being made
+    other_user = shm / f"rummy-run-{os.getuid() + 1}-x"
+    other_user.mkdir()
+    (other_user / OWNER).write_bytes(dead.text().encode("ascii") + os.fsencode(gone_data) + b"\n")
+    link = shm / f"rummy-run-{os.getuid()}-link"
+    link.symlink_to(tmp_path, target_is_directory=True)
+
+    data = tmp_path / "data"
+    data.mkdir()
+    run = run_dir(data, parents=(shm,), min_free=1)
+    assert run.is_dir()
+    assert not orphan.exists() and not reused_pid.exists()
+    for kept in (live_owner, data_left, no_owner, other_user, run):
+        assert kept.is_dir(), kept
+    assert link.is_symlink() and tmp_path.is_dir()
+    assert sweep(shm) == []  # nothing more to sweep
+
+
+def test_an_owner_file_that_is_not_one_is_left_alone(shm: Path, tmp_path: Path) -> None:
+    dead = dead_stamp()
+    bad = [b"", b"garbage\n", dead.text().encode("ascii"), dead.text().encode("ascii") + b"/x\n/y\n"]
+    paths = []
+    for n, text in enumerate(bad):
+        path = left(shm, f"bad{n}", None, tmp_path)
+        (path / OWNER).write_bytes(text)
+        assert owner(path) is None
+        paths.append(path)
+    assert sweep(shm) == []
+    assert all(p.is_dir() for p in paths)
