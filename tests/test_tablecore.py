@@ -441,3 +441,22 @@ def test_a_second_void_of_a_hand_is_hand_over_whatever_the_table_has_moved_on_to
     h.send("operator", "void", {"hand_id": hand.hand_id, "reason": "again"})
     err = h.of(io.Reply)[-1].error
     assert err is not None and err.code == "hand_over", err
+
+
+def test_a_join_that_comes_before_the_table_has_loaded_gets_its_snapshot() -> None:
+    """A table a worker has just taken (after a hand-over, or a reload) queues the
+    commands that come while it loads; a join among them is answered with the
+    snapshot once the table is loaded, not refused as an unknown command (the starved
+    bench saw one ``bad_message`` answer to a join)."""
+    h = Harness()
+    h.core = TableCore("t0", h.keys, CFG)  # a fresh worker's: nothing loaded yet
+    h.inflight.clear()
+    h.send("p0", "snapshot", {"since": None})
+    h.send("p1", "snapshot", {"since": {"hand_no": 1, "i": 0}})
+    assert h.core.mode is Mode.LOADING and h.of(io.Reply) == []
+    h.answer_all()
+    replies = h.of(io.Reply)
+    assert [r.cmd_id for r in replies] == [h.ids - 1, h.ids]
+    for r in replies:
+        assert r.error is None, r.error
+        assert r.result["table_id"] == "t0" and r.result["seats"] == {"0": "p0", "1": "p1"}

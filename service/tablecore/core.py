@@ -170,12 +170,15 @@ class TableCore(Commands):
         if self.mode is Mode.GONE:
             self.reply(cmd, error=moved())
         elif cmd.kind == "snapshot" and self.facts is not None:
-            since = cmd.payload.get("since")
-            self.reply(cmd, self.snapshot_for(cmd.player_id, (since["hand_no"], since["i"]) if since else (0, -1), now))
+            self._snapshot(cmd, now)
         elif self.mode is Mode.WAITING:
             self.reply(cmd, error=unavailable())
         else:
             self.queue.append(cmd)
+
+    def _snapshot(self, cmd: io.Command, now: int) -> None:
+        since = cmd.payload.get("since")
+        self.reply(cmd, self.snapshot_for(cmd.player_id, (since["hand_no"], since["i"]) if since else (0, -1), now))
 
     def _pump(self, now: int) -> None:
         if self.mode is Mode.WAITING and self.retry_at is not None and now >= self.retry_at:
@@ -183,6 +186,9 @@ class TableCore(Commands):
         while self.mode is Mode.SERVING and self.pending is None:
             if self.queue:
                 cmd = self.queue.popleft()
+                if cmd.kind == "snapshot":  # a join that came before the table had loaded
+                    self._snapshot(cmd, now)
+                    continue
                 try:
                     result = self.handle(cmd, now)
                 except RuleError as e:  # the kernel's, or the server's own: nothing changed
