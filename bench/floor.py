@@ -81,7 +81,7 @@ def dumps(m: dict[str, Any]) -> str:
 
 async def websocket(request: web.Request) -> web.WebSocketResponse:
     """The bare floor: insert, commit, reply."""
-    ws = web.WebSocketResponse(heartbeat=20, max_msg_size=64 * 1024)
+    ws = web.WebSocketResponse(heartbeat=20, max_msg_size=64 * 1024, compress=False)  # as the project
     await ws.prepare(request)
     pool = request.app[POOL]
     conn_no = id(ws) & 0x7FFFFFFF
@@ -127,7 +127,7 @@ async def like_websocket(request: web.Request) -> web.WebSocketResponse:
         key = Ed25519PublicKey.from_public_bytes(bytes.fromhex(q["key"]))
     except (KeyError, ValueError):
         raise web.HTTPBadRequest(text="table, seat and key (64 hex digits) in the query string") from None
-    ws = web.WebSocketResponse(heartbeat=20, max_msg_size=64 * 1024)
+    ws = web.WebSocketResponse(heartbeat=20, max_msg_size=64 * 1024, compress=False)  # as the project
     await ws.prepare(request)
     app = request.app
     pool, signer = app[POOL], app[SIGNER]

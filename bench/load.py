@@ -28,7 +28,10 @@ Scenarios (``--scenarios``):
   acknowledged actions/s, latency p50/p99/max (send of an ``action`` to its reply; the
   server replies after the commit), the CPU of the server (all its processes, from
   /proc), of PostgreSQL and of the clients, the server's CPU milliseconds per
-  acknowledged action, and the frames and bytes clients received per action;
+  acknowledged action, and the frames and bytes clients received per action (the
+  frames' text, by kind of frame, and the bytes read from the sockets: what crossed
+  the wire; ``--compress``: the clients offer permessage-deflate as browsers do, and
+  the report counts the sockets on which the server took it up);
 * **human** — N connected seats, each acting 2–5 s (uniform) after its turn comes; the
   same figures, and the server's RSS per seat;
 * **rss** — one long human-pace run (``--rss-seats``, ``--rss-minutes``; a short default)
@@ -422,6 +425,7 @@ class Bench:
                     hand_turns=a.hand_turns,
                     turn_seconds=60 if scenario == "saturation" else 30,
                     seed=a.seed,
+                    compress=15 if a.compress else 0,
                 )
                 parent, child = ctx.Pipe()
                 p = ctx.Process(target=loadclient.worker_main, args=(spec, child), daemon=True)
@@ -579,6 +583,8 @@ class Bench:
             "frames_in_per_action": round(rx_msgs / max(1, acks), 2),
             "bytes_in_per_action": round(rx_bytes / max(1, acks)),
             "bytes_in_per_action_by_kind": bytes_by_kind(results, acks),
+            "wire_bytes_in_per_action": round(sum(r.get("rx_wire", 0) for r in results.values()) / max(1, acks)),
+            "sockets_deflated": sum(r.get("deflated", 0) for r in results.values()),
             "unanswered": sum(r["unanswered"] for r in results.values()),
             "lost": sum(r["lost"] for r in results.values()),
             "errors": errors,
@@ -829,6 +835,11 @@ def names(allowed: tuple[str, ...]) -> Any:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument(
+        "--compress",
+        action="store_true",
+        help="the clients offer permessage-deflate, as browsers do (bytes on the wire are reported either way)",
+    )
     ap.add_argument("--quick", action="store_true", help="a short smoke run: tiny K and N, a few seconds")
     ap.add_argument("--json", action="store_true", help="print the results as JSON instead of the table")
     ap.add_argument("--json-out", default=None, help="also write the JSON to this file")

@@ -73,6 +73,25 @@ def raise_nofile() -> int:
     return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
+def count_wire(ws: aiohttp.ClientWebSocketResponse, st: Stats) -> None:
+    """Count the bytes this socket reads in the window, as they crossed the wire (after
+    the upgrade: frame headers and, where the server took it up, compressed payloads)."""
+    if ws.compress:
+        st.deflated += 1
+    conn = getattr(ws, "_conn", None)
+    proto = getattr(conn, "protocol", None)
+    if proto is None:
+        return
+    inner = proto.data_received
+
+    def data_received(data: bytes) -> None:
+        if st.t0 <= time.time() < st.t1:
+            st.rx_wire += len(data)
+        inner(data)
+
+    proto.data_received = data_received
+
+
 def frame_kind(m: Any) -> str:
     """A received frame's kind for the byte breakdown: its ``type``, a reply that
     carries the mover's update counted apart."""
@@ -103,6 +122,7 @@ class Spec:
     seed: int = 1
     setup_concurrency: int = 8  # tables being created and seated at once
     connect_concurrency: int = 48  # sockets connecting at once
+    compress: int = 0  # offer permessage-deflate with this window (15: as browsers do); 0: offer none
 
 
 @dataclass
@@ -126,6 +146,8 @@ class Stats:
     rx_msgs: int = 0  # frames received in the window, and their bytes
     rx_bytes: int = 0
     rx_kinds: Counter[str] = field(default_factory=Counter)  # bytes received in the window by frame kind
+    rx_wire: int = 0  # bytes read from the sockets in the window (frame headers, compression: what crossed)
+    deflated: int = 0  # sockets on which the server took up permessage-deflate
     handshakes: int = 0  # WebSocket handshakes tried and failed, since the start (set-up included)
     handshakes_failed: int = 0
 
@@ -197,6 +219,8 @@ class Worker:
             "rx_msgs": s.rx_msgs,
             "rx_bytes": s.rx_bytes,
             "rx_kinds": dict(s.rx_kinds),
+            "rx_wire": s.rx_wire,
+            "deflated": s.deflated,
             "handshakes": s.handshakes,
             "handshakes_failed": s.handshakes_failed,
             "connected": sum(1 for x in self.seats if x.connected),
@@ -381,7 +405,11 @@ class Socket:
                     w.stats.handshakes += 1
                     try:
                         ws = await w.session.ws_connect(
-                            self.url + self.path(), headers=self.headers(), autoping=True, max_msg_size=1 << 20
+                            self.url + self.path(),
+                            headers=self.headers(),
+                            autoping=True,
+                            max_msg_size=1 << 20,
+                            compress=w.spec.compress,
                         )
                     except (aiohttp.ClientError, OSError, TimeoutError) as e:
                         w.stats.handshakes_failed += 1
@@ -389,6 +417,7 @@ class Socket:
                         w.stats.errors[f"handshake:{type(e).__name__}" + (f":{status}" if status else "")] += 1
                         raise Handshake() from e
                 self.ws = ws
+                count_wire(ws, w.stats)
                 if not first:
                     w.stats.reconnects += 1
                 first = False

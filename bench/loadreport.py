@@ -39,7 +39,7 @@ def kinds_of(row: dict[str, Any]) -> list[str]:
 
 def throughput_rows(rows: list[dict[str, Any]], human: bool) -> list[str]:
     head = ["round", "seats", "who", "actions/s", "p50 ms", "p99 ms", "max ms", "server CPU%", "CPU ms/act"]
-    head += ["PG ms/act", "frames/act", "KB/act"]
+    head += ["PG ms/act", "frames/act", "KB/act", "wire KB/act"]
     head += ["RSS MB", "KB/seat", "set-up s"] if human else []
     head += ["load 1m"]
     out = [head]
@@ -50,7 +50,7 @@ def throughput_rows(rows: list[dict[str, Any]], human: bool) -> list[str]:
             line += [n(p["actions_per_s"]), n(p["p50_ms"], 1), n(p["p99_ms"], 1), n(p["max_ms"], 1)]
             line += [n(p["server_cpu_pct"]), n(p.get("server_cpu_ms_per_action"), 2)]
             line += [n(p.get("pg_cpu_ms_per_action"), 2), n(p["frames_in_per_action"], 1)]
-            line += [n(p["bytes_in_per_action"] / 1024, 1)]
+            line += [n(p["bytes_in_per_action"] / 1024, 1), n(p.get("wire_bytes_in_per_action", 0) / 1024, 1)]
             if human:
                 line += [n(p["rss_after_kb"] / 1024), n(p["rss_per_seat_kb"], 1), n(p["setup_s"])]
             line.append(load(p))

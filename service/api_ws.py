@@ -58,6 +58,13 @@ async def websocket(request: web.Request) -> web.StreamResponse:
         max_msg_size=WS_HARD_LIMIT,
         timeout=1.0,
         protocols=(auth.WS_PROTOCOL,),
+        # No permessage-deflate (which browsers offer and aiohttp takes by default): one
+        # deflate context per socket would hold a seat's hidden cards beside what other
+        # players choose (their discards, their names), so the compressed length could
+        # tell an eavesdropper on the wire about the hand (CRIME/BREACH); and each
+        # context is ~200-260 KB of zlib state per connection and ~9 us per frame
+        # (docs/api.md, docs/benchmarks.md).
+        compress=False,
     )
     await ws.prepare(request)
     request.app[METRICS].ws_opened.inc()

@@ -80,6 +80,11 @@ def test_load_quick_json(tmp_path: Path) -> None:
             assert like["frames_in_per_action"] > 1.0, like
             assert 150 <= like["bytes_in_per_action"] / like["frames_in_per_action"] <= 1000, like
             assert like["errors"] == {}, like["errors"]
+            for kind in KINDS:  # the text by kind adds up; the wire adds a header to each frame
+                p = row[kind]
+                assert abs(sum(p["bytes_in_per_action_by_kind"].values()) - p["bytes_in_per_action"]) <= 10, p
+                assert p["wire_bytes_in_per_action"] >= 0.95 * p["bytes_in_per_action"] > 0, p
+                assert p["sockets_deflated"] == 0, p
     sat = report["saturation"][0]
     for kind in KINDS:
         p = sat[kind]
@@ -97,7 +102,8 @@ def test_load_quick_json(tmp_path: Path) -> None:
 @pytest.mark.drill
 @pytest.mark.timeout(210)
 def test_load_quick_rss_and_starved(tmp_path: Path) -> None:
-    report = run_load(tmp_path, "--scenarios", "rss,starved", "--chart", "", timeout=200)
+    # the clients offer permessage-deflate, as browsers do: no server takes it up
+    report = run_load(tmp_path, "--scenarios", "rss,starved", "--chart", "", "--compress", timeout=200)
     assert not report["saturation"] and not report["human"]
     (p,) = report["rss"]
     trend = p["rss"]
@@ -113,6 +119,7 @@ def test_load_quick_rss_and_starved(tmp_path: Path) -> None:
         assert q["starved"]["hog_cpu_pct"] > 0, q["starved"]  # and the hog ran beside it
         assert q["handshakes"] >= row["seats"] and q["handshakes_failed"] >= 0
         assert q["samples"] > 0
+        assert q["sockets_deflated"] == 0 and q["wire_bytes_in_per_action"] > 0, q
         assert {"lost_leases", "reloads", "reload_timeouts", "load_retries", "tracebacks"} <= set(q["server_log"])
         if kind != "project":
             assert q["server_log"]["lost_leases"] == q["server_log"]["reloads"] == 0, q["server_log"]
