@@ -254,8 +254,9 @@ class Cluster:
     async def renew(self) -> None:
         if not self.owned:
             return
-        tables = list(self.owned)
-        epochs = [self.owned[t].epoch for t in tables]
+        renewing = dict(self.owned)
+        tables = list(renewing)
+        epochs = [renewing[t].epoch for t in tables]
         async with self._own_connection() as conn:
             rows = await conn.fetch(
                 RENEW_SQL,
@@ -265,7 +266,10 @@ class Cluster:
                 self.node.lease_seconds,
             )
         kept = {r["table_id"] for r in rows}
-        gone = [t for t in tables if t not in kept]
+        # a table let go meanwhile (a hand-over: Cluster.release drops it from ours, then
+        # clears its row), or let go and taken again under a new lease, was not lost: only
+        # the leases still ours as they were are
+        gone = [t for t in tables if t not in kept and self.owned.get(t) is renewing[t]]
         for table_id in gone:
             log.warning("node %s: lost the lease of table %s; letting it go", self.node.node_id, table_id)
         # together: stopping a table may wait up to a second for its command in hand,
