@@ -36,6 +36,7 @@ import warnings
 from collections.abc import Callable
 from pathlib import Path
 
+from service.logfile import DroppingFileHandler
 from service.logsafe import SafeFormatter
 
 log = logging.getLogger("rummy.db")
@@ -226,7 +227,7 @@ class EmbeddedPostgres:
 
     def _log_to_file(self) -> None:
         if self._log_handler is None:
-            handler = logging.FileHandler(self.log_file, encoding="utf-8")
+            handler = DroppingFileHandler(self.log_file)  # a full disk drops lines, quietly
             handler.setFormatter(SafeFormatter())  # one line a record (service.logsafe)
             _pg_logger.addHandler(handler)
             self._log_handler = handler
