@@ -43,6 +43,7 @@ from bench.common import (  # noqa: E402
 )
 from service.bots import Bot  # noqa: E402
 from service.db import EmbeddedPostgres  # noqa: E402
+from service.envnames import OPERATOR_TOKEN_ENV  # noqa: E402
 from service.keys import SEED_KEY_FILE, SIGNING_KEY_FILE, ServerKeys  # noqa: E402
 from verifier.signing import load_public_key  # noqa: E402
 
@@ -93,7 +94,7 @@ class Harness:
         node = self.nodes.get(node_id) or Node(node_id, free_port())
         self.nodes[node_id] = node
         log = open(self.workdir / f"{node_id}.log", "ab")
-        env = {**os.environ, "RUMMY_OPERATOR_TOKEN": OPERATOR, "PYTHONUNBUFFERED": "1"}
+        env = {**os.environ, OPERATOR_TOKEN_ENV: OPERATOR, "PYTHONUNBUFFERED": "1"}
         node.proc = subprocess.Popen(
             serve_command(
                 node.port,

@@ -56,6 +56,7 @@ from bench.common import (  # noqa: E402
 )
 from service.bots import Bot  # noqa: E402
 from service.db import EmbeddedPostgres  # noqa: E402
+from service.envnames import OPERATOR_TOKEN_ENV  # noqa: E402
 from verifier.signing import load_public_key  # noqa: E402
 
 OPERATOR = "drill-operator-" + os.urandom(6).hex()
@@ -97,7 +98,7 @@ class Drill:
             time.sleep(0.02)
 
     def start_server(self) -> None:
-        env = {**os.environ, "RUMMY_OPERATOR_TOKEN": OPERATOR, "PYTHONUNBUFFERED": "1"}
+        env = {**os.environ, OPERATOR_TOKEN_ENV: OPERATOR, "PYTHONUNBUFFERED": "1"}
         self.server = subprocess.Popen(
             serve_command(self.port, self.workdir / "data", self.dsn),
             cwd=ROOT,

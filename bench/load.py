@@ -84,6 +84,7 @@ sys.path.insert(0, str(ROOT))
 from bench import loadclient, loadreport  # noqa: E402
 from bench.procstat import Snapshot, cpu_pct, cpu_seconds, descendants, git_commit, loadavg, machine, rss_kb, slope  # noqa: E402
 from service.db import EmbeddedPostgres  # noqa: E402
+from service.envnames import OPERATOR_TOKEN_ENV  # noqa: E402
 
 OPERATOR = "load-operator-" + os.urandom(8).hex()
 SOCKETS_PER_CLIENT = 2000
@@ -345,7 +346,7 @@ class Bench:
                 cmd.append("--like")
         if pin is not None:  # the server and every process it starts, on one core
             cmd = ["taskset", "-c", str(pin), *cmd]
-        env = {**os.environ, "RUMMY_OPERATOR_TOKEN": OPERATOR, "PYTHONUNBUFFERED": "1"}
+        env = {**os.environ, OPERATOR_TOKEN_ENV: OPERATOR, "PYTHONUNBUFFERED": "1"}
         env.pop("DATABASE_URL", None)
         if kind == "project" and self.args.tracemalloc:  # bench/tracemem: snapshots of every process
             where = Path(self.args.tracemalloc).resolve() / db

@@ -79,6 +79,7 @@ from bench.common import free_port, operator_call, prove_nothing_lost, settle_do
 from bench.fulldisk import Disk  # noqa: E402
 from service.bots import Bot  # noqa: E402
 from service.db import EmbeddedPostgres  # noqa: E402
+from service.envnames import OPERATOR_TOKEN_ENV  # noqa: E402
 from verifier.signing import load_public_key  # noqa: E402
 
 OPERATOR = "outage-operator-" + os.urandom(6).hex()
@@ -133,7 +134,7 @@ class Part:
 
     def start_server(self) -> None:
         env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
-        env.update(RUMMY_OPERATOR_TOKEN=OPERATOR, PYTHONUNBUFFERED="1")
+        env.update({OPERATOR_TOKEN_ENV: OPERATOR, "PYTHONUNBUFFERED": "1"})
         command = [sys.executable, "-m", "service.cli", "serve", "--workers", "2", "--port", str(self.port)]
         command += ["--data-dir", str(self.workdir / "data"), "--seed-seconds", "2", "--next-hand-delay", "0.3"]
         command += ["--resume-grace", str(RESUME_GRACE)]

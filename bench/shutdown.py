@@ -35,6 +35,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.common import free_port, operator_call, percentile  # noqa: E402
 from service.bots import Bot  # noqa: E402
+from service.envnames import OPERATOR_TOKEN_ENV  # noqa: E402
 
 OPERATOR = "shutdown-operator-" + os.urandom(6).hex()
 
@@ -44,7 +45,7 @@ WORKERS = 2  # serve --workers: the default server of a 2-core machine (--server
 
 def serve(data_dir: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
     env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
-    env["RUMMY_OPERATOR_TOKEN"] = OPERATOR
+    env[OPERATOR_TOKEN_ENV] = OPERATOR
     with log.open("ab") as out:
         return subprocess.Popen(
             [sys.executable, "-m", "service.cli", "serve", "--workers", str(WORKERS), "--port", str(port)]
