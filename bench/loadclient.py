@@ -98,7 +98,7 @@ def frame_kind(m: Any) -> str:
     if not isinstance(m, dict):
         return "other"
     kind = str(m.get("type"))
-    if kind == "reply" and isinstance(m.get("result"), dict) and "update" in m["result"]:
+    if kind == "reply" and isinstance(m.get("update"), dict):  # the mover's update rides beside the result
         return "reply+update"
     if kind == "hand":
         return f"hand:{m.get('phase')}"
@@ -429,13 +429,11 @@ class Socket:
                     async for msg in ws:
                         if msg.type != aiohttp.WSMsgType.TEXT:
                             break
+                        body = json.loads(msg.data)
                         if st.t0 <= time.time() < st.t1:
                             st.rx_msgs += 1
                             st.rx_bytes += len(msg.data)
-                            body = json.loads(msg.data)
                             st.rx_kinds[frame_kind(body)] += len(msg.data)
-                        else:
-                            body = json.loads(msg.data)
                         await self.on_message(body)
                 finally:
                     self.connected = False
