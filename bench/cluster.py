@@ -233,6 +233,7 @@ async def prove(h: Harness) -> dict[str, Any]:
         await h.wait_owned(lambda o: all(o[t][0] not in (None, victim) for t in mine), timeout=4 * h.lease_seconds),
         2,
     )
+    moved = {"kill": (mine, time.time())}
     h.start_node(victim)  # it comes back as a fresh node
     await h.ready(victim)
     await asyncio.sleep(3)
@@ -245,6 +246,7 @@ async def prove(h: Harness) -> dict[str, Any]:
         await h.wait_owned(lambda o: all(o[t][0] not in (None, frozen) for t in theirs), timeout=4 * h.lease_seconds),
         2,
     )
+    moved["freeze"] = (theirs, time.time())
     h.signal(frozen, signal.SIGCONT)
     await asyncio.sleep(2 * h.lease_seconds)
     log = h.log_of(frozen)
@@ -261,6 +263,7 @@ async def prove(h: Harness) -> dict[str, Any]:
         2,
     )
     out["sigterm_tables"] = theirs
+    moved["sigterm"] = (theirs, time.time())
     out["sigterm_at_ms"] = int(down * 1000)
     # Handed over by SIGTERM's release, not by its leases running out: the node said so.
     released = re.findall(r"leaving; released tables (.*)$", h.log_of(leaving), re.M)
@@ -280,7 +283,36 @@ async def prove(h: Harness) -> dict[str, Any]:
     missed = await missed_turns(h, theirs, down, playing_until)
     out["sigterm_missed_turns"] = len(missed)
     out["sigterm_missed"] = missed
+    # The bots followed each table to its new node and played on there: the players'
+    # own moves (not the clock's) recorded on the moved tables after each takeover.
+    out["moves_after"] = {
+        fault: await player_moves(h, tables, since, playing_until) for fault, (tables, since) in moved.items()
+    }
     return out
+
+
+async def player_moves(h: Harness, tables: list[str], start: float, end: float) -> dict[str, int]:
+    """The players' own moves (every action but the clock's) on each of ``tables``
+    between ``start`` and ``end`` (s since 1970), from the stored transcripts."""
+    conn = await asyncpg.connect(h.dsn)
+    try:
+        rows = await conn.fetch(
+            "SELECT table_id, transcript::text AS t FROM hands"
+            " WHERE table_id = ANY($1::text[]) AND transcript IS NOT NULL",
+            tables,
+        )
+    finally:
+        await conn.close()
+    found = dict.fromkeys(tables, 0)
+    for r in rows:
+        for rec in json.loads(r["t"])["log"]:
+            if (
+                rec["type"] == "action"
+                and rec["action"]["kind"] != "timeout"
+                and start * 1000 <= rec["t"] <= end * 1000
+            ):
+                found[r["table_id"]] += 1
+    return found
 
 
 async def missed_turns(h: Harness, tables: list[str], start: float, end: float) -> list[dict[str, Any]]:

@@ -27,7 +27,14 @@ async def test_three_nodes_lose_nothing_when_one_dies_freezes_or_leaves() -> Non
         h.close()
     try:
         assert report["problems"] == [], report
-        assert report["hands"] >= 6, report
+        assert report["hands"] >= 3, report  # a hand at least on each table
+        # After each takeover the bots followed their table to its new node and played
+        # on (their own moves, not the clock's).  How many hands a run plays is no
+        # measure: two bots at a four-seat table play one hand for the whole drill
+        # or drop a dozen, by the cards.
+        assert report["moves_after"]["kill"], report
+        for fault, tables in report["moves_after"].items():
+            assert all(n > 0 for n in tables.values()), (fault, report)
         # A killed and a frozen node's tables were taken over (prove waits for that, up to
         # four lease times: only a takeover that never comes fails there).  How long
         # they took is a figure for docs/benchmarks.md, not a test: it moves with the load.
