@@ -52,7 +52,7 @@ class Settings:
     next_hand_delay: float = 2.0
     queue_size: int = 256
     resume_grace: float = 10.0  # D32, D37
-    group_commit_seconds: float = 0.002  # records of many tables that arrive this close go in one statement
+    group_commit_seconds: float = 0.002  # writes that arrive this close go in one statement (an idle lane: at once)
     reach_seconds: float | None = None  # D37: how long a client may take to find the table again (default: the grace)
     write_hung_seconds: float = 2.0  # D37: a write unanswered this long pauses the table
     beat_seconds: float = 1.0  # the shell ticks its core at least this often (a longer gap: the node stood still)

@@ -5,12 +5,14 @@ deal, a settlement…) goes to the process's :class:`GroupCommit` and waits for 
 answer before the table tells anyone — "stored before told" stays exactly true.
 Writes of one lane (the store's choice: a hand's records and seeds, quick, apart from
 the other ops, so they never wait behind a deal) that arrive within ``window`` seconds
-of each other are handed together to the store's batch function
-(:func:`service.tablestore.commit_batch`), which carries them out in one transaction
-and answers one result per write: a value, or the exception that write failed with
-(the others commit).  If the batch function raises (the transaction failed: the
-database went away, the COMMIT failed), every write of the batch gets that error: an
-unknown outcome, after which its table reloads.
+of each other, or while the lane's batches are in flight, are handed together to the
+store's batch function (:func:`service.tablestore.commit_batch`), which carries them
+out in one transaction and answers one result per write: a value, or the exception
+that write failed with (the others commit).  A write that finds its lane idle (no
+batch in flight, none gathering) does not wait for the window: it goes at once, alone.
+If the batch function raises (the transaction failed: the database went away, the
+COMMIT failed), every write of the batch gets that error: an unknown outcome, after
+which its table reloads.
 
 This module is only the batching: it holds no SQL and makes no database call.
 """
@@ -51,6 +53,13 @@ class _Lane(Generic[W]):
         if self.in_flight >= self.owner.max_in_flight:
             pass  # the batch in flight flushes this one when it is done
         elif len(self.batch) >= self.owner.max_batch:
+            self.flush_now()
+        elif self.owner.eager and self.in_flight == 0 and len(self.batch) == 1:
+            # An idle lane: nothing to wait behind and nobody yet to batch with, so
+            # the write goes at once.  Without this every write at a human pace
+            # waited out the whole window for a batch of one.  Writes that come while
+            # it is stored gather as before (for the window, or until a batch in
+            # flight is done), so under load the batches still form.
             self.flush_now()
         elif self.flusher is None:
             self.flusher = asyncio.create_task(self.flush_soon())
@@ -94,9 +103,11 @@ class GroupCommit(Generic[W]):
         max_in_flight: int = 2,
         lane: Callable[[W], int] | None = None,
         observe: Callable[[float, int], None] | None = None,
+        eager: bool = True,
     ) -> None:
         self.commit = commit
         self.window = window
+        self.eager = eager  # a write that finds its lane idle goes at once
         self.max_batch = max_batch
         # At most this many batches at once per lane (so at most this many pooled
         # connections each): under load the next batch grows while they run, instead

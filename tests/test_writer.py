@@ -71,10 +71,14 @@ async def tables_with_hands(pool: asyncpg.Pool, owner: str) -> dict[str, int]:
     return out
 
 
-def writer_of(pool: asyncpg.Pool, window: float = 0.002, max_in_flight: int = 2) -> GroupCommit[Batched]:
+def writer_of(
+    pool: asyncpg.Pool, window: float = 0.002, max_in_flight: int = 2, *, eager: bool = False
+) -> GroupCommit[Batched]:
     """A group commit of one lane: records and ops share its batches (commit_batch
-    takes any mix; the server's, tablestore.group_commit, batches them apart)."""
-    return GroupCommit(functools.partial(commit_batch, pool), window=window, max_in_flight=max_in_flight)
+    takes any mix; the server's, tablestore.group_commit, batches them apart).  Not
+    eager unless asked: these tests gather their writes into batches from the first,
+    where the server's sends a write that finds the lane idle at once."""
+    return GroupCommit(functools.partial(commit_batch, pool), window=window, max_in_flight=max_in_flight, eager=eager)
 
 
 def record(i: int) -> SealedRecord:
@@ -534,3 +538,49 @@ async def test_a_slow_op_never_holds_up_the_records_of_other_tables(pool: asyncp
         release.set()
         await asyncio.gather(op, rec, return_exceptions=True)
     assert op.result() is None
+
+
+@pytest.mark.timeout(120)
+async def test_a_write_that_finds_its_lane_idle_goes_at_once(pool: asyncpg.Pool) -> None:
+    """The server's group commit is eager: a write with no batch in flight and none
+    gathering does not wait out the window (here an hour, so a write that waited for
+    it could only time out), and writes that come while it is stored gather into one
+    batch, flushed as it ends (one batch in flight at most here: no timer decides)."""
+    hands = await tables_with_hands(pool, "n1")
+    tables = sorted(hands)[:5]
+    writer = writer_of(pool, window=3600, max_in_flight=1, eager=True)
+
+    first = asyncio.create_task(
+        writer.write(Batched(Lease(tables[0], "n1", 1), tables[0], hands[tables[0]], (record(0),)))
+    )
+    await asyncio.sleep(0)  # it is in flight
+    assert writer._in_flight == 1
+    rest = [
+        asyncio.create_task(writer.write(Batched(Lease(t, "n1", 1), t, hands[t], (record(0),)))) for t in tables[1:]
+    ]
+    done, _ = await asyncio.wait({first, *rest}, timeout=60)  # a bound only the window's wait exceeds
+    assert len(done) == 5 and all(d.result() is None for d in done)
+    assert (writer.statements, writer.writes) == (2, 5)  # alone, then the four that came meanwhile
+    # idle again: the next write goes at once too
+    await asyncio.wait_for(
+        writer.write(Batched(Lease(tables[0], "n1", 1), tables[0], hands[tables[0]], (record(1),))), 60
+    )
+    assert (writer.statements, writer.writes) == (3, 6)
+
+
+@pytest.mark.timeout(120)
+async def test_the_servers_group_commit_is_eager_and_not_eager_waits_for_the_window(pool: asyncpg.Pool) -> None:
+    """tablestore.group_commit, what the server runs, is eager; a writer that is not
+    holds even a lone write for its window (a wide one here, so that the write cannot
+    be done when the loop has turned a few times)."""
+    assert group_commit(pool).eager
+    hands = await tables_with_hands(pool, "n1")
+    t = sorted(hands)[0]
+    lazy = writer_of(pool, window=3600)
+    w = asyncio.create_task(lazy.write(Batched(Lease(t, "n1", 1), t, hands[t], (record(0),))))
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert not w.done() and lazy._in_flight == 0  # still gathering
+    lane = next(iter(lazy._lanes.values()))
+    lane.flush_now()  # what the window's end would do
+    assert await asyncio.wait_for(w, 60) is None
