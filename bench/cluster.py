@@ -291,58 +291,46 @@ async def prove(h: Harness) -> dict[str, Any]:
     return out
 
 
-async def player_moves(h: Harness, tables: list[str], start: float, end: float) -> dict[str, int]:
-    """The players' own moves (every action but the clock's) on each of ``tables``
-    between ``start`` and ``end`` (s since 1970), from the stored transcripts."""
+async def actions_between(
+    h: Harness, tables: list[str], start: float, end: float
+) -> list[tuple[str, int, dict[str, Any]]]:
+    """The action records of ``tables`` stored between ``start`` and ``end`` (s since
+    1970), from the hands' transcripts: (table, hand, record)."""
     conn = await asyncpg.connect(h.dsn)
     try:
         rows = await conn.fetch(
-            "SELECT table_id, transcript::text AS t FROM hands"
+            "SELECT table_id, id, transcript::text AS t FROM hands"
             " WHERE table_id = ANY($1::text[]) AND transcript IS NOT NULL",
             tables,
         )
     finally:
         await conn.close()
+    return [
+        (r["table_id"], r["id"], rec)
+        for r in rows
+        for rec in json.loads(r["t"])["log"]
+        if rec["type"] == "action" and start * 1000 <= rec["t"] <= end * 1000
+    ]
+
+
+async def player_moves(h: Harness, tables: list[str], start: float, end: float) -> dict[str, int]:
+    """The players' own moves (every action but the clock's) on each of ``tables``
+    between ``start`` and ``end``."""
     found = dict.fromkeys(tables, 0)
-    for r in rows:
-        for rec in json.loads(r["t"])["log"]:
-            if (
-                rec["type"] == "action"
-                and rec["action"]["kind"] != "timeout"
-                and start * 1000 <= rec["t"] <= end * 1000
-            ):
-                found[r["table_id"]] += 1
+    for table, _, rec in await actions_between(h, tables, start, end):
+        if rec["action"]["kind"] != "timeout":
+            found[table] += 1
     return found
 
 
 async def missed_turns(h: Harness, tables: list[str], start: float, end: float) -> list[dict[str, Any]]:
-    """Clock moves on ``tables`` between ``start`` and ``end`` (s since 1970): which
-    hand, which seat, when (ms after ``start``)."""
-    conn = await asyncpg.connect(h.dsn)
-    try:
-        rows = await conn.fetch(
-            "SELECT id, transcript::text AS t FROM hands WHERE table_id = ANY($1::text[]) AND transcript IS NOT NULL",
-            tables,
-        )
-    finally:
-        await conn.close()
-    found = []
-    for r in rows:
-        transcript = json.loads(r["t"])
-        for rec in transcript["log"]:
-            if (
-                rec["type"] == "action"
-                and rec["action"]["kind"] == "timeout"
-                and start * 1000 <= rec["t"] <= end * 1000
-            ):
-                found.append(
-                    {
-                        "hand": r["id"],
-                        "seat": rec["action"]["seat"],
-                        "after_ms": rec["t"] - int(start * 1000),
-                    }
-                )
-    return found
+    """Clock moves on ``tables`` between ``start`` and ``end``: which hand, which
+    seat, when (ms after ``start``)."""
+    return [
+        {"hand": hand, "seat": rec["action"]["seat"], "after_ms": rec["t"] - int(start * 1000)}
+        for _, hand, rec in await actions_between(h, tables, start, end)
+        if rec["action"]["kind"] == "timeout"
+    ]
 
 
 async def takeover(h: Harness, kills: int) -> dict[str, Any]:
