@@ -29,6 +29,19 @@ export function fill(node, ...kids) {
   node.replaceChildren(...kids.flat().filter((k) => k !== null && k !== undefined && k !== false && k !== ""));
 }
 
+/** fill, but only when the new children would show something else: a part the table
+ * renders again on every update (its results, between two hands) keeps its elements
+ * while they are the same, so that a button is not swapped under a finger (a tap
+ * that lands between its press and its release on a replaced button is lost).
+ * Returns whether it replaced them. */
+export function fillIfChanged(node, ...kids) {
+  const next = document.createElement(node.tagName);
+  fill(next, ...kids);
+  if (next.innerHTML === node.innerHTML) return false;
+  node.replaceChildren(...next.childNodes);
+  return true;
+}
+
 const fmt = new Intl.NumberFormat("en-US");
 export const num = (n) => fmt.format(n);
 export const ht = (n) => fmt.format(n) + " HT";

@@ -12,7 +12,7 @@ import { loadLobby, renderLobby } from "./lobby.js";
 import { loadHands } from "./history.js";
 import { createPlayer, ready, renderWho, resume, signIn, signOut } from "./signin.js";
 import { evidenceOf } from "./evidence.js";
-import { historyCtl, leaveTablePage, onTableKey, openTable, receive, sortHand, wireTable } from "./table-page.js";
+import { historyCtl, leaveTablePage, onTableKey, openTable, receive, renderTable, sortHand, wireTable } from "./table-page.js";
 import * as moves from "./moves.js";
 import { summarize } from "./render-results.js";
 import { eventLine } from "./story.js";
@@ -143,6 +143,7 @@ window.RummyTable = {
   eventLine,
   applyChanges,
   renderLobby,
+  renderTable,
 };
 
 init();

@@ -2,7 +2,7 @@
    the published transcript; the links to verify it and to save its evidence.  The
    panel stays until the player closes it, or until the next hand needs them — then
    it becomes a bar over the table, which stays until closed. */
-import { $, el, fill, ht, nameEl, pct, plural, signed } from "./dom.js";
+import { $, el, fill, fillIfChanged, ht, nameEl, pct, plural, signed } from "./dom.js";
 import { cardsView, orderGroup, sortedIds } from "./cardview.js";
 import { explain } from "./api.js";
 import { S, nameOf } from "./state.js";
@@ -107,7 +107,7 @@ export function renderResults(t, ctl) {
     box.hidden = true;
     fill(box);
     bar.hidden = false;
-    fill(
+    fillIfChanged(
       bar,
       el("span", { class: "bar-title", id: "results-bar-title" }, ...head.parts, deltaEl),
       el("button", { type: "button", id: "results-show", on: { click: ctl.open } }, "Results"),
@@ -132,7 +132,7 @@ export function renderResults(t, ctl) {
   const title = el("h2", { id: "results-title", tabindex: "-1" }, ...head.parts, deltaEl);
   if (!res.transcript) {
     const p = res.push;
-    fill(
+    fillIfChanged(
       box,
       el("div", { class: "results-head" }, title),
       res.error ? el("p", { class: "bad" }, "The transcript could not be loaded: " + explain(res.error).text) : el("p", { class: "muted" }, "Loading the transcript…"),
@@ -160,7 +160,7 @@ export function renderResults(t, ctl) {
       el("td", { class: "num tokens " + (row.delta > 0 ? "plus" : row.delta < 0 ? "minus" : ""), "data-delta": row.delta === null ? "" : row.delta }, row.delta === null ? "—" : signed(row.delta) + " HT"),
     );
   });
-  fill(
+  fillIfChanged(
     box,
     el("div", { class: "results-head" }, title, el("span", { class: "small" }, "hand id " + res.hand_id + " · table " + t.id)),
     sum.void ? el("p", { class: "bad" }, "Nobody was charged. Reason: " + (sum.voidReason || "—")) : null,
