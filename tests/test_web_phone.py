@@ -186,6 +186,16 @@ RESULTS_SHOWN = """() => {
 }"""
 
 
+async def kept_through_a_render(page: Page, selector: str) -> None:
+    """The table renders again on every update (here: as an update would); a button
+    that shows the same stays the same element.  A button swapped under a finger loses
+    the tap that lands between its press and its release."""
+    button = await page.query_selector(selector)
+    assert button is not None, selector
+    await page.evaluate("RummyTable.renderTable()")
+    assert await button.evaluate("(b) => b.isConnected"), f"{selector} was replaced by a render"
+
+
 async def test_a_hand_on_a_phone_by_taps(server: Any, api: Api, browser: Browser) -> None:
     # a long turn: measuring every control at six sizes takes a while on a busy machine
     table_id = await api.table(seats=6, point_value=1, commission_bps=500, turn_seconds=300, min_players=3)
@@ -253,10 +263,7 @@ async def test_a_hand_on_a_phone_by_taps(server: Any, api: Api, browser: Browser
                 move = await tap_my_turn(page)
             await page.locator("#results-table").wait_for(timeout=15_000)
             hand_id = await page.evaluate("RummyTable.state.t.results.hand_id")
-            back = await page.query_selector("#results-close")  # kept through a render too
-            assert back is not None
-            await page.evaluate("RummyTable.renderTable()")
-            assert await back.evaluate("(b) => b.isConnected"), "the results' buttons were replaced by a render"
+            await kept_through_a_render(page, "#results-close")
             await every_control_is_reachable(page, "the results", ("#results",))  # over the whole page
             await page.evaluate("document.querySelector('#results').scrollTo(0, 0)")
             await shot(page, "phone-results")
@@ -280,14 +287,9 @@ async def test_a_hand_on_a_phone_by_taps(server: Any, api: Api, browser: Browser
             assert (await tap_my_turn(page)) in ("discard", "declare", "results")
             if await page.is_visible("#results-bar"):  # (unless that move ended the hand: new results)
                 assert f"Hand {hand_no}" in (await page.text_content("#results-bar") or "")
-                # the table renders again on every update (here: as an update would); the
-                # bar's buttons stay the same elements while it shows the same.  A button
-                # swapped under a finger loses the tap: this tap once waited 30 s on a busy
-                # machine for a bar rebuilt with every move of the bots.
-                close = await page.query_selector("#results-bar-close")
-                assert close is not None
-                await page.evaluate("RummyTable.renderTable()")
-                assert await close.evaluate("(b) => b.isConnected"), "the close button was replaced by a render"
+                # this tap once waited 30 s on a busy machine for a bar rebuilt with every
+                # move of the bots
+                await kept_through_a_render(page, "#results-bar-close")
                 await page.locator("#results-bar-close").tap()
                 assert await page.is_hidden("#results-bar") and await page.is_hidden("#results")
             # "My hands" on a phone: the hand played, its links within reach
