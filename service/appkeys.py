@@ -50,7 +50,8 @@ class Config:
 CONFIG = web.AppKey("config", Config)
 
 
-POOL = web.AppKey("pool", asyncpg.Pool)
+POOL = web.AppKey("pool", asyncpg.Pool)  # loads, REST, the cluster, health (service.db.MAIN_POOL_SIZE)
+WRITER_POOL = web.AppKey("writer_pool", asyncpg.Pool)  # the group commit's own (service.db.writer_pool)
 
 
 TABLES = web.AppKey("tables", dict)  # table id -> TableActor
@@ -77,7 +78,7 @@ HANDSHAKES = web.AppKey("handshakes", HandshakeQueue)  # handshakes waiting (ser
 HEARTBEAT = web.AppKey("heartbeat", asyncio.Task)  # the cluster's heartbeat (service.cluster)
 
 
-TABLE_LOADS_AT_ONCE = 4  # of the pool's 10 connections: group commit, REST and the ledger keep the rest
+TABLE_LOADS_AT_ONCE = 4  # of the main pool's 6 connections: REST and the cluster keep the rest
 
 
 METRICS = web.AppKey("metrics", Metrics)

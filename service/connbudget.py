@@ -1,8 +1,9 @@
 """Does the database have room for this server's connections?
 
 Each server process (each worker of ``serve --workers``) opens at most
-:data:`PER_WORKER` connections: its pool of :data:`service.db.POOL_SIZE`, the lease
-heartbeat's own connection and the ``LISTEN`` connection (service/cluster.py).  Each
+:data:`PER_WORKER` connections: its two pools of :data:`service.db.POOL_SIZE` together
+(the main pool and the group commit's), the lease heartbeat's own connection and the
+``LISTEN`` connection (service/cluster.py).  Each
 server (or node) holds one more for its lock on the database (:class:`service.db.ServerLock`).
 A node of a cluster counts the other live nodes it can see in ``nodes`` as servers
 of one worker each (a node runs one worker).  PostgreSQL keeps
@@ -23,7 +24,7 @@ import asyncpg
 from service.db import POOL_SIZE
 from service.errors import EXIT_CAPACITY, CliError
 
-PER_WORKER = POOL_SIZE + 2  # the pool, the lease heartbeat, LISTEN
+PER_WORKER = POOL_SIZE + 2  # the two pools, the lease heartbeat, LISTEN
 PER_SERVER = 1  # the lock on the database, held by the server (by the supervisor of its workers)
 
 

@@ -20,7 +20,11 @@ from service.errors import EXIT_LOCKED, ServiceError
 log = logging.getLogger("rummy.db")
 
 ACQUIRE_TIMEOUT = 10.0  # seconds: no pool acquire ever waits for an hour (PITFALLS.md)
-POOL_SIZE = 10  # connections in each server's (each worker's) pool at most: service/connbudget.py counts them
+POOL_SIZE = 10  # connections of each server's (each worker's) two pools at most: service/connbudget.py counts them
+WRITER_POOL_SIZE = 4  # of them, the group commit's own: two lanes of two batches (service.tablestore)
+MAIN_POOL_SIZE = POOL_SIZE - WRITER_POOL_SIZE  # the rest: loads, REST, the cluster, health
+#: The group commit's connections plan without sequential scans (writer_pool).
+WRITER_SETTINGS = {"enable_seqscan": "off"}
 # The database cannot serve right now — unreachable, shutting down, crashed and in
 # recovery (a full disk's PANIC ends there too), out of disk space (SQLSTATE 53100),
 # memory or connections: the house's fault, never the client's (D37).
@@ -258,10 +262,39 @@ async def _keep_session(conn: asyncpg.Connection) -> None:
     reset query's round trip on every write."""
 
 
-async def create_pool(dsn: str, *, min_size: int = 1, max_size: int = POOL_SIZE) -> asyncpg.Pool:
-    pool = await asyncpg.create_pool(dsn, min_size=min_size, max_size=max_size, command_timeout=30, reset=_keep_session)
+async def create_pool(
+    dsn: str, *, min_size: int = 1, max_size: int = MAIN_POOL_SIZE, settings: dict[str, str] | None = None
+) -> asyncpg.Pool:
+    """A pool of ``max_size`` connections; ``settings``: PostgreSQL settings of its
+    sessions (sent when each connection starts, so they outlive a RESET ALL)."""
+    pool = await asyncpg.create_pool(
+        dsn,
+        min_size=min_size,
+        max_size=max_size,
+        command_timeout=30,
+        reset=_keep_session,
+        server_settings=settings,
+    )
     assert pool is not None
     return pool
+
+
+async def writer_pool(dsn: str) -> asyncpg.Pool:
+    """The group commit's own pool (service.tablestore), apart from the loads and REST
+    calls of the main pool, so that neither waits for the other's connections; its
+    sessions plan without sequential scans.
+
+    Why: every statement of a batch finds its rows by primary key, but a prepared
+    statement keeps the generic plan it made on its first executions.  On a fresh
+    database those came while ``hand_records`` and ``hands`` held a few rows, so the
+    plan scanned them whole (a hash join), and kept scanning them as they grew until
+    autovacuum's first ANALYZE (a minute or more) replanned it: the batch's statement
+    read 650–840 buffers a call and took 1.3–1.8 ms, against 33 buffers and 0.3–0.4 ms
+    by index (docs/benchmarks.md, "The group commit's plan").  ``hands`` stayed scanned
+    after it (a few hundred rows).  With sequential scans off the plan takes the
+    indexes whatever the tables' size or statistics; a table with no index for a
+    query is still scanned."""
+    return await create_pool(dsn, max_size=WRITER_POOL_SIZE, settings=WRITER_SETTINGS)
 
 
 @contextlib.asynccontextmanager

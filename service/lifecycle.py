@@ -27,9 +27,10 @@ from service.appkeys import (
     TABLE_LOADS_AT_ONCE,
     TABLES,
     WRITER,
+    WRITER_POOL,
 )
 from service.cluster import Cluster, Lease, LiveSiblings
-from service.db import ServerLock, create_pool
+from service.db import ServerLock, create_pool, writer_pool
 from service.handshakes import HandshakeQueue
 from service.internal import SIBLINGS
 from service.metrics import process_gauges
@@ -48,8 +49,14 @@ async def database(app: web.Application) -> AsyncIterator[None]:
     cfg = app[CONFIG]
     pool = await create_pool(cfg.dsn)
     try:
+        writes = await writer_pool(cfg.dsn)
+    except BaseException:
+        await pool.close()
+        raise
+    try:
         app[POOL] = pool
-        app[WRITER] = group_commit(pool, window=cfg.settings.group_commit_seconds)
+        app[WRITER_POOL] = writes
+        app[WRITER] = group_commit(writes, window=cfg.settings.group_commit_seconds)
         app[LOADS] = asyncio.Semaphore(TABLE_LOADS_AT_ONCE)
         app[HANDSHAKES] = HandshakeQueue(cfg.handshake_queue)
         watchdog = None
@@ -63,6 +70,7 @@ async def database(app: web.Application) -> AsyncIterator[None]:
                 with contextlib.suppress(asyncio.CancelledError):
                     await watchdog
     finally:
+        await writes.close()
         await pool.close()
 
 
@@ -220,11 +228,12 @@ def live_metrics(app: web.Application) -> None:
             "rummy_connections": ("Open WebSocket connections", len(app[SOCKETS])),
             **process_gauges(),
         }
-        pool = app.get(POOL)
-        if pool is not None:
-            out["rummy_db_pool_connections"] = ("Database connections open in the pools", pool.get_size())
-            out["rummy_db_pool_idle"] = ("Database connections idle in the pools", pool.get_idle_size())
-            out["rummy_db_pool_max"] = ("Database connections the pools may open", pool.get_max_size())
+        pools = [p for p in (app.get(POOL), app.get(WRITER_POOL)) if p is not None]
+        if pools:
+            opened, idle = sum(p.get_size() for p in pools), sum(p.get_idle_size() for p in pools)
+            out["rummy_db_pool_connections"] = ("Database connections open in the pools", opened)
+            out["rummy_db_pool_idle"] = ("Database connections idle in the pools", idle)
+            out["rummy_db_pool_max"] = ("Database connections the pools may open", sum(p.get_max_size() for p in pools))
         for key in ("deposited", "players_available", "players_held", "house_commission"):
             if key in totals:
                 out[f"rummy_ledger_{key}"] = (f"Ledger: {key.replace('_', ' ')} (HT minor units)", totals[key])

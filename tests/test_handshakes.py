@@ -15,7 +15,7 @@ import aiohttp
 import pytest
 
 from service.appkeys import HANDSHAKES, POOL
-from service.db import ACQUIRE_TIMEOUT, POOL_SIZE
+from service.db import ACQUIRE_TIMEOUT, MAIN_POOL_SIZE
 from service.middleware import RETRY_AFTER_SECONDS
 from tests.conftest import Api, server_of_its_own, wait_for
 from tests.wsclient import Client
@@ -31,7 +31,7 @@ async def test_a_handshake_waits_out_a_busy_pool_and_one_beyond_the_queue_is_tol
         pool = running.app[POOL]
         queue = running.app[HANDSHAKES]
         queue.limit = 1
-        held = [await pool.acquire() for _ in range(POOL_SIZE)]  # every pooled connection, as under load
+        held = [await pool.acquire() for _ in range(MAIN_POOL_SIZE)]  # every connection of the main pool, as under load
         try:
             waiting = asyncio.create_task(Client(running.url, p["token"]).__aenter__())
             await wait_for(lambda: queue.waiting == 1)
