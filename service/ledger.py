@@ -167,63 +167,66 @@ class Balance:
 
 
 async def balance(conn: asyncpg.Connection, player_id: str) -> Balance:
-    rows = await conn.fetch("SELECT id, balance FROM accounts WHERE player_id = $1", player_id)
+    """The player's two balances, found by their accounts' ids (the primary key): no
+    query here reads every player's accounts."""
+    rows = await conn.fetch(
+        "SELECT id, balance FROM accounts WHERE id = ANY($1::text[])", [available(player_id), held(player_id)]
+    )
     by = {r["id"]: int(r["balance"]) for r in rows}
     return Balance(by.get(available(player_id), 0), by.get(held(player_id), 0))
 
 
-async def summary(conn: asyncpg.Connection) -> dict[str, int | bool]:
-    """The invariants, for the operator: accounts sum to zero, nothing negative
-    but the external account, every transaction balanced."""
-    total = int(await conn.fetchval("SELECT COALESCE(SUM(balance), 0) FROM accounts"))
-    negative = int(await conn.fetchval("SELECT COUNT(*) FROM accounts WHERE kind <> 'external' AND balance < 0"))
-    unbalanced = int(
-        await conn.fetchval(
-            "SELECT COUNT(*) FROM (SELECT tx_id FROM ledger_entries GROUP BY tx_id HAVING SUM(amount) <> 0) t"
-        )
-    )
-    drift = int(
-        await conn.fetchval(
-            "SELECT COUNT(*) FROM accounts a WHERE a.balance <> "
-            "(SELECT COALESCE(SUM(amount), 0) FROM ledger_entries e WHERE e.account_id = a.id)"
-        )
-    )
-    deposited = -int(await conn.fetchval("SELECT balance FROM accounts WHERE id = $1", EXTERNAL))  # less withdrawals
-    players_available = int(await conn.fetchval("SELECT COALESCE(SUM(balance),0) FROM accounts WHERE kind='available'"))
-    players_held = int(await conn.fetchval("SELECT COALESCE(SUM(balance),0) FROM accounts WHERE kind='held'"))
-    house = int(await conn.fetchval("SELECT balance FROM accounts WHERE id = $1", HOUSE))
+#: The operator's audit of the ledger (:func:`summary`): one statement per figure, each
+#: a single scan or join of the tables it reads, never a subquery run again for every
+#: row (``/metrics`` runs them all on every scrape; tests/test_ledger_audit.py counts
+#: the rows each reads).  The totals first, then the invariants, each 0 when it holds.
+AUDIT: dict[str, str] = {
+    # less withdrawals; the ids are EXTERNAL's and HOUSE's (tests/test_ledger_audit.py checks the figures)
+    "deposited": "SELECT -COALESCE(SUM(balance), 0) FROM accounts WHERE id = 'external:deposits'",
+    "players_available": "SELECT COALESCE(SUM(balance), 0) FROM accounts WHERE kind = 'available'",
+    "players_held": "SELECT COALESCE(SUM(balance), 0) FROM accounts WHERE kind = 'held'",
+    "house_commission": "SELECT COALESCE(SUM(balance), 0) FROM accounts WHERE id = 'house:commission'",
+    "sum_of_accounts": "SELECT COALESCE(SUM(balance), 0) FROM accounts",
+    "negative_accounts": "SELECT COUNT(*) FROM accounts WHERE kind <> 'external' AND balance < 0",
+    "unbalanced_transactions": (
+        "SELECT COUNT(*) FROM (SELECT tx_id FROM ledger_entries GROUP BY tx_id HAVING SUM(amount) <> 0) t"
+    ),
+    # every balance is the sum of its account's entries: the entries summed once, by account
+    "balances_not_matching_entries": (
+        "SELECT COUNT(*) FROM accounts a LEFT JOIN ("
+        " SELECT account_id, SUM(amount) AS total FROM ledger_entries GROUP BY account_id) e ON e.account_id = a.id"
+        " WHERE a.balance <> COALESCE(e.total, 0)"
+    ),
     # A held balance is exactly the holds of the hands still in progress: a hold whose
     # hand has ended (or that no hand explains) is a fault, never a silent pass.
-    stale = int(
-        await conn.fetchval(
-            "SELECT COUNT(*) FROM accounts a LEFT JOIN ("
-            " SELECT hp.player_id, SUM(hp.hold) AS held FROM hand_players hp JOIN hands h ON h.id = hp.hand_id"
-            " WHERE h.status IN ('seeding', 'playing') GROUP BY hp.player_id) live ON live.player_id = a.player_id"
-            " WHERE a.kind = 'held' AND a.balance <> COALESCE(live.held, 0)"
-        )
+    "holds_without_a_live_hand": (
+        "SELECT COUNT(*) FROM accounts a LEFT JOIN ("
+        " SELECT hp.player_id, SUM(hp.hold) AS held FROM hand_players hp JOIN hands h ON h.id = hp.hand_id"
+        " WHERE h.status IN ('seeding', 'playing') GROUP BY hp.player_id) live ON live.player_id = a.player_id"
+        " WHERE a.kind = 'held' AND a.balance <> COALESCE(live.held, 0)"
+    ),
+    "ended_hands_not_settled": (
+        "SELECT COUNT(*) FROM hands h LEFT JOIN settlements s ON s.hand_id = h.id"
+        " WHERE h.status = 'ended' AND s.hand_id IS NULL"
+    ),
+}
+INVARIANTS = (
+    "sum_of_accounts",
+    "negative_accounts",
+    "unbalanced_transactions",
+    "balances_not_matching_entries",
+    "holds_without_a_live_hand",
+    "ended_hands_not_settled",
+)
+
+
+async def summary(conn: asyncpg.Connection) -> dict[str, int | bool]:
+    """The invariants, for the operator: accounts sum to zero, nothing negative
+    but the external account, every transaction balanced, every balance its
+    entries' sum, every hold a live hand's, every ended hand settled; and the money
+    deposited is what players and the house hold (:data:`AUDIT`)."""
+    out: dict[str, int | bool] = {name: int(await conn.fetchval(sql)) for name, sql in AUDIT.items()}
+    out["ok"] = all(out[name] == 0 for name in INVARIANTS) and out["deposited"] == (
+        out["players_available"] + out["players_held"] + out["house_commission"]
     )
-    unsettled = int(
-        await conn.fetchval(
-            "SELECT COUNT(*) FROM hands h WHERE h.status = 'ended' "
-            "AND NOT EXISTS (SELECT 1 FROM settlements s WHERE s.hand_id = h.id)"
-        )
-    )
-    return {
-        "deposited": deposited,
-        "players_available": players_available,
-        "players_held": players_held,
-        "house_commission": house,
-        "sum_of_accounts": total,
-        "negative_accounts": negative,
-        "unbalanced_transactions": unbalanced,
-        "balances_not_matching_entries": drift,
-        "holds_without_a_live_hand": stale,
-        "ended_hands_not_settled": unsettled,
-        "ok": total == 0
-        and negative == 0
-        and unbalanced == 0
-        and drift == 0
-        and stale == 0
-        and unsettled == 0
-        and deposited == players_available + players_held + house,
-    }
+    return out
