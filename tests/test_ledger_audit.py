@@ -63,6 +63,9 @@ async def test_each_audit_statement_reads_each_table_about_once(pg_dsn: str) -> 
 
 
 async def test_the_audit_finds_a_balance_that_its_entries_do_not_explain(pg_dsn: str) -> None:
+    # the two accounts the audit names in its SQL are the ledger's own
+    assert f"id = '{ledger.EXTERNAL}'" in ledger.AUDIT["deposited"]
+    assert f"id = '{ledger.HOUSE}'" in ledger.AUDIT["house_commission"]
     async with fresh_pool(pg_dsn, "auditdrift") as (_, pool), pool.acquire() as conn:
         await fill(conn)
         before = await ledger.summary(conn)
