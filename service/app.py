@@ -58,6 +58,7 @@ def make_app(config: Config) -> web.Application:
     app[METRICS] = Metrics()
     app[BACKGROUND] = set()
     app[LEDGER_TOTALS] = {}
+    app[api_public.LEDGER_AUDIT] = api_public.LedgerAudit()
     lifecycle.live_metrics(app)
     app[TABLES] = {}
     app[SOCKETS] = {}

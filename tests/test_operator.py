@@ -11,6 +11,7 @@ import aiohttp
 import jsonschema_rs
 import pytest_asyncio
 
+from service.api_public import AUDIT_SECONDS, LEDGER_AUDIT
 from service.app import TABLES
 from service.health import decide
 from service.openapi import OPENAPI
@@ -116,6 +117,33 @@ async def test_metrics_speak_prometheus(api: Api, server: Running) -> None:
         "rummy_hands_total",
     ):
         assert series in text, series
+
+
+async def deposited_in_metrics(api: Api, server: Running) -> int:
+    text = await (await api.session.get(server.url + "/metrics")).text()
+    (line,) = [x for x in text.splitlines() if x.startswith("rummy_ledger_deposited ")]
+    return int(float(line.split()[1]))
+
+
+async def test_metrics_audit_the_ledger_at_most_once_a_minute(api: Api, server: Running) -> None:
+    """The ledger's audit reads the whole ledger, so /metrics runs it at most every
+    AUDIT_SECONDS (by the audit's own clock, set here) and shows its last figures in
+    between; GET /api/ledger audits on every call."""
+    audit = server.app[LEDGER_AUDIT]
+    clock = [0.0]
+    saved = audit.now, audit.at
+    audit.now, audit.at = (lambda: clock[0]), None
+    try:
+        first = await deposited_in_metrics(api, server)
+        runs = audit.runs
+        await api.player("late", deposit=1_000)
+        clock[0] += AUDIT_SECONDS - 1
+        assert await deposited_in_metrics(api, server) == first and audit.runs == runs
+        assert (await api.call("GET", "/api/ledger"))["deposited"] == first + 1_000
+        clock[0] += 1
+        assert await deposited_in_metrics(api, server) == first + 1_000 and audit.runs == runs + 1
+    finally:
+        audit.now, audit.at = saved
 
 
 async def test_the_openapi_document_matches_the_routes(api: Api, server: Running) -> None:
