@@ -25,7 +25,11 @@ def _start(where: str) -> None:
         while True:
             time.sleep(every)
             snap = tracemalloc.take_snapshot()
-            snap.dump(os.path.join(where, f"{os.getpid()}-{n:03d}.snap"))
+            # written whole under another name, then renamed: a process that ends (or
+            # is killed) mid-dump leaves no half-written .snap for compare.py to choke on
+            path = os.path.join(where, f"{os.getpid()}-{n:03d}.snap")
+            snap.dump(path + ".part")
+            os.replace(path + ".part", path)
             n += 1
 
     threading.Thread(target=dump, name="tracemalloc-dump", daemon=True).start()
