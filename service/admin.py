@@ -18,7 +18,7 @@ import asyncio
 import json
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import quote, urlsplit
@@ -162,12 +162,21 @@ def add_arguments(
 
 
 # ----------------------------------------------------------------------------- the client
+#: A command the server answers ``unavailable`` (503: the table is between servers, or
+#: the database away; nothing was changed, docs/api.md) is sent again after these
+#: pauses (seconds), then reported.
+UNAVAILABLE_PAUSES = (0.25, 0.5, 1.0, 2.0, 4.0)
+
+
 class Client:
     """Requests with the operator token and a timeout (:mod:`service.httpclient`: a
-    307 from a node to another is followed, POST included); failures as AdminError."""
+    307 from a node to another is followed, POST included); failures as AdminError.
+    A refusal as ``unavailable`` changed nothing, so it is tried again
+    (:data:`UNAVAILABLE_PAUSES`, through ``pause``): a table handed from one worker
+    to another between hands is served again a moment later."""
 
-    def __init__(self, rest: Rest, token: str) -> None:
-        self.rest, self.token = rest, token
+    def __init__(self, rest: Rest, token: str, pause: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
+        self.rest, self.token, self.pause = rest, token, pause
 
     @property
     def server(self) -> str:
@@ -176,12 +185,16 @@ class Client:
     async def call(self, method: str, path: str, body: Any = None, query: dict[str, Any] | None = None) -> Any:
         from service.httpclient import Refused, Unreachable
 
-        try:
-            return await self.rest.call(method, path, self.token, body, query)
-        except Unreachable as e:
-            raise AdminError(e.exit_code, e.message) from None
-        except Refused as e:
-            raise self._refusal(e) from None
+        for wait in (*UNAVAILABLE_PAUSES, None):
+            try:
+                return await self.rest.call(method, path, self.token, body, query)
+            except Unreachable as e:
+                raise AdminError(e.exit_code, e.message) from None
+            except Refused as e:
+                if e.server_code != "unavailable" or wait is None:
+                    raise self._refusal(e) from None
+            await self.pause(wait)
+        raise AssertionError("unreachable: the last try returns or raises")
 
     def _refusal(self, e: Refused) -> AdminError:
         code = e.exit_code

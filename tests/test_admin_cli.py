@@ -16,11 +16,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
+from aiohttp import web
 
 from service import admin
 from service.bots import Bot
 from service.cli import parse_args
+from service.httpclient import Rest
 from service.startup import Running, start_server
 from service.store import new_token
 from tests.conftest import OPERATOR, Api, fresh_database
@@ -342,3 +345,53 @@ def test_the_cli_wiring_runs_admin_in_a_subprocess_without_a_server(tmp_path: Pa
     for cmd in ("players", "player", "tables", "table", "hands", "deposit", "withdraw", "close", "stand", "void"):
         assert re.search(rf"^\s+{cmd}\s", r.stdout, re.M), cmd
     assert "rotate-token" in r.stdout and "audit" in r.stdout and "exit codes:" in r.stdout
+
+
+async def test_a_command_answered_unavailable_is_sent_again_and_other_refusals_are_not() -> None:
+    """``unavailable`` (a table between workers, the database away) changed nothing:
+    the command is sent again after each of UNAVAILABLE_PAUSES (the pauses taken by
+    the client's ``pause``, recorded here, not slept) and the answer that follows is
+    the command's; every other refusal is reported at once, and so is ``unavailable``
+    once the pauses are spent."""
+    answers: list[tuple[int, str | None]] = []
+    seen: list[str] = []
+
+    async def close(request: web.Request) -> web.Response:
+        seen.append(request.path)
+        status, code = answers.pop(0) if answers else (200, None)
+        if code is None:
+            return web.json_response({"table_id": "t_x", "status": "closed"})
+        return web.json_response({"error": {"code": code, "message": f"{code} here"}}, status=status)
+
+    app = web.Application()
+    app.router.add_post("/api/admin/tables/{t}/close", close)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    paused: list[float] = []
+
+    async def pause(seconds: float) -> None:
+        paused.append(seconds)
+
+    try:
+        async with aiohttp.ClientSession() as session:
+            client = admin.Client(Rest(session, f"http://127.0.0.1:{port}", 5.0), OPERATOR, pause)
+            path = "/api/admin/tables/t_x/close"
+            answers[:] = [(503, "unavailable"), (503, "unavailable")]
+            assert (await client.call("POST", path))["status"] == "closed"
+            assert (len(seen), paused) == (3, list(admin.UNAVAILABLE_PAUSES[:2]))
+            seen.clear()
+            paused.clear()
+            answers[:] = [(409, "table_closed")]
+            with pytest.raises(admin.AdminError, match=r"table_closed here \(table_closed\)"):
+                await client.call("POST", path)
+            assert (len(seen), paused) == (1, [])
+            seen.clear()
+            answers[:] = [(503, "unavailable")] * (len(admin.UNAVAILABLE_PAUSES) + 1)
+            with pytest.raises(admin.AdminError, match=r"unavailable here \(unavailable\)"):
+                await client.call("POST", path)
+            assert (len(seen), paused) == (len(admin.UNAVAILABLE_PAUSES) + 1, list(admin.UNAVAILABLE_PAUSES))
+    finally:
+        await runner.cleanup()
