@@ -149,6 +149,7 @@ class Cluster:
         self._heart_lock = asyncio.Lock()
         self._creating: set[str] = set()  # tables whose creating transaction is open (add_table)
         self.takeovers = 0
+        self.beats = 0  # heartbeats completed (tests wait for beats, not for seconds)
         self.lateness = 0.0  # seconds the last heartbeat ran after it was due (loop lag)
 
     # -- life --------------------------------------------------------------------------
@@ -225,6 +226,7 @@ class Cluster:
         await self.rebalance()
         if self._listener is None or self._listener.is_closed():
             await self._listen()
+        self.beats += 1
 
     async def leave(self) -> None:
         """SIGTERM: hand every table over now (its task is already stopped), and stop

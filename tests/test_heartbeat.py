@@ -25,6 +25,20 @@ async def db(pg_dsn: str) -> AsyncIterator[tuple[str, asyncpg.Pool]]:
         yield dsn, pool
 
 
+async def after_beats(cluster: Cluster, beats: int, seconds: float = 0.0, limit: float = 60.0) -> None:
+    """Wait until ``cluster``'s heartbeat has completed ``beats`` more beats and at
+    least ``seconds`` have passed (a lease runs out by the database's clock).  A window
+    counted in beats holds on a machine kept busy by other work, where a fixed sleep
+    saw fewer beats than it claimed and proved less; ``limit`` fails a heartbeat that
+    stopped beating."""
+    loop = asyncio.get_running_loop()
+    start, until = cluster.beats, loop.time() + seconds
+    end = loop.time() + limit
+    while cluster.beats < start + beats or loop.time() < until:
+        assert loop.time() < end, f"{cluster.beats - start} of {beats} heartbeats in {limit} s"
+        await asyncio.sleep(0.02)
+
+
 def node_n1(db: tuple[str, asyncpg.Pool], heartbeat_seconds: float) -> tuple[Cluster, list[Lease], list[str]]:
     """Node n1 with 1 s leases: the cluster, the leases it starts, the tables it stops."""
     dsn, pool = db
@@ -48,7 +62,7 @@ async def test_leases_are_renewed_while_every_pooled_connection_is_busy(db: tupl
     beat = asyncio.create_task(cluster.run())
     busy = [await pool.acquire() for _ in range(2)]  # the whole pool, for three leases' time
     try:
-        await asyncio.sleep(3.0)
+        await after_beats(cluster, 15, seconds=3.0)  # three leases' time, fifteen renewals
         watcher = await asyncpg.connect(dsn)
         try:
             rows = await watcher.fetch(
@@ -86,9 +100,9 @@ async def test_a_table_being_created_is_neither_lost_nor_taken_again_by_its_own_
                 "min_players) VALUES ('t_new', 4, 1, 0, 30, 3, 2)"
             )
             lease = await cluster.add_table(conn, "t_new")
-            await asyncio.sleep(0.8)  # eight beats with the row not yet visible to them
+            await after_beats(cluster, 8)  # eight beats with the row not yet visible to them
         cluster.adopt(lease)
-        await asyncio.sleep(2.0)  # two leases' time after the commit: renewed, never taken again
+        await after_beats(cluster, 20, seconds=2.0)  # two leases' time after the commit: renewed, never taken again
         async with pool.acquire() as conn:
             row = await conn.fetchrow("SELECT owner, epoch, expires_at > now() AS live FROM table_leases")
     finally:

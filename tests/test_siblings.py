@@ -26,6 +26,7 @@ from service import siblings
 from service.cluster import Cluster, Lease, NodeSettings
 from service.siblings import Stamp
 from tests.conftest import fresh_database, fresh_pool
+from tests.test_heartbeat import after_beats
 from tests.test_one_port import settled_tables
 from tests.test_writer import TABLES, tables_with_hands
 from tests.workerserver import worker_server
@@ -148,7 +149,7 @@ async def test_a_late_sibling_keeps_its_tables_while_it_lives_and_loses_them_onc
     await w2.join()
     beat2 = asyncio.create_task(w2.run())
     try:
-        await asyncio.sleep(2.5)  # a dozen of w2's beats, each of which would take an expired lease
+        await after_beats(w2, 12)  # a dozen of w2's beats, each of which would take an expired lease
         assert started2 == [] and await leases(dsn) == held
         # a client asking where such a table is served is sent to w1, late as it is
         assert await w2.owner_of("t_w000") == ("n/w1", "")
