@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from verifier.cards import card_of_id
+from verifier.cards import card_of_id, face_texts
 from verifier.hand import HandState, Phase, Seat
 
 #: top-level keys of the view that are plain values of the state (rules, dealer and the
@@ -33,7 +33,8 @@ _SCALARS: Final = ("phase", "turn", "turn_no", "dealer", "wild_indicator", "resh
 
 
 def _faces(cards: tuple[int, ...] | list[int], decks: int) -> list[str]:
-    return [str(card_of_id(c, decks)) for c in cards]
+    texts = face_texts(decks)  # the ids are a state's: every one is of the pack
+    return [texts[c] for c in cards]
 
 
 def _entry(s: Seat, ended: bool, decks: int) -> dict[str, Any]:
@@ -46,10 +47,10 @@ def _entry(s: Seat, ended: bool, decks: int) -> dict[str, Any]:
     return out
 
 
-def _mine(s: Seat, decks: int) -> dict[str, Any]:
+def _mine(s: Seat) -> dict[str, Any]:
+    """A seat's own part, less the faces of its cards (added where the cards changed)."""
     return {
         "cards": list(s.cards),
-        "faces": _faces(s.cards, decks),
         "drawn_this_turn": s.drawn_this_turn,
         "drawn_any": s.drawn_any,
         "status": s.status.value,
@@ -123,7 +124,9 @@ class Change:
         if got is None:
             old = next(s for s in self.before.seats if s.seat == viewer)
             new = next(s for s in self.after.seats if s.seat == viewer)
-            mine = _changed(_mine(old, self.decks), _mine(new, self.decks))
+            mine = _changed(_mine(old), _mine(new))
+            if "cards" in mine:
+                mine["faces"] = _faces(mine["cards"], self.decks)
             got = self._own[viewer] = {**self.public, "me": mine} if mine else self.public
         return got
 

@@ -9,6 +9,7 @@ printed jokers following at ``decks*52 + k``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Final
 
 from verifier.errors import RuleError
@@ -89,6 +90,13 @@ def card_of_id(card_id: int, decks: int) -> Card:
         return JOKER
     within = card_id % 52
     return FACES[within]
+
+
+@lru_cache(maxsize=8)
+def face_texts(decks: int) -> tuple[str, ...]:
+    """The face of each card id of the pack for ``decks`` decks, as text (``7H``, ``JK``),
+    indexed by id: ``face_texts(d)[c] == str(card_of_id(c, d))``."""
+    return tuple(str(card_of_id(c, decks)) for c in range(deck_size(decks)))
 
 
 def card_id(face: Card, deck: int, decks: int) -> int:

@@ -14,10 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any, Final
 
-from verifier.cards import card_of_id, deck_size, decks_for_seats
+from verifier.cards import deck_size, decks_for_seats, face_texts
 from verifier.chain import NO_COMMIT, REVEALED, WITHHELD
 from verifier.ed25519 import key_problem
 from verifier.fairness import PROTOCOL_V1, PROTOCOL_V2, rules_id
@@ -361,17 +360,11 @@ def check_transcript(t: Mapping[str, Any], v2: bool) -> Shape:
         )
     if len(faces) != len(deck):
         raise SchemaError(("deck_faces",), "one face per card of the deck", len(deck), len(faces))
-    table = _faces(shape.decks)
+    table = face_texts(shape.decks)
     if faces != [table[c] for c in deck]:
         n, c = next((n, c) for n, (c, f) in enumerate(zip(deck, faces, strict=True)) if f != table[c])
         raise SchemaError(("deck_faces", n), f"the face of card {c} is {table[c]}", table[c], faces[n])
     return shape
-
-
-@lru_cache(maxsize=8)
-def _faces(decks: int) -> tuple[str, ...]:
-    """The face of each card id of the pack for ``decks`` decks."""
-    return tuple(str(card_of_id(c, decks)) for c in range(deck_size(decks)))
 
 
 def _strict_key(hex_key: str, path: Path) -> None:
