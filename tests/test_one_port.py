@@ -57,23 +57,45 @@ async def owners(two: WorkerServer, tables: list[str]) -> dict[str, str | None]:
     return {r["table_id"]: r["owner"] for r in rows}
 
 
+async def shares(two: WorkerServer) -> tuple[int, dict[str | None, int]]:
+    """(open tables, how many of them each worker holds by a live lease; None: nobody)."""
+    assert two.dsn is not None
+    conn = await asyncpg.connect(two.dsn)
+    try:
+        rows = await conn.fetch(
+            "SELECT CASE WHEN l.expires_at > now() THEN l.owner END AS owner, count(*) AS n FROM tables t "
+            "LEFT JOIN table_leases l ON l.table_id = t.id WHERE t.status <> 'closed' GROUP BY 1"
+        )
+    finally:
+        await conn.close()
+    held = {r["owner"]: int(r["n"]) for r in rows}
+    return sum(held.values()), held
+
+
 async def settled_tables(s: aiohttp.ClientSession, two: WorkerServer, count: int) -> list[str]:
-    """``count`` new tables, once the workers have shared them out: every one owned,
-    by the same worker in four looks half a second apart (so that none moves while a
-    test counts)."""
+    """``count`` new tables, once the workers have shared them out: every open table of
+    the server owned and no worker above an even share (so no hand-over is due: a
+    worker hands tables over only while it holds more than its share,
+    service.cluster), the same in two looks in a row.  Settled by what the workers
+    hold, not by a quiet spell, which on a busy machine ended before the hand-over
+    came (a table then moved between workers while a test used it)."""
     tables = []
     for _ in range(count):
         async with s.post(two.url + "/api/tables", json={"seats": 4}, headers=auth(two.token)) as r:
             assert r.status == 201, await r.text()
             tables.append((await r.json())["id"])
+    workers = len(two.worker_pids())
     deadline = time.monotonic() + 120
     last: dict[str, str | None] = {}
     same = 0
-    while same < 4:
+    while same < 2:
         now = await owners(two, tables)
-        same = same + 1 if now == last and None not in now.values() else 0
+        total, held = await shares(two)
+        share = -(-total // workers)
+        balanced = None not in held and max(held.values(), default=0) <= share
+        same = same + 1 if balanced and now == last and None not in now.values() else 0
         last = now
-        assert time.monotonic() < deadline, now
+        assert time.monotonic() < deadline, (now, held)
         await asyncio.sleep(0.5)
     return tables
 
