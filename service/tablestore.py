@@ -50,7 +50,7 @@ from typing import Any
 
 import asyncpg
 
-from service import ledger, store
+from service import fastjson, ledger, store
 from service.cluster import Fenced, Lease
 from service.db import connection
 from service.handstore import SealedRecord, StoreConflict, StoredHand, seal, ts
@@ -492,7 +492,7 @@ async def _finish(conn: asyncpg.Connection, *, table_id: str, op: io.FinishOp) -
         "void_reason = $4 WHERE id = $1 AND status IN ('seeding', 'playing') RETURNING id",
         op.hand_id,
         "ended" if op.settlement is not None else "void",
-        json.dumps(op.transcript),
+        fastjson.canonical(op.transcript).decode(),  # the bytes it was signed over, by orjson
         op.void_reason,
     )
     if ended is None:
