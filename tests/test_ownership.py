@@ -17,6 +17,7 @@ import aiohttp
 import asyncpg
 
 from service.app import CONFIG, TABLES
+from service.appkeys import CLUSTER
 from tests.conftest import OPERATOR, Api, wait_for
 from tests.test_handover import TwoNodes, two_nodes
 
@@ -36,6 +37,11 @@ async def owners(dsn: str) -> dict[str, tuple[str | None, str]]:
 
 async def unowned_open(dsn: str) -> list[str]:
     return sorted(t for t, (owner, status) in (await owners(dsn)).items() if status != "closed" and owner is None)
+
+
+def beats(n: TwoNodes) -> tuple[int, int]:
+    """The heartbeats each node has completed."""
+    return n.a.app[CLUSTER].beats, n.b.app[CLUSTER].beats
 
 
 async def close(session: aiohttp.ClientSession, n: TwoNodes, table: str) -> None:
@@ -63,12 +69,14 @@ async def test_closed_tables_are_out_of_the_share_and_every_open_table_keeps_an_
             await close(session, n, t)
         open_tables = {on_a[0], on_a[1], on_b[0]}
         deadline = asyncio.get_running_loop().time() + 60
-        settled = 0
-        while settled < 12:  # twelve looks in a row (a few heartbeats): every open table owned
+        since = beats(n)
+        while min(b - s for b, s in zip(beats(n), since, strict=True)) < 3:
+            # every open table owned at every look over three heartbeats of each node, in a row
             assert asyncio.get_running_loop().time() < deadline, await owners(dsn)
             now = await owners(dsn)
             assert {t for t, (_, status) in now.items() if status != "closed"} == open_tables
-            settled = settled + 1 if not await unowned_open(dsn) else 0
+            if await unowned_open(dsn):
+                since = beats(n)
             await asyncio.sleep(0.25)
         served = set(n.a.app[TABLES]) | set(n.b.app[TABLES])
         assert open_tables <= served
@@ -121,8 +129,10 @@ async def test_a_table_every_node_leaves_alone_is_taken(pg_dsn: str, tmp_path: P
             # nothing), which left the table without an owner for two lease periods
             # after every hand-over, its players paused each time.  Watched for three
             # lease periods, at every look.
-            until = loop.time() + 3 * n.a.app[CONFIG].node.lease_seconds
-            while loop.time() < until:
+            # (and at least three heartbeats of each node: each could have handed it over)
+            until, since = loop.time() + 3 * n.a.app[CONFIG].node.lease_seconds, beats(n)
+            while loop.time() < until or min(b - s for b, s in zip(beats(n), since, strict=True)) < 3:
+                assert loop.time() < deadline + 60, (beats(n), since)
                 now = await owners(dsn)
                 assert now[free[0]][0] in ("a", "b"), now
                 await asyncio.sleep(0.1)
