@@ -127,6 +127,7 @@ class Cluster:
         stop: StopTable,
         handoff: HandOff | None = None,
         live_siblings: LiveSiblings | None = None,
+        observe: Callable[[float, float], None] | None = None,
     ) -> None:
         self.pool = pool
         self.dsn = dsn
@@ -135,6 +136,7 @@ class Cluster:
         self._stop = stop
         self._handoff = handoff
         self._live_siblings = live_siblings
+        self._observe = observe  # (seconds late, seconds taken) after each completed heartbeat
         self._handing: set[str] = set()
         # Tables taken beyond the share because no other node took them (a node below
         # its share that takes nothing): kept while the cluster looks the same — the
@@ -182,6 +184,8 @@ class Cluster:
             try:
                 await self.beat()
                 took = time.monotonic() - began
+                if self._observe is not None:
+                    self._observe(self.lateness, took)
                 if took > self.node.lease_seconds / 2:
                     log.warning(
                         "node %s: a heartbeat took %.1f s (the lease is %.1f s): the node or its database is slow",

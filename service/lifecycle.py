@@ -116,7 +116,13 @@ async def tables_and_leases(app: web.Application) -> AsyncIterator[None]:
         a.request_handoff()
         return True
 
-    cluster = Cluster(app[POOL], cfg.dsn, cfg.node, start, stop, handoff, live_siblings(app))
+    metrics = app[METRICS]
+
+    def observe(late: float, took: float) -> None:
+        metrics.heartbeat_late_seconds.observe(late)
+        metrics.heartbeat_seconds.observe(took)
+
+    cluster = Cluster(app[POOL], cfg.dsn, cfg.node, start, stop, handoff, live_siblings(app), observe)
     app[CLUSTER] = cluster
     await cluster.join()
     # Every table is loaded (its hand resumed or voided) before the server answers.

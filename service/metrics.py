@@ -85,6 +85,19 @@ class Metrics:
             buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25),
             registry=self.registry,
         )
+        self.heartbeat_late_seconds = Histogram(
+            "rummy_heartbeat_late_seconds",
+            "How long after it was due each completed heartbeat began (the event loop kept it waiting: a "
+            "process starved of CPU); past half the lease, leases are at risk",
+            buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0),
+            registry=self.registry,
+        )
+        self.heartbeat_seconds = Histogram(
+            "rummy_heartbeat_seconds",
+            "Time each completed heartbeat took (renew, take, rebalance: the database's speed)",
+            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0),
+            registry=self.registry,
+        )
         self.reloads = Counter(
             "rummy_table_reloads",
             "Tables that reloaded from the database after a failed write (a settle failure among them)",

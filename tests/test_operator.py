@@ -13,10 +13,11 @@ import pytest_asyncio
 
 from service.api_public import AUDIT_SECONDS, LEDGER_AUDIT
 from service.app import TABLES
+from service.appkeys import CLUSTER
 from service.health import decide
 from service.openapi import OPENAPI
 from service.startup import Running, start_server
-from tests.conftest import OPERATOR, Api, fresh_database
+from tests.conftest import OPERATOR, Api, fresh_database, wait_for
 from tests.test_server import seat_of, seat_two, through_seeds
 from tests.wsclient import Client
 
@@ -117,6 +118,26 @@ async def test_metrics_speak_prometheus(api: Api, server: Running) -> None:
         "rummy_hands_total",
     ):
         assert series in text, series
+
+
+def sample(text: str, name: str) -> float:
+    (line,) = [x for x in text.splitlines() if x.startswith(name + " ")]
+    return float(line.split()[1])
+
+
+async def test_metrics_show_every_heartbeat_and_how_late_it_ran(api: Api, server: Running) -> None:
+    """Each completed heartbeat is observed: how late it began (a starved process) and
+    how long it took (a slow database), so an operator sees leases at risk before
+    one is lost."""
+    cluster = server.app[CLUSTER]
+    await wait_for(lambda: cluster.beats >= 2, timeout=60)
+    before = cluster.beats
+    text = await (await api.session.get(server.url + "/metrics")).text()
+    after = cluster.beats
+    for name in ("rummy_heartbeat_late_seconds", "rummy_heartbeat_seconds"):
+        assert before <= sample(text, name + "_count") <= after, (name, before, after)
+        assert sample(text, name + "_sum") >= 0
+        assert sample(text, name + '_bucket{le="+Inf"}') == sample(text, name + "_count")
 
 
 async def deposited_in_metrics(api: Api, server: Running) -> int:
