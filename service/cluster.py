@@ -185,7 +185,8 @@ class Cluster:
                 await self.beat()
                 took = time.monotonic() - began
                 if self._observe is not None:
-                    self._observe(self.lateness, took)
+                    with contextlib.suppress(Exception):  # a metric's fault is not the heartbeat's
+                        self._observe(self.lateness, took)
                 if took > self.node.lease_seconds / 2:
                     log.warning(
                         "node %s: a heartbeat took %.1f s (the lease is %.1f s): the node or its database is slow",
