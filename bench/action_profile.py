@@ -125,6 +125,19 @@ class Client:
             self.proc.join(5)
 
 
+async def bench_server(data_dir: Path, database_url: str | None) -> Any:
+    """The server measured in-process: on 127.0.0.1, a free port, the default settings,
+    its embedded PostgreSQL in ``data_dir`` unless ``database_url`` names one."""
+    return await start_server(
+        host="127.0.0.1",
+        port=0,
+        data_dir=data_dir,
+        database_url=database_url,
+        operator_token=OPERATOR,
+        settings=Settings(),
+    )
+
+
 async def window(app: Any, client: Client, seconds: float) -> tuple[float, int, float]:
     """(CPU seconds of this process, actions stored, wall seconds) over one window."""
     a0, c0, w0 = actions_stored(app), time.process_time(), time.monotonic()
@@ -185,14 +198,7 @@ async def run(args: argparse.Namespace) -> None:
 
     print(f"server code: {Path(service.__file__).resolve().parent.parent}")
     with tempfile.TemporaryDirectory(prefix="action-profile-") as tmp:
-        running = await start_server(
-            host="127.0.0.1",
-            port=0,
-            data_dir=Path(tmp) / "data",
-            database_url=args.database_url,
-            operator_token=OPERATOR,
-            settings=Settings(),
-        )
+        running = await bench_server(Path(tmp) / "data", args.database_url)
         client: Client | None = None
         try:
             tuned = tune_gc() if not args.no_gc_tune else False

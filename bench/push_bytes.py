@@ -54,11 +54,9 @@ if __package__ in (None, ""):  # run as a file: the tree of PYTHONPATH wins, els
     if here not in sys.path:
         sys.path.append(here)
 
-from bench.action_profile import OPERATOR, Client, actions_stored
+from bench.action_profile import Client, actions_stored, bench_server
 from bench.loadclient import frame_kind
 from service import telling
-from service.startup import start_server
-from service.table import Settings
 
 HEX = re.compile(r"[0-9a-f]{64}(?:[0-9a-f]{64})?")  # a hash or key (32 bytes) or a signature (64)
 FACE_KEYS = frozenset({"faces", "open_faces", "wild_face", "deck_faces"})
@@ -180,14 +178,7 @@ async def run(args: argparse.Namespace) -> None:
 
     telling.Connection.push_text = push_text  # type: ignore[method-assign]
     with tempfile.TemporaryDirectory(prefix="push-bytes-") as tmp:
-        running = await start_server(
-            host="127.0.0.1",
-            port=0,
-            data_dir=Path(tmp) / "data",
-            database_url=args.database_url,
-            operator_token=OPERATOR,
-            settings=Settings(),
-        )
+        running = await bench_server(Path(tmp) / "data", args.database_url)
         client: Client | None = None
         try:
             client = Client(running.url, args.tables, args.seed)
