@@ -492,7 +492,7 @@ async def _finish(conn: asyncpg.Connection, *, table_id: str, op: io.FinishOp) -
         "void_reason = $4 WHERE id = $1 AND status IN ('seeding', 'playing') RETURNING id",
         op.hand_id,
         "ended" if op.settlement is not None else "void",
-        fastjson.canonical(op.transcript).decode(),  # the bytes it was signed over, by orjson
+        fastjson.canonical(op.transcript).decode(),  # canonical JSON by orjson (jsonb keeps no bytes)
         op.void_reason,
     )
     if ended is None:
