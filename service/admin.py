@@ -163,17 +163,22 @@ def add_arguments(
 
 # ----------------------------------------------------------------------------- the client
 #: A command the server answers ``unavailable`` (503: the table is between servers, or
-#: the database away; nothing was changed, docs/api.md) is sent again after these
-#: pauses (seconds), then reported.
+#: the database away, docs/api.md) is sent again after these pauses (seconds), then
+#: reported — only a command that a second sending cannot make do a second thing.
 UNAVAILABLE_PAUSES = (0.25, 0.5, 1.0, 2.0, 4.0)
 
 
 class Client:
     """Requests with the operator token and a timeout (:mod:`service.httpclient`: a
     307 from a node to another is followed, POST included); failures as AdminError.
-    A refusal as ``unavailable`` changed nothing, so it is tried again
+    A read, or a command with ``again`` (closing a table, voiding a hand: done once,
+    each is refused after), refused as ``unavailable`` is tried again
     (:data:`UNAVAILABLE_PAUSES`, through ``pause``): a table handed from one worker
-    to another between hands is served again a moment later."""
+    to another between hands is served again a moment later.  Any other command is
+    reported at once: when the database's connection broke during the COMMIT, the
+    server cannot know whether it was stored, so a deposit or a withdrawal sent again
+    could move the money twice, a token rotated again lock the operator out, a seat
+    stood up again stand up whoever sat down meanwhile."""
 
     def __init__(self, rest: Rest, token: str, pause: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
         self.rest, self.token, self.pause = rest, token, pause
@@ -182,10 +187,13 @@ class Client:
     def server(self) -> str:
         return self.rest.server
 
-    async def call(self, method: str, path: str, body: Any = None, query: dict[str, Any] | None = None) -> Any:
+    async def call(
+        self, method: str, path: str, body: Any = None, query: dict[str, Any] | None = None, again: bool = False
+    ) -> Any:
         from service.httpclient import Refused, Unreachable
 
-        for wait in (*UNAVAILABLE_PAUSES, None):
+        pauses = UNAVAILABLE_PAUSES if method == "GET" or again else ()
+        for wait in (*pauses, None):
             try:
                 return await self.rest.call(method, path, self.token, body, query)
             except Unreachable as e:
@@ -512,7 +520,7 @@ async def command(args: argparse.Namespace, api: Client) -> tuple[Any, str]:
         data = await api.call("POST", f"/api/players/{_id(args.player_id)}/{cmd}", body={"amount": args.amount})
         text = show_balance(data, "deposited" if cmd == "deposit" else "withdrew", args.amount)
     elif cmd == "close":
-        data = await api.call("POST", f"/api/tables/{_id(args.table_id)}/close")
+        data = await api.call("POST", f"/api/tables/{_id(args.table_id)}/close", again=True)
         status = data.get("status")
         text = f"table {data.get('id')} is {status}" + (
             ": no new hand; the hand in progress finishes, then every seat stands up" if status == "closing" else ""
@@ -522,7 +530,7 @@ async def command(args: argparse.Namespace, api: Client) -> tuple[Any, str]:
         when = "now" if data.get("now") else "as the hand in progress ends"
         text = f"table {data.get('table_id')} seat {data.get('seat')} (player {data.get('player_id')}) stands up {when}"
     elif cmd == "void":
-        data = await api.call("POST", f"/api/hands/{args.hand_id}/void", body={"reason": args.reason})
+        data = await api.call("POST", f"/api/hands/{args.hand_id}/void", body={"reason": args.reason}, again=True)
         text = f"hand {args.hand_id} voided: {data.get('reason', args.reason)}"
     elif cmd == "rotate-token":
         data = await api.call("POST", "/api/admin/operator-token")
