@@ -46,6 +46,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -82,8 +83,6 @@ def _no_faces(value: Any) -> Any:
 
 def _ms(iso: Any) -> Any:
     if isinstance(iso, str):
-        from datetime import datetime
-
         return int(datetime.fromisoformat(iso).timestamp() * 1000)
     return iso
 
