@@ -176,9 +176,10 @@ async def test_admin_works_every_time_whichever_worker_answers(two: WorkerServer
     """Issue 18 saw ``admin stand`` fail 5 times of 6 on a two-worker server (a 307 to
     a worker's own port that the client did not follow).  Here a table is created from
     the command line (a real process), and every stand and close, on tables each
-    worker serves, succeeds: a 307 is followed, and a command that meets a table
-    while it is handed from one worker to the other (``unavailable``, which a busy
-    machine's rebalancing can cause) is sent again by the command itself."""
+    worker serves, succeeds: a 307 is followed.  The tables are shared out first
+    (``settled_tables``), so no hand-over is due while the commands run; ``close``
+    would be sent again after ``unavailable``, ``stand`` is not (sent twice, it could
+    stand up whoever sat down meanwhile)."""
     async with aiohttp.ClientSession() as s:
         env = clean_env(RUMMY_OPERATOR_TOKEN=two.token)
         argv = ("admin", "--server", two.url, "--json", "create-table", "--seats", "6", "--point-value", "3")
