@@ -201,6 +201,48 @@ async def lease_rows(dsn: str, tables: list[str]) -> dict[str, tuple[str, int]]:
     return {r["table_id"]: (r["owner"], r["epoch"]) for r in rows}
 
 
+async def sibling_of(dsn: str, worker: str) -> str:
+    """The other worker of ``worker``'s server (node ids ``NODE/wN``)."""
+    conn = await asyncpg.connect(dsn)
+    try:
+        rows = await conn.fetch(
+            "SELECT node_id FROM nodes WHERE node_id LIKE $1 AND node_id <> $2",
+            worker.rsplit("/w", 1)[0] + "/w%",
+            worker,
+        )
+    finally:
+        await conn.close()
+    assert len(rows) == 1, rows
+    return str(rows[0]["node_id"])
+
+
+async def sibling_beat_past(dsn: str, sibling: str, stopped: str, seconds: float) -> None:
+    """Until ``sibling`` has beaten twice after ``stopped``'s last lease had been
+    expired ``seconds``: the first of those beats ran its whole acquire (a beat marks
+    ``seen_at`` first, and the next one begins only after it), at a moment the
+    database's clock put past that point.  A hang guard of 60 s of this test's clock
+    only."""
+    conn = await asyncpg.connect(dsn)
+    try:
+        deadline = time.monotonic() + 60
+        beats: set[object] = set()
+        while len(beats) < 2:
+            row = await conn.fetchrow(
+                "SELECT n.seen_at, n.seen_at > (SELECT max(expires_at) FROM table_leases WHERE owner = $2)"
+                " + make_interval(secs => $3) AS past FROM nodes n WHERE n.node_id = $1",
+                sibling,
+                stopped,
+                seconds,
+            )
+            assert row is not None, f"no node {sibling}"
+            if row["past"]:
+                beats.add(row["seen_at"])
+            assert time.monotonic() < deadline, "the sibling did not beat: hung"
+            await asyncio.sleep(0.1)
+    finally:
+        await conn.close()
+
+
 #: the leases of the server below: short, so that two lease periods stopped take seconds
 #: (the default's 5 s made the test wait 11 s stopped and 5 s more for the takeover)
 SERVER_LEASE = 2.0
@@ -209,10 +251,14 @@ SERVER_LEASE = 2.0
 @pytest.mark.timeout(300)
 async def test_a_stopped_worker_keeps_its_tables_and_a_killed_one_loses_them(pg_dsn: str, tmp_path: Path) -> None:
     """``serve --workers 2`` (a server alone, ``--lease-seconds 2``): the worker holding tables
-    is stopped (SIGSTOP) for more than two lease periods — its sibling, beating all
-    along, takes none of them, and once it runs again it has lost none; killed
-    (SIGKILL), its tables are taken again (a new epoch) within a bound only a hang
-    exceeds."""
+    is stopped (SIGSTOP) until its sibling has beaten twice more than two lease
+    periods after the stopped worker's leases ran out — each beat tries to take
+    expired leases — and the sibling took none of them; once it runs again it has
+    lost none; killed (SIGKILL), its tables are taken again (a new epoch) within a
+    bound only a hang exceeds.  The stop lasts as long as the sibling needs, told by
+    the database's clock (the sibling's ``nodes.seen_at`` against the leases'
+    ``expires_at``), not a window of this test's clock that a starved sibling might
+    not beat in."""
     async with (
         fresh_database(pg_dsn, "sibstop") as dsn,
         worker_server(tmp_path / "data", dsn=dsn, extra=("--lease-seconds", str(SERVER_LEASE))) as server,
@@ -224,13 +270,12 @@ async def test_a_stopped_worker_keeps_its_tables_and_a_killed_one_loses_them(pg_
         index = int(owner.rsplit("/w", 1)[1])
         pid = server.worker_pids()[index]
         mine = {t: e for t, (o, e) in held.items() if o == owner}
+        sibling = await sibling_of(dsn, owner)
         os.kill(pid, signal.SIGSTOP)
         try:
-            end = time.monotonic() + 2 * SERVER_LEASE + 1  # the sibling beats all along
-            while time.monotonic() < end:
-                now = await lease_rows(dsn, tables)
-                assert {t: now[t] for t in mine} == {t: (owner, e) for t, e in mine.items()}
-                await asyncio.sleep(0.2)
+            await sibling_beat_past(dsn, sibling, owner, 2 * SERVER_LEASE)
+            now = await lease_rows(dsn, tables)
+            assert {t: now[t] for t in mine} == {t: (owner, e) for t, e in mine.items()}
         finally:
             os.kill(pid, signal.SIGCONT)
         await asyncio.sleep(1.0)  # it runs again and renews
