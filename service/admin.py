@@ -18,6 +18,7 @@ import asyncio
 import json
 import os
 import re
+import secrets
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -25,6 +26,7 @@ from urllib.parse import quote, urlsplit
 
 from service.envnames import OPERATOR_TOKEN_ENV
 from service.errors import EXIT_OK, EXIT_USAGE, ServiceError
+from service.wire import IDEMPOTENCY_HEADER, IDEMPOTENCY_KEY
 
 if TYPE_CHECKING:  # aiohttp only when a command runs: ``rummy-table`` parses its arguments without it
     from service.httpclient import Refused, Rest
@@ -84,6 +86,17 @@ def _amount(text: str) -> int:
     return n
 
 
+def _idempotency_key(text: str) -> str:
+    if not IDEMPOTENCY_KEY.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a key: 8-100 letters, digits and . _ : -")
+    return text
+
+
+def new_idempotency_key() -> str:
+    """A key for one command (service.once): 128 random bits."""
+    return "admin-" + secrets.token_hex(16)
+
+
 def _count(text: str) -> int:
     if not re.fullmatch(r"[0-9]+", text.strip()):
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number")
@@ -137,6 +150,13 @@ def add_arguments(
         p = command(name, f"{verb} a player's available balance")
         p.add_argument("player_id", metavar="ID")
         p.add_argument("amount", metavar="AMOUNT", type=_amount, help="whole HT, 1-10^15")
+        p.add_argument(
+            "--idempotency-key",
+            metavar="KEY",
+            type=_idempotency_key,
+            default=None,
+            help="the key an earlier try printed: sent with it, the command is done at most once (default: a new key)",
+        )
     p = command(
         "reset-token",
         "on the server's machine, without the server's API: set a new operator token (for a lost one; audited). "
@@ -166,6 +186,9 @@ def add_arguments(
 #: the database away, docs/api.md) is sent again after these pauses (seconds), then
 #: reported — only a command that a second sending cannot make do a second thing.
 UNAVAILABLE_PAUSES = (0.25, 0.5, 1.0, 2.0, 4.0)
+#: The answers a command is sent again after; ``outcome_unknown`` only with a key.
+AGAIN_AFTER = frozenset({"unavailable"})
+KEYED_AGAIN_AFTER = frozenset({"unavailable", "outcome_unknown"})
 
 
 class Client:
@@ -176,9 +199,12 @@ class Client:
     (:data:`UNAVAILABLE_PAUSES`, through ``pause``): a table handed from one worker
     to another between hands is served again a moment later.  Any other command is
     reported at once: when the database's connection broke during the COMMIT, the
-    server cannot know whether it was stored, so a deposit or a withdrawal sent again
-    could move the money twice, a token rotated again lock the operator out, a seat
-    stood up again stand up whoever sat down meanwhile."""
+    server cannot know whether it was stored, so a token rotated again could lock the
+    operator out, a seat stood up again stand up whoever sat down meanwhile.  A deposit
+    or a withdrawal carries an ``Idempotency-Key`` (service.once): the server answers a
+    second sending with the same key from what it stored, so it is sent again after
+    ``unavailable`` and after ``outcome_unknown`` too, and a failure names the key, so
+    that the operator can send it once more with ``--idempotency-key``."""
 
     def __init__(self, rest: Rest, token: str, pause: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
         self.rest, self.token, self.pause = rest, token, pause
@@ -188,19 +214,31 @@ class Client:
         return self.rest.server
 
     async def call(
-        self, method: str, path: str, body: Any = None, query: dict[str, Any] | None = None, again: bool = False
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        query: dict[str, Any] | None = None,
+        again: bool = False,
+        key: str | None = None,
     ) -> Any:
         from service.httpclient import Refused, Unreachable
 
-        pauses = UNAVAILABLE_PAUSES if method == "GET" or again else ()
+        pauses = UNAVAILABLE_PAUSES if method == "GET" or again or key else ()
+        codes = KEYED_AGAIN_AFTER if key else AGAIN_AFTER
+        extra = {IDEMPOTENCY_HEADER: key} if key else None
+        retry = f"; to learn whether it was done, send it again with --idempotency-key {key}" if key else ""
         for wait in (*pauses, None):
             try:
-                return await self.rest.call(method, path, self.token, body, query)
+                return await self.rest.call(method, path, self.token, body, query, extra)
             except Unreachable as e:
-                raise AdminError(e.exit_code, e.message) from None
+                raise AdminError(e.exit_code, e.message + retry) from None
             except Refused as e:
-                if e.server_code != "unavailable" or wait is None:
-                    raise self._refusal(e) from None
+                if e.server_code not in codes or wait is None:
+                    err = self._refusal(e)
+                    if e.server_code in KEYED_AGAIN_AFTER:
+                        err = AdminError(err.exit_code, err.message + retry)
+                    raise err from None
             await self.pause(wait)
         raise AssertionError("unreachable: the last try returns or raises")
 
@@ -517,7 +555,9 @@ async def command(args: argparse.Namespace, api: Client) -> tuple[Any, str]:
         data = await api.call("GET", "/api/admin/hands", query=query)
         text = show_hands(data)
     elif cmd in ("deposit", "withdraw"):
-        data = await api.call("POST", f"/api/players/{_id(args.player_id)}/{cmd}", body={"amount": args.amount})
+        key = args.idempotency_key or new_idempotency_key()
+        path = f"/api/players/{_id(args.player_id)}/{cmd}"
+        data = await api.call("POST", path, body={"amount": args.amount}, key=key)
         text = show_balance(data, "deposited" if cmd == "deposit" else "withdrew", args.amount)
     elif cmd == "close":
         data = await api.call("POST", f"/api/tables/{_id(args.table_id)}/close", again=True)

@@ -3,12 +3,16 @@ room"): players, hands, the audit log, the ledger check."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import asyncpg
 from aiohttp import web
 
 from service import ledger, store, wire
 from service.appkeys import POOL
 from service.db import connection
-from service.edge import ApiError, audited, page, require_operator
+from service.edge import ApiError, page, require_operator
+from service.once import run_once
 from service.wire import WireError
 
 
@@ -61,12 +65,10 @@ async def admin_hands(request: web.Request) -> web.Response:
 async def rotate_token(request: web.Request) -> web.Response:
     await require_operator(request)
 
-    async def work() -> str:
-        async with connection(request.app[POOL]) as conn:
-            return await store.rotate_operator_token(conn)
+    async def work(conn: asyncpg.Connection) -> tuple[int, dict[str, Any]]:
+        return 201, {"token": await store.rotate_operator_token(conn)}
 
-    token = await audited(request, "rotate_operator_token", None, {}, work())
-    return web.json_response({"token": token}, status=201)
+    return await run_once(request, "rotate_operator_token", None, {}, work)
 
 
 async def admin_audit(request: web.Request) -> web.Response:

@@ -4,6 +4,7 @@ a player's key, what a player sees of themself."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import asyncpg
 from aiohttp import web
@@ -11,7 +12,8 @@ from aiohttp import web
 from service import ledger, store, wire
 from service.appkeys import POOL
 from service.db import connection
-from service.edge import ApiError, audited, body_json, operator_body, require_operator, require_player, strict_key
+from service.edge import ApiError, body_json, operator_body, require_operator, require_player, strict_key
+from service.once import run_once
 
 
 async def create_player(request: web.Request) -> web.Response:
@@ -19,18 +21,15 @@ async def create_player(request: web.Request) -> web.Response:
     data = await operator_body(request, "create_player", None, wire.NEW_PLAYER)
     key = strict_key(data["public_key"]) if "public_key" in data else None
 
-    async def work() -> tuple[store.Player, str, ledger.Balance]:
-        async with connection(request.app[POOL]) as conn:
-            player, token = await store.create_player(
-                conn, data["name"], is_bot=data.get("bot", False), deposit=data.get("deposit", 0), public_key=key
-            )
-            return player, token, await ledger.balance(conn, player.id)
+    async def work(conn: asyncpg.Connection) -> tuple[int, dict[str, Any]]:
+        player, token = await store.create_player(
+            conn, data["name"], is_bot=data.get("bot", False), deposit=data.get("deposit", 0), public_key=key
+        )
+        bal = await ledger.balance(conn, player.id)
+        return 201, {"id": player.id, "name": player.name, "token": token, "available": bal.available}
 
     shown = {k: v for k, v in data.items() if k != "public_key"}
-    player, token, bal = await audited(request, "create_player", None, shown, work())
-    return web.json_response(
-        {"id": player.id, "name": player.name, "token": token, "available": bal.available}, status=201
-    )
+    return await run_once(request, "create_player", None, shown, work)
 
 
 async def deposit(request: web.Request) -> web.Response:
@@ -49,15 +48,15 @@ async def _move_money(
     player_id = wire.path_id(request.match_info["player_id"], "a player id")
     data = await operator_body(request, action, player_id, wire.DEPOSIT, "bad_amount")
 
-    async def work() -> ledger.Balance:
-        async with connection(request.app[POOL]) as conn:
-            if not await store.player_exists(conn, player_id):
-                raise ApiError(404, "no_such_player", f"no player {player_id}")
-            await move(conn, player_id, data["amount"])
-            return await ledger.balance(conn, player_id)
+    async def work(conn: asyncpg.Connection) -> tuple[int, dict[str, Any]]:
+        if not await store.player_exists(conn, player_id):
+            raise ApiError(404, "no_such_player", f"no player {player_id}")
+        await move(conn, player_id, data["amount"])
+        bal = await ledger.balance(conn, player_id)
+        return 200, {"id": player_id, "available": bal.available, "held": bal.held}
 
-    bal = await audited(request, action, player_id, data, work())
-    return web.json_response({"id": player_id, "available": bal.available, "held": bal.held})
+    # With an Idempotency-Key, sent again it is answered from the store (service.once)
+    return await run_once(request, action, player_id, data, work, keyed=True)
 
 
 async def set_key(request: web.Request) -> web.Response:

@@ -8,7 +8,7 @@ import hashlib
 import logging
 import os
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -35,6 +35,25 @@ REFUSING = (
     asyncpg.CrashShutdownError,  # 57P02: another backend PANICked (a full disk's WAL)
     asyncpg.CannotConnectNowError,  # 57P03: starting, or recovering after a crash
 )
+
+
+class NothingStored(ServiceError):
+    """The database was away before anything was written: the request changed nothing
+    (D37; answered ``unavailable``, try again)."""
+
+    code, status = "unavailable", 503
+
+
+@contextlib.contextmanager
+def before_writing(what: str = "nothing was changed") -> Iterator[None]:
+    """Around what a request reads before it writes (the token's check): the database
+    away there is :class:`NothingStored`, said so, rather than a write's unknown end."""
+    try:
+        yield
+    except (*AWAY, *REFUSING) as e:
+        raise NothingStored(f"the database is unavailable right now; {what}") from e
+
+
 MIGRATION_LOCK = 7_133_001  # pg_advisory_xact_lock key: one migrator at a time
 _NAME = re.compile(r"^(\d{3})_([a-z0-9_]+)\.sql$")
 

@@ -12,7 +12,7 @@ from aiohttp import web
 
 from service import auth, store, wire
 from service.appkeys import CONFIG, POOL
-from service.db import ACQUIRE_TIMEOUT, connection
+from service.db import ACQUIRE_TIMEOUT, before_writing, connection
 from service.errors import ServiceError
 from service.wire import WireError
 from verifier.ed25519 import key_problem
@@ -41,8 +41,9 @@ async def require_operator(request: web.Request) -> None:
     token = wire.bearer_token(request.headers.get("Authorization"))
     status = None
     if token is not None:
-        async with connection(request.app[POOL]) as conn:
-            status = await store.operator_status(conn, token)
+        with before_writing():
+            async with connection(request.app[POOL]) as conn:
+                status = await store.operator_status(conn, token)
     if status is None:
         raise ApiError(401, "unauthorized", "this needs the operator token")
     if status.startswith("retired:"):
@@ -99,7 +100,8 @@ async def require_player(
     """The player by bearer token or session cookie (:func:`service.auth.player_of`),
     waiting up to ``wait`` seconds for a pooled connection."""
     cfg = request.app[CONFIG]
-    player = await auth.player_of(request, request.app[POOL], cfg.own_urls(), websocket=websocket, wait=wait)
+    with before_writing():
+        player = await auth.player_of(request, request.app[POOL], cfg.own_urls(), websocket=websocket, wait=wait)
     if player is None:
         raise ApiError(401, "unauthorized", "this needs a player's bearer token or session")
     return player

@@ -70,12 +70,14 @@ class Rest:
         token: str | None = None,
         body: Any = None,
         query: dict[str, Any] | None = None,
+        extra: dict[str, str] | None = None,
     ) -> Any:
-        """The server's JSON answer to ``method path``, a 307/308 followed."""
+        """The server's JSON answer to ``method path``, a 307/308 followed; ``extra``:
+        more request headers."""
         q = {k: v for k, v in (query or {}).items() if v is not None}
         url = self.server + path + ("?" + urlencode(q) if q else "")
         data = None if body is None else json.dumps(body).encode()
-        headers = {"Accept": "application/json"}
+        headers = {"Accept": "application/json", **(extra or {})}
         if token:
             headers["Authorization"] = f"Bearer {token}"
         if data is not None:

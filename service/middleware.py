@@ -3,7 +3,8 @@
 Every error a client can cause is answered with a typed JSON error to that client
 only: a :class:`service.errors.ServiceError` as it says, a rule the kernel or a
 table refused (:class:`verifier.errors.RuleError`) with its status, a table that did
-not answer in time ``busy``, a database that is away ``unavailable``.
+not answer in time ``busy``, a database that is away ``unavailable`` (an operator
+command that cannot know whether it was stored says ``outcome_unknown``: service.once).
 """
 
 from __future__ import annotations
@@ -113,9 +114,18 @@ async def errors(
             code = {404: "not_found", 405: "method_not_allowed", 413: "message_too_large"}.get(e.status, "bad_request")
             return error_response(e.status, code, e.reason)
         raise
-    except (*AWAY, *REFUSING) as e:  # away, recovering, out of disk: a transaction that failed stored nothing
+    except (*AWAY, *REFUSING) as e:  # away, recovering, out of disk
         log.warning("%s %s: the database is away (%s)", request.method, request.path, type(e).__name__)
-        return error_response(503, "unavailable", "the database is unavailable right now; nothing was changed")
+        if request.method in ("GET", "HEAD", "OPTIONS"):
+            return error_response(503, "unavailable", "the database is unavailable right now; nothing was changed")
+        # A statement that commits by itself, cut off after it was sent, may have been
+        # stored: only service.once's commands know (``unavailable`` or ``outcome_unknown``).
+        return error_response(
+            503,
+            "unavailable",
+            "the database is unavailable right now; if it went away while this request was being stored,"
+            " it may have been: look before you send it again",
+        )
 
 
 class _QuietBadRequests(logging.Filter):

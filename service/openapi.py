@@ -365,10 +365,23 @@ REFUSALS = {
     "403": "bad_origin: a browser session used from another site's page",
     "404": "no_such_table, no_such_player or no_such_hand",
     "409": "The state of things refuses it now (insufficient_balance, seat_taken, already_seated, table_full, "
-    "table_closed, not_seated, no_such_seat, no_player_key, hand_over, hand_in_progress, key_in_use)",
+    "table_closed, not_seated, no_such_seat, no_player_key, hand_over, hand_in_progress, key_in_use, "
+    "idempotency_key_reused)",
     "410": "void_without_transcript: the hand was voided before it had a transcript",
     "413": "message_too_large: a body of more than 8 KiB",
-    "503": "unavailable (the database is away, or the table is between nodes: try again) or busy",
+    "503": "unavailable (the database is away, or the table is between nodes: try again) or busy; for an "
+    "operator's command that stores, outcome_unknown (the database's connection broke during its COMMIT)",
+}
+
+#: The commands a client may send again with an ``Idempotency-Key`` (service.once)
+KEYED = ("/api/players/{player_id}/deposit", "/api/players/{player_id}/withdraw")
+IDEMPOTENCY_PARAM = {
+    "name": wire.IDEMPOTENCY_HEADER,
+    "in": "header",
+    "required": False,
+    "description": "8-100 letters, digits and . _ : - (a UUID fits): sent again with the same key, the command is "
+    "answered as the first time (header Idempotent-Replayed: true) and moves nothing; kept 7 days",
+    "schema": {"type": "string", "pattern": "^" + wire.IDEMPOTENCY_KEY.pattern + "$"},
 }
 
 
@@ -389,7 +402,7 @@ def _refusals(method: str, path: str, who: str, body: wire.Obj | None) -> list[s
     if "{player_id}" in path or path.startswith("/api/hands/"):
         codes.add("404")
     if path.endswith(("/deposit", "/withdraw")):
-        codes.add("409")  # insufficient_balance
+        codes.add("409")  # insufficient_balance, idempotency_key_reused
     if path.startswith("/api/hands/") and path.endswith("/transcript"):
         codes |= {"409", "410"}
     if path in ("/api/players", "/api/me/key"):
@@ -457,6 +470,8 @@ def _operation(method: str, path: str, who: str, summary: str, body: wire.Obj | 
     ]
     query = QUERY_PARAMS.get(path, {})
     params += [{"name": k, "in": "query", "required": False, "schema": v} for k, v in query.items()]
+    if method == "post" and path in KEYED:
+        params.append(IDEMPOTENCY_PARAM)
     if params:
         op["parameters"] = params
     return op

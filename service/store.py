@@ -215,6 +215,42 @@ async def audit(
     )
 
 
+@dataclass(frozen=True)
+class StoredRequest:
+    """An operator command stored with its ``Idempotency-Key`` (service.once)."""
+
+    fingerprint: bytes
+    status: int
+    answer: dict[str, Any]
+
+
+async def stored_request(conn: asyncpg.Connection, key: str) -> StoredRequest | None:
+    row = await conn.fetchrow("SELECT fingerprint, status, answer FROM operator_requests WHERE key = $1", key)
+    if row is None:
+        return None
+    return StoredRequest(bytes(row["fingerprint"]), int(row["status"]), json.loads(row["answer"]))
+
+
+async def claim_request(conn: asyncpg.Connection, key: str, fingerprint: bytes, keep_days: int) -> bool:
+    """Insert ``key``'s row in the caller's transaction: False when another
+    transaction stored it first (one at the same moment is waited for).  Keys older
+    than ``keep_days`` go."""
+    await conn.execute("DELETE FROM operator_requests WHERE created_at < now() - make_interval(days => $1)", keep_days)
+    got = await conn.fetchval(
+        "INSERT INTO operator_requests (key, fingerprint) VALUES ($1, $2) ON CONFLICT DO NOTHING RETURNING key",
+        key,
+        fingerprint,
+    )
+    return got is not None
+
+
+async def answer_request(conn: asyncpg.Connection, key: str, status: int, answer: dict[str, Any]) -> None:
+    """The answer to the command ``key`` claimed, in the same transaction."""
+    await conn.execute(
+        "UPDATE operator_requests SET status = $2, answer = $3::jsonb WHERE key = $1", key, status, json.dumps(answer)
+    )
+
+
 RULE_FIELDS = ("seats", "point_value", "commission_bps", "turn_seconds", "max_missed_turns", "min_players")
 
 

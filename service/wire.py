@@ -347,3 +347,11 @@ def path_id(text: str, what: str) -> str:
     if not _ID.fullmatch(text):
         raise WireError(f"{what} is 1 to 64 letters, digits or _.:-", "bad_request")
     return text
+
+
+# ----------------------------------------------------------------------------- sent again
+#: The header a deposit or a withdrawal may carry so that a second sending is answered
+#: from the store instead of moving money again (service.once); its value: 8-100
+#: letters, digits and ``._:-`` (a UUID fits).
+IDEMPOTENCY_HEADER: Final = "Idempotency-Key"
+IDEMPOTENCY_KEY: Final = re.compile(r"[A-Za-z0-9._:-]{8,100}")

@@ -403,3 +403,38 @@ async def test_a_command_answered_unavailable_is_sent_again_and_other_refusals_a
             assert (len(seen), paused) == (1, [])
     finally:
         await runner.cleanup()
+
+
+async def test_a_keyed_command_is_sent_again_with_its_key_and_a_failure_names_it() -> None:
+    """A deposit carries an Idempotency-Key (service.once): it is sent again after
+    ``outcome_unknown`` as after ``unavailable``, always with the same key, and when
+    the pauses are spent the message names the key for the operator's next try."""
+    keys: list[str | None] = []
+
+    async def deposit(request: web.Request) -> web.Response:
+        keys.append(request.headers.get("Idempotency-Key"))
+        code = "outcome_unknown" if len(keys) % 2 else "unavailable"
+        return web.json_response({"error": {"code": code, "message": f"{code} here"}}, status=503)
+
+    app = web.Application()
+    app.router.add_post("/api/players/{p}/deposit", deposit)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    paused: list[float] = []
+
+    async def pause(seconds: float) -> None:
+        paused.append(seconds)
+
+    try:
+        async with aiohttp.ClientSession() as session:
+            client = admin.Client(Rest(session, f"http://127.0.0.1:{port}", 5.0), OPERATOR, pause)
+            key = admin.new_idempotency_key()
+            with pytest.raises(admin.AdminError, match=rf"--idempotency-key {key}$"):
+                await client.call("POST", "/api/players/p_x/deposit", {"amount": 5}, key=key)
+            assert keys == [key] * (len(admin.UNAVAILABLE_PAUSES) + 1)
+            assert paused == list(admin.UNAVAILABLE_PAUSES)
+    finally:
+        await runner.cleanup()

@@ -42,8 +42,8 @@ TABLE_STORE = {
 NOT_A_TABLES_PLAY = {
     "service/ledger.py": "the double-entry ledger: accounts and transfers (a table's holds and settlements are "
     "called inside the table store's transactions; deposits by the operator's REST calls)",
-    "service/store.py": "players, sessions, operator tokens, settings, the audit log and a new table's row "
-    "(REST and admin calls, before any play)",
+    "service/store.py": "players, sessions, operator tokens, settings, the audit log, the operator's commands "
+    "stored with their Idempotency-Key and a new table's row (REST and admin calls, before any play)",
     "service/cluster.py": "table leases: ownership, renewal, takeover (the fencing every table write checks)",
     "service/nodes.py": "the cluster's node rows and their clean-up",
     "service/db.py": "migrations (their SQL files run as they are)",
