@@ -216,6 +216,21 @@ async def sibling_of(dsn: str, worker: str) -> str:
     return str(rows[0]["node_id"])
 
 
+async def beaten_again(dsn: str, worker: str) -> None:
+    """Until ``worker`` has begun two more beats than it had: the first of them
+    whole (its renewals done).  A hang guard of 60 s only."""
+    conn = await asyncpg.connect(dsn)
+    try:
+        deadline = time.monotonic() + 60
+        seen = {await conn.fetchval("SELECT seen_at FROM nodes WHERE node_id = $1", worker)}
+        while len(seen) < 3:
+            seen.add(await conn.fetchval("SELECT seen_at FROM nodes WHERE node_id = $1", worker))
+            assert time.monotonic() < deadline, f"{worker} did not beat again: hung"
+            await asyncio.sleep(0.1)
+    finally:
+        await conn.close()
+
+
 async def sibling_beat_past(dsn: str, sibling: str, stopped: str, seconds: float) -> None:
     """Until ``sibling`` has beaten twice after ``stopped``'s last lease had been
     expired ``seconds``: the first of those beats ran its whole acquire (a beat marks
@@ -278,7 +293,7 @@ async def test_a_stopped_worker_keeps_its_tables_and_a_killed_one_loses_them(pg_
             assert {t: now[t] for t in mine} == {t: (owner, e) for t, e in mine.items()}
         finally:
             os.kill(pid, signal.SIGCONT)
-        await asyncio.sleep(1.0)  # it runs again and renews
+        await beaten_again(dsn, owner)  # it runs again and renews
         now = await lease_rows(dsn, tables)
         assert {t: now[t] for t in mine} == {t: (owner, e) for t, e in mine.items()}
         assert f"{owner}: lost the lease" not in server.text()
