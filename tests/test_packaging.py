@@ -85,3 +85,24 @@ def test_the_verifier_alone_ships_its_modules_and_vectors() -> None:
     shipped = _shipped(tool, base)
     vectors = list((base / "vectors").rglob("*.json"))
     assert vectors and all(v.resolve() in shipped for v in vectors)
+
+
+def test_every_folder_of_data_is_a_listed_package() -> None:
+    """A folder setuptools can import (a web asset folder, the adversarial vectors)
+    and the list leaves out is shipped with a "Package would be ignored" warning
+    today and may not be tomorrow: each folder with files is listed, in both
+    distributions."""
+    for pyproject, base, prefix in (
+        (ROOT / "pyproject.toml", ROOT, ""),
+        (ROOT / "verifier/pyproject.toml", ROOT / "verifier", "verifier."),
+    ):
+        listed = set(_setuptools(pyproject)["packages"])  # type: ignore[arg-type]
+        for top in ("service/web", "verifier/vectors") if not prefix else ("vectors",):
+            for folder in [base / top, *(base / top).rglob("*")]:
+                if (
+                    folder.is_dir()
+                    and "node_modules" not in folder.parts
+                    and any(p.is_file() for p in folder.iterdir())
+                ):
+                    name = prefix + ".".join(folder.relative_to(base).parts)
+                    assert name in listed, f"{pyproject.relative_to(ROOT)} does not list {name}"
