@@ -416,8 +416,15 @@ async def test_a_keyed_command_is_sent_again_with_its_key_and_a_failure_names_it
         code = "outcome_unknown" if len(keys) % 2 else "unavailable"
         return web.json_response({"error": {"code": code, "message": f"{code} here"}}, status=503)
 
+    hang = asyncio.Event()
+
+    async def withdraw(request: web.Request) -> web.Response:
+        await hang.wait()  # never answers while the client waits
+        return web.json_response({})
+
     app = web.Application()
     app.router.add_post("/api/players/{p}/deposit", deposit)
+    app.router.add_post("/api/players/{p}/withdraw", withdraw)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -436,5 +443,10 @@ async def test_a_keyed_command_is_sent_again_with_its_key_and_a_failure_names_it
                 await client.call("POST", "/api/players/p_x/deposit", {"amount": 5}, key=key)
             assert keys == [key] * (len(admin.UNAVAILABLE_PAUSES) + 1)
             assert paused == list(admin.UNAVAILABLE_PAUSES)
+            # no answer at all (a server that died with the request): the key is named too
+            silent = admin.Client(Rest(session, f"http://127.0.0.1:{port}", 0.3), OPERATOR, pause)
+            with pytest.raises(admin.AdminError, match=rf"did not answer.*--idempotency-key {key}$"):
+                await silent.call("POST", "/api/players/p_x/withdraw", {"amount": 5}, key=key)
     finally:
+        hang.set()
         await runner.cleanup()

@@ -99,7 +99,7 @@ def test_both_projects_ship_the_one_verifier_directory() -> None:
     alone = tomllib.loads((ROOT / "verifier" / "pyproject.toml").read_text())
     assert alone["project"]["name"] == "rummy-verify"
     assert alone["project"]["dependencies"] == ["cryptography>=42"]
-    packages = ["verifier", "verifier.vectors"]
+    packages = ["verifier", "verifier.vectors", "verifier.vectors.adversarial"]
     assert alone["tool"]["setuptools"]["packages"] == packages
     assert alone["tool"]["setuptools"]["package-dir"] == {"verifier": "."}
     assert alone["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "verifier.__version__"}
