@@ -3,18 +3,13 @@ the health and the metrics of the server."""
 
 from __future__ import annotations
 
-import asyncio
 import base64
-import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
 
-import asyncpg
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from service import ledger, wire
-from service.appkeys import CONFIG, LEDGER_TOTALS, METRICS, POOL
+from service import wire
+from service.appkeys import CONFIG, LEDGER_AUDIT, METRICS, POOL
 from service.db import connection
 from service.edge import ApiError, require_operator
 from service.health import decide
@@ -77,39 +72,9 @@ async def metrics(request: web.Request) -> web.Response:
     return web.Response(body=await render_metrics(request.app), headers={"Content-Type": CONTENT_TYPE_LATEST})
 
 
-#: The ledger's audit (service.ledger.summary) reads the whole ledger, so its cost grows
-#: with the card room's history: /metrics runs it at most this often (seconds), and the
-#: scrapes in between show the last audit's figures.
-AUDIT_SECONDS = 60.0
-
-
-@dataclass
-class LedgerAudit:
-    """The last audit's figures for /metrics, and when it ran (``now``'s clock)."""
-
-    every: float = AUDIT_SECONDS
-    now: Callable[[], float] = time.monotonic
-    figures: dict[str, int | bool] = field(default_factory=dict)
-    at: float | None = None
-    runs: int = 0
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # scrapes at once share one audit
-
-    async def refresh(self, pool: asyncpg.Pool) -> dict[str, int | bool]:
-        """The figures, audited again first when the last audit is ``every`` old."""
-        async with self.lock:
-            if self.at is None or self.now() - self.at >= self.every:
-                async with connection(pool) as conn:
-                    self.figures = await ledger.summary(conn)
-                self.at, self.runs = self.now(), self.runs + 1
-        return self.figures
-
-
-LEDGER_AUDIT = web.AppKey("ledger_audit", LedgerAudit)
-
-
 async def render_metrics(app: web.Application) -> bytes:
     """The metrics of this server: of every worker, on a server of several."""
-    app[LEDGER_TOTALS].update(await app[LEDGER_AUDIT].refresh(app[POOL]))
+    await app[LEDGER_AUDIT].refresh(app[POOL])  # /metrics draws its figures (service.lifecycle)
     m = app[METRICS]
     if multiprocess() and SIBLINGS in app:  # a worker: the whole server's
         return whole_server(sum_live([m.read_live(), *await gather_live(app[SIBLINGS])]))

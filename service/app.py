@@ -19,7 +19,7 @@ from service.appkeys import (
     CLUSTER,
     CONFIG,
     HEARTBEAT,
-    LEDGER_TOTALS,
+    LEDGER_AUDIT,
     LOADS,
     METRICS,
     POOL,
@@ -29,6 +29,7 @@ from service.appkeys import (
     Config,
 )
 from service.headers import add_security_headers
+from service.ledgeraudit import LedgerAudit
 from service.measure import measure
 from service.metrics import Metrics
 from service.middleware import access_log, errors
@@ -40,7 +41,7 @@ __all__ = [
     "CLUSTER",
     "CONFIG",
     "HEARTBEAT",
-    "LEDGER_TOTALS",
+    "LEDGER_AUDIT",
     "LOADS",
     "METRICS",
     "POOL",
@@ -57,8 +58,7 @@ def make_app(config: Config) -> web.Application:
     app[CONFIG] = config
     app[METRICS] = Metrics()
     app[BACKGROUND] = set()
-    app[LEDGER_TOTALS] = {}
-    app[api_public.LEDGER_AUDIT] = api_public.LedgerAudit()
+    app[LEDGER_AUDIT] = LedgerAudit()
     lifecycle.live_metrics(app)
     app[TABLES] = {}
     app[SOCKETS] = {}

@@ -16,6 +16,7 @@ from service.cluster import Cluster, NodeSettings
 from service.db import ServerLock
 from service.handshakes import HandshakeQueue
 from service.keys import ServerKeys
+from service.ledgeraudit import LedgerAudit
 from service.metrics import Metrics
 from service.table import Settings
 from service.tablestore import Batched
@@ -84,4 +85,4 @@ TABLE_LOADS_AT_ONCE = 4  # of the main pool's 6 connections: REST and the cluste
 METRICS = web.AppKey("metrics", Metrics)
 
 
-LEDGER_TOTALS = web.AppKey("ledger_totals", dict)  # read for /metrics just before it is drawn
+LEDGER_AUDIT = web.AppKey("ledger_audit", LedgerAudit)  # refreshed for /metrics just before it is drawn

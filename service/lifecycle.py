@@ -19,7 +19,7 @@ from service.appkeys import (
     CONFIG,
     HANDSHAKES,
     HEARTBEAT,
-    LEDGER_TOTALS,
+    LEDGER_AUDIT,
     LOADS,
     METRICS,
     POOL,
@@ -225,7 +225,7 @@ async def on_shutdown(app: web.Application) -> None:
 def live_metrics(app: web.Application) -> None:
     def read() -> dict[str, Any]:
         tables = list(app[TABLES].values())
-        totals = app[LEDGER_TOTALS]
+        totals = app[LEDGER_AUDIT].figures  # the last audit a scrape ran (service.ledgeraudit)
         out: dict[str, Any] = {
             "rummy_tables": ("Tables served", len(tables)),
             "rummy_tables_paused": ("Tables waiting for their database", sum(1 for a in tables if a.paused)),

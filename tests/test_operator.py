@@ -11,10 +11,10 @@ import aiohttp
 import jsonschema_rs
 import pytest_asyncio
 
-from service.api_public import AUDIT_SECONDS, LEDGER_AUDIT
 from service.app import TABLES
-from service.appkeys import CLUSTER
+from service.appkeys import CLUSTER, LEDGER_AUDIT
 from service.health import decide
+from service.ledgeraudit import AUDIT_SECONDS
 from service.openapi import OPENAPI
 from service.startup import Running, start_server
 from tests.conftest import OPERATOR, Api, fresh_database, wait_for
