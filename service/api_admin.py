@@ -68,7 +68,9 @@ async def rotate_token(request: web.Request) -> web.Response:
     async def work(conn: asyncpg.Connection) -> tuple[int, dict[str, Any]]:
         return 201, {"token": await store.rotate_operator_token(conn)}
 
-    return await run_once(request, "rotate_operator_token", None, {}, work)
+    # The new token is lost with the answer: if the old one is refused, reset it.
+    check = "if the old token is now refused (token_rotated), set a new one with rummy-table admin reset-token"
+    return await run_once(request, "rotate_operator_token", None, {}, work, check=check)
 
 
 async def admin_audit(request: web.Request) -> web.Response:

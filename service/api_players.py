@@ -29,7 +29,8 @@ async def create_player(request: web.Request) -> web.Response:
         return 201, {"id": player.id, "name": player.name, "token": token, "available": bal.available}
 
     shown = {k: v for k, v in data.items() if k != "public_key"}
-    return await run_once(request, "create_player", None, shown, work)
+    check = "look for the player (GET /api/admin/players?q=NAME) before you create it again"
+    return await run_once(request, "create_player", None, shown, work, check=check)
 
 
 async def deposit(request: web.Request) -> web.Response:

@@ -58,10 +58,11 @@ class OutcomeUnknown(ServiceError):
 
 
 @contextlib.asynccontextmanager
-async def committing(conn: asyncpg.Connection, what: str) -> AsyncIterator[None]:
+async def committing(conn: asyncpg.Connection, what: str, check: str) -> AsyncIterator[None]:
     """One transaction whose end is told apart: a body that fails rolls back (the
     database away before the COMMIT: :class:`NothingStored`); a COMMIT sent whose answer
-    never came raises :class:`OutcomeUnknown`."""
+    never came raises :class:`OutcomeUnknown`, its message ending with ``check``: how
+    to learn what happened."""
     tx = conn.transaction()
     try:
         await tx.start()
@@ -83,8 +84,7 @@ async def committing(conn: asyncpg.Connection, what: str) -> AsyncIterator[None]
     except (*AWAY, *REFUSING) as e:
         log.warning("the database's connection broke during the COMMIT of %s (%s)", what, type(e).__name__)
         raise OutcomeUnknown(
-            f"the database's connection broke while {what} was being committed: it may have been stored or not;"
-            " send it again with the same Idempotency-Key to learn which, or look before you send it again"
+            f"the database's connection broke while {what} was being committed: it may have been stored or not; {check}"
         ) from e
 
 
@@ -103,12 +103,25 @@ def fingerprint(action: str, target: str | None, params: dict[str, Any]) -> byte
     return hashlib.sha256(json.dumps([action, target, params], sort_keys=True, separators=(",", ":")).encode()).digest()
 
 
+#: How to learn whether a command without a key was stored, after ``outcome_unknown``
+UNKEYED_CHECK = "look (the audit log has the command's row if it was) before you send it again"
+KEYED_CHECK = f"send it again with the same {HEADER} to learn which (without one: {UNKEYED_CHECK})"
+
+
 async def run_once(
-    request: web.Request, action: str, target: str | None, params: dict[str, Any], work: Work, *, keyed: bool = False
+    request: web.Request,
+    action: str,
+    target: str | None,
+    params: dict[str, Any],
+    work: Work,
+    *,
+    keyed: bool = False,
+    check: str = UNKEYED_CHECK,
 ) -> web.Response:
     """Run an operator command in one transaction with its audit row (refusals are
     audited too, in a transaction of their own); with ``keyed``, honour the
-    request's ``Idempotency-Key``."""
+    request's ``Idempotency-Key``.  ``check``: what the answer ``outcome_unknown``
+    tells the client to do."""
     what = f"the {action.replace('_', ' ')}"
     pool = request.app[POOL]
     mark = fingerprint(action, target, params)
@@ -120,7 +133,7 @@ async def run_once(
                 stored = await _stored(conn, key, mark)
                 if stored is not None:
                     return stored
-            async with committing(conn, what):
+            async with committing(conn, what, KEYED_CHECK if keyed else check):
                 if key is not None and not await _claim(conn, key, mark):
                     raise _Taken  # sent twice at once: the other sending stored it meanwhile
                 status, answer = await work(conn)

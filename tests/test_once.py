@@ -165,3 +165,22 @@ async def test_the_admin_command_sends_a_lost_deposit_again_with_its_key(
             run_admin, server.url, "withdraw", p["id"], "5", "--idempotency-key", key
         )
         assert (code, "idempotency_key_reused" in err) == (4, True), (code, err)
+
+
+async def test_a_player_created_whose_commit_answer_is_lost_is_outcome_unknown_and_found_by_name(
+    proxied: tuple[Running, PgProxy],  # noqa: F811 - the fixture
+) -> None:
+    """Creating a player takes no key (its answer holds the player's token, kept only
+    as a hash): the answer says how to learn whether it was stored, and it was, once."""
+    server, proxy = proxied
+    async with aiohttp.ClientSession() as session:
+        api = Api(server.url, session)
+        name = "lost-" + secrets.token_hex(4)
+        proxy.drop_commit_reply(r"INSERT INTO players")
+        status, body, _ = await send(session, server, "/api/players", {"name": name, "deposit": 300})
+        assert proxy.dropped
+        assert (status, body["error"]["code"]) == (503, "outcome_unknown"), body
+        assert "GET /api/admin/players?q=" in body["error"]["message"]
+        found = (await api.call("GET", f"/api/admin/players?q={name}", expect=200))["players"]
+        assert [(p["name"], p["available"]) for p in found] == [(name, 300)]
+        assert (await api.call("GET", "/api/ledger"))["ok"] is True
