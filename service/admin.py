@@ -186,16 +186,18 @@ def add_arguments(
 #: the database away, docs/api.md) is sent again after these pauses (seconds), then
 #: reported — only a command that a second sending cannot make do a second thing.
 UNAVAILABLE_PAUSES = (0.25, 0.5, 1.0, 2.0, 4.0)
-#: The answers a command is sent again after; ``outcome_unknown`` only with a key.
-AGAIN_AFTER = frozenset({"unavailable"})
-KEYED_AGAIN_AFTER = frozenset({"unavailable", "outcome_unknown"})
+#: The answers a command that may be sent again is sent again after: ``unavailable``
+#: (nothing was done) and ``outcome_unknown`` (it may have been: a read changes
+#: nothing, a close or a void done is refused the second time, a keyed command is
+#: answered as the first time).
+AGAIN_AFTER = frozenset({"unavailable", "outcome_unknown"})
 
 
 class Client:
     """Requests with the operator token and a timeout (:mod:`service.httpclient`: a
     307 from a node to another is followed, POST included); failures as AdminError.
     A read, or a command with ``again`` (closing a table, voiding a hand: done once,
-    each is refused after), refused as ``unavailable`` is tried again
+    each is refused after), refused as ``unavailable`` or ``outcome_unknown`` is tried again
     (:data:`UNAVAILABLE_PAUSES`, through ``pause``): a table handed from one worker
     to another between hands is served again a moment later.  Any other command is
     reported at once: when the database's connection broke during the COMMIT, the
@@ -225,7 +227,6 @@ class Client:
         from service.httpclient import Refused, Unreachable
 
         pauses = UNAVAILABLE_PAUSES if method == "GET" or again or key else ()
-        codes = KEYED_AGAIN_AFTER if key else AGAIN_AFTER
         extra = {IDEMPOTENCY_HEADER: key} if key else None
         retry = f"; to learn whether it was done, send it again with --idempotency-key {key}" if key else ""
         for wait in (*pauses, None):
@@ -234,9 +235,9 @@ class Client:
             except Unreachable as e:
                 raise AdminError(e.exit_code, e.message + retry) from None
             except Refused as e:
-                if e.server_code not in codes or wait is None:
+                if e.server_code not in AGAIN_AFTER or wait is None:
                     err = self._refusal(e)
-                    if e.server_code in KEYED_AGAIN_AFTER:
+                    if e.server_code in AGAIN_AFTER:
                         err = AdminError(err.exit_code, err.message + retry)
                     raise err from None
             await self.pause(wait)

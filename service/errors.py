@@ -59,6 +59,17 @@ class ServiceError(Exception):
         return out
 
 
+class OutcomeUnknown(ServiceError):
+    """A command that may or may not have been done: the answer was lost after it was
+    sent on (a COMMIT whose answer never came, a sibling worker that took the command
+    and did not answer).  Never "nothing was changed": the client looks, or sends it
+    again where a second sending cannot do a second thing (docs/api.md, "Sending a
+    command again")."""
+
+    code = "outcome_unknown"
+    status = 503
+
+
 class CliError(ServiceError):
     """A command's expected failure: one line for the person, and the exit code
     (``server_code``: the server's error code, when the server refused)."""

@@ -19,7 +19,7 @@ from aiohttp import web
 
 from service import health
 from service.appkeys import METRICS, TABLES
-from service.errors import ServiceError
+from service.errors import OutcomeUnknown, ServiceError
 from service.middleware import errors
 from service.worker import WorkerPlan
 
@@ -63,16 +63,33 @@ class Siblings:
 
     async def call(self, index: int, method: str, path: str, body: Any = None, timeout: float = ANSWER_SECONDS) -> Any:
         """The sibling's JSON answer; its error answers raise :class:`Forwarded`, a
-        sibling that cannot be reached :class:`SiblingAway`."""
+        sibling that cannot be reached :class:`SiblingAway` (nothing was sent).  A
+        command (not a GET) the sibling was sent and did not answer may have been done
+        there: :class:`OutcomeUnknown`, or ``busy`` (a TimeoutError, as the table's own
+        wait says) when the sibling did not answer in time — never "unavailable", which
+        tells the client that nothing was done and to send it again (a stand-up sent
+        again stands up whoever sat down meanwhile)."""
         try:
             async with self._session(index).request(
                 method, f"http://w{index}{path}", json=body, timeout=aiohttp.ClientTimeout(total=timeout)
             ) as r:
                 data = await r.json()
                 status = r.status
-        except (aiohttp.ClientError, OSError, TimeoutError, ValueError) as e:
+        except aiohttp.ClientConnectorError as e:  # not connected: the command never left
             raise SiblingAway(
                 f"worker {index} of this server does not answer right now ({type(e).__name__}); try again in a moment"
+            ) from e
+        except (aiohttp.ClientError, OSError, TimeoutError, ValueError) as e:
+            if method == "GET":
+                raise SiblingAway(
+                    f"worker {index} of this server does not answer right now ({type(e).__name__}); try again"
+                ) from e
+            if isinstance(e, TimeoutError):
+                raise  # answered ``busy``: the table did not answer in time; check before you try again
+            log.warning("worker %d took %s %s and its answer was lost (%s)", index, method, path, type(e).__name__)
+            raise OutcomeUnknown(
+                f"worker {index} of this server took the command and its answer was lost ({type(e).__name__}):"
+                " it may have been done; look before you send it again"
             ) from e
         if status >= 400:
             raise Forwarded(status, data.get("error", {}) if isinstance(data, dict) else {})

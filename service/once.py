@@ -36,7 +36,7 @@ from aiohttp import web
 from service import store
 from service.appkeys import POOL
 from service.db import AWAY, REFUSING, NothingStored, connection
-from service.errors import ServiceError
+from service.errors import OutcomeUnknown, ServiceError
 from service.wire import IDEMPOTENCY_HEADER, IDEMPOTENCY_KEY
 from verifier.errors import RuleError
 
@@ -48,13 +48,6 @@ KEEP_DAYS = 7  # a key is remembered this long (sql/008_operator_requests.sql)
 
 #: What a command does inside the transaction: its HTTP status and JSON answer.
 Work = Callable[[asyncpg.Connection], Awaitable[tuple[int, dict[str, Any]]]]
-
-
-class OutcomeUnknown(ServiceError):
-    """The connection broke while the COMMIT was in flight (D37: the house's fault)."""
-
-    code = "outcome_unknown"
-    status = 503
 
 
 @contextlib.asynccontextmanager
