@@ -3,8 +3,8 @@
 Every error a client can cause is answered with a typed JSON error to that client
 only: a :class:`service.errors.ServiceError` as it says, a rule the kernel or a
 table refused (:class:`verifier.errors.RuleError`) with its status, a table that did
-not answer in time ``busy``, a database that is away ``unavailable`` (an operator
-command that cannot know whether it was stored says ``outcome_unknown``: service.once).
+not answer in time ``busy``, a database that is away ``unavailable`` when nothing
+was written, ``outcome_unknown`` when a write may have been (service.once).
 """
 
 from __future__ import annotations
@@ -118,13 +118,14 @@ async def errors(
         log.warning("%s %s: the database is away (%s)", request.method, request.path, type(e).__name__)
         if request.method in ("GET", "HEAD", "OPTIONS"):
             return error_response(503, "unavailable", "the database is unavailable right now; nothing was changed")
-        # A statement that commits by itself, cut off after it was sent, may have been
-        # stored: only service.once's commands know (``unavailable`` or ``outcome_unknown``).
+        # A write cut off after it was sent may have been stored, and nothing here can
+        # tell: ``unavailable`` promises that nothing was (service.once's commands and
+        # the token's check say which they know).
         return error_response(
             503,
-            "unavailable",
-            "the database is unavailable right now; if it went away while this request was being stored,"
-            " it may have been: look before you send it again",
+            "outcome_unknown",
+            "the database went away while this request was being served: what it asked may have been stored"
+            " or not; look before you send it again",
         )
 
 

@@ -66,6 +66,7 @@ async def failing_app(pg_dsn: str) -> AsyncIterator[str]:
 
     app = web.Application(middlewares=[errors])
     app.router.add_post("/fail/{condition}", handler)
+    app.router.add_get("/fail/{condition}", handler)
     runner = web.AppRunner(app)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -79,7 +80,13 @@ async def failing_app(pg_dsn: str) -> AsyncIterator[str]:
 
 @pytest.mark.parametrize("condition", sorted(CONDITIONS))
 async def test_a_rest_call_that_meets_a_full_disk_is_answered_503(failing_app: str, condition: str) -> None:
-    async with aiohttp.ClientSession() as s, s.post(f"{failing_app}/fail/{condition}") as r:
-        body = await r.json()
-    assert r.status == 503, body
-    assert body["error"]["code"] == "unavailable"
+    """A read: ``unavailable``, nothing was changed.  A write the middleware cannot
+    place (its handler's earlier statements may have committed): ``outcome_unknown``,
+    never a promise that nothing was stored (service.once's commands say which)."""
+    async with aiohttp.ClientSession() as s:
+        for method, code in (("GET", "unavailable"), ("POST", "outcome_unknown")):
+            async with s.request(method, f"{failing_app}/fail/{condition}") as r:
+                body = await r.json()
+            assert r.status == 503, body
+            assert body["error"]["code"] == code, (method, body)
+            assert ("nothing was changed" in body["error"]["message"]) == (method == "GET"), body

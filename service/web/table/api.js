@@ -50,6 +50,7 @@ const PLAIN = {
   not_joined: "The page lost its place at the table; reconnecting.",
   unavailable: "The table cannot reach its database right now. Nothing was changed: try again in a moment.",
   busy: "The table is slow to answer. Check the table before you try again.",
+  outcome_unknown: "The server lost its answer while storing this: it may or may not have been done. Check before you try again.",
   shutting_down: "The server is restarting. Try again in a moment.",
   server_error: "The server failed. Nothing was applied unless the table shows it.",
   unauthorized: "This token was not accepted. Check it and sign in again.",
