@@ -37,13 +37,13 @@ from service import store
 from service.appkeys import POOL
 from service.db import AWAY, REFUSING, NothingStored, connection
 from service.errors import OutcomeUnknown, ServiceError
-from service.wire import IDEMPOTENCY_HEADER, IDEMPOTENCY_KEY
+from service.wire import IDEMPOTENCY_HEADER, IDEMPOTENCY_KEY, IDEMPOTENT_REPLAYED
 from verifier.errors import RuleError
 
 log = logging.getLogger("rummy.once")
 
 HEADER = IDEMPOTENCY_HEADER
-REPLAYED = "Idempotent-Replayed"
+REPLAYED = IDEMPOTENT_REPLAYED
 KEEP_DAYS = 7  # a key is remembered this long (sql/008_operator_requests.sql)
 
 #: What a command does inside the transaction: its HTTP status and JSON answer.

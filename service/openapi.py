@@ -427,6 +427,13 @@ def _operation(method: str, path: str, who: str, summary: str, body: wire.Obj | 
             "description": "Created" if created else "OK",
             "content": {"application/json": {"schema": ANSWERS[(method, path)]}},
         }
+    if method == "post" and path in KEYED:
+        responses["200"]["headers"] = {
+            wire.IDEMPOTENT_REPLAYED: {
+                "description": "true: the answer of the first sending with this Idempotency-Key, as stored",
+                "schema": {"type": "string", "enum": ["true"]},
+            }
+        }
     if path == "/healthz":
         responses["503"] = {
             "description": "degraded: a worker did not answer, or its database did not, or tables are paused "

@@ -355,3 +355,5 @@ def path_id(text: str, what: str) -> str:
 #: letters, digits and ``._:-`` (a UUID fits).
 IDEMPOTENCY_HEADER: Final = "Idempotency-Key"
 IDEMPOTENCY_KEY: Final = re.compile(r"[A-Za-z0-9._:-]{8,100}")
+#: The header of an answer given again from the store: ``true``
+IDEMPOTENT_REPLAYED: Final = "Idempotent-Replayed"
