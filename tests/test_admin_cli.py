@@ -7,12 +7,14 @@ wiring, the exit codes and the one-line errors."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import json
 import re
 import secrets
 import subprocess
 import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -347,6 +349,31 @@ def test_the_cli_wiring_runs_admin_in_a_subprocess_without_a_server(tmp_path: Pa
     assert "rotate-token" in r.stdout and "audit" in r.stdout and "exit codes:" in r.stdout
 
 
+@contextlib.asynccontextmanager
+async def fake_server(routes: dict[str, Any]) -> AsyncIterator[str]:
+    """A stand-in server on 127.0.0.1 answering POST ``routes``: its URL."""
+    app = web.Application()
+    for path, handler in routes.items():
+        app.router.add_post(path, handler)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        yield f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"  # type: ignore[union-attr]
+    finally:
+        await runner.cleanup()
+
+
+def paused_into(paused: list[float]) -> Callable[[float], Awaitable[None]]:
+    """The admin client's ``pause``: the pauses recorded, not slept."""
+
+    async def pause(seconds: float) -> None:
+        paused.append(seconds)
+
+    return pause
+
+
 async def test_a_command_answered_unavailable_is_sent_again_and_other_refusals_are_not() -> None:
     """``unavailable`` (a table between workers, the database away) changed nothing:
     the command is sent again after each of UNAVAILABLE_PAUSES (the pauses taken by
@@ -363,46 +390,32 @@ async def test_a_command_answered_unavailable_is_sent_again_and_other_refusals_a
             return web.json_response({"table_id": "t_x", "status": "closed"})
         return web.json_response({"error": {"code": code, "message": f"{code} here"}}, status=status)
 
-    app = web.Application()
-    app.router.add_post("/api/admin/tables/{t}/close", close)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
     paused: list[float] = []
-
-    async def pause(seconds: float) -> None:
-        paused.append(seconds)
-
-    try:
-        async with aiohttp.ClientSession() as session:
-            client = admin.Client(Rest(session, f"http://127.0.0.1:{port}", 5.0), OPERATOR, pause)
-            path = "/api/admin/tables/t_x/close"
-            answers[:] = [(503, "unavailable"), (503, "unavailable")]
-            assert (await client.call("POST", path, again=True))["status"] == "closed"
-            assert (len(seen), paused) == (3, list(admin.UNAVAILABLE_PAUSES[:2]))
-            seen.clear()
-            paused.clear()
-            answers[:] = [(409, "table_closed")]
-            with pytest.raises(admin.AdminError, match=r"table_closed here \(table_closed\)"):
-                await client.call("POST", path, again=True)
-            assert (len(seen), paused) == (1, [])
-            seen.clear()
-            answers[:] = [(503, "unavailable")] * (len(admin.UNAVAILABLE_PAUSES) + 1)
-            with pytest.raises(admin.AdminError, match=r"unavailable here \(unavailable\)"):
-                await client.call("POST", path, again=True)
-            assert (len(seen), paused) == (len(admin.UNAVAILABLE_PAUSES) + 1, list(admin.UNAVAILABLE_PAUSES))
-            # a command without ``again`` (a deposit: sent twice, the money could move
-            # twice if the first was stored and its answer lost) is reported at once
-            seen.clear()
-            paused.clear()
-            answers[:] = [(503, "unavailable")]
-            with pytest.raises(admin.AdminError, match=r"unavailable here \(unavailable\)"):
-                await client.call("POST", path)
-            assert (len(seen), paused) == (1, [])
-    finally:
-        await runner.cleanup()
+    async with fake_server({"/api/admin/tables/{t}/close": close}) as url, aiohttp.ClientSession() as session:
+        client = admin.Client(Rest(session, url, 5.0), OPERATOR, paused_into(paused))
+        path = "/api/admin/tables/t_x/close"
+        answers[:] = [(503, "unavailable"), (503, "unavailable")]
+        assert (await client.call("POST", path, again=True))["status"] == "closed"
+        assert (len(seen), paused) == (3, list(admin.UNAVAILABLE_PAUSES[:2]))
+        seen.clear()
+        paused.clear()
+        answers[:] = [(409, "table_closed")]
+        with pytest.raises(admin.AdminError, match=r"table_closed here \(table_closed\)"):
+            await client.call("POST", path, again=True)
+        assert (len(seen), paused) == (1, [])
+        seen.clear()
+        answers[:] = [(503, "unavailable")] * (len(admin.UNAVAILABLE_PAUSES) + 1)
+        with pytest.raises(admin.AdminError, match=r"unavailable here \(unavailable\)"):
+            await client.call("POST", path, again=True)
+        assert (len(seen), paused) == (len(admin.UNAVAILABLE_PAUSES) + 1, list(admin.UNAVAILABLE_PAUSES))
+        # a command without ``again`` or a key (a stand-up: sent twice, it could stand
+        # up whoever sat down meanwhile if the first was done) is reported at once
+        seen.clear()
+        paused.clear()
+        answers[:] = [(503, "unavailable")]
+        with pytest.raises(admin.AdminError, match=r"unavailable here \(unavailable\)"):
+            await client.call("POST", path)
+        assert (len(seen), paused) == (1, [])
 
 
 async def test_a_keyed_command_is_sent_again_with_its_key_and_a_failure_names_it() -> None:
@@ -422,31 +435,19 @@ async def test_a_keyed_command_is_sent_again_with_its_key_and_a_failure_names_it
         await hang.wait()  # never answers while the client waits
         return web.json_response({})
 
-    app = web.Application()
-    app.router.add_post("/api/players/{p}/deposit", deposit)
-    app.router.add_post("/api/players/{p}/withdraw", withdraw)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
     paused: list[float] = []
-
-    async def pause(seconds: float) -> None:
-        paused.append(seconds)
-
-    try:
-        async with aiohttp.ClientSession() as session:
-            client = admin.Client(Rest(session, f"http://127.0.0.1:{port}", 5.0), OPERATOR, pause)
+    routes = {"/api/players/{p}/deposit": deposit, "/api/players/{p}/withdraw": withdraw}
+    async with fake_server(routes) as url, aiohttp.ClientSession() as session:
+        try:
+            client = admin.Client(Rest(session, url, 5.0), OPERATOR, paused_into(paused))
             key = admin.new_idempotency_key()
             with pytest.raises(admin.AdminError, match=rf"--idempotency-key {key}$"):
                 await client.call("POST", "/api/players/p_x/deposit", {"amount": 5}, key=key)
             assert keys == [key] * (len(admin.UNAVAILABLE_PAUSES) + 1)
             assert paused == list(admin.UNAVAILABLE_PAUSES)
             # no answer at all (a server that died with the request): the key is named too
-            silent = admin.Client(Rest(session, f"http://127.0.0.1:{port}", 0.3), OPERATOR, pause)
+            silent = admin.Client(Rest(session, url, 0.3), OPERATOR, paused_into(paused))
             with pytest.raises(admin.AdminError, match=rf"did not answer.*--idempotency-key {key}$"):
                 await silent.call("POST", "/api/players/p_x/withdraw", {"amount": 5}, key=key)
-    finally:
-        hang.set()
-        await runner.cleanup()
+        finally:
+            hang.set()  # before the server stops: its cleanup waits for the handler

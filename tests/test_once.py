@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
+import pytest_asyncio
 
 from service.startup import Running
 from tests.conftest import OPERATOR, Api
@@ -22,165 +25,159 @@ from tests.test_recovery import proxied  # noqa: F401 - a fixture
 MONEY = r"INSERT INTO ledger_tx"  # the ledger's statement that moves money (no table plays here)
 
 
-async def send(
-    session: aiohttp.ClientSession, server: Running, path: str, body: Any, key: str | None = None
-) -> tuple[int, dict[str, Any], str | None]:
-    headers = {"Authorization": f"Bearer {OPERATOR}"}
-    if key is not None:
-        headers["Idempotency-Key"] = key
-    async with session.post(server.url + path, json=body, headers=headers) as r:
-        return r.status, await r.json(), r.headers.get("Idempotent-Replayed")
+@dataclass
+class Rig:
+    """A server of its own behind the proxy, a client session, and a player."""
+
+    server: Running
+    proxy: PgProxy
+    session: aiohttp.ClientSession
+    api: Api
+    player: str = ""
+
+    async def send(self, path: str, body: Any, key: str | None = None) -> tuple[int, dict[str, Any], str | None]:
+        """POST with the operator token (and the key): status, body, Idempotent-Replayed."""
+        headers = {"Authorization": f"Bearer {OPERATOR}"}
+        if key is not None:
+            headers["Idempotency-Key"] = key
+        async with self.session.post(self.server.url + path, json=body, headers=headers) as r:
+            return r.status, await r.json(), r.headers.get("Idempotent-Replayed")
+
+    def path(self, action: str) -> str:
+        return f"/api/players/{self.player}/{action}"
+
+    async def available(self) -> int:
+        return int((await self.api.call("GET", f"/api/admin/players/{self.player}", expect=200))["available"])
+
+    async def audit(self, action: str) -> list[str]:
+        rows = (await self.api.call("GET", "/api/admin/audit?limit=500", expect=200))["audit"]
+        return [r["outcome"] for r in rows if r["action"] == action and r["target"] == self.player]
+
+    async def ledger_ok(self) -> bool:
+        return bool((await self.api.call("GET", "/api/ledger"))["ok"])
 
 
-async def available(api: Api, player_id: str) -> int:
-    return int((await api.call("GET", f"/api/admin/players/{player_id}", expect=200))["available"])
+def new_key() -> str:
+    return "k-" + secrets.token_hex(8)
 
 
-async def audit_rows(api: Api, action: str, target: str) -> list[str]:
-    rows = (await api.call("GET", "/api/admin/audit?limit=500", expect=200))["audit"]
-    return [r["outcome"] for r in rows if r["action"] == action and r["target"] == target]
-
-
-async def test_a_deposit_whose_commit_answer_is_lost_is_outcome_unknown_and_its_key_tells(
-    proxied: tuple[Running, PgProxy],  # noqa: F811 - the fixture
-) -> None:
+@pytest_asyncio.fixture
+async def rig(proxied: tuple[Running, PgProxy]) -> AsyncIterator[Rig]:  # noqa: F811 - the fixture
     server, proxy = proxied
     async with aiohttp.ClientSession() as session:
-        api = Api(server.url, session)
-        p = await api.player("once", deposit=1_000)
-        path = f"/api/players/{p['id']}/deposit"
-        # Without a key: stored, but the server cannot know, and must not say "nothing was changed".
-        proxy.drop_commit_reply(MONEY)
-        status, body, _ = await send(session, server, path, {"amount": 50})
-        assert proxy.dropped, "the trap fired"
-        assert (status, body["error"]["code"]) == (503, "outcome_unknown"), body
-        assert "nothing was changed" not in body["error"]["message"]
-        assert await available(api, p["id"]) == 1_050  # it was stored
-        # With a key: the same, and the key tells the truth when sent again.
-        key = "k-" + secrets.token_hex(8)
-        proxy.drop_commit_reply(MONEY)
-        status, body, _ = await send(session, server, path, {"amount": 70}, key)
-        assert (status, body["error"]["code"]) == (503, "outcome_unknown"), body
-        assert await available(api, p["id"]) == 1_120
-        for _ in range(3):
-            status, body, replayed = await send(session, server, path, {"amount": 70}, key)
-            assert (status, replayed) == (200, "true"), body
-            assert body == {"id": p["id"], "available": 1_120, "held": 0}  # the first answer, as stored
-        assert await available(api, p["id"]) == 1_120, "sent four times, moved once"
-        outcomes = await audit_rows(api, "deposit", p["id"])
-        assert sum(o == "done" for o in outcomes) == 2  # both stored, each once (its row in its transaction)
-        assert sum(o.startswith("unknown: ") for o in outcomes) == 2
-        assert (await api.call("GET", "/api/ledger"))["ok"] is True
+        yield Rig(server, proxy, session, Api(server.url, session))
 
 
-async def test_a_key_is_one_commands_and_a_refusal_stores_no_key(
-    proxied: tuple[Running, PgProxy],  # noqa: F811 - the fixture
-) -> None:
-    server, _ = proxied
-    async with aiohttp.ClientSession() as session:
-        api = Api(server.url, session)
-        p = await api.player("keys", deposit=100)
-        key = "k-" + secrets.token_hex(8)
-        withdraw = f"/api/players/{p['id']}/withdraw"
-        status, body, _ = await send(session, server, withdraw, {"amount": 300}, key)
-        assert (status, body["error"]["code"]) == (409, "insufficient_balance")
-        # another command with the key it carried: it was refused, so the key is free…
-        status, body, replayed = await send(session, server, f"/api/players/{p['id']}/deposit", {"amount": 500}, key)
-        assert (status, replayed, body["available"]) == (200, None, 600)
-        # …and now it is the deposit's: a withdrawal with it is refused and moves nothing
-        status, body, _ = await send(session, server, withdraw, {"amount": 300}, key)
+async def with_player(rig: Rig, name: str, deposit: int) -> Rig:
+    rig.player = (await rig.api.player(name, deposit=deposit))["id"]
+    return rig
+
+
+async def test_a_deposit_whose_commit_answer_is_lost_is_outcome_unknown_and_its_key_tells(rig: Rig) -> None:
+    await with_player(rig, "once", 1_000)
+    # Without a key: stored, but the server cannot know, and must not say "nothing was changed".
+    rig.proxy.drop_commit_reply(MONEY)
+    status, body, _ = await rig.send(rig.path("deposit"), {"amount": 50})
+    assert rig.proxy.dropped, "the trap fired"
+    assert (status, body["error"]["code"]) == (503, "outcome_unknown"), body
+    assert "nothing was changed" not in body["error"]["message"]
+    assert await rig.available() == 1_050  # it was stored
+    # With a key: the same, and the key tells the truth when sent again.
+    key = new_key()
+    rig.proxy.drop_commit_reply(MONEY)
+    status, body, _ = await rig.send(rig.path("deposit"), {"amount": 70}, key)
+    assert (status, body["error"]["code"]) == (503, "outcome_unknown"), body
+    assert await rig.available() == 1_120
+    for _ in range(3):
+        status, body, replayed = await rig.send(rig.path("deposit"), {"amount": 70}, key)
+        assert (status, replayed) == (200, "true"), body
+        assert body == {"id": rig.player, "available": 1_120, "held": 0}  # the first answer, as stored
+    assert await rig.available() == 1_120, "sent four times, moved once"
+    outcomes = await rig.audit("deposit")
+    assert sum(o == "done" for o in outcomes) == 2  # both stored, each once (its row in its transaction)
+    assert sum(o.startswith("unknown: ") for o in outcomes) == 2
+    assert await rig.ledger_ok()
+
+
+async def test_a_key_is_one_commands_and_a_refusal_stores_no_key(rig: Rig) -> None:
+    await with_player(rig, "keys", 100)
+    key = new_key()
+    status, body, _ = await rig.send(rig.path("withdraw"), {"amount": 300}, key)
+    assert (status, body["error"]["code"]) == (409, "insufficient_balance")
+    # another command with the key it carried: it was refused, so the key is free…
+    status, body, replayed = await rig.send(rig.path("deposit"), {"amount": 500}, key)
+    assert (status, replayed, body["available"]) == (200, None, 600)
+    # …and now it is the deposit's: another command with it is refused and moves nothing
+    for action, amount in (("withdraw", 300), ("deposit", 501)):
+        status, body, _ = await rig.send(rig.path(action), {"amount": amount}, key)
         assert (status, body["error"]["code"]) == (409, "idempotency_key_reused"), body
-        status, body, _ = await send(session, server, f"/api/players/{p['id']}/deposit", {"amount": 501}, key)
-        assert (status, body["error"]["code"]) == (409, "idempotency_key_reused"), body
-        assert await available(api, p["id"]) == 600
-        for bad in ("short", "x" * 101, "has space!", "ключ-ключ-ключ"):
-            status, body, _ = await send(session, server, withdraw, {"amount": 1}, bad)
-            assert (status, body["error"]["code"]) == (400, "bad_idempotency_key"), (bad, body)
-        assert await available(api, p["id"]) == 600
-        outcomes = await audit_rows(api, "withdraw", p["id"])
-        assert sum("bad_idempotency_key" in o for o in outcomes) == 4
-        assert sum("idempotency_key_reused" in o for o in outcomes) == 1
+    assert await rig.available() == 600
+    for bad in ("short", "x" * 101, "has space!", "ключ-ключ-ключ"):
+        status, body, _ = await rig.send(rig.path("withdraw"), {"amount": 1}, bad)
+        assert (status, body["error"]["code"]) == (400, "bad_idempotency_key"), (bad, body)
+    assert await rig.available() == 600
+    outcomes = await rig.audit("withdraw")
+    assert sum("bad_idempotency_key" in o for o in outcomes) == 4
+    assert sum("idempotency_key_reused" in o for o in outcomes) == 1
 
 
-async def test_the_same_key_sent_at_once_moves_the_money_once(
-    proxied: tuple[Running, PgProxy],  # noqa: F811 - the fixture
-) -> None:
-    server, _ = proxied
-    async with aiohttp.ClientSession() as session:
-        api = Api(server.url, session)
-        p = await api.player("race", deposit=1_000)
-        key = "k-" + secrets.token_hex(8)
-        path = f"/api/players/{p['id']}/withdraw"
-        answers = await asyncio.gather(*(send(session, server, path, {"amount": 400}, key) for _ in range(6)))
-        assert {(s, tuple(sorted(b.items()))) for s, b, _ in answers} == {
-            (200, (("available", 600), ("held", 0), ("id", p["id"])))
-        }, answers
-        assert sum(r is None for _, _, r in answers) == 1, "one sending moved it, the others read its answer"
-        assert await available(api, p["id"]) == 600
-        assert (await api.call("GET", "/api/ledger"))["ok"] is True
+async def test_the_same_key_sent_at_once_moves_the_money_once(rig: Rig) -> None:
+    await with_player(rig, "race", 1_000)
+    key = new_key()
+    answers = await asyncio.gather(*(rig.send(rig.path("withdraw"), {"amount": 400}, key) for _ in range(6)))
+    assert {(s, tuple(sorted(b.items()))) for s, b, _ in answers} == {
+        (200, (("available", 600), ("held", 0), ("id", rig.player)))
+    }, answers
+    assert sum(r is None for _, _, r in answers) == 1, "one sending moved it, the others read its answer"
+    assert await rig.available() == 600
+    assert await rig.ledger_ok()
 
 
-async def test_with_the_database_away_a_keyed_deposit_is_unavailable_and_stores_nothing(
-    proxied: tuple[Running, PgProxy],  # noqa: F811 - the fixture
-) -> None:
-    server, proxy = proxied
-    async with aiohttp.ClientSession() as session:
-        api = Api(server.url, session)
-        p = await api.player("away", deposit=100)
-        key = "k-" + secrets.token_hex(8)
-        path = f"/api/players/{p['id']}/deposit"
-        proxy.refuse = True
-        proxy.cut()
-        status, body, _ = await send(session, server, path, {"amount": 5}, key)
-        assert (status, body["error"]["code"]) == (503, "unavailable"), body
-        assert "not stored" in body["error"]["message"] or "nothing was changed" in body["error"]["message"]
-        proxy.refuse = False
-        status, body, replayed = await send(session, server, path, {"amount": 5}, key)
-        assert (status, replayed, body["available"]) == (200, None, 105), body  # the first never happened
+async def test_with_the_database_away_a_keyed_deposit_is_unavailable_and_stores_nothing(rig: Rig) -> None:
+    await with_player(rig, "away", 100)
+    key = new_key()
+    rig.proxy.refuse = True
+    rig.proxy.cut()
+    status, body, _ = await rig.send(rig.path("deposit"), {"amount": 5}, key)
+    assert (status, body["error"]["code"]) == (503, "unavailable"), body
+    assert "not stored" in body["error"]["message"] or "nothing was changed" in body["error"]["message"]
+    rig.proxy.refuse = False
+    status, body, replayed = await rig.send(rig.path("deposit"), {"amount": 5}, key)
+    assert (status, replayed, body["available"]) == (200, None, 105), body  # the first never happened
 
 
-async def test_the_admin_command_sends_a_lost_deposit_again_with_its_key(
-    proxied: tuple[Running, PgProxy],  # noqa: F811 - the fixture
-) -> None:
+async def test_the_admin_command_sends_a_lost_deposit_again_with_its_key(rig: Rig) -> None:
     """``rummy-table admin deposit``: the first sending's COMMIT answer is lost; the
     client sends it again with the same key and reports the balance once moved."""
-    server, proxy = proxied
-    async with aiohttp.ClientSession() as session:
-        api = Api(server.url, session)
-        p = await api.player("cli", deposit=10)
-        proxy.drop_commit_reply(MONEY)
-        code, out, err = await asyncio.to_thread(run_admin, server.url, "deposit", p["id"], "25")
-        assert proxy.dropped and code == 0, (code, out, err)
-        assert "35" in out
-        assert await available(api, p["id"]) == 35
-        # a key given by hand: the command an earlier try could not finish, sent once more
-        key = "k-" + secrets.token_hex(8)
-        for _ in range(2):
-            code, out, err = await asyncio.to_thread(
-                run_admin, server.url, "deposit", p["id"], "5", "--idempotency-key", key
-            )
-            assert code == 0, err
-        assert await available(api, p["id"]) == 40
-        code, out, err = await asyncio.to_thread(
-            run_admin, server.url, "withdraw", p["id"], "5", "--idempotency-key", key
-        )
-        assert (code, "idempotency_key_reused" in err) == (4, True), (code, err)
+    await with_player(rig, "cli", 10)
+
+    async def admin(*argv: str) -> tuple[int, str, str]:
+        return await asyncio.to_thread(run_admin, rig.server.url, *argv)
+
+    rig.proxy.drop_commit_reply(MONEY)
+    code, out, err = await admin("deposit", rig.player, "25")
+    assert rig.proxy.dropped and code == 0, (code, out, err)
+    assert "35" in out
+    assert await rig.available() == 35
+    # a key given by hand: the command an earlier try could not finish, sent once more
+    key = new_key()
+    for _ in range(2):
+        code, out, err = await admin("deposit", rig.player, "5", "--idempotency-key", key)
+        assert code == 0, err
+    assert await rig.available() == 40
+    code, out, err = await admin("withdraw", rig.player, "5", "--idempotency-key", key)
+    assert (code, "idempotency_key_reused" in err) == (4, True), (code, err)
 
 
-async def test_a_player_created_whose_commit_answer_is_lost_is_outcome_unknown_and_found_by_name(
-    proxied: tuple[Running, PgProxy],  # noqa: F811 - the fixture
-) -> None:
+async def test_a_player_created_whose_commit_answer_is_lost_is_outcome_unknown_and_found_by_name(rig: Rig) -> None:
     """Creating a player takes no key (its answer holds the player's token, kept only
     as a hash): the answer says how to learn whether it was stored, and it was, once."""
-    server, proxy = proxied
-    async with aiohttp.ClientSession() as session:
-        api = Api(server.url, session)
-        name = "lost-" + secrets.token_hex(4)
-        proxy.drop_commit_reply(r"INSERT INTO players")
-        status, body, _ = await send(session, server, "/api/players", {"name": name, "deposit": 300})
-        assert proxy.dropped
-        assert (status, body["error"]["code"]) == (503, "outcome_unknown"), body
-        assert "GET /api/admin/players?q=" in body["error"]["message"]
-        found = (await api.call("GET", f"/api/admin/players?q={name}", expect=200))["players"]
-        assert [(p["name"], p["available"]) for p in found] == [(name, 300)]
-        assert (await api.call("GET", "/api/ledger"))["ok"] is True
+    name = "lost-" + secrets.token_hex(4)
+    rig.proxy.drop_commit_reply(r"INSERT INTO players")
+    status, body, _ = await rig.send("/api/players", {"name": name, "deposit": 300})
+    assert rig.proxy.dropped
+    assert (status, body["error"]["code"]) == (503, "outcome_unknown"), body
+    assert "GET /api/admin/players?q=" in body["error"]["message"]
+    found = (await rig.api.call("GET", f"/api/admin/players?q={name}", expect=200))["players"]
+    assert [(p["name"], p["available"]) for p in found] == [(name, 300)]
+    assert await rig.ledger_ok()
