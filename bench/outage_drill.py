@@ -40,6 +40,10 @@ It reports, and exits 1 unless each is as it must be:
   tables' reloads are counted (from the server's log): backoff, not a storm (fewer
   than one reload a second per table); an operator's REST write is answered 201 or
   503, never 500;
+* **the cashier** — an operator depositing 1 HT to one player again and again
+  through every fault, each deposit sent with its own ``Idempotency-Key`` until it is
+  answered 200: the balance must move by exactly the deposits answered (none lost,
+  none moved twice), and no answer may be other than 200 or 503;
 * and, after the bots leave, that nothing was lost (bench/common.py): every hand ended
   or voided by rule, every transcript verifies, the chains have no gap, the ledger sums
   to zero and no hand was settled twice.
@@ -272,6 +276,93 @@ class Part:
             except subprocess.TimeoutExpired:
                 self.server.kill()
                 self.server.wait()
+
+
+@dataclass
+class Cashier:
+    """An operator depositing 1 HT to one player again and again all through the
+    faults, each deposit sent with its own Idempotency-Key until it is answered 200
+    (docs/api.md, "Sending a command again"): afterwards the player's balance must
+    have moved by exactly the deposits answered — none lost, none twice — and no
+    answer may be anything but 200 or 503."""
+
+    player: str = ""
+    start: int = 0
+    answered: int = 0
+    replayed: int = 0  # answered from the store: the first sending's answer was lost
+    codes: collections.Counter[str] = field(default_factory=collections.Counter)  # the answers sent again after
+    problems: list[str] = field(default_factory=list)
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
+    task: asyncio.Task[None] | None = None
+
+    async def open(self, part: Part, session: aiohttp.ClientSession) -> Cashier:
+        p = await operator_call(session, part.url, OPERATOR, "POST", "/api/players", {"name": "cashier", "deposit": 1})
+        self.player, self.start = p["id"], int(p["available"])
+        self.task = asyncio.create_task(self.run(part, session))
+        return self
+
+    async def run(self, part: Part, session: aiohttp.ClientSession) -> None:
+        while not self.stop.is_set():
+            key = "cashier-" + os.urandom(12).hex()
+            while True:  # the same key until it is answered: the server moves it at most once
+                status, code, replayed = await self.deposit(part, session, key)
+                if status == 200:
+                    self.answered += 1
+                    self.replayed += replayed
+                    break
+                self.codes[code] += 1
+                if status not in (0, 503):
+                    self.problems.append(f"a deposit was answered {status} {code}")
+                    break
+                await asyncio.sleep(0.5)
+            await asyncio.sleep(0.2)
+
+    async def deposit(self, part: Part, session: aiohttp.ClientSession, key: str) -> tuple[int, str, bool]:
+        headers = {"Authorization": f"Bearer {OPERATOR}", "Idempotency-Key": key}
+        try:
+            async with session.post(
+                f"{part.url}/api/players/{self.player}/deposit",
+                json={"amount": 1},
+                headers=headers,
+                timeout=aiohttp.ClientTimeout(total=REST_ANSWER_S),
+            ) as r:
+                body = await r.json()
+                code = str(body.get("error", {}).get("code", "")) if isinstance(body, dict) else ""
+                return r.status, code or str(r.status), r.headers.get("Idempotent-Replayed") == "true"
+        except (TimeoutError, aiohttp.ClientError, OSError, ValueError):
+            return 0, "no_answer", False
+
+    async def close(self, part: Part, session: aiohttp.ClientSession) -> dict[str, Any]:
+        """Stop after the deposit in hand is answered; the balance against the count."""
+        self.stop.set()
+        if self.task is not None:
+            await asyncio.wait_for(self.task, REST_ANSWER_S * 4)
+        me = await operator_call(session, part.url, OPERATOR, "GET", f"/api/admin/players/{self.player}")
+        moved = int(me["available"]) - self.start
+        if moved != self.answered:
+            self.problems.append(f"the cashier's {self.answered} deposits answered moved the balance by {moved}")
+        return {
+            "deposits_answered": self.answered,
+            "balance_moved": moved,
+            "answered_from_the_store": self.replayed,
+            "sent_again_after": dict(self.codes),
+            "problems": self.problems,
+        }
+
+
+async def with_cashier(part: Part, session: aiohttp.ClientSession, faults: Any, plan: Plan) -> dict[str, Any]:
+    """``faults()`` with the cashier depositing all through them, then the report of
+    :meth:`Part.finish` with the cashier's."""
+    cashier = await Cashier().open(part, session)
+    try:
+        await faults()
+    finally:
+        cash = await cashier.close(part, session)
+    report = await part.finish(session, plan.stop_bound)
+    report["cashier"] = cash
+    report["problems"] += [f"cashier: {p}" for p in cash["problems"]]
+    report["ok"] = report["ok"] and not cash["problems"]
+    return report
 
 
 def clock_charges(transcripts: Any) -> list[tuple[str, float]]:
@@ -524,39 +615,46 @@ async def external_part(workdir: Path, plan: Plan, session: aiohttp.ClientSessio
         await part.wait_serving(session)
         await part.seat_bots(session, plan.tables)
         await warm_up(part, plan.stop_bound)
-        for panic in (False, True):  # first: the tmpfs is small, and the WAL grows as the tables play
-            await full_disk(part, pg, pg.pgdata, disk, why_not, plan, session, panic=panic)
-        if plan.only_disk:
-            return await part.finish(session, plan.stop_bound)
-        for _ in range(plan.kills):
-            fault = Fault(f"killed, down {plan.down:g} s", time.time())
-            assert pg.pid is not None
-            os.kill(pg.pid, signal.SIGKILL)
-            await asyncio.sleep(plan.down)
-            await asyncio.to_thread(pg.start)
-            await after(part, fault, plan)
-        assert pg.pid is not None
-        frozen = processes_of(pg.pid)
-        fault = Fault(f"frozen {plan.freeze:g} s", time.time())
-        signal_all(frozen, signal.SIGSTOP)
-        await asyncio.sleep(plan.freeze)
-        signal_all(frozen, signal.SIGCONT)
-        await after(part, fault, plan)
-        fault = Fault(f"stalls of {plan.stall:g} s for {plan.stalls_for:g} s", time.time())
-        end = time.time() + plan.stalls_for
-        while time.time() < end and pg.pid is not None:
-            stalled = processes_of(pg.pid)
-            signal_all(stalled, signal.SIGSTOP)
-            await asyncio.sleep(plan.stall)
-            signal_all(stalled, signal.SIGCONT)
-            await asyncio.sleep(plan.stall)
-        await after(part, fault, plan)
-        return await part.finish(session, plan.stop_bound)
+
+        async def faults() -> None:
+            for panic in (False, True):  # first: the tmpfs is small, and the WAL grows as the tables play
+                await full_disk(part, pg, pg.pgdata, disk, why_not, plan, session, panic=panic)
+            if not plan.only_disk:
+                await kills_and_freezes(part, pg, plan)
+
+        return await with_cashier(part, session, faults, plan)
     finally:
         part.close()
         disk.empty()
         await asyncio.to_thread(pg.stop)
         disk.unmount()
+
+
+async def kills_and_freezes(part: Part, pg: EmbeddedPostgres, plan: Plan) -> None:
+    """The external PostgreSQL killed and kept down, frozen, and stalled again and again."""
+    for _ in range(plan.kills):
+        fault = Fault(f"killed, down {plan.down:g} s", time.time())
+        assert pg.pid is not None
+        os.kill(pg.pid, signal.SIGKILL)
+        await asyncio.sleep(plan.down)
+        await asyncio.to_thread(pg.start)
+        await after(part, fault, plan)
+    assert pg.pid is not None
+    frozen = processes_of(pg.pid)
+    fault = Fault(f"frozen {plan.freeze:g} s", time.time())
+    signal_all(frozen, signal.SIGSTOP)
+    await asyncio.sleep(plan.freeze)
+    signal_all(frozen, signal.SIGCONT)
+    await after(part, fault, plan)
+    fault = Fault(f"stalls of {plan.stall:g} s for {plan.stalls_for:g} s", time.time())
+    end = time.time() + plan.stalls_for
+    while time.time() < end and pg.pid is not None:
+        stalled = processes_of(pg.pid)
+        signal_all(stalled, signal.SIGSTOP)
+        await asyncio.sleep(plan.stall)
+        signal_all(stalled, signal.SIGCONT)
+        await asyncio.sleep(plan.stall)
+    await after(part, fault, plan)
 
 
 async def embedded_part(workdir: Path, plan: Plan, session: aiohttp.ClientSession) -> dict[str, Any]:
@@ -569,25 +667,33 @@ async def embedded_part(workdir: Path, plan: Plan, session: aiohttp.ClientSessio
         await part.wait_serving(session)
         await part.seat_bots(session, plan.tables)
         await warm_up(part, plan.stop_bound)
-        await full_disk(part, None, data / "pgdata", disk, why_not, plan, session, panic=True)
-        for _ in range(0 if plan.only_disk else plan.embedded_kills):
-            pid = int((data / "pgdata" / "postmaster.pid").read_text().split()[0])
-            fault = Fault("postmaster killed (serve starts it again)", time.time())
-            os.kill(pid, signal.SIGKILL)
-            while True:  # the fault lasts until serve has it running again
-                assert time.time() < fault.start + plan.stop_bound, "serve did not start its PostgreSQL again"
-                assert part.server is not None and part.server.poll() is None, "serve exited"
-                with contextlib.suppress(OSError, ValueError, IndexError):
-                    lines = (data / "pgdata" / "postmaster.pid").read_text().split("\n")
-                    if int(lines[0]) != pid and lines[7].strip() == "ready":
-                        break
-                await asyncio.sleep(0.05)
-            say(f"{part.name}: the postmaster is back after {time.time() - fault.start:.1f} s")
-            await after(part, fault, plan)
-        return await part.finish(session, plan.stop_bound)
+
+        async def faults() -> None:
+            await full_disk(part, None, data / "pgdata", disk, why_not, plan, session, panic=True)
+            await postmaster_kills(part, data, plan)
+
+        return await with_cashier(part, session, faults, plan)
     finally:
         part.close()
         disk.unmount()
+
+
+async def postmaster_kills(part: Part, data: Path, plan: Plan) -> None:
+    """The embedded postmaster killed, which serve starts again by itself."""
+    for _ in range(0 if plan.only_disk else plan.embedded_kills):
+        pid = int((data / "pgdata" / "postmaster.pid").read_text().split()[0])
+        fault = Fault("postmaster killed (serve starts it again)", time.time())
+        os.kill(pid, signal.SIGKILL)
+        while True:  # the fault lasts until serve has it running again
+            assert time.time() < fault.start + plan.stop_bound, "serve did not start its PostgreSQL again"
+            assert part.server is not None and part.server.poll() is None, "serve exited"
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                lines = (data / "pgdata" / "postmaster.pid").read_text().split("\n")
+                if int(lines[0]) != pid and lines[7].strip() == "ready":
+                    break
+            await asyncio.sleep(0.05)
+        say(f"{part.name}: the postmaster is back after {time.time() - fault.start:.1f} s")
+        await after(part, fault, plan)
 
 
 async def drill(workdir: Path, plan: Plan) -> dict[str, Any]:
@@ -646,6 +752,11 @@ def main(argv: list[str] | None = None) -> int:
                 f"tables stopped {r['tables_stopped']}; "
                 f"ledger {'balances' if r['ledger_ok'] else 'DOES NOT BALANCE'}; "
                 f"{r['transcripts_verified']} transcripts verified"
+            )
+            c = r["cashier"]
+            print(
+                f"  cashier: {c['deposits_answered']} deposits answered, the balance moved by {c['balance_moved']}; "
+                f"{c['answered_from_the_store']} answered from the store; sent again after {c['sent_again_after']}"
             )
             for c in r["charges_inside"]:
                 print("  CHARGED IN A FAULT WINDOW:", c)

@@ -85,7 +85,7 @@ class Siblings:
                     f"worker {index} of this server does not answer right now ({type(e).__name__}); try again"
                 ) from e
             if isinstance(e, TimeoutError):
-                raise  # answered ``busy``: the table did not answer in time; check before you try again
+                raise  # answered ``busy``: not answered in time; check before you try again
             log.warning("worker %d took %s %s and its answer was lost (%s)", index, method, path, type(e).__name__)
             raise OutcomeUnknown(
                 f"worker {index} of this server took the command and its answer was lost ({type(e).__name__}):"

@@ -106,7 +106,7 @@ async def errors(
     except RuleError as e:  # the kernel's errors and the server's ClientError
         return error_response(RULE_STATUS.get(e.code, 400), e.code, e.message, e.rule, getattr(e, "ack", None))
     except TimeoutError:
-        return error_response(503, "busy", "the table did not answer in time; check before you try again")
+        return error_response(503, "busy", "the server did not answer in time; check before you try again")
     except web.HTTPRedirection:
         raise
     except web.HTTPException as e:

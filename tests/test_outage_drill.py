@@ -6,7 +6,10 @@ then the server's embedded PostgreSQL's postmaster killed, which serve starts ag
 itself.  No seat is charged by the clock inside a fault window, no table stops, every
 hand ends or is voided by rule, every transcript verifies and the ledger balances;
 while the disk is full /healthz says degraded, the clients are told ``paused``, the
-tables back off (no reload storm) and a REST write is never answered 500."""
+tables back off (no reload storm) and a REST write is never answered 500.  An
+operator deposits 1 HT again and again through every fault, each deposit sent with
+its Idempotency-Key until answered: the balance moves by exactly the deposits
+answered."""
 
 from __future__ import annotations
 
@@ -39,6 +42,8 @@ def test_the_quick_outage_drill() -> None:
         assert p["tables_stopped"] == 0, p["faults"]
         assert p["ledger_ok"] and p["transcripts_verified"] == p["hands"] > 0
         assert all(f["recovered_s"] is not None for f in p["faults"])
+        cash = p["cashier"]  # keyed deposits all through the faults: each answered one moved once
+        assert cash["deposits_answered"] > 0 and cash["balance_moved"] == cash["deposits_answered"], cash
     disks = [f for part in ("external", "embedded") for f in report[part]["faults"] if f["kind"].startswith("disk")]
     assert len(disks) == 3, report
     for f in disks:
