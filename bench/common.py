@@ -10,7 +10,9 @@ Used by bench/crash_drill.py, bench/cluster.py and bench/load.py.
 from __future__ import annotations
 
 import asyncio
+import collections
 import json
+import os
 import socket
 import sys
 import time
@@ -180,3 +182,80 @@ async def prove_nothing_lost(
     if proof.settled_twice:
         problems.append(f"{proof.settled_twice} hands were settled twice")
     return proof
+
+
+@dataclass
+class Cashier:
+    """An operator depositing 1 HT to one player again and again all through the
+    faults, each deposit sent with its own Idempotency-Key until it is answered 200
+    (docs/api.md, "Sending a command again"): afterwards the player's balance must
+    have moved by exactly the deposits answered — none lost, none twice — and no
+    answer may be anything but 200 or 503."""
+
+    url: str
+    token: str
+    answer_s: float = 45.0  # a deposit's answer waited for at most this long
+    player: str = ""
+    start: int = 0
+    answered: int = 0
+    replayed: int = 0  # answered from the store: the first sending's answer was lost
+    codes: collections.Counter[str] = field(default_factory=collections.Counter)  # the answers sent again after
+    problems: list[str] = field(default_factory=list)
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
+    task: asyncio.Task[None] | None = None
+
+    async def open(self, session: aiohttp.ClientSession) -> Cashier:
+        p = await operator_call(
+            session, self.url, self.token, "POST", "/api/players", {"name": "cashier", "deposit": 1}
+        )
+        self.player, self.start = p["id"], int(p["available"])
+        self.task = asyncio.create_task(self.run(session))
+        return self
+
+    async def run(self, session: aiohttp.ClientSession) -> None:
+        while not self.stop.is_set():
+            key = "cashier-" + os.urandom(12).hex()
+            while True:  # the same key until it is answered: the server moves it at most once
+                status, code, replayed = await self.deposit(session, key)
+                if status == 200:
+                    self.answered += 1
+                    self.replayed += replayed
+                    break
+                self.codes[code] += 1
+                if status not in (0, 503):
+                    self.problems.append(f"a deposit was answered {status} {code}")
+                    break
+                await asyncio.sleep(0.5)
+            await asyncio.sleep(0.2)
+
+    async def deposit(self, session: aiohttp.ClientSession, key: str) -> tuple[int, str, bool]:
+        headers = {"Authorization": f"Bearer {self.token}", "Idempotency-Key": key}
+        try:
+            async with session.post(
+                f"{self.url}/api/players/{self.player}/deposit",
+                json={"amount": 1},
+                headers=headers,
+                timeout=aiohttp.ClientTimeout(total=self.answer_s),
+            ) as r:
+                body = await r.json()
+                code = str(body.get("error", {}).get("code", "")) if isinstance(body, dict) else ""
+                return r.status, code or str(r.status), r.headers.get("Idempotent-Replayed") == "true"
+        except (TimeoutError, aiohttp.ClientError, OSError, ValueError):
+            return 0, "no_answer", False
+
+    async def close(self, session: aiohttp.ClientSession) -> dict[str, Any]:
+        """Stop after the deposit in hand is answered; the balance against the count."""
+        self.stop.set()
+        if self.task is not None:
+            await asyncio.wait_for(self.task, self.answer_s * 4)
+        me = await operator_call(session, self.url, self.token, "GET", f"/api/admin/players/{self.player}")
+        moved = int(me["available"]) - self.start
+        if moved != self.answered:
+            self.problems.append(f"the cashier's {self.answered} deposits answered moved the balance by {moved}")
+        return {
+            "deposits_answered": self.answered,
+            "balance_moved": moved,
+            "answered_from_the_store": self.replayed,
+            "sent_again_after": dict(self.codes),
+            "problems": self.problems,
+        }

@@ -8,7 +8,10 @@ nothing may be lost:
 * each table's hands are numbered 1, 2, … with no gap, and hand n+1 starts from
   hand n's head;
 * accounts sum to the deposits, no balance is negative, no hold is left on an ended
-  hand, no hand was settled twice.
+  hand, no hand was settled twice;
+* the cashier (bench.common.Cashier), an operator depositing 1 HT again and again
+  through every kill, each deposit sent with its own Idempotency-Key until answered:
+  the balance moved by exactly the deposits answered, none lost and none twice.
 
     python bench/crash_drill.py --quick      # ≥ 50 kills and ≥ 20 hands (the drill step of .ci/run)
     python bench/crash_drill.py --long       # ≥ 200 kills; figures for docs/benchmarks.md
@@ -47,6 +50,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.common import (  # noqa: E402
+    Cashier,
     free_port,
     operator_call,
     percentile,
@@ -153,6 +157,7 @@ class Drill:
                     p = await self.api(session, "POST", "/api/players", {"name": f"d{n}", "deposit": 100_000})
                     self.bots.append(Bot(self.url, p["token"], t["id"], fast=self.rng.random() < 0.7))
             self.tasks = [asyncio.create_task(b.run()) for b in self.bots]
+            cashier = await Cashier(self.url, OPERATOR).open(session)  # keyed deposits through every kill
             started = time.monotonic()
             k = 0
             while k < kills or (k < 10 * kills and await self.hands_dealt() < min_hands):
@@ -181,6 +186,7 @@ class Drill:
             if sys.stderr.isatty():
                 sys.stderr.write("\n")
             played = time.monotonic() - started
+            cash = await cashier.close(session)
             # Stop the bots as a person would (Ctrl-C): each leaves its seat.
             for t in self.tasks:
                 t.cancel()
@@ -189,6 +195,9 @@ class Drill:
             key = load_public_key((await self.api(session, "GET", "/api/fairness/key"))["public_key_hex"])
             report = await self.check(session, key)
             report["seconds_played"] = round(played, 1)
+            report["cashier"] = cash
+            report["problems"] += [f"cashier: {p}" for p in cash["problems"]]
+            report["ok"] = report["ok"] and not cash["problems"]
         return report
 
     async def check(self, session: aiohttp.ClientSession, key: bytes) -> dict[str, Any]:
@@ -291,6 +300,11 @@ def main(argv: list[str] | None = None) -> int:
             f"{report['recovery_after_server_kill_p50_p99_s']} s, after a PostgreSQL kill "
             f"{report['recovery_after_postgres_kill_p50_p99_s']} s); "
             f"evidence items checked {report['evidence_items_checked']}"
+        )
+        c = report["cashier"]
+        print(
+            f"cashier: {c['deposits_answered']} deposits answered, the balance moved by {c['balance_moved']}; "
+            f"{c['answered_from_the_store']} answered from the store; sent again after {c['sent_again_after']}"
         )
         for reason in report["void_reasons"]:
             print("voided:", reason)

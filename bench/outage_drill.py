@@ -79,7 +79,7 @@ import asyncpg
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.common import free_port, operator_call, prove_nothing_lost, settle_down  # noqa: E402
+from bench.common import Cashier, free_port, operator_call, prove_nothing_lost, settle_down  # noqa: E402
 from bench.fulldisk import Disk  # noqa: E402
 from service.bots import Bot  # noqa: E402
 from service.db import EmbeddedPostgres  # noqa: E402
@@ -278,86 +278,14 @@ class Part:
                 self.server.wait()
 
 
-@dataclass
-class Cashier:
-    """An operator depositing 1 HT to one player again and again all through the
-    faults, each deposit sent with its own Idempotency-Key until it is answered 200
-    (docs/api.md, "Sending a command again"): afterwards the player's balance must
-    have moved by exactly the deposits answered — none lost, none twice — and no
-    answer may be anything but 200 or 503."""
-
-    player: str = ""
-    start: int = 0
-    answered: int = 0
-    replayed: int = 0  # answered from the store: the first sending's answer was lost
-    codes: collections.Counter[str] = field(default_factory=collections.Counter)  # the answers sent again after
-    problems: list[str] = field(default_factory=list)
-    stop: asyncio.Event = field(default_factory=asyncio.Event)
-    task: asyncio.Task[None] | None = None
-
-    async def open(self, part: Part, session: aiohttp.ClientSession) -> Cashier:
-        p = await operator_call(session, part.url, OPERATOR, "POST", "/api/players", {"name": "cashier", "deposit": 1})
-        self.player, self.start = p["id"], int(p["available"])
-        self.task = asyncio.create_task(self.run(part, session))
-        return self
-
-    async def run(self, part: Part, session: aiohttp.ClientSession) -> None:
-        while not self.stop.is_set():
-            key = "cashier-" + os.urandom(12).hex()
-            while True:  # the same key until it is answered: the server moves it at most once
-                status, code, replayed = await self.deposit(part, session, key)
-                if status == 200:
-                    self.answered += 1
-                    self.replayed += replayed
-                    break
-                self.codes[code] += 1
-                if status not in (0, 503):
-                    self.problems.append(f"a deposit was answered {status} {code}")
-                    break
-                await asyncio.sleep(0.5)
-            await asyncio.sleep(0.2)
-
-    async def deposit(self, part: Part, session: aiohttp.ClientSession, key: str) -> tuple[int, str, bool]:
-        headers = {"Authorization": f"Bearer {OPERATOR}", "Idempotency-Key": key}
-        try:
-            async with session.post(
-                f"{part.url}/api/players/{self.player}/deposit",
-                json={"amount": 1},
-                headers=headers,
-                timeout=aiohttp.ClientTimeout(total=REST_ANSWER_S),
-            ) as r:
-                body = await r.json()
-                code = str(body.get("error", {}).get("code", "")) if isinstance(body, dict) else ""
-                return r.status, code or str(r.status), r.headers.get("Idempotent-Replayed") == "true"
-        except (TimeoutError, aiohttp.ClientError, OSError, ValueError):
-            return 0, "no_answer", False
-
-    async def close(self, part: Part, session: aiohttp.ClientSession) -> dict[str, Any]:
-        """Stop after the deposit in hand is answered; the balance against the count."""
-        self.stop.set()
-        if self.task is not None:
-            await asyncio.wait_for(self.task, REST_ANSWER_S * 4)
-        me = await operator_call(session, part.url, OPERATOR, "GET", f"/api/admin/players/{self.player}")
-        moved = int(me["available"]) - self.start
-        if moved != self.answered:
-            self.problems.append(f"the cashier's {self.answered} deposits answered moved the balance by {moved}")
-        return {
-            "deposits_answered": self.answered,
-            "balance_moved": moved,
-            "answered_from_the_store": self.replayed,
-            "sent_again_after": dict(self.codes),
-            "problems": self.problems,
-        }
-
-
 async def with_cashier(part: Part, session: aiohttp.ClientSession, faults: Any, plan: Plan) -> dict[str, Any]:
     """``faults()`` with the cashier depositing all through them, then the report of
     :meth:`Part.finish` with the cashier's."""
-    cashier = await Cashier().open(part, session)
+    cashier = await Cashier(part.url, OPERATOR, REST_ANSWER_S).open(session)
     try:
         await faults()
     finally:
-        cash = await cashier.close(part, session)
+        cash = await cashier.close(session)
     report = await part.finish(session, plan.stop_bound)
     report["cashier"] = cash
     report["problems"] += [f"cashier: {p}" for p in cash["problems"]]

@@ -33,6 +33,8 @@ def test_the_quick_crash_drill_loses_nothing() -> None:
     assert report["kills"] >= 50 and report["server_kills"] > 0 and report["postgres_kills"] > 0
     assert report["hands"] >= 20 and report["resumed"] > 0, report
     assert report["evidence_items_checked"] > 0
+    cash = report["cashier"]  # keyed deposits through every kill: each answered one moved once
+    assert cash["deposits_answered"] > 0 and cash["balance_moved"] == cash["deposits_answered"], cash
     # Bots that come back keep adding their seeds (issue 8: once, 564 of 672 were no_commit).
     reveals = report["reveals"]
     assert reveals.get("revealed", 0) >= 0.8 * sum(reveals.values()), reveals
