@@ -28,6 +28,8 @@ WRITER_SETTINGS = {"enable_seqscan": "off"}
 # The database cannot serve right now — unreachable, shutting down, crashed and in
 # recovery (a full disk's PANIC ends there too), out of disk space (SQLSTATE 53100),
 # memory or connections: the house's fault, never the client's (D37).
+# OSError includes TimeoutError: a statement past its command_timeout, a pool acquire
+# past its wait (a database hung, frozen or starved, as the client sees it).
 AWAY = (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError)
 REFUSING = (
     asyncpg.InsufficientResourcesError,  # class 53: disk full, out of memory, too many connections

@@ -59,7 +59,7 @@ async def committing(conn: asyncpg.Connection, what: str, check: str) -> AsyncIt
     tx = conn.transaction()
     try:
         await tx.start()
-    except (*AWAY, *REFUSING, TimeoutError) as e:
+    except (*AWAY, *REFUSING) as e:
         raise NothingStored(f"the database is unavailable right now; {what} was not stored") from e
     try:
         yield
@@ -67,19 +67,20 @@ async def committing(conn: asyncpg.Connection, what: str, check: str) -> AsyncIt
         # No COMMIT was sent: rolled back here, or by PostgreSQL with the connection, or
         # by the pool (asyncpg rolls back a connection released inside a transaction)
         if not conn.is_closed():
-            with contextlib.suppress(*AWAY, *REFUSING, TimeoutError):
+            with contextlib.suppress(*AWAY, *REFUSING):
                 await tx.rollback()
-        if isinstance(e, (*AWAY, *REFUSING, TimeoutError)):  # a statement not answered in time too
+        if isinstance(e, (*AWAY, *REFUSING)):  # a statement not answered in time too (AWAY)
             raise NothingStored(f"the database went away before {what} was stored; nothing was changed") from e
         raise
     if conn.is_closed():  # closed before the COMMIT was written: the transaction died with it
         raise NothingStored(f"the database went away before {what} was stored; nothing was changed")
     try:
         await tx.commit()
-    except (*AWAY, *REFUSING, TimeoutError) as e:
-        log.warning("the database's connection broke during the COMMIT of %s (%s)", what, type(e).__name__)
+    except (*AWAY, *REFUSING) as e:
+        log.warning("the database's answer to the COMMIT of %s was lost (%s)", what, type(e).__name__)
         raise OutcomeUnknown(
-            f"the database's connection broke while {what} was being committed: it may have been stored or not; {check}"
+            f"the database's answer to the COMMIT of {what} was lost ({type(e).__name__}): it may have been stored"
+            f" or not; {check}"
         ) from e
 
 
@@ -142,7 +143,7 @@ async def run_once(
         assert stored is not None, "a key's row is claimed and answered in one transaction"
         return stored
     except OutcomeUnknown as e:
-        with contextlib.suppress(*AWAY, *REFUSING, TimeoutError, ServiceError):  # the database is likely still away
+        with contextlib.suppress(*AWAY, *REFUSING, ServiceError):  # the database is likely still away
             async with connection(pool) as conn:
                 await store.audit(conn, action, target, params, f"unknown: {e.message}")
         raise
@@ -152,10 +153,10 @@ async def run_once(
             try:
                 async with connection(pool) as conn:
                     await store.audit(conn, action, target, params, outcome)
-            except (*AWAY, *REFUSING, TimeoutError) as away:  # the refusal is still the answer: nothing was stored
+            except (*AWAY, *REFUSING) as away:  # the refusal is still the answer: nothing was stored
                 log.warning("%s refused (%s), and not audited: the database is away (%s)", what, e, away)
         raise
-    except (*AWAY, *REFUSING, TimeoutError) as e:  # before the transaction began, or reading a stored answer
+    except (*AWAY, *REFUSING) as e:  # before the transaction began, or reading a stored answer
         raise NothingStored(f"the database is unavailable right now; {what} was not stored") from e
     return web.json_response(answer, status=status)
 

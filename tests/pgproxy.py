@@ -8,6 +8,10 @@ statements, which asyncpg uses), so a test can ask it to:
   matching ``pattern`` (an explicit ``COMMIT``, or the end of a statement that commits
   by itself) reach PostgreSQL, wait until PostgreSQL answers, then drop that answer and
   cut the connection: the commit happened, the client cannot know;
+* ``hold_commit_reply(pattern, seconds)`` — the same commit's answer arrives
+  ``seconds`` late (PostgreSQL hung while committing: the client's timeout fires
+  first); ``hold_reply(pattern, seconds)`` — the answer to the next statement
+  matching ``pattern`` arrives late (hung inside the transaction);
 * ``cut()`` — close every connection at once (PostgreSQL went away);
 * ``refuse = True`` — close new connections at once (PostgreSQL is still away).
 """
@@ -30,6 +34,7 @@ class _Conn:
     in_tx: list[str] = field(default_factory=list)  # SQL run since the transaction began
     explicit: bool = False  # inside BEGIN … COMMIT
     doomed: bool = False  # the COMMIT went through: drop the answer and cut
+    hold: float = 0.0  # seconds the next answer is held back
 
 
 class PgProxy:
@@ -47,7 +52,8 @@ class PgProxy:
         self.listen_dir = listen_dir
         self.conns: set[_Conn] = set()
         self.refuse = False
-        self.commit_traps: list[tuple[re.Pattern[str], Callable[[], bool]]] = []
+        self.commit_traps: list[tuple[re.Pattern[str], Callable[[], bool], float]] = []  # (…, hold: 0 drops)
+        self.statement_holds: list[tuple[re.Pattern[str], float]] = []
         self.dropped: list[str] = []  # the transactions whose COMMIT answer was dropped
         self._server: asyncio.Server | None = None
 
@@ -71,7 +77,16 @@ class PgProxy:
     def drop_commit_reply(self, pattern: str, when: Callable[[], bool] = lambda: True) -> None:
         """Arm a trap: the next COMMIT of a transaction that ran SQL matching
         ``pattern``, at a moment when ``when()`` holds, loses its answer."""
-        self.commit_traps.append((re.compile(pattern, re.IGNORECASE), when))
+        self.commit_traps.append((re.compile(pattern, re.IGNORECASE), when, 0.0))
+
+    def hold_commit_reply(self, pattern: str, seconds: float) -> None:
+        """The next COMMIT of a transaction that ran SQL matching ``pattern`` reaches
+        PostgreSQL; its answer reaches the client ``seconds`` later."""
+        self.commit_traps.append((re.compile(pattern, re.IGNORECASE), lambda: True, seconds))
+
+    def hold_reply(self, pattern: str, seconds: float) -> None:
+        """The answer to the next statement matching ``pattern`` is ``seconds`` late."""
+        self.statement_holds.append((re.compile(pattern, re.IGNORECASE), seconds))
 
     def cut(self) -> None:
         for c in list(self.conns):
@@ -153,6 +168,11 @@ class PgProxy:
             conn.explicit = False
         else:
             conn.in_tx.append(sql)
+            for hold in self.statement_holds:
+                if hold[0].search(sql):
+                    self.statement_holds.remove(hold)
+                    conn.hold = hold[1]
+                    break
             if kind == b"Q" and not conn.explicit:
                 self._commit(conn)  # a simple query outside a transaction commits at once
 
@@ -161,8 +181,11 @@ class PgProxy:
         for trap in self.commit_traps:
             if trap[0].search(ran) and trap[1]():
                 self.commit_traps.remove(trap)
-                self.dropped.append(ran)
-                conn.doomed = True
+                if trap[2]:
+                    conn.hold = trap[2]
+                else:
+                    self.dropped.append(ran)
+                    conn.doomed = True
                 break
         conn.in_tx = []
 
@@ -175,5 +198,8 @@ class PgProxy:
                 conn.client.transport.abort()
                 conn.server.transport.abort()
                 return
+            if conn.hold:  # PostgreSQL answered; the client hears it late
+                hold, conn.hold = conn.hold, 0.0
+                await asyncio.sleep(hold)
             conn.client.write(data)
             await conn.client.drain()

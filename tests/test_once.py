@@ -14,8 +14,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
+import asyncpg
+import pytest
 import pytest_asyncio
 
+from service.appkeys import CONFIG
+from service.db import NothingStored
+from service.errors import OutcomeUnknown
+from service.once import committing
 from service.startup import Running
 from tests.conftest import OPERATOR, Api
 from tests.pgproxy import PgProxy
@@ -181,3 +187,42 @@ async def test_a_player_created_whose_commit_answer_is_lost_is_outcome_unknown_a
     found = (await rig.api.call("GET", f"/api/admin/players?q={name}", expect=200))["players"]
     assert [(p["name"], p["available"]) for p in found] == [(name, 300)]
     assert await rig.ledger_ok()
+
+
+async def audit_outcomes(dsn: str, action: str) -> list[str]:
+    conn = await asyncpg.connect(dsn)
+    try:
+        return [r["outcome"] for r in await conn.fetch("SELECT outcome FROM audit_log WHERE action = $1", action)]
+    finally:
+        await conn.close()
+
+
+async def test_a_commit_answered_too_late_is_outcome_unknown_and_a_statement_answered_too_late_stored_nothing(
+    rig: Rig,
+) -> None:
+    """``once.committing`` on a connection of its own (a 0.5 s statement timeout)
+    through the proxy, PostgreSQL hung as the client sees it: a COMMIT whose answer
+    comes 2 s late was stored, and the answer is ``outcome_unknown``; a statement
+    inside the transaction answered 2 s late leaves nothing stored (no COMMIT was
+    ever sent), and the answer is ``unavailable``."""
+    dsn = rig.server.app[CONFIG].dsn
+    insert = "INSERT INTO audit_log (action, params, outcome) VALUES ($1, '{}', 'written')"
+    late_commit, late_statement = "late-commit-" + secrets.token_hex(4), "late-statement-" + secrets.token_hex(4)
+    conn = await asyncpg.connect(dsn, command_timeout=0.5)
+    try:
+        rig.proxy.hold_commit_reply(r"INSERT INTO audit_log", 2.0)
+        with pytest.raises(OutcomeUnknown, match="may have been stored"):
+            async with committing(conn, "the test", "look"):
+                await conn.execute(insert, late_commit)
+    finally:
+        conn.terminate()
+    assert await audit_outcomes(dsn, late_commit) == ["written"]  # it was stored
+    conn = await asyncpg.connect(dsn, command_timeout=0.5)
+    try:
+        rig.proxy.hold_reply(r"INSERT INTO audit_log", 2.0)
+        with pytest.raises(NothingStored, match="nothing was changed"):
+            async with committing(conn, "the test", "look"):
+                await conn.execute(insert, late_statement)
+    finally:
+        conn.terminate()  # the transaction, never committed, ends with its connection
+    assert await audit_outcomes(dsn, late_statement) == []
