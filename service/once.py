@@ -6,8 +6,9 @@ and the answer says which of three things happened:
 * it was stored (the answer), or refused and nothing stored (the refusal);
 * the database went away before the COMMIT was sent: nothing was stored
   (``unavailable``);
-* the connection broke while the COMMIT was on its way or its answer was: PostgreSQL
-  may have stored it or not, and this server cannot know (``outcome_unknown``).
+* the connection broke while the COMMIT was on its way or its answer was, or the
+  answer did not come within the statement timeout: PostgreSQL may have stored it or
+  not, and this server cannot know (``outcome_unknown``).
   Before this module the last case was answered "nothing was changed", and a client
   that believed it and sent a deposit again could be credited twice.
 
@@ -15,10 +16,10 @@ A deposit or a withdrawal may carry an ``Idempotency-Key`` header: the key, a
 fingerprint of what was asked and the answer are stored in the command's own
 transaction, so the same command sent again with the same key is answered from the
 store (``Idempotent-Replayed: true``) and moves nothing; the same key with another
-command is refused (409 ``idempotency_key_reused``: the state of things,
-the key taken, refuses it).  Two sendings at once wait for each
-other on the key's row: one moves the money, the other reads its answer.  A refused
-command stores no key: sent again, it is judged again.
+command is refused (409 ``idempotency_key_reused``: the state of things, the key
+taken, refuses it).  Two sendings at once wait for each other on the key's row:
+one moves the money, the other reads its answer.  A refused command stores no key:
+sent again, it is judged again.
 """
 
 from __future__ import annotations
