@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -207,22 +207,19 @@ async def test_a_commit_answered_too_late_is_outcome_unknown_and_a_statement_ans
     ever sent), and the answer is ``unavailable``."""
     dsn = rig.server.app[CONFIG].dsn
     insert = "INSERT INTO audit_log (action, params, outcome) VALUES ($1, '{}', 'written')"
-    late_commit, late_statement = "late-commit-" + secrets.token_hex(4), "late-statement-" + secrets.token_hex(4)
-    conn = await asyncpg.connect(dsn, command_timeout=0.5)
-    try:
-        rig.proxy.hold_commit_reply(r"INSERT INTO audit_log", 2.0)
-        with pytest.raises(OutcomeUnknown, match="may have been stored"):
-            async with committing(conn, "the test", "look"):
-                await conn.execute(insert, late_commit)
-    finally:
-        conn.terminate()
-    assert await audit_outcomes(dsn, late_commit) == ["written"]  # it was stored
-    conn = await asyncpg.connect(dsn, command_timeout=0.5)
-    try:
-        rig.proxy.hold_reply(r"INSERT INTO audit_log", 2.0)
-        with pytest.raises(NothingStored, match="nothing was changed"):
-            async with committing(conn, "the test", "look"):
-                await conn.execute(insert, late_statement)
-    finally:
-        conn.terminate()  # the transaction, never committed, ends with its connection
-    assert await audit_outcomes(dsn, late_statement) == []
+    Hold = Callable[[str, float], None]
+    cases: tuple[tuple[Hold, type[Exception], str, list[str]], ...] = (  # how held, raised, its message, stored
+        (rig.proxy.hold_commit_reply, OutcomeUnknown, "may have been stored", ["written"]),
+        (rig.proxy.hold_reply, NothingStored, "nothing was changed", []),
+    )
+    for hold, raised, says, stored in cases:
+        action = f"late-{hold.__name__}-{secrets.token_hex(4)}"
+        conn = await asyncpg.connect(dsn, command_timeout=0.5)
+        try:
+            hold(r"INSERT INTO audit_log", 2.0)
+            with pytest.raises(raised, match=says):
+                async with committing(conn, "the test", "look"):
+                    await conn.execute(insert, action)
+        finally:
+            conn.terminate()  # a transaction never committed ends with its connection
+        assert await audit_outcomes(dsn, action) == stored, hold.__name__
