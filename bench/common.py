@@ -29,6 +29,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from service.bots import Bot  # noqa: E402
+from service.wire import IDEMPOTENCY_HEADER, IDEMPOTENT_REPLAYED  # noqa: E402
 from verifier.transcript import verify_transcript  # noqa: E402
 
 
@@ -229,7 +230,7 @@ class Cashier:
             await asyncio.sleep(0.2)
 
     async def deposit(self, session: aiohttp.ClientSession, key: str) -> tuple[int, str, bool]:
-        headers = {"Authorization": f"Bearer {self.token}", "Idempotency-Key": key}
+        headers = {"Authorization": f"Bearer {self.token}", IDEMPOTENCY_HEADER: key}
         try:
             async with session.post(
                 f"{self.url}/api/players/{self.player}/deposit",
@@ -239,7 +240,7 @@ class Cashier:
             ) as r:
                 body = await r.json()
                 code = str(body.get("error", {}).get("code", "")) if isinstance(body, dict) else ""
-                return r.status, code or str(r.status), r.headers.get("Idempotent-Replayed") == "true"
+                return r.status, code or str(r.status), r.headers.get(IDEMPOTENT_REPLAYED) == "true"
         except (TimeoutError, aiohttp.ClientError, OSError, ValueError):
             return 0, "no_answer", False
 

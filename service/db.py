@@ -47,13 +47,13 @@ class NothingStored(ServiceError):
 
 
 @contextlib.contextmanager
-def before_writing(what: str = "nothing was changed") -> Iterator[None]:
+def before_writing() -> Iterator[None]:
     """Around what a request reads before it writes (the token's check): the database
     away there is :class:`NothingStored`, said so, rather than a write's unknown end."""
     try:
         yield
     except (*AWAY, *REFUSING) as e:
-        raise NothingStored(f"the database is unavailable right now; {what}") from e
+        raise NothingStored("the database is unavailable right now; nothing was changed") from e
 
 
 MIGRATION_LOCK = 7_133_001  # pg_advisory_xact_lock key: one migrator at a time

@@ -5,6 +5,7 @@ of an operator's action, paging.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable
 from typing import Any
 
@@ -12,11 +13,13 @@ from aiohttp import web
 
 from service import auth, store, wire
 from service.appkeys import CONFIG, POOL
-from service.db import ACQUIRE_TIMEOUT, before_writing, connection
+from service.db import ACQUIRE_TIMEOUT, AWAY, REFUSING, before_writing, connection
 from service.errors import ServiceError
 from service.wire import WireError
 from verifier.ed25519 import key_problem
 from verifier.errors import RuleError
+
+log = logging.getLogger("rummy.edge")
 
 
 class ApiError(ServiceError):
@@ -64,10 +67,22 @@ async def operator_body(
     try:
         return await body_json(request, spec, code)
     except ServiceError as e:
-        outcome = f"refused: {e.code}: {e.message}"
-        async with connection(request.app[POOL]) as conn:
-            await store.audit(conn, action, target, {"body": "not read: " + e.code}, outcome)
+        await audit_refusal(request, action, target, {"body": "not read: " + e.code}, e)
         raise
+
+
+async def audit_refusal(
+    request: web.Request, action: str, target: str | None, params: dict[str, Any], e: ServiceError | RuleError
+) -> None:
+    """Write a refused operator action to the audit log.  A database away meanwhile is
+    logged, not raised: the refusal stays the answer (nothing was stored), never an
+    ``outcome_unknown`` or ``unavailable`` in its place."""
+    outcome = f"refused: {getattr(e, 'code', type(e).__name__)}: {getattr(e, 'message', str(e))}"
+    try:
+        async with connection(request.app[POOL]) as conn:
+            await store.audit(conn, action, target, params, outcome)
+    except (*AWAY, *REFUSING) as away:
+        log.warning("%s refused (%s), and not audited: the database is away (%s)", action, outcome, away)
 
 
 async def audited(
@@ -77,9 +92,7 @@ async def audited(
     try:
         result = await work
     except (ServiceError, RuleError) as e:
-        outcome = f"refused: {getattr(e, 'code', type(e).__name__)}: {getattr(e, 'message', str(e))}"
-        async with connection(request.app[POOL]) as conn:
-            await store.audit(conn, action, target, params, outcome)
+        await audit_refusal(request, action, target, params, e)
         raise
     async with connection(request.app[POOL]) as conn:
         await store.audit(conn, action, target, params, "done")

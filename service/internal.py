@@ -75,14 +75,10 @@ class Siblings:
             ) as r:
                 data = await r.json()
                 status = r.status
-        except aiohttp.ClientConnectorError as e:  # not connected: the command never left
-            raise SiblingAway(
-                f"worker {index} of this server does not answer right now ({type(e).__name__}); try again in a moment"
-            ) from e
         except (aiohttp.ClientError, OSError, TimeoutError, ValueError) as e:
-            if method == "GET":
+            if method == "GET" or isinstance(e, aiohttp.ClientConnectorError):  # a read, or never sent
                 raise SiblingAway(
-                    f"worker {index} of this server does not answer right now ({type(e).__name__}); try again"
+                    f"worker {index} of this server does not answer right now ({type(e).__name__}); try again soon"
                 ) from e
             if isinstance(e, TimeoutError):
                 raise  # answered ``busy``: not answered in time; check before you try again

@@ -37,14 +37,13 @@ from aiohttp import web
 from service import store
 from service.appkeys import POOL
 from service.db import AWAY, REFUSING, NothingStored, connection
+from service.edge import audit_refusal
 from service.errors import OutcomeUnknown, ServiceError
 from service.wire import IDEMPOTENCY_HEADER, IDEMPOTENCY_KEY, IDEMPOTENT_REPLAYED
 from verifier.errors import RuleError
 
 log = logging.getLogger("rummy.once")
 
-HEADER = IDEMPOTENCY_HEADER
-REPLAYED = IDEMPOTENT_REPLAYED
 KEEP_DAYS = 7  # a key is remembered this long (sql/008_operator_requests.sql)
 
 #: What a command does inside the transaction: its HTTP status and JSON answer.
@@ -61,7 +60,7 @@ async def committing(conn: asyncpg.Connection, what: str, check: str) -> AsyncIt
     try:
         await tx.start()
     except (*AWAY, *REFUSING) as e:
-        raise NothingStored(f"the database is unavailable right now; {what} was not stored") from e
+        raise _not_stored(what) from e
     try:
         yield
     except BaseException as e:
@@ -71,10 +70,10 @@ async def committing(conn: asyncpg.Connection, what: str, check: str) -> AsyncIt
             with contextlib.suppress(*AWAY, *REFUSING):
                 await tx.rollback()
         if isinstance(e, (*AWAY, *REFUSING)):  # a statement not answered in time too (AWAY)
-            raise NothingStored(f"the database went away before {what} was stored; nothing was changed") from e
+            raise _not_stored(what) from e
         raise
     if conn.is_closed():  # closed before the COMMIT was written: the transaction died with it
-        raise NothingStored(f"the database went away before {what} was stored; nothing was changed")
+        raise _not_stored(what)
     try:
         await tx.commit()
     except (*AWAY, *REFUSING) as e:
@@ -88,10 +87,11 @@ async def committing(conn: asyncpg.Connection, what: str, check: str) -> AsyncIt
 def key_of(request: web.Request) -> str | None:
     """The request's ``Idempotency-Key``, if it has one: 8–100 letters, digits and
     ``._:-`` (a UUID fits)."""
-    key = request.headers.get(HEADER)
+    key = request.headers.get(IDEMPOTENCY_HEADER)
     if key is not None and not IDEMPOTENCY_KEY.fullmatch(key):
         raise ServiceError(
-            f"{HEADER} is 8 to 100 characters of letters, digits and . _ : - (a UUID fits)", code="bad_idempotency_key"
+            f"{IDEMPOTENCY_HEADER} is 8 to 100 characters of letters, digits and . _ : - (a UUID fits)",
+            code="bad_idempotency_key",
         )
     return key
 
@@ -102,7 +102,7 @@ def fingerprint(action: str, target: str | None, params: dict[str, Any]) -> byte
 
 #: How to learn whether a command without a key was stored, after ``outcome_unknown``
 UNKEYED_CHECK = "look (the audit log has the command's row if it was) before you send it again"
-KEYED_CHECK = f"send it again with the same {HEADER} to learn which (without one: {UNKEYED_CHECK})"
+KEYED_CHECK = f"send it again with the same {IDEMPOTENCY_HEADER} to learn which (without one: {UNKEYED_CHECK})"
 
 
 async def run_once(
@@ -131,7 +131,8 @@ async def run_once(
                 if stored is not None:
                     return stored
             async with committing(conn, what, KEYED_CHECK if keyed else check):
-                if key is not None and not await _claim(conn, key, mark):
+                # a sending of the same key at the same moment waits here until this transaction ends
+                if key is not None and not await store.claim_request(conn, key, mark, KEEP_DAYS):
                     raise _Taken  # sent twice at once: the other sending stored it meanwhile
                 status, answer = await work(conn)
                 await store.audit(conn, action, target, params, "done")
@@ -150,16 +151,15 @@ async def run_once(
         raise
     except (ServiceError, RuleError) as e:
         if not isinstance(e, NothingStored):
-            outcome = f"refused: {getattr(e, 'code', type(e).__name__)}: {getattr(e, 'message', str(e))}"
-            try:
-                async with connection(pool) as conn:
-                    await store.audit(conn, action, target, params, outcome)
-            except (*AWAY, *REFUSING) as away:  # the refusal is still the answer: nothing was stored
-                log.warning("%s refused (%s), and not audited: the database is away (%s)", what, e, away)
+            await audit_refusal(request, action, target, params, e)
         raise
     except (*AWAY, *REFUSING) as e:  # before the transaction began, or reading a stored answer
-        raise NothingStored(f"the database is unavailable right now; {what} was not stored") from e
+        raise _not_stored(what) from e
     return web.json_response(answer, status=status)
+
+
+def _not_stored(what: str) -> NothingStored:
+    return NothingStored(f"the database is unavailable or went away before {what} was stored; nothing was changed")
 
 
 class _Taken(Exception):
@@ -174,14 +174,9 @@ async def _stored(conn: asyncpg.Connection, key: str, mark: bytes) -> web.Respon
         return None
     if row.fingerprint != mark:
         raise ServiceError(
-            f"this {HEADER} was sent before with another command; a key is one command's (kept {KEEP_DAYS} days)",
+            f"this {IDEMPOTENCY_HEADER} was sent before with another command; a key is one command's"
+            f" (kept {KEEP_DAYS} days)",
             code="idempotency_key_reused",
             status=409,
         )
-    return web.json_response(row.answer, status=row.status, headers={REPLAYED: "true"})
-
-
-async def _claim(conn: asyncpg.Connection, key: str, mark: bytes) -> bool:
-    """The key's row, inserted in the command's transaction (a sending of the same
-    key at the same moment waits here until this transaction ends)."""
-    return await store.claim_request(conn, key, mark, KEEP_DAYS)
+    return web.json_response(row.answer, status=row.status, headers={IDEMPOTENT_REPLAYED: "true"})

@@ -223,3 +223,18 @@ async def test_a_commit_answered_too_late_is_outcome_unknown_and_a_statement_ans
         finally:
             conn.terminate()  # a transaction never committed ends with its connection
         assert await audit_outcomes(dsn, action) == stored, hold.__name__
+
+
+async def test_a_refusal_whose_audit_row_meets_the_database_away_is_still_the_refusal(rig: Rig) -> None:
+    """The refusal's own audit row is written after the command's transaction rolled
+    back; the database gone at that moment (the proxy loses that row's answer) leaves
+    the answer as it was — a refusal, nothing stored — not ``outcome_unknown``."""
+    await with_player(rig, "refused", 100)
+    # refused by the ledger inside the transaction; refused before it, its body unread
+    for body, answer in (({"amount": 300}, (409, "insufficient_balance")), ({"amount": 0}, (400, "bad_amount"))):
+        dropped = len(rig.proxy.dropped)
+        rig.proxy.drop_commit_reply(r"INSERT INTO audit_log")
+        status, got, _ = await rig.send(rig.path("withdraw"), body, new_key())
+        assert len(rig.proxy.dropped) == dropped + 1, "the trap fired on the refusal's audit row"
+        assert (status, got["error"]["code"]) == answer, got
+    assert await rig.available() == 100
