@@ -129,6 +129,15 @@ def add_arguments(
             common(p)
         return p
 
+    def keyed(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--idempotency-key",
+            metavar="KEY",
+            type=_idempotency_key,
+            default=None,
+            help="the key an earlier try printed: sent with it, the command is done at most once (default: a new key)",
+        )
+
     def paging(p: argparse.ArgumentParser) -> None:
         p.add_argument("--limit", type=_count, default=None, help="at most this many (server: 1-500, default 50)")
         p.add_argument("--offset", type=_count, default=None, help="skip this many")
@@ -150,13 +159,7 @@ def add_arguments(
         p = command(name, f"{verb} a player's available balance")
         p.add_argument("player_id", metavar="ID")
         p.add_argument("amount", metavar="AMOUNT", type=_amount, help="whole HT, 1-10^15")
-        p.add_argument(
-            "--idempotency-key",
-            metavar="KEY",
-            type=_idempotency_key,
-            default=None,
-            help="the key an earlier try printed: sent with it, the command is done at most once (default: a new key)",
-        )
+        keyed(p)
     p = command(
         "reset-token",
         "on the server's machine, without the server's API: set a new operator token (for a lost one; audited). "
@@ -167,6 +170,7 @@ def add_arguments(
     p = command("create-table", "create a table; what is not given takes the server's default (docs/api.md)")
     for name, help_text in NEW_TABLE_FIELDS.items():
         p.add_argument("--" + name.replace("_", "-"), type=_count, default=None, help=help_text)
+    keyed(p)
     p = command("close", "close a table: no new hand, the hand in progress finishes, then every seat stands up")
     p.add_argument("table_id", metavar="TABLE")
     p = command("stand", "stand a seat up (now, or as the hand it plays ends)")
@@ -202,8 +206,8 @@ class Client:
     to another between hands is served again a moment later.  Any other command is
     reported at once: when the database's connection broke during the COMMIT, the
     server cannot know whether it was stored, so a token rotated again could lock the
-    operator out, a seat stood up again stand up whoever sat down meanwhile.  A deposit
-    or a withdrawal carries an ``Idempotency-Key`` (service.once): the server answers a
+    operator out, a seat stood up again stand up whoever sat down meanwhile.  A deposit,
+    a withdrawal or a new table carries an ``Idempotency-Key`` (service.once): the server answers a
     second sending with the same key from what it stored, so it is sent again after
     ``unavailable`` and after ``outcome_unknown`` too, and a failure names the key, so
     that the operator can send it once more with ``--idempotency-key``."""
@@ -587,7 +591,7 @@ async def command(args: argparse.Namespace, api: Client) -> tuple[Any, str]:
         text = show_ledger(data)
     elif cmd == "create-table":
         rules = {name: getattr(args, name) for name in NEW_TABLE_FIELDS if getattr(args, name) is not None}
-        data = await api.call("POST", "/api/tables", body=rules)
+        data = await api.call("POST", "/api/tables", body=rules, key=args.idempotency_key or new_idempotency_key())
         text = show_created(data)
     else:  # pragma: no cover - argparse allows only the commands above
         raise AdminError(EXIT_USAGE, f"no admin command {cmd!r}")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import asyncpg
 from aiohttp import web
 
 from service import store, wire
@@ -24,35 +25,40 @@ from service.edge import (
 )
 from service.internal import RemoteTable
 from service.lifecycle import new_actor
+from service.once import run_once
 from service.routing import actor
 from service.table import TableActor
 from verifier.hand import TableRules
 
 
 async def create_table(request: web.Request) -> web.Response:
+    """One transaction: the table, its lease and the audit row (service.once); with an
+    ``Idempotency-Key``, sent again it is answered from the store and creates nothing."""
     await require_operator(request)
     data = await operator_body(request, "create_table", None, wire.NEW_TABLE, "bad_table")
     settings = dict(data)
     max_away = data.pop("max_away_hands", 3)
+    cluster = request.app[CLUSTER]
+    made: list[Lease] = []  # the lease of the table this request creates, if it does
 
-    async def work() -> tuple[str, TableRules, TableActor]:
+    async def work(conn: asyncpg.Connection) -> tuple[int, dict[str, Any]]:
         rules = TableRules(**data)  # validated: a bad combination is an error, never repaired
-        cluster = request.app[CLUSTER]
-        lease: Lease | None = None
-        try:
-            async with connection(request.app[POOL]) as conn, conn.transaction():
-                table_id = await store.create_table(conn, rules, max_away_hands=max_away)
-                lease = await cluster.add_table(conn, table_id)
-        except BaseException:
-            if lease is not None:
-                cluster.abandon(lease.table_id)
-            raise
-        cluster.adopt(lease)  # committed: from now on the heartbeat renews it
-        a = new_actor(request.app, lease)  # and it runs, whatever happens to the audit row
-        a.start()
-        return table_id, rules, a
+        table_id = await store.create_table(conn, rules, max_away_hands=max_away)
+        made.append(await cluster.add_table(conn, table_id))
+        return 201, {"id": table_id, **rules.to_json(), "max_away_hands": max_away}
 
-    table_id, rules, a = await audited(request, "create_table", None, settings, work())
+    check = "look for the table (GET /api/tables) before you create it again"
+    try:
+        answer = await run_once(request, "create_table", None, settings, work, keyed=True, check=check)
+    except BaseException:
+        for lease in made:  # not committed, or not known to be: the heartbeat decides
+            cluster.abandon(lease.table_id)
+        raise
+    if not made:  # answered from the store: created by the first sending
+        return answer
+    cluster.adopt(made[0])  # committed: from now on the heartbeat renews it
+    a = new_actor(request.app, made[0])
+    a.start()
     # Until it is loaded here, or handed to another worker or node first (a share
     # evening out: the table exists all the same, served there).
     loaded = asyncio.create_task(a.loaded.wait())
@@ -63,7 +69,7 @@ async def create_table(request: web.Request) -> web.Response:
         loaded.cancel()
     if not done:
         raise TimeoutError
-    return web.json_response({"id": table_id, **rules.to_json(), "max_away_hands": max_away}, status=201)
+    return answer
 
 
 async def list_tables(request: web.Request) -> web.Response:

@@ -374,7 +374,7 @@ REFUSALS = {
 }
 
 #: The commands a client may send again with an ``Idempotency-Key`` (service.once)
-KEYED = ("/api/players/{player_id}/deposit", "/api/players/{player_id}/withdraw")
+KEYED = ("/api/players/{player_id}/deposit", "/api/players/{player_id}/withdraw", "/api/tables")
 IDEMPOTENCY_PARAM = {
     "name": wire.IDEMPOTENCY_HEADER,
     "in": "header",
@@ -402,7 +402,7 @@ def _refusals(method: str, path: str, who: str, body: wire.Obj | None) -> list[s
     if "{player_id}" in path or path.startswith("/api/hands/"):
         codes.add("404")
     if path.endswith(("/deposit", "/withdraw")):
-        codes.add("409")  # insufficient_balance, idempotency_key_reused
+        codes.add("409")  # insufficient_balance
     if path.startswith("/api/hands/") and path.endswith("/transcript"):
         codes |= {"409", "410"}
     if path in ("/api/players", "/api/me/key"):
@@ -411,6 +411,8 @@ def _refusals(method: str, path: str, who: str, body: wire.Obj | None) -> list[s
         codes |= {"403"} | ({"401"} if method == "post" else set())  # another site's page; a bad token
     if path in ("/api/tables", "/api/players") and method == "post":
         codes.add("503")
+    if method == "post" and path in KEYED:
+        codes.add("409")  # idempotency_key_reused
     return sorted(codes)
 
 
@@ -428,7 +430,7 @@ def _operation(method: str, path: str, who: str, summary: str, body: wire.Obj | 
             "content": {"application/json": {"schema": ANSWERS[(method, path)]}},
         }
     if method == "post" and path in KEYED:
-        responses["200"]["headers"] = {
+        responses["201" if created else "200"]["headers"] = {
             wire.IDEMPOTENT_REPLAYED: {
                 "description": "true: the answer of the first sending with this Idempotency-Key, as stored",
                 "schema": {"type": "string", "enum": ["true"]},

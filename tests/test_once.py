@@ -238,3 +238,60 @@ async def test_a_refusal_whose_audit_row_meets_the_database_away_is_still_the_re
         assert len(rig.proxy.dropped) == dropped + 1, "the trap fired on the refusal's audit row"
         assert (status, got["error"]["code"]) == answer, got
     assert await rig.available() == 100
+
+
+# ----------------------------------------------------------------------------- a new table
+TABLE = {"seats": 4, "point_value": 2}
+
+
+async def table_ids(rig: Rig) -> set[str]:
+    return {t["id"] for t in (await rig.api.call("GET", "/api/tables", expect=200))["tables"]}
+
+
+async def served(rig: Rig, table_id: str) -> None:
+    """Until the table answers as served (its lease taken and the table loaded)."""
+    deadline = asyncio.get_running_loop().time() + 60  # a bound only a hang exceeds
+    while True:
+        async with rig.session.get(f"{rig.server.url}/api/tables/{table_id}") as r:
+            if r.status == 200 and (await r.json())["id"] == table_id:
+                return
+        assert asyncio.get_running_loop().time() < deadline, r.status
+        await asyncio.sleep(0.1)
+
+
+async def test_a_table_whose_commit_answer_is_lost_is_created_once_with_its_key_and_served(rig: Rig) -> None:
+    """The table, its lease and its audit row are one transaction: its COMMIT's answer
+    lost, the answer is ``outcome_unknown``; sent again with the key, the table the
+    first sending stored (never a second one), and that table is served."""
+    before = await table_ids(rig)
+    key = new_key()
+    rig.proxy.drop_commit_reply(r"INSERT INTO table_leases")
+    status, body, _ = await rig.send("/api/tables", TABLE, key)
+    assert rig.proxy.dropped, "the trap fired"
+    assert (status, body["error"]["code"]) == (503, "outcome_unknown"), body
+    assert "GET /api/tables" in body["error"]["message"] or "Idempotency-Key" in body["error"]["message"]
+    answers = [await rig.send("/api/tables", TABLE, key) for _ in range(2)]
+    assert {(s, r) for s, _, r in answers} == {(201, "true")}, answers
+    table_id = answers[0][1]["id"]
+    assert answers[0][1] == answers[1][1] and (answers[0][1]["seats"], answers[0][1]["point_value"]) == (4, 2)
+    assert await table_ids(rig) - before == {table_id}, "sent three times, created once"
+    await served(rig, table_id)  # stored though this worker never adopted it: the heartbeat takes it
+    status, body, _ = await rig.send("/api/tables", {**TABLE, "seats": 6}, key)
+    assert (status, body["error"]["code"]) == (409, "idempotency_key_reused"), body
+    # sent at once with a key of their own: one table
+    key = new_key()
+    answers = await asyncio.gather(*(rig.send("/api/tables", TABLE, key) for _ in range(4)))
+    assert {s for s, _, _ in answers} == {201} and len({b["id"] for _, b, _ in answers}) == 1, answers
+    assert sum(r is None for _, _, r in answers) == 1, "one sending created it, the others read its answer"
+    assert len(await table_ids(rig) - before) == 2
+    assert (await audit_outcomes(rig.server.app[CONFIG].dsn, "create_table")).count("done") == 2
+
+
+async def test_the_admin_command_creates_a_table_once_when_its_answer_is_lost(rig: Rig) -> None:
+    before = await table_ids(rig)
+    rig.proxy.drop_commit_reply(r"INSERT INTO table_leases")
+    code, out, err = await asyncio.to_thread(run_admin, rig.server.url, "create-table", "--seats", "4")
+    assert rig.proxy.dropped and code == 0, (code, out, err)
+    (table_id,) = await table_ids(rig) - before
+    assert table_id in out
+    await served(rig, table_id)
