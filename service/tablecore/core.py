@@ -306,6 +306,8 @@ class TableCore(Commands):
         hand = self.hand
         if old is not None and hand is not None and hand.hand_id == old.hand_id and old.owed:
             hand.owed.update(old.owed)  # D35: what the house owed before this reload, it still owes
+        elif first and hand is not None:
+            self._owe_what_was_forgotten(hand, now)
         p, self.unsettled = self.unsettled, None
         if p is not None and p.cmd is not None:
             result = p.settled() if p.settled is not None else None
@@ -318,6 +320,16 @@ class TableCore(Commands):
                 self.emit(io.TellResult(old, data.ended_transcript))
         if not first:
             self._tell_resumed()
+
+    def _owe_what_was_forgotten(self, hand: HandRun, now: int) -> None:
+        """D32, D35: a hand loaded by a core of its own (a restart, a table taken over
+        from another node) cannot know which moves the table's last owner refused —
+        what the house owes is kept in memory, and every such refusal came before this
+        moment.  So each seat the running clock would charge keeps its whole window
+        from now: a refusal's owed window (its arrival + the window) always ends
+        sooner."""
+        for seat in self.charged(hand):
+            hand.owe(seat, now)
 
     def _refuse_unstored(self, p: io.Pending) -> None:
         """The move in flight was not stored: refused ``unavailable``, with its ack when
