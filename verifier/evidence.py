@@ -140,8 +140,28 @@ def check_ack(j: Judge, body: Mapping[str, Any]) -> Outcome:
         )
     kind = body["move"]["kind"]
     if body["outcome"] == "refused":
+        judged_at_the_last_record(j, body)
         return "checked" if justified(j, body) else owed_window(j, body)
     return ACCEPTED.get(kind, accepted_action)(j, body)
+
+
+def judged_at_the_last_record(j: Judge, body: Mapping[str, Any]) -> None:
+    """§15.7: a refusal's ``i`` is the last record of the log when the table judged
+    the move, so the move cannot be signed over a later record: a ``prev`` that is the
+    ``h`` of a record after ``i`` shows that record existed when the move came, and the
+    ack's ``i`` is false.  Without this a house could name an earlier record and pass
+    its own refusal off as a stale move's (justified), then charge the seat before the
+    window D35 owes it."""
+    i = body["i"]
+    later = next((k for k in range(i + 1, len(j.log)) if j.log[k]["h"] == body["prev"]), None)
+    if later is not None:
+        fail(
+            f"a refusal names record {i} as the last of the log when seat {body['seat']}'s move was judged, but the"
+            f" move is signed over record {later}, which the log holds after it",
+            i,
+            f"i >= {later}",
+            i,
+        )
 
 
 def accepted_commit(j: Judge, body: Mapping[str, Any]) -> Outcome:

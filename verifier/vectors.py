@@ -320,14 +320,15 @@ class VectorHand:
             self.turn_began = self.now
         return record
 
-    def refuse(self, action: Action, code: str, *, at: int) -> dict[str, Any]:
+    def refuse(self, action: Action, code: str, *, at: int, named: int | None = None) -> dict[str, Any]:
         """A move the table judged and refused with ``code`` at time ``at``: the seat
-        keeps the signed ack (§15)."""
+        keeps the signed ack (§15).  ``named``: the record the ack names (a house's
+        lie, for the adversarial vectors; by default the last record, as §15 says)."""
         rec = self.rec
         move = action_to_json(action)
         sig = self.sign(action.seat, rec.head, move)
         self.now = max(self.now, at)
-        ack = rec.ack(action.seat, move, rec.head, sig, arrived=self.now, code=code)
+        ack = rec.ack(action.seat, move, rec.head, sig, arrived=self.now, code=code, i=named)
         self.evidence[action.seat].append(ack)
         return ack
 

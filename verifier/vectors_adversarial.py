@@ -31,7 +31,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from verifier import ed25519, vectors
 from verifier.chain import chain_link, commit_move, player_body, receipt_body, reveal_move
 from verifier.fairness import PROTOCOL_V1, PROTOCOL_V2, player_commit, sha256
-from verifier.hand import Action, DrawClosed, Leave, Phase, TableRules, TimeOut
+from verifier.hand import Action, Discard, DrawClosed, Leave, Phase, TableRules, TimeOut
 from verifier.record import HandRecorder
 from verifier.signing import Signer, signed_message
 from verifier.vectors import SEED_WINDOW_MS, TEST_SIGNER, VectorHand, greedy, play_hand
@@ -528,6 +528,31 @@ def refusals() -> list[Case]:
                     hand.evidence[seat],
                 )
             )
+
+    # A refusal whose ack names a record before the one the move is signed over, passing
+    # the house's refusal off as a stale move's, then the clock early (§15.7, D35).
+    lied = VectorHand("adv-d35-earlier", 0, TableRules(seats=4, turn_seconds=30), [0, 1], 1)
+    lied.seed_phases()
+    seat = _first_drawer(lied)
+    drew = lied.act(DrawClosed(seat))
+    state = lied.rec.state
+    assert state is not None
+    card = state.seat(seat).drawn_this_turn
+    assert card is not None
+    lied.refuse(Discard(seat, card), "busy", at=lied.turn_began + 20_000, named=drew["i"] - 1)
+    lied.act(TimeOut(seat))
+    finish(lied)
+    out.append(
+        Case(
+            "refused-acked-at-an-earlier-record",
+            "a discard signed over the seat's own accepted draw, refused for the house's reason (busy) 20 s into a "
+            "30 s turn with an ack naming the record before the draw (as if the move were stale), then the clock "
+            "moved for the seat 10 s later (§15.7, D35)",
+            failing("evidence", drew["i"] - 1),
+            lied.rec.transcript(),
+            lied.evidence[seat],
+        )
+    )
 
     # A refused commit, then the seat marked as committing nothing before the window it was owed.
     hand = VectorHand("adv-d35-commit", 0, TableRules(seats=4), [0, 1], 1)

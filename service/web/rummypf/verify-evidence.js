@@ -218,6 +218,14 @@
       }
       return;
     }
+    // refused: first, i is the last record of the log when the move was judged, so the move cannot be
+    // signed over a record after i (one that did not exist yet): such an ack names a false i
+    for (let j = b.i + 1; j < log.length; j++) {
+      if (log[j].h === b.prev) {
+        fail("the server refused seat " + b.seat + "'s " + m.kind + " (" + b.code + ") with an ack naming record " + b.i + " as the last of the log, but the move is signed over record " + j + ", a later one: a move cannot be signed over a record that did not exist yet (the house passing its own refusal off as a stale move's)",
+          b.i, "prev not the h of any record after " + b.i, "record " + j + "'s h " + b.prev);
+      }
+    }
     if ((await justified(ctx, b)) !== null) return;
     // a refusal the rules do not justify was the house's: the seat keeps its whole window from arrived (D35)
     const owed = (what, rec, want, got) =>
