@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import pytest
 
 from service.app import CONFIG, TABLES
 from service.bots import Bot
@@ -22,7 +23,7 @@ from service.startup import Running
 from tests.conftest import Api, wait_for
 from tests.pgproxy import PgProxy
 from tests.skipclock import SkipClock, clocked
-from tests.test_recovery import key_of, proxied  # noqa: F401 - a fixture
+from tests.test_recovery import key_of, proxied, restart_table  # noqa: F401 - a fixture
 from tests.test_server import latest_view, seat_of, seat_two, through_seeds
 from tests.wsclient import Client
 from verifier import vectors
@@ -182,14 +183,19 @@ async def test_leaving_in_the_seed_phases_stands_the_seat_up_after_the_hand(api:
 
 
 # ----------------------------------------------------------------------------- D35
+@pytest.mark.parametrize("restart", [False, True], ids=["kept", "restarted"])
 async def test_a_move_the_house_could_not_store_leaves_the_seat_its_whole_turn(
     proxied: tuple[Running, PgProxy],  # noqa: F811 - the fixture
+    restart: bool,
 ) -> None:
     """The database goes away while a draw is in flight: the draw is refused
     ``unavailable`` with a signed ack, and the clock does not move for that seat until
     a whole turn has passed since the refusal — the verifier checks it (§15.7).
     Without the re-arm the turn's own end (3 s after the refusal) plus the resume
-    grace (1 s) let the clock move ~4 s early, and ``evidence`` failed."""
+    grace (1 s) let the clock move ~4 s early, and ``evidence`` failed.  ``restarted``:
+    the table restarts half a second after the refusal (the path a server restart
+    takes), a new core that never saw it (D32, tests/test_owed_across_restart.py);
+    before 0b2d31b it moved the clock 3 s after the refusal."""
     server, proxy = proxied
     async with aiohttp.ClientSession() as session:
         api = Api(server.url, session)
@@ -220,6 +226,12 @@ async def test_a_move_the_house_could_not_store_leaves_the_seat_its_whole_turn(
             assert server_signed(key, ack) and ack["body"]["outcome"] == "refused"
             assert ack["body"]["code"] == "unavailable" and ack["body"]["i"] == 3
             arrived = ack["body"]["arrived"]
+            if restart:
+                await c.wait_frame(lambda f: f.get("type") == "resumed", timeout=20)
+                await restart_table(server, table, down=0.5, clock=clock)
+                for cl in (ca, cb):
+                    assert (await cl.request({"type": "join", "table_id": table}))["type"] == "reply"
+                tables = list(server.app[TABLES].values())
 
             # c sends nothing more: the clock moves for it, a whole turn after the refusal
             def moved(f: dict[str, Any]) -> bool:

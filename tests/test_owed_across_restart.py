@@ -19,24 +19,11 @@ owed turn; with the defaults (30 s turns, 10 s grace) it does not.
 
 from __future__ import annotations
 
-import asyncio
-from typing import Any
-
-import aiohttp
-
-from service.app import CONFIG, TABLES
-from service.startup import Running
 from service.tablecore import io
 from service.tablecore.clock import backoff
 from service.tablecore.core import TableCore
 from service.tablecore.errors import shutting_down
-from tests.conftest import Api
-from tests.pgproxy import PgProxy
-from tests.skipclock import SkipClock
-from tests.test_recovery import key_of, proxied, restart_table  # noqa: F401 - a fixture
-from tests.test_server import latest_view, seat_of, seat_two, through_seeds
 from tests.test_tablecore import CFG, Harness, turn_began
-from tests.wsclient import Client
 from verifier.transcript import verify_transcript
 
 TURN = 10_000  # a turn longer than the grace (CFG.grace_ms = 5 s), as with the defaults (30 s vs 10 s)
@@ -103,63 +90,4 @@ def test_the_verifier_with_the_players_ack_accepts_the_hand_played_across_the_re
     assert report.ok, report.failure
 
 
-# ----------------------------------------------------------------------------- the same on a live server
-async def test_live_a_restart_after_a_refused_draw_times_the_seat_out_before_its_owed_turn(
-    proxied: tuple[Running, PgProxy],  # noqa: F811 - the fixture
-) -> None:
-    """The real server (aiohttp, asyncpg, PostgreSQL through tests/pgproxy.py): as in
-    tests/test_acks_and_keys.py, the database goes away while the seat on turn draws,
-    5 s into an 8 s turn; the draw is refused ``unavailable`` with a signed ack.  Then
-    the table restarts (the path a server restart takes: tests/test_recovery.py,
-    restart_table) half a second later.  D35 owes the seat 8 s from the refusal; the
-    restarted table moves the clock for it at the turn's stored end plus its 1 s grace."""
-    server, proxy = proxied
-    async with aiohttp.ClientSession() as session:
-        api = Api(server.url, session)
-        table, a, b = await seat_two(api, server, turn_seconds=8, max_missed_turns=3)
-        key = await key_of(api)
-        async with (
-            Client(server.url, a["token"], a["signer"]) as ca,
-            Client(server.url, b["token"], b["signer"]) as cb,
-        ):
-            hand_no = await through_seeds(table, ca, cb)
-            view = latest_view(ca)
-            c = ca if view["turn"] == view["me"]["seat"] else cb
-            other = cb if c is ca else ca
-            seat = seat_of(c)
-            clock = server.app[CONFIG].settings.clock
-            assert isinstance(clock, SkipClock)
-            await clock.skip(list(server.app[TABLES].values()), 5)
-            proxy.refuse = True
-            proxy.cut()
-            move = asyncio.create_task(c.act(table, hand_no, seat, {"kind": "draw_closed"}, timeout=40))
-            await c.wait_frame(lambda f: f.get("type") == "paused", timeout=20)
-            await clock.skip(list(server.app[TABLES].values()), 0.5)
-            proxy.refuse = False
-            answer = await move
-            assert answer["type"] == "error" and answer["error"]["code"] == "unavailable", answer
-            ack = answer["error"]["ack"]
-            arrived = ack["body"]["arrived"]
-            await c.wait_frame(lambda f: f.get("type") == "resumed", timeout=20)
-
-            await restart_table(server, table, down=0.5, clock=clock)  # the server restarts
-            for cl in (ca, cb):
-                assert (await cl.request({"type": "join", "table_id": table}))["type"] == "reply"
-
-            def moved(f: dict[str, Any]) -> bool:
-                return f.get("type") == "update" and any(e["kind"] == "clock" for e in f["events"])
-
-            await clock.skip(list(server.app[TABLES].values()), 20, until=lambda: any(moved(f) for f in other.frames))
-            timed = await other.wait_frame(moved, timeout=40)
-            await other.leave(table, hand_no, seat_of(other))
-            result = await c.wait_frame(lambda f: f.get("type") == "result", timeout=30)
-            await c.leave(table)
-        t = await api.call("GET", result["transcript"], expect=200)
-        timeout = t["log"][timed["i"]]
-        assert timeout["action"] == {"kind": "timeout", "seat": seat}
-        report = verify_transcript(t, key, [ack])
-        assert timeout["t"] >= arrived + 8000, (
-            f"the clock moved for seat {seat} {(timeout['t'] - arrived) / 1000:.1f}s after the house refused its "
-            f"draw; D35 owes it 8 s. The verifier with the player's ack: {report.failure}"
-        )
-        assert report.ok, report.failure
+# The same on a live server: tests/test_acks_and_keys.py, ...whole_turn[restarted].
