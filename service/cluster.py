@@ -443,6 +443,8 @@ class Cluster:
             await self._listener.add_listener(CHANNEL, self._notified)
         except (OSError, asyncpg.PostgresError, TimeoutError) as e:
             log.warning("node %s: cannot listen (%s); relying on the heartbeat", self.node.node_id, e)
+            if self._listener is not None:  # connected, but LISTEN failed: not left open
+                self._listener.terminate()
             self._listener = None
 
     def _notified(self, *_: object) -> None:

@@ -213,11 +213,18 @@ class ServerLock:
                 self.conn.terminate()
         self.conn = None
         conn = await asyncpg.connect(self.dsn, timeout=ACQUIRE_TIMEOUT)
-        if await conn.fetchval(_TRY_LOCK[self.shared], SERVER_LOCK) and (
-            self.node is None or await conn.fetchval(NODE_LOCK_SQL, NODE_LOCK, self.node)
-        ):
-            self.conn = conn
-            return True
+        try:
+            if await conn.fetchval(_TRY_LOCK[self.shared], SERVER_LOCK) and (
+                self.node is None or await conn.fetchval(NODE_LOCK_SQL, NODE_LOCK, self.node)
+            ):
+                self.conn = conn
+                return True
+        except BaseException:
+            # failed, or cancelled (the server stopping) while the database was slow to
+            # answer: a connection dropped open would linger until collected (and asyncpg
+            # warns of it then)
+            conn.terminate()
+            raise
         await conn.close()
         return False
 
