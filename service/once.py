@@ -12,13 +12,13 @@ and the answer says which of three things happened:
   Before this module the last case was answered "nothing was changed", and a client
   that believed it and sent a deposit again could be credited twice.
 
-A deposit or a withdrawal may carry an ``Idempotency-Key`` header: the key, a
+A deposit, a withdrawal or a new table may carry an ``Idempotency-Key`` header: the key, a
 fingerprint of what was asked and the answer are stored in the command's own
 transaction, so the same command sent again with the same key is answered from the
-store (``Idempotent-Replayed: true``) and moves nothing; the same key with another
+store (``Idempotent-Replayed: true``) and moves or creates nothing; the same key with another
 command is refused (409 ``idempotency_key_reused``: the state of things, the key
 taken, refuses it).  Two sendings at once wait for each other on the key's row:
-one moves the money, the other reads its answer.  A refused command stores no key:
+one does it, the other reads its answer.  A refused command stores no key:
 sent again, it is judged again.
 """
 

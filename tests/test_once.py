@@ -1,9 +1,9 @@
 """Operator commands that store, told once (service.once; docs/api.md, "Sending a
 command again"): a COMMIT whose answer is lost is ``outcome_unknown``, never "nothing
 was changed"; a deposit or a withdrawal with an ``Idempotency-Key`` moves money once
-however often it is sent.  The lost answers are real: a proxy between the server and
-PostgreSQL lets the COMMIT through, waits for PostgreSQL's answer, drops it and cuts
-the connection (tests/pgproxy.py)."""
+however often it is sent, and a new table with one is created once.  The lost answers
+are real: a proxy between the server and PostgreSQL lets the COMMIT through, waits for
+PostgreSQL's answer, drops it and cuts the connection (tests/pgproxy.py)."""
 
 from __future__ import annotations
 
