@@ -4,7 +4,10 @@ A bot is a normal player and a careful client: it registers its own Ed25519 key 
 signs every commit, reveal and move with it (rummy-pf/v2); it checks that each hand's
 header lists its key before committing; it keeps every ack and signed head the
 server sends, the header it was shown and its own ``player`` item (its evidence,
-docs/fairness.md §15, written out by :meth:`Bot.write_evidence`); it learns its seat
+docs/fairness.md §15, written out by :meth:`Bot.write_evidence`); it checks each ack
+of its own moves against the move it sent (§15, "On receipt", :mod:`verifier.echo`):
+an ack that does not echo it is a dispute (kept in :attr:`Bot.disputes`), and a move
+refused under such an ack is made again while it is still ours to make; it learns its seat
 and the hand's state from the server's snapshot whenever it (re)connects, so it
 commits and reveals
 in every hand it is dealt into; it reconnects with backoff when the server goes away;
@@ -24,7 +27,9 @@ import json
 import logging
 import os
 import secrets
+import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -34,6 +39,7 @@ import aiohttp
 from service import views
 from verifier import strategy
 from verifier.chain import commit_move, move_body, player_body, reveal_move
+from verifier.echo import Sent, echo_faults
 from verifier.fairness import player_commit
 from verifier.hand import HandState, Phase, Seat, Status, TableRules, action_to_json
 from verifier.record import PROTOCOL
@@ -74,10 +80,14 @@ class Bot:
     max_hands: int | None = None
     errors: list[dict[str, Any]] = field(default_factory=list)
     evidence: list[dict[str, Any]] = field(default_factory=list)  # acks, heads, headers, player items (§15)
+    disputes: list[dict[str, Any]] = field(default_factory=list)  # acks that did not echo our move: {ack, sent, faults}
+    echoed: int = 0  # acks checked against the move we sent
     connections: int = 0
     told: collections.Counter[str] = field(default_factory=collections.Counter)  # frames received, by type
     left: bool = False
     _n: int = 0
+    _sent: dict[str, Sent] = field(default_factory=dict)  # message id -> our signed move, until it is answered
+    _offset_ms: int = 0  # the server's clock minus ours, as its hello told it
     _seeds: dict[int, bytes] = field(default_factory=dict)  # hand_no -> our seed
     _headers_kept: set[tuple[str, int]] = field(default_factory=set)  # (table, hand_no) whose header we kept
     _hand_no: int | None = None
@@ -156,6 +166,7 @@ class Bot:
             self._ws = ws
             self.connections += 1
             self._acted_on = None
+            self._sent.clear()  # moves of an earlier connection: their answers went with it
             self._joining = await self.send({"type": "join", "table_id": self.table_id})
             async for msg in ws:
                 if msg.type != aiohttp.WSMsgType.TEXT:
@@ -177,12 +188,31 @@ class Bot:
         await self._ws.send_json({"id": msg_id, **message})
         return msg_id
 
+    async def send_move(self, message: dict[str, Any], move: dict[str, Any], prev: str) -> str:
+        """Send a move signed over ``prev`` (``message["sig"]``), remembered until its
+        answer comes, whose ack must echo it (§15, "On receipt")."""
+        sent = Sent(
+            self.table_id,
+            message["hand_no"],
+            move["seat"],
+            move,
+            prev,
+            message["sig"],
+            int(time.time() * 1000) + self._offset_ms,
+        )
+        msg_id = await self.send(message)
+        self._sent[msg_id] = sent
+        return msg_id
+
     # -- messages ----------------------------------------------------------------------
     async def on_message(self, m: dict[str, Any]) -> None:
         t = m.get("type")
         self.told[str(t)] += 1
         if t == "hello":
             self.player_id = m.get("player_id")
+            with contextlib.suppress(TypeError, ValueError):
+                now = datetime.fromisoformat(str(m.get("now"))).timestamp()
+                self._offset_ms = int((now - time.time()) * 1000)
         elif t == "reply":
             if isinstance(m.get("update"), dict):  # our move's update comes with its reply
                 await self.on_message(m["update"])
@@ -190,8 +220,13 @@ class Bot:
             if isinstance(result, dict):
                 await self._on_result(m, result)
         elif t == "error":
-            self._keep_ack(m.get("error", {}).get("ack"))  # a move the table judged and refused
             code = m.get("error", {}).get("code")
+            if not self._keep_ack(m.get("error", {}).get("ack"), m.get("id"), "refused"):  # a move judged, refused
+                # The ack does not echo the move we sent (§15, "On receipt"): whatever
+                # the house says was wrong with it is not what we sent.  Make the move
+                # again from where the hand stands, while it is still ours to make.
+                self._acted_on = None
+                self._ask_again()
             if code == "wrong_node" and m.get("error", {}).get("redirect"):
                 self.server = str(m["error"]["redirect"])  # the node that serves the table
                 raise _Reconnect()
@@ -259,14 +294,28 @@ class Bot:
             return
         if "seat" in result and "table_id" in result:
             self.seat = result["seat"]
-        self._keep_ack(result.get("ack"))  # a commit, reveal, action or leave, accepted
+        self._keep_ack(result.get("ack"), m.get("id"), "accepted")  # a commit, reveal, action or leave
         if "left" in result and m.get("id") == self._leaving:
             self.left = True
 
-    def _keep_ack(self, ack: Any) -> None:
-        """Keep the server's signed ack of one of our moves, accepted or refused (§15)."""
-        if isinstance(ack, dict) and ack.get("purpose") == "ack":
-            self.evidence.append(ack)
+    def _keep_ack(self, ack: Any, msg_id: Any, outcome: str) -> bool:
+        """Keep the server's signed ack of one of our moves, accepted or refused (§15),
+        and check it against the move we sent: False when it does not echo it (a
+        dispute, logged and kept)."""
+        sent = self._sent.pop(msg_id, None) if isinstance(msg_id, str) else None
+        if not (isinstance(ack, dict) and ack.get("purpose") == "ack"):
+            return True
+        self.evidence.append(ack)
+        body = ack.get("body")
+        if sent is None or not isinstance(body, dict):
+            return True
+        self.echoed += 1
+        faults = echo_faults(body, sent, outcome)
+        if not faults:
+            return True
+        log.error("bot %s: the ack of our move does not echo it: %s", self.player_id, "; ".join(map(str, faults)))
+        self.disputes.append({"ack": ack, "sent": sent, "faults": faults})
+        return False
 
     def _changed(self, m: dict[str, Any]) -> dict[str, Any] | None:
         """Our view after an update: its whole view (the deal), or the view we had with
@@ -408,9 +457,12 @@ class Bot:
         self.seat = entry["seat"]
         seed = self._seeds.setdefault(hand_no, secrets.token_bytes(32))
         commit = player_commit(entry["seat"], seed)
-        sig = self._sign(hand_no, header_record["h"], commit_move(entry["seat"], commit))
-        await self.send(
-            {"type": "commit", "table_id": self.table_id, "hand_no": hand_no, "commit": commit.hex(), "sig": sig}
+        move = commit_move(entry["seat"], commit)
+        sig = self._sign(hand_no, header_record["h"], move)
+        await self.send_move(
+            {"type": "commit", "table_id": self.table_id, "hand_no": hand_no, "commit": commit.hex(), "sig": sig},
+            move,
+            header_record["h"],
         )
 
     async def _reveal(self, hand_no: int, commitments_record: dict[str, Any]) -> None:
@@ -420,9 +472,12 @@ class Bot:
             return
         if commits[self.seat] != player_commit(self.seat, seed).hex():
             return
-        sig = self._sign(hand_no, commitments_record["h"], reveal_move(self.seat, seed))
-        await self.send(
-            {"type": "reveal", "table_id": self.table_id, "hand_no": hand_no, "seed": seed.hex(), "sig": sig}
+        move = reveal_move(self.seat, seed)
+        sig = self._sign(hand_no, commitments_record["h"], move)
+        await self.send_move(
+            {"type": "reveal", "table_id": self.table_id, "hand_no": hand_no, "seed": seed.hex(), "sig": sig},
+            move,
+            commitments_record["h"],
         )
 
     def _keep_header(self, header_record: dict[str, Any], seat: int) -> None:
@@ -469,15 +524,18 @@ class Bot:
         elif not self.fast:
             await asyncio.sleep(0.3 + secrets.randbelow(1200) / 1000)  # think time
         action = choose_from_view(view, allow_drop=self.drops)
-        await self.send(
+        move = {**action, "seat": me["seat"]}
+        await self.send_move(
             {
                 "type": "action",
                 "table_id": self.table_id,
                 "hand_no": hand_no,
                 "action": action,
                 "prev": head,
-                "sig": self._sign(hand_no, head, {**action, "seat": me["seat"]}),
-            }
+                "sig": self._sign(hand_no, head, move),
+            },
+            move,
+            head,
         )
 
     # -- leaving -----------------------------------------------------------------------
@@ -490,7 +548,13 @@ class Bot:
         return {"hand_no": self._hand_no, "prev": head, "sig": self._sign(self._hand_no, head, move)}
 
     async def _leave(self) -> None:
-        self._leaving = await self.send({"type": "leave", "table_id": self.table_id, **self._leave_fields()})
+        fields = self._leave_fields()
+        message = {"type": "leave", "table_id": self.table_id, **fields}
+        if fields and self.seat is not None:
+            move = {"kind": "leave", "seat": self.seat}
+            self._leaving = await self.send_move(message, move, fields["prev"])
+        else:
+            self._leaving = await self.send(message)
 
     async def _leave_by_rest(self) -> None:
         async with (

@@ -57,3 +57,29 @@ export function countByPurpose(items) {
   for (const x of items) out[x.purpose] = (out[x.purpose] || 0) + 1;
   return out;
 }
+
+/* §15, "On receipt": the ack of a move this page sent must echo it — its table, hand
+   and seat, the move as signed, the record it was signed over, the signature sent —
+   answer it the way it was answered, and not be dated before the move was sent (the
+   server's clock as the page estimates it, give or take ECHO_SLACK_MS).  A refusal
+   whose echo is not the move sent looks justified to anyone else (a signature that
+   does not verify, a stale record): only this page can see it.  What does not
+   match: [{field, expected, found}], empty when the ack echoes the move. */
+export const ECHO_SLACK_MS = 5000;
+export function echoFaults(body, sent, outcome) {
+  const faults = [];
+  const b = body && typeof body === "object" ? body : {};
+  for (const f of ["table_id", "hand_no", "seat", "prev", "psig"]) {
+    if (b[f] !== sent[f]) faults.push({ field: f, expected: sent[f], found: b[f] });
+  }
+  let same = false;
+  try {
+    same = !!b.move && typeof b.move === "object" && R.canonical(b.move) === R.canonical(sent.move);
+  } catch (e) {
+    same = false; // not JSON data of §2 (a float, say)
+  }
+  if (!same) faults.push({ field: "move", expected: sent.move, found: b.move });
+  if (b.outcome !== outcome) faults.push({ field: "outcome", expected: outcome, found: b.outcome });
+  if (!Number.isInteger(b.arrived) || b.arrived < sent.at - ECHO_SLACK_MS) faults.push({ field: "arrived", expected: ">= " + (sent.at - ECHO_SLACK_MS), found: b.arrived });
+  return faults;
+}

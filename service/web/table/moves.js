@@ -1,11 +1,13 @@
 /* The player's moves, signed in this browser (docs/fairness.md §5, §9) and sent over
    the table's socket: the seed's commitment and reveal (by themselves), the actions
    the buttons make, sitting and leaving.  Every signed object the server answers
-   with is kept as evidence (§15), and so is the header accepted before committing. */
+   with is kept as evidence (§15), and so is the header accepted before committing;
+   each ack is checked against the move sent (§15, "On receipt"), and a move refused
+   under an ack that does not echo it is sent again. */
 import { ServerError } from "./api.js";
 import { signedItems } from "./connection.js";
 import { ht } from "./dom.js";
-import { headerItem, keepEvidence, playerItem } from "./evidence.js";
+import { echoFaults, headerItem, keepEvidence, playerItem } from "./evidence.js";
 import { moveBody, serverSigned, sign } from "./keys.js";
 import { S, logLine, mySeat } from "./state.js";
 import { forgetSeed, knownSeed, seedFor } from "./store.js";
@@ -52,8 +54,7 @@ export async function commit(hand) {
     const value = await R.fairness.playerCommit(hand.seat, seed);
     const move = { kind: "commit", seat: hand.seat, commit: value };
     const sig = await sign(S.key, "move", moveBody(t.id, hand.hand_no, hand.header.h, move));
-    const res = await t.sock.send("commit", { hand_no: hand.hand_no, commit: value, sig });
-    keepAll(res);
+    await sendEchoed(t, "commit", { hand_no: hand.hand_no, commit: value, sig }, sentMove(t, hand.hand_no, move, hand.header.h, sig));
     hand.committed = true;
     logLine(t, "Your seed is committed (the server's signed answer is kept).", "me");
   } catch (e) {
@@ -88,8 +89,7 @@ export async function reveal(hand) {
   try {
     const move = { kind: "reveal", seat: hand.seat, seed };
     const sig = await sign(S.key, "move", moveBody(t.id, hand.hand_no, hand.commitments.h, move));
-    const res = await t.sock.send("reveal", { hand_no: hand.hand_no, seed, sig });
-    keepAll(res);
+    await sendEchoed(t, "reveal", { hand_no: hand.hand_no, seed, sig }, sentMove(t, hand.hand_no, move, hand.commitments.h, sig));
     hand.revealed = true;
     logLine(t, "Your seed is revealed (the server's answer is kept). The deck is now fixed by every seed.", "me");
   } catch (e) {
@@ -99,6 +99,22 @@ export async function reveal(hand) {
   } finally {
     hand.working = false;
     ui.render();
+  }
+}
+
+/* Send a commit or a reveal; sent once more when its refusal does not echo it. */
+async function sendEchoed(t, type, fields, sent) {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const res = await t.sock.send(type, fields);
+      keepAll(res);
+      echoed(signedItems(res), sent, "accepted");
+      return res;
+    } catch (e) {
+      keepRefusal(e);
+      if (!echoed(e.signed, sent, "refused") && attempt === 0) continue;
+      throw e;
+    }
   }
 }
 
@@ -114,6 +130,34 @@ function keepAll(res) {
 
 function keepRefusal(e) {
   for (const item of (e && e.signed) || []) keep(item);
+}
+
+const MOVE_NOUN = { commit: "commitment", reveal: "seed", draw_closed: "draw", draw_open: "draw from the open pile", discard: "discard", declare: "declaration", drop: "drop", leave: "leave" };
+
+/* A signed move as sent, for its ack to echo (§15, "On receipt"); `at` is the server's
+   clock as this page estimates it (hello's time). */
+function sentMove(t, handNo, move, prev, sig) {
+  return { table_id: t.id, hand_no: handNo, seat: move.seat, move, prev, psig: sig, at: Date.now() + S.skew };
+}
+
+/* Whether the ack among `items` (a reply's or a refusal's signed items) echoes the
+   move sent; an ack that does not is said so, in the table's log and on the hand (the
+   ack itself is kept, as all evidence is). */
+function echoed(items, sent, outcome) {
+  const ack = (items || []).find((x) => x && x.purpose === "ack");
+  if (!ack) return true;
+  const faults = echoFaults(ack.body, sent, outcome);
+  if (!faults.length) return true;
+  const t = S.t;
+  const fields = faults.map((f) => f.field).join(", ");
+  if (t && t.hand && t.hand.hand_no === sent.hand_no) t.hand.badAck = fields;
+  logLine(
+    t,
+    "Warning: the server's signed answer to your " + (MOVE_NOUN[sent.move.kind] || sent.move.kind) + " does not name the move you sent (" + fields + ")" +
+      (outcome === "refused" ? ": what it refused is not your move. The page sends your move again." : "."),
+    "bad",
+  );
+  return false;
 }
 
 // ------------------------------------------------------------------ actions (§9)
@@ -150,15 +194,19 @@ export async function act(kind, card) {
       const prev = newestHead(hand);
       const move = Object.assign({}, action, { seat: hand.seat });
       const sig = await sign(S.key, "move", moveBody(t.id, hand.hand_no, prev, move));
+      const sent = sentMove(t, hand.hand_no, move, prev, sig);
       try {
         const res = await t.sock.send("action", { hand_no: hand.hand_no, action, prev, sig });
         keepAll(res);
+        echoed(signedItems(res), sent, "accepted");
         if (kind === "discard" || kind === "declare" || kind === "drop") t.selected = null;
         return true;
       } catch (e) {
         keepRefusal(e);
+        const honest = echoed(e.signed, sent, "refused");
         const v = hand.view;
         const stillMine = v && v.turn === hand.seat && v.phase !== "ended";
+        if (!honest && attempt < 2 && stillMine) continue; // the refusal was not of this move: send it again
         if (e.code === "stale_head" && attempt === 0 && stillMine && newestHead(hand) !== prev) continue; // sign again over the newest record
         ui.error(e, moveName(kind));
         return false;
@@ -204,10 +252,13 @@ export async function leave() {
   // seat is stood up when the hand ends; a server from before D36 asks for the
   // signature (signature_required), and gets it.
   const dealt = !!(hand && hand.view);
+  let sent = null;
   const signed = async () => {
     const prev = newestHead(hand);
     const move = { kind: "leave", seat: hand.seat };
-    return { hand_no: hand.hand_no, prev, sig: await sign(S.key, "move", moveBody(t.id, hand.hand_no, prev, move)) };
+    const sig = await sign(S.key, "move", moveBody(t.id, hand.hand_no, prev, move));
+    sent = sentMove(t, hand.hand_no, move, prev, sig);
+    return { hand_no: hand.hand_no, prev, sig };
   };
   if (inHand && dealt) Object.assign(fields, await signed());
   t.busy = true;
@@ -223,6 +274,7 @@ export async function leave() {
       res = await t.sock.send("leave", await signed());
     }
     keepAll(res);
+    if (sent) echoed(signedItems(res), sent, "accepted");
     if (res.after_hand) {
       // D36: before the deal the seat stays in the hand, and stands up when it ends
       t.leftAfterHand = hand.hand_no;
@@ -234,6 +286,8 @@ export async function leave() {
     }
     return true;
   } catch (e) {
+    keepRefusal(e);
+    if (sent) echoed(e.signed, sent, "refused");
     ui.error(e, "Leaving failed");
     return false;
   } finally {

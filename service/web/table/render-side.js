@@ -53,6 +53,7 @@ function renderHandInfo(t, ctl) {
           el("li", { class: hand.revealed ? "ok" : "wait" }, hand.revealed ? "Your seed is revealed" : "Seed not revealed yet"),
           hand.serverKeyOk === false ? el("li", { class: "bad" }, "The header names a server key you have not pinned") : null,
           hand.badSig ? el("li", { class: "bad" }, "A server signature did not verify (" + hand.badSig + ")") : null,
+          hand.badAck ? el("li", { class: "bad", id: "ack-check" }, "A signed answer of the server did not name the move you sent (" + hand.badAck + ")") : null,
         ),
         hand.keyOk === false && hand.header ? el("button", { type: "button", id: "download-header", on: { click: () => ctl.downloadHeader(hand) } }, "Download the signed header (your proof)") : null,
       );

@@ -76,6 +76,7 @@ export function newHand(handNo, handId) {
     arr: null,
     fresh: new Set(),
     badSig: null,
+    badAck: null, // the fields of an ack that did not echo the move sent (§15, "On receipt")
     suggestion: null,
   };
 }
