@@ -7,7 +7,10 @@ server sends, the header it was shown and its own ``player`` item (its evidence,
 docs/fairness.md §15, written out by :meth:`Bot.write_evidence`); it checks each ack
 of its own moves against the move it sent (§15, "On receipt", :mod:`verifier.echo`):
 an ack that does not echo it is a dispute (kept in :attr:`Bot.disputes`), and a move
-refused under such an ack is made again while it is still ours to make; it learns its seat
+refused under such an ack is made again while it is still ours to make; a signed item
+that does not verify under its hand's key (the header's ``public_key``) is not kept —
+it proves nothing, and one such item would make the whole evidence file fail — but set
+aside in :attr:`Bot.rejected`; it learns its seat
 and the hand's state from the server's snapshot whenever it (re)connects, so it
 commits and reveals
 in every hand it is dealt into; it reconnects with backoff when the server goes away;
@@ -43,7 +46,7 @@ from verifier.echo import Sent, echo_faults
 from verifier.fairness import player_commit
 from verifier.hand import HandState, Phase, Seat, Status, TableRules, action_to_json
 from verifier.record import PROTOCOL
-from verifier.signing import Signer
+from verifier.signing import Signer, verify
 
 log = logging.getLogger("rummy.bots")
 BACKOFF_FIRST = 0.2
@@ -82,12 +85,14 @@ class Bot:
     evidence: list[dict[str, Any]] = field(default_factory=list)  # acks, heads, headers, player items (§15)
     disputes: list[dict[str, Any]] = field(default_factory=list)  # acks that did not echo our move: {ack, sent, faults}
     echoed: int = 0  # acks checked against the move we sent
+    rejected: list[dict[str, Any]] = field(default_factory=list)  # server items that did not verify: not evidence
     connections: int = 0
     told: collections.Counter[str] = field(default_factory=collections.Counter)  # frames received, by type
     left: bool = False
     _n: int = 0
     _sent: dict[str, Sent] = field(default_factory=dict)  # message id -> our signed move, until it is answered
     _offset_ms: int = 0  # the server's clock minus ours, as its hello told it
+    _keys: dict[tuple[Any, Any], bytes] = field(default_factory=dict)  # (table, hand_no) -> its header's key
     _seeds: dict[int, bytes] = field(default_factory=dict)  # hand_no -> our seed
     _headers_kept: set[tuple[str, int]] = field(default_factory=set)  # (table, hand_no) whose header we kept
     _hand_no: int | None = None
@@ -265,6 +270,8 @@ class Bot:
         elif t == "table":
             self._seat_from(m.get("seats", {}))
         elif t == "hand":
+            if m.get("phase") == "commit" and isinstance(m.get("record"), dict):
+                self._learn_key(m["record"])
             self._note(m)
             await self._on_hand(m)
         elif t == "update":
@@ -305,7 +312,8 @@ class Bot:
         sent = self._sent.pop(msg_id, None) if isinstance(msg_id, str) else None
         if not (isinstance(ack, dict) and ack.get("purpose") == "ack"):
             return True
-        self.evidence.append(ack)
+        if not self._keep(ack):
+            return True  # not the server's signature: it neither proves nor disputes anything
         body = ack.get("body")
         if sent is None or not isinstance(body, dict):
             return True
@@ -343,7 +351,7 @@ class Bot:
             body = {"table_id": m.get("table_id"), "hand_no": m.get("hand_no"), "i": m.get("i"), "h": m.get("h")}
             head = {"purpose": "head", "body": body, "sig": m["head_sig"]}
         if isinstance(head, dict) and head.get("purpose") == "head":
-            self.evidence.append(head)
+            self._keep(head)
             body = head["body"]
             if body.get("hand_no") != self._hand_no:
                 self._hand_no, self._records = body.get("hand_no"), {}
@@ -367,6 +375,7 @@ class Bot:
             return
         self._hand_no = hand["hand_no"]
         self._heard_of(self._hand_no)
+        self._learn_key(hand["header"])
         self._records = {0: hand["header"]["h"]}
         if hand.get("commitments"):
             self._records[1] = hand["commitments"]["h"]
@@ -487,9 +496,34 @@ class Bot:
         if (header["table_id"], header["hand_no"]) in self._headers_kept:
             return
         self._headers_kept.add((header["table_id"], header["hand_no"]))
-        self.evidence.append({"purpose": "header", "body": header, "sig": header_record["sig"]})
+        self._learn_key(header_record)
+        self._keep({"purpose": "header", "body": header, "sig": header_record["sig"]})
         body = player_body(header["table_id"], header["hand_no"], seat, self.key.public_bytes)
         self.evidence.append({"purpose": "player", "body": body, "sig": self.key.sign("player", body, PROTOCOL)})
+
+    def _learn_key(self, header_record: dict[str, Any]) -> None:
+        """The key a hand's server items are signed with: its header's (§15.2)."""
+        header = header_record.get("header")
+        if isinstance(header, dict):
+            with contextlib.suppress(TypeError, ValueError):
+                key = bytes.fromhex(header["public_key"])
+                self._keys.setdefault((header.get("table_id"), header.get("hand_no")), key)
+
+    def _keep(self, item: dict[str, Any]) -> bool:
+        """Keep a server-signed item as evidence if it verifies under its hand's key
+        (or if we do not know that key yet); otherwise set it aside and say so."""
+        body = item.get("body")
+        key = self._keys.get((body.get("table_id"), body.get("hand_no"))) if isinstance(body, dict) else None
+        if key is not None and not verify(key, str(item.get("purpose")), body, str(item.get("sig")), PROTOCOL):
+            log.error(
+                "bot %s: a %s from the server does not verify: not kept as evidence",
+                self.player_id,
+                item.get("purpose"),
+            )
+            self.rejected.append(item)
+            return False
+        self.evidence.append(item)
+        return True
 
     def evidence_of(self, table_id: str, hand_no: int) -> list[dict[str, Any]]:
         """The items we kept for one hand."""

@@ -22,21 +22,24 @@ export function useUi(fns) {
 
 // ------------------------------------------------------------------ evidence
 
-/** Keep a signed item from the server; one that does not verify under the pinned key is said so. */
+/** Keep a signed item from the server as evidence once it verifies under the pinned key;
+    one that does not is said so and not kept: it proves nothing, and one such item
+    would make the whole evidence file fail (§15.2). */
 export function keep(item) {
-  if (!item || !S.me) return;
-  if (!keepEvidence(S.me.id, item)) return;
+  if (!item || !S.me) return Promise.resolve(false);
+  const me = S.me.id;
+  if (!S.serverKey || item.purpose === "player") return Promise.resolve(keepEvidence(me, item));
   const t = S.t;
   const hand = t && t.hand;
-  if (S.serverKey && item.purpose !== "player") {
-    serverSigned(S.serverKey, item).then((ok) => {
-      if (!ok && hand && S.t === t) {
-        hand.badSig = item.purpose + " " + (item.body.i !== undefined ? "of record " + item.body.i : item.body.kind || "");
-        logLine(t, "Warning: a " + hand.badSig + " from the server does not verify with the server key you pinned.", "bad");
-        ui.render();
-      }
-    });
-  }
+  return serverSigned(S.serverKey, item).then((ok) => {
+    if (ok) return keepEvidence(me, item);
+    if (hand && S.t === t) {
+      hand.badSig = item.purpose + " " + (item.body && item.body.i !== undefined ? "of record " + item.body.i : (item.body && item.body.kind) || "");
+      logLine(t, "Warning: a " + hand.badSig + " from the server does not verify with the server key you pinned. It is not kept as evidence.", "bad");
+      ui.render();
+    }
+    return false;
+  });
 }
 
 // ------------------------------------------------------------------ seeds (§5)
