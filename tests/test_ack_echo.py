@@ -179,7 +179,7 @@ async def test_the_page_sees_a_refusal_that_garbles_the_echo_and_sends_the_move_
             assert "psig" in (await page.text_content("#ack-check") or "")
             log = await page.evaluate("RummyTable.state.t.log.map((l) => l.text)")
             warned = [line for line in log if "does not name the move you sent" in line]
-            assert warned and "(psig)" in warned[0] and "sends your move again" in warned[0], log[-8:]
+            assert len(warned) == 1 and "(psig)" in warned[0] and "sends your move again" in warned[0], log[-8:]
             st = await page_state(page)
             assert st["seat"] == refused[0].seat and len(st["cards"]) == 14  # the draw went through
     finally:
