@@ -7,17 +7,20 @@ see it: the bots keep the dispute and make the move again while the turn still r
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from playwright.async_api import Browser
+from playwright.async_api import Browser, Page
 
 from service.bots import Bot
 from service.startup import Running
 from service.tablecore.commands import Commands, Judged
 from service.tablecore.errors import ClientError
 from tests.conftest import Api, wait_for
+from tests.heldbot import HeldBot
 from tests.test_recovery import key_of
 from tests.test_web_table import (
     MY_MOVE,
@@ -78,6 +81,38 @@ def test_each_field_that_does_not_echo_the_move_is_a_fault(field: str, value: An
     assert faults[0].found == value and str(faults[0]).startswith(field + ": expected ")
 
 
+async def two_bots_play_a_hand(api: Api, server: Running, name: str) -> tuple[str, list[Bot]]:
+    """Two bots that never drop play one hand at a new table: the table and the bots."""
+    table = await api.table(seats=4, point_value=1, turn_seconds=20)
+    bots = []
+    for n in range(2):
+        p = await api.player(f"{name}{n}", deposit=50_000)
+        bots.append(Bot(server.url, p["token"], table, fast=True, max_hands=1, key=p["signer"], drops=False))
+    await asyncio.wait_for(asyncio.gather(*(b.run() for b in bots)), timeout=120)
+    return table, bots
+
+
+@contextlib.asynccontextmanager
+async def person_beside_a_bot(
+    server: Running, api: Api, browser: Browser, name: str
+) -> AsyncIterator[tuple[Page, HeldBot]]:
+    """A person in the table page, seated at a new table beside a bot that never drops
+    (turns of two minutes): the page and the bot."""
+    table = await api.table(seats=4, point_value=1, turn_seconds=120, min_players=2)
+    person = await new_person(api, name)
+    held = await bot(api, server.url, table, f"{name}-bot")
+    tasks = start_bots([held])
+    try:
+        async with person_page(browser) as (_context, page, _console):
+            await sign_in(page, server.url, person["token"], name)
+            await wait_for(lambda: held.seat is not None, timeout=60)
+            await page.goto(server.url + f"/#/table/{table}")
+            await page.locator("#seats button.sit-here").first.click()
+            yield page, held
+    finally:
+        await stop_bots(tasks)
+
+
 def dishonest_house(monkeypatch: pytest.MonkeyPatch, refuse: Any = lambda judged: True) -> list[Judged]:
     """The house refuses the first action it judges for which ``refuse(judged)`` holds
     (``busy``), and garbles the ``psig`` its refusals' acks echo; returns the moves
@@ -115,13 +150,7 @@ async def test_a_refusal_that_garbles_the_echo_is_disputed_and_the_move_made_aga
     not charged for the turn.  A bot that did not check the echo waited out the turn
     and was timed out."""
     refused = dishonest_house(monkeypatch)
-
-    table = await api.table(seats=4, point_value=1, turn_seconds=20)
-    bots = []
-    for n in range(2):
-        p = await api.player(f"echo{n}", deposit=50_000)
-        bots.append(Bot(server.url, p["token"], table, fast=True, max_hands=1, key=p["signer"], drops=False))
-    await asyncio.wait_for(asyncio.gather(*(b.run() for b in bots)), timeout=120)
+    table, bots = await two_bots_play_a_hand(api, server, "echo")
 
     assert len(refused) == 1
     judged = refused[0]
@@ -143,12 +172,7 @@ async def test_a_refusal_that_garbles_the_echo_is_disputed_and_the_move_made_aga
 async def test_honest_acks_echo_every_move(api: Api, server: Running) -> None:
     """Every ack a bot keeps is of a move it sent and echoes it: no dispute in honest
     play (the check runs on each, counted)."""
-    table = await api.table(seats=4, point_value=1, turn_seconds=20)
-    bots = []
-    for n in range(2):
-        p = await api.player(f"honest{n}", deposit=50_000)
-        bots.append(Bot(server.url, p["token"], table, fast=True, max_hands=1, key=p["signer"], drops=False))
-    await asyncio.wait_for(asyncio.gather(*(b.run() for b in bots)), timeout=120)
+    _, bots = await two_bots_play_a_hand(api, server, "honest")
     for b in bots:
         acks = [e for e in b.evidence if e["purpose"] == "ack"]
         assert len(acks) >= 3 and b.echoed == len(acks), (b.echoed, len(acks))
@@ -161,26 +185,15 @@ async def test_the_page_sees_a_refusal_that_garbles_the_echo_and_sends_the_move_
     """The same house against a person in the table page: the page's first action is
     refused under an ack that does not echo it; the page says so (the table's log, the
     hand's checks), sends the move again, and the move goes through."""
-    table = await api.table(seats=4, point_value=1, turn_seconds=120, min_players=2)
-    person = await new_person(api, "Ines")
-    held = await bot(api, server.url, table, "echo-bot")
-    refused = dishonest_house(monkeypatch, lambda judged: judged.seat != held.seat)
-    tasks = start_bots([held])
-    try:
-        async with person_page(browser) as (_context, page, _console):
-            await sign_in(page, server.url, person["token"], "Ines")
-            await wait_for(lambda: held.seat is not None, timeout=60)
-            await page.goto(server.url + f"/#/table/{table}")
-            await page.locator("#seats button.sit-here").first.click()
-            assert await (await page.wait_for_function(MY_MOVE, timeout=60_000)).json_value() == "draw"
-            ok = await page.evaluate("RummyTable.act('draw_closed')")
-            assert ok is True and len(refused) == 1
-            await page.wait_for_selector("#ack-check")
-            assert "psig" in (await page.text_content("#ack-check") or "")
-            log = await page.evaluate("RummyTable.state.t.log.map((l) => l.text)")
-            warned = [line for line in log if "does not name the move you sent" in line]
-            assert len(warned) == 1 and "(psig)" in warned[0] and "sends your move again" in warned[0], log[-8:]
-            st = await page_state(page)
-            assert st["seat"] == refused[0].seat and len(st["cards"]) == 14  # the draw went through
-    finally:
-        await stop_bots(tasks)
+    async with person_beside_a_bot(server, api, browser, "Ines") as (page, held):
+        refused = dishonest_house(monkeypatch, lambda judged: judged.seat != held.seat)
+        assert await (await page.wait_for_function(MY_MOVE, timeout=60_000)).json_value() == "draw"
+        ok = await page.evaluate("RummyTable.act('draw_closed')")
+        assert ok is True and len(refused) == 1
+        await page.wait_for_selector("#ack-check")
+        assert "psig" in (await page.text_content("#ack-check") or "")
+        log = await page.evaluate("RummyTable.state.t.log.map((l) => l.text)")
+        warned = [line for line in log if "does not name the move you sent" in line]
+        assert len(warned) == 1 and "(psig)" in warned[0] and "sends your move again" in warned[0], log[-8:]
+        st = await page_state(page)
+        assert st["seat"] == refused[0].seat and len(st["cards"]) == 14  # the draw went through

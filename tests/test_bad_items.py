@@ -6,19 +6,18 @@ evidence file; the bots and the table page set such an item aside and say so."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
 import pytest
 from playwright.async_api import Browser
 
-from service.bots import Bot
 from service.handrun import HandRun
 from service.startup import Running
-from tests.conftest import Api, wait_for
+from tests.conftest import Api
+from tests.test_ack_echo import person_beside_a_bot, two_bots_play_a_hand
 from tests.test_recovery import key_of
-from tests.test_web_table import MY_MOVE, bot, new_person, person_page, play_my_turn, sign_in, start_bots, stop_bots
+from tests.test_web_table import MY_MOVE, play_my_turn
 from verifier.transcript import verify_transcript
 
 BAD = 5  # the record whose head the house signs wrongly
@@ -45,12 +44,7 @@ async def test_the_bots_keep_no_item_that_does_not_verify(
     api: Api, server: Running, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     garbled = garble_heads(monkeypatch)
-    table = await api.table(seats=4, point_value=1, turn_seconds=20)
-    bots = []
-    for n in range(2):
-        p = await api.player(f"bad-items{n}", deposit=50_000)
-        bots.append(Bot(server.url, p["token"], table, fast=True, max_hands=1, key=p["signer"], drops=False))
-    await asyncio.wait_for(asyncio.gather(*(b.run() for b in bots)), timeout=120)
+    table, bots = await two_bots_play_a_hand(api, server, "bad-items")
     assert garbled
     t = await api.call("GET", bots[0].hands_seen[0]["transcript"], expect=200)
     key = await key_of(api)
@@ -68,34 +62,23 @@ async def test_the_page_keeps_no_item_that_does_not_verify(
     server: Running, api: Api, browser: Browser, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     garble_heads(monkeypatch)
-    table = await api.table(seats=4, point_value=1, turn_seconds=120, min_players=2)
-    person = await new_person(api, "Oluwa")
-    held = await bot(api, server.url, table, "bad-items-bot")
-    tasks = start_bots([held])
-    try:
-        async with person_page(browser) as (_context, page, _console):
-            await sign_in(page, server.url, person["token"], "Oluwa")
-            await wait_for(lambda: held.seat is not None, timeout=60)
-            await page.goto(server.url + f"/#/table/{table}")
-            await page.locator("#seats button.sit-here").first.click()
-            while True:  # play until record BAD has been pushed
-                await page.wait_for_function(MY_MOVE, timeout=60_000)
-                newest = await page.evaluate("RummyTable.state.t.hand.newest")
-                if newest >= BAD:
-                    break
-                await play_my_turn(page)
-            await page.wait_for_function(
-                "() => (RummyTable.state.t.hand.badSig || '').startsWith('head of record')", timeout=30_000
+    async with person_beside_a_bot(server, api, browser, "Oluwa") as (page, _held):
+        while True:  # play until record BAD has been pushed
+            await page.wait_for_function(MY_MOVE, timeout=60_000)
+            newest = await page.evaluate("RummyTable.state.t.hand.newest")
+            if newest >= BAD:
+                break
+            await play_my_turn(page)
+        await page.wait_for_function(
+            "() => (RummyTable.state.t.hand.badSig || '').startsWith('head of record')", timeout=30_000
+        )
+        log = await page.evaluate("RummyTable.state.t.log.map((l) => l.text)")
+        assert any(f"head of record {BAD} from the server does not verify" in x and "not kept" in x for x in log)
+        kept = json.loads(
+            await page.evaluate(
+                """(() => { const h = RummyTable.state.t.hand;
+                    return JSON.stringify(RummyTable.evidence(h.hand_no)); })()"""
             )
-            log = await page.evaluate("RummyTable.state.t.log.map((l) => l.text)")
-            assert any(f"head of record {BAD} from the server does not verify" in x and "not kept" in x for x in log)
-            kept = json.loads(
-                await page.evaluate(
-                    """(() => { const h = RummyTable.state.t.hand;
-                        return JSON.stringify(RummyTable.evidence(h.hand_no)); })()"""
-                )
-            )
-            heads = sorted(x["body"]["i"] for x in kept if x["purpose"] == "head")
-            assert BAD not in heads and heads and max(heads) >= BAD - 1, heads
-    finally:
-        await stop_bots(tasks)
+        )
+        heads = sorted(x["body"]["i"] for x in kept if x["purpose"] == "head")
+        assert BAD not in heads and heads and max(heads) >= BAD - 1, heads
