@@ -61,8 +61,13 @@ async def test_the_bots_keep_no_item_that_does_not_verify(
 async def test_the_page_keeps_no_item_that_does_not_verify(
     server: Running, api: Api, browser: Browser, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The page verifies each server item under its hand's key before keeping it: the
+    bad head is said so and not kept, every other item is."""
     garble_heads(monkeypatch)
     async with person_beside_a_bot(server, api, browser, "Oluwa") as (page, _held):
+        # The browser pinned another key (the card room's key rotated since): each item is
+        # still checked under its own hand's key, the header's (§15.2), and kept.
+        await page.evaluate(f"RummyTable.state.serverKey = {'ab' * 32!r}")
         while True:  # play until record BAD has been pushed
             await page.wait_for_function(MY_MOVE, timeout=60_000)
             newest = await page.evaluate("RummyTable.state.t.hand.newest")

@@ -22,20 +22,31 @@ export function useUi(fns) {
 
 // ------------------------------------------------------------------ evidence
 
-/** Keep a signed item from the server as evidence once it verifies under the pinned key;
-    one that does not is said so and not kept: it proves nothing, and one such item
-    would make the whole evidence file fail (§15.2). */
+/** The key a server item of `body`'s hand is signed with: the header's of the hand
+    shown (§15.2; a header naming a key other than the pinned one is flagged apart,
+    hand.serverKeyOk), else the pinned key. */
+function keyFor(body) {
+  const hand = S.t && S.t.hand;
+  const header = hand && hand.header && hand.header.header;
+  if (header && body && body.table_id === header.table_id && body.hand_no === header.hand_no) return header.public_key;
+  return S.serverKey;
+}
+
+/** Keep a signed item from the server as evidence once it verifies under its hand's
+    key; one that does not is said so and not kept: it proves nothing, and one such
+    item would make the whole evidence file fail (§15.2). */
 export function keep(item) {
   if (!item || !S.me) return Promise.resolve(false);
   const me = S.me.id;
-  if (!S.serverKey || item.purpose === "player") return Promise.resolve(keepEvidence(me, item));
+  const key = item.purpose === "player" ? null : keyFor(item.body);
+  if (!key) return Promise.resolve(keepEvidence(me, item));
   const t = S.t;
   const hand = t && t.hand;
-  return serverSigned(S.serverKey, item).then((ok) => {
+  return serverSigned(key, item).then((ok) => {
     if (ok) return keepEvidence(me, item);
     if (hand && S.t === t) {
       hand.badSig = item.purpose + " " + (item.body && item.body.i !== undefined ? "of record " + item.body.i : (item.body && item.body.kind) || "");
-      logLine(t, "Warning: a " + hand.badSig + " from the server does not verify with the server key you pinned. It is not kept as evidence.", "bad");
+      logLine(t, "Warning: a " + hand.badSig + " from the server does not verify with its hand's key. It is not kept as evidence.", "bad");
       ui.render();
     }
     return false;
