@@ -42,7 +42,7 @@ import aiohttp
 from service import views
 from verifier import strategy
 from verifier.chain import commit_move, move_body, player_body, reveal_move
-from verifier.echo import Sent, echo_faults
+from verifier.echo import Fault, Sent, echo_faults
 from verifier.fairness import player_commit
 from verifier.hand import HandState, Phase, Seat, Status, TableRules, action_to_json
 from verifier.record import PROTOCOL
@@ -312,8 +312,11 @@ class Bot:
         sent = self._sent.pop(msg_id, None) if isinstance(msg_id, str) else None
         if not (isinstance(ack, dict) and ack.get("purpose") == "ack"):
             return True
-        if not self._keep(ack):
-            return True  # not the server's signature: it neither proves nor disputes anything
+        if not self._keep(ack):  # not the server's signature: the refusal (or acceptance) is not shown
+            if sent is None:
+                return True
+            self.disputes.append({"ack": ack, "sent": sent, "faults": [Fault("sig", "the server's", ack.get("sig"))]})
+            return False
         body = ack.get("body")
         if sent is None or not isinstance(body, dict):
             return True

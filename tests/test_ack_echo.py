@@ -113,10 +113,17 @@ async def person_beside_a_bot(
         await stop_bots(tasks)
 
 
-def dishonest_house(monkeypatch: pytest.MonkeyPatch, refuse: Any = lambda judged: True) -> list[Judged]:
+def flip(hex_text: str) -> str:
+    """The same hex with its last byte changed."""
+    return hex_text[:-2] + ("00" if hex_text[-2:] != "00" else "01")
+
+
+def dishonest_house(
+    monkeypatch: pytest.MonkeyPatch, refuse: Any = lambda judged: True, garble: str = "psig"
+) -> list[Judged]:
     """The house refuses the first action it judges for which ``refuse(judged)`` holds
-    (``busy``), and garbles the ``psig`` its refusals' acks echo; returns the moves
-    refused."""
+    (``busy``), and garbles its refusals' acks: the ``psig`` they echo (``psig``) or
+    their own signature (``sig``); returns the moves refused."""
     refused: list[Judged] = []
     apply = Commands.apply
 
@@ -130,9 +137,11 @@ def dishonest_house(monkeypatch: pytest.MonkeyPatch, refuse: Any = lambda judged
     ack = Judged.ack
 
     def garbled_ack(self: Judged, code: str | None = None) -> dict[str, Any]:
-        if code == "busy":
-            bad = self.psig[:-2] + ("00" if self.psig[-2:] != "00" else "01")
-            return ack(dataclasses.replace(self, psig=bad), code)
+        if code == "busy" and garble == "psig":
+            return ack(dataclasses.replace(self, psig=flip(self.psig)), code)
+        if code == "busy" and garble == "sig":
+            item = ack(self, code)
+            return {**item, "sig": flip(item["sig"])}
         return ack(self, code)
 
     monkeypatch.setattr(Commands, "apply", dishonest_apply)
@@ -140,16 +149,18 @@ def dishonest_house(monkeypatch: pytest.MonkeyPatch, refuse: Any = lambda judged
     return refused
 
 
+@pytest.mark.parametrize("garble", ["psig", "sig"])
 async def test_a_refusal_that_garbles_the_echo_is_disputed_and_the_move_made_again(
-    api: Api, server: Running, monkeypatch: pytest.MonkeyPatch
+    api: Api, server: Running, monkeypatch: pytest.MonkeyPatch, garble: str
 ) -> None:
     """The house refuses the first action a player sends (``busy``) and signs an ack
     whose ``psig`` is not the one received.  The transcript and that ack pass the
     verifier (the refusal looks justified: the echoed signature does not verify), so
     only the bot can tell: it keeps the dispute, makes the move again, and the seat is
     not charged for the turn.  A bot that did not check the echo waited out the turn
-    and was timed out."""
-    refused = dishonest_house(monkeypatch)
+    and was timed out.  ``sig``: the echo is right but the ack's own signature does not
+    verify — no proof of the refusal either: the same dispute, the same retry."""
+    refused = dishonest_house(monkeypatch, garble=garble)
     table, bots = await two_bots_play_a_hand(api, server, "echo")
 
     assert len(refused) == 1
@@ -158,11 +169,13 @@ async def test_a_refusal_that_garbles_the_echo_is_disputed_and_the_move_made_aga
     assert len(disputed) == 1, [b.disputes for b in bots]
     bot = disputed[0]
     (dispute,) = bot.disputes
-    assert [f.field for f in dispute["faults"]] == ["psig"]
+    assert [f.field for f in dispute["faults"]] == [garble]
     assert dispute["sent"].psig == judged.psig and dispute["ack"]["body"]["code"] == "busy"
+    kept = bot.evidence_of(table, judged.hand.hand_no)
+    assert (dispute["ack"] in kept) == (garble == "psig")  # an ack that does not verify is not evidence
 
     t = await api.call("GET", bot.hands_seen[0]["transcript"], expect=200)
-    report = verify_transcript(t, await key_of(api), bot.evidence_of(table, judged.hand.hand_no))
+    report = verify_transcript(t, await key_of(api), kept)
     assert report.ok, report.failure  # the garbled refusal passes as justified: only the client could see it
     after = t["log"][dispute["ack"]["body"]["i"] + 1]
     assert after["action"]["seat"] == judged.seat and after["action"]["kind"] != "timeout", after

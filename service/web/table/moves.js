@@ -156,7 +156,7 @@ function sentMove(t, handNo, move, prev, sig) {
 
 /* Whether the ack among `items` (a reply's or a refusal's signed items) echoes the
    move sent; an ack that does not is said so, in the table's log and on the hand (the
-   ack itself is kept, as all evidence is). */
+   ack itself is kept as evidence if it verifies, as every item is). */
 function echoed(items, sent, outcome) {
   const ack = (items || []).find((x) => x && x.purpose === "ack");
   if (!ack) return true;
