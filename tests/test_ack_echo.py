@@ -192,21 +192,22 @@ async def test_honest_acks_echo_every_move(api: Api, server: Running) -> None:
         assert b.disputes == []
 
 
+@pytest.mark.parametrize("garble", ["psig", "sig"])
 async def test_the_page_sees_a_refusal_that_garbles_the_echo_and_sends_the_move_again(
-    server: Running, api: Api, browser: Browser, monkeypatch: pytest.MonkeyPatch
+    server: Running, api: Api, browser: Browser, monkeypatch: pytest.MonkeyPatch, garble: str
 ) -> None:
     """The same house against a person in the table page: the page's first action is
     refused under an ack that does not echo it; the page says so (the table's log, the
     hand's checks), sends the move again, and the move goes through."""
     async with person_beside_a_bot(server, api, browser, "Ines") as (page, held):
-        refused = dishonest_house(monkeypatch, lambda judged: judged.seat != held.seat)
+        refused = dishonest_house(monkeypatch, lambda judged: judged.seat != held.seat, garble)
         assert await (await page.wait_for_function(MY_MOVE, timeout=60_000)).json_value() == "draw"
         ok = await page.evaluate("RummyTable.act('draw_closed')")
         assert ok is True and len(refused) == 1
         await page.wait_for_selector("#ack-check")
-        assert "psig" in (await page.text_content("#ack-check") or "")
+        assert garble in (await page.text_content("#ack-check") or "")
         log = await page.evaluate("RummyTable.state.t.log.map((l) => l.text)")
         warned = [line for line in log if "does not name the move you sent" in line]
-        assert len(warned) == 1 and "(psig)" in warned[0] and "sends your move again" in warned[0], log[-8:]
+        assert len(warned) == 1 and f"({garble})" in warned[0] and "sends your move again" in warned[0], log[-8:]
         st = await page_state(page)
         assert st["seat"] == refused[0].seat and len(st["cards"]) == 14  # the draw went through

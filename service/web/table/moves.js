@@ -122,11 +122,11 @@ async function sendEchoed(t, type, fields, sent) {
     try {
       const res = await t.sock.send(type, fields);
       keepAll(res);
-      echoed(signedItems(res), sent, "accepted");
+      await echoed(signedItems(res), sent, "accepted");
       return res;
     } catch (e) {
       keepRefusal(e);
-      if (!echoed(e.signed, sent, "refused") && attempt === 0) continue;
+      if (!(await echoed(e.signed, sent, "refused")) && attempt === 0) continue;
       throw e;
     }
   }
@@ -155,12 +155,15 @@ function sentMove(t, handNo, move, prev, sig) {
 }
 
 /* Whether the ack among `items` (a reply's or a refusal's signed items) echoes the
-   move sent; an ack that does not is said so, in the table's log and on the hand (the
-   ack itself is kept as evidence if it verifies, as every item is). */
-function echoed(items, sent, outcome) {
+   move sent, under a signature that verifies (an ack that does not verify proves no
+   refusal); one that does not is said so, in the table's log and on the hand (the ack
+   itself is kept as evidence if it verifies, as every item is). */
+async function echoed(items, sent, outcome) {
   const ack = (items || []).find((x) => x && x.purpose === "ack");
   if (!ack) return true;
   const faults = echoFaults(ack.body, sent, outcome);
+  const key = keyFor(ack.body);
+  if (key && !(await serverSigned(key, ack))) faults.push({ field: "sig", expected: "the server's", found: ack.sig });
   if (!faults.length) return true;
   const t = S.t;
   const fields = faults.map((f) => f.field).join(", ");
@@ -212,12 +215,12 @@ export async function act(kind, card) {
       try {
         const res = await t.sock.send("action", { hand_no: hand.hand_no, action, prev, sig });
         keepAll(res);
-        echoed(signedItems(res), sent, "accepted");
+        await echoed(signedItems(res), sent, "accepted");
         if (kind === "discard" || kind === "declare" || kind === "drop") t.selected = null;
         return true;
       } catch (e) {
         keepRefusal(e);
-        const honest = echoed(e.signed, sent, "refused");
+        const honest = await echoed(e.signed, sent, "refused");
         const v = hand.view;
         const stillMine = v && v.turn === hand.seat && v.phase !== "ended";
         if (!honest && attempt < 2 && stillMine) continue; // the refusal was not of this move: send it again
@@ -288,7 +291,7 @@ export async function leave() {
       res = await t.sock.send("leave", await signed());
     }
     keepAll(res);
-    if (sent) echoed(signedItems(res), sent, "accepted");
+    if (sent) await echoed(signedItems(res), sent, "accepted");
     if (res.after_hand) {
       // D36: before the deal the seat stays in the hand, and stands up when it ends
       t.leftAfterHand = hand.hand_no;
@@ -301,7 +304,7 @@ export async function leave() {
     return true;
   } catch (e) {
     keepRefusal(e);
-    if (sent) echoed(e.signed, sent, "refused");
+    if (sent) await echoed(e.signed, sent, "refused");
     ui.error(e, "Leaving failed");
     return false;
   } finally {
