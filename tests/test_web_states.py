@@ -186,7 +186,7 @@ async def test_the_log_speaks_to_you_in_the_second_person(server: Running, brows
     and pronouns of "you"; another player's the third person, with the name isolated."""
     async with person_page(browser) as (_context, page, _console):
         await page.goto(server.url + "/")
-        await page.wait_for_function("document.body.dataset.ready === 'true'")
+        await page.wait_for_function("() => document.body.dataset.ready === 'true'")
         lines = await page.evaluate(
             """() => {
               const ctx = (me) => ({decks: 1, handNo: 4, who: (s) => ({name: 'Asha', you: s === me})});
@@ -234,7 +234,7 @@ async def test_the_page_applies_changes_as_the_server_means_them(server: Running
     cases = json.loads(text)
     async with person_page(browser) as (_context, page, _console):
         await page.goto(server.url + "/")
-        await page.wait_for_function("document.body.dataset.ready === 'true'")
+        await page.wait_for_function("() => document.body.dataset.ready === 'true'")
         # to the page and back as JSON text: Playwright's own serialization of some 2 MB of
         # nested values, both ways, took most of this test's time (a member left
         # undefined comes back as a string that matches nothing the server sends)

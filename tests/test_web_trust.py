@@ -19,7 +19,7 @@ from tests.conftest import Api
 from tests.test_web_table import conn, new_person, person_page, sign_in
 
 VECTORS = pathlib.Path(__file__).resolve().parent.parent / "verifier" / "vectors"
-VERIFIED = "document.body.dataset.state === 'done' && document.querySelector('#verdict').dataset.ok"
+VERIFIED = "() => document.body.dataset.state === 'done' && document.querySelector('#verdict').dataset.ok"
 
 
 # ----------------------------------------------------------------------------- the token
@@ -178,7 +178,7 @@ async def test_verify_runs_under_its_policy_and_saved_offline(
         response = await page.goto(server.url + "/verify")
         assert response is not None and "sha256-" in response.headers["content-security-policy"]
         served = await response.text()
-        await page.wait_for_function("document.body.dataset.ready === 'true'")
+        await page.wait_for_function("() => document.body.dataset.ready === 'true'")
         await page.evaluate("t => { document.getElementById('transcript').value = t; }", transcript)
         await page.click("#verify")
         await page.wait_for_function(VERIFIED)
@@ -191,7 +191,7 @@ async def test_verify_runs_under_its_policy_and_saved_offline(
         offline.on("request", lambda r: requests.append(r.url))
         await context.set_offline(True)
         await offline.goto(saved.as_uri())
-        await offline.wait_for_function("document.body.dataset.ready === 'true'")
+        await offline.wait_for_function("() => document.body.dataset.ready === 'true'")
         await offline.evaluate("t => { document.getElementById('transcript').value = t; }", transcript)
         await offline.click("#verify")
         await offline.wait_for_function(VERIFIED)
@@ -207,7 +207,7 @@ async def test_a_token_an_older_page_kept_is_traded_for_a_session_and_removed(
     person = await new_person(api, "Ola")
     async with person_page(browser) as (_context, page, _console):
         await page.goto(server.url + "/")
-        await page.wait_for_function("document.body.dataset.ready === 'true'")
+        await page.wait_for_function("() => document.body.dataset.ready === 'true'")
         await page.evaluate("t => localStorage.setItem('rummypf.token', t)", person["token"])
         await page.reload()
         await page.wait_for_function("() => document.body.dataset.view === 'lobby'", timeout=10_000)

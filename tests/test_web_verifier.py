@@ -155,7 +155,7 @@ async def page(window: tuple[Page, list[str]], base_url: str) -> AsyncIterator[P
     p, errors = window
     errors.clear()
     await p.goto(f"{base_url}/verify.html")
-    await p.wait_for_function("document.body.dataset.ready === 'true'")
+    await p.wait_for_function("() => document.body.dataset.ready === 'true'")
     yield p
     assert not errors, f"JavaScript errors on the page: {errors}"
 
@@ -723,7 +723,7 @@ async def test_javascript_agrees_with_rummy_verify(page: Page, tmp_path: pathlib
 # ------------------------------------------------------------------ the page
 
 
-DONE = "document.body.dataset.state === 'done' && document.querySelectorAll('#checks li').length > 0"
+DONE = "() => document.body.dataset.state === 'done' && document.querySelectorAll('#checks li').length > 0"
 
 
 async def paste_and_verify(page: Page, text: str, key: str = "", evidence: str = "", allow_v1: bool = False) -> None:
@@ -873,7 +873,7 @@ async def test_page_fetches_a_transcript_by_hand_id(browser: Browser, tmp_path: 
     (site / "api" / "hands" / "h-1" / "transcript").write_text(dump(load(V2T)))
     async with serve_directory(site) as url, new_page(browser) as p:
         await p.goto(f"{url}/verify.html")
-        await p.wait_for_function("document.body.dataset.ready === 'true'")
+        await p.wait_for_function("() => document.body.dataset.ready === 'true'")
         assert await p.input_value("#server") == url
         await p.fill("#hand-id", "h-1")
         await p.click("#fetch")
@@ -890,7 +890,7 @@ async def test_single_inlined_file_from_file_url(browser: Browser, tmp_path: pat
     async with new_page(browser) as p:
         p.on("request", lambda req: requests.append(req.url))
         await p.goto(path.as_uri())
-        await p.wait_for_function("document.body.dataset.ready === 'true'")
+        await p.wait_for_function("() => document.body.dataset.ready === 'true'")
         assert await p.input_value("#server") == ""
         name = V2E if (VECTORS / V2E).exists() else V1E
         await paste_and_verify(p, (VECTORS / name).read_text())
