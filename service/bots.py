@@ -10,7 +10,8 @@ an ack that does not echo it is a dispute (kept in :attr:`Bot.disputes`), and a 
 refused under such an ack is made again while it is still ours to make; a signed item
 that does not verify under its hand's key (the header's ``public_key``) is not kept —
 it proves nothing, and one such item would make the whole evidence file fail — but set
-aside in :attr:`Bot.rejected`; it learns its seat
+aside in :attr:`Bot.rejected`; two items it keeps that give one record two links are a
+fork (:mod:`verifier.forks`), kept in :attr:`Bot.forks` and logged; it learns its seat
 and the hand's state from the server's snapshot whenever it (re)connects, so it
 commits and reveals
 in every hand it is dealt into; it reconnects with backoff when the server goes away;
@@ -44,6 +45,7 @@ from verifier import strategy
 from verifier.chain import commit_move, move_body, player_body, reveal_move
 from verifier.echo import Fault, Sent, echo_faults
 from verifier.fairness import player_commit
+from verifier.forks import Fork, Seen, fork_with, note
 from verifier.hand import HandState, Phase, Seat, Status, TableRules, action_to_json
 from verifier.record import PROTOCOL
 from verifier.signing import Signer, verify
@@ -86,6 +88,7 @@ class Bot:
     disputes: list[dict[str, Any]] = field(default_factory=list)  # acks that did not echo our move: {ack, sent, faults}
     echoed: int = 0  # acks checked against the move we sent
     rejected: list[dict[str, Any]] = field(default_factory=list)  # server items that did not verify: not evidence
+    forks: list[Fork] = field(default_factory=list)  # two kept items that gave one record two links
     connections: int = 0
     told: collections.Counter[str] = field(default_factory=collections.Counter)  # frames received, by type
     left: bool = False
@@ -93,6 +96,7 @@ class Bot:
     _sent: dict[str, Sent] = field(default_factory=dict)  # message id -> our signed move, until it is answered
     _offset_ms: int = 0  # the server's clock minus ours, as its hello told it
     _keys: dict[tuple[Any, Any], bytes] = field(default_factory=dict)  # (table, hand_no) -> its header's key
+    _links: Seen = field(default_factory=dict)  # (table, hand, i) -> the link and the kept item naming it
     _seeds: dict[int, bytes] = field(default_factory=dict)  # hand_no -> our seed
     _headers_kept: set[tuple[str, int]] = field(default_factory=set)  # (table, hand_no) whose header we kept
     _hand_no: int | None = None
@@ -525,6 +529,12 @@ class Bot:
             )
             self.rejected.append(item)
             return False
+        if key is not None:  # only an item that verified can be a word on a record
+            fork = fork_with(self._links, item)
+            if fork is not None:
+                log.error("bot %s: a fork: %s", self.player_id, fork)
+                self.forks.append(fork)
+            note(self._links, item)
         self.evidence.append(item)
         return True
 

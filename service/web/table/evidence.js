@@ -83,3 +83,39 @@ export function echoFaults(body, sent, outcome) {
   if (!Number.isInteger(b.arrived) || b.arrived < sent.at - ECHO_SLACK_MS) faults.push({ field: "arrived", expected: ">= " + (sent.at - ECHO_SLACK_MS), found: b.arrived });
   return faults;
 }
+
+/* §15, "On receipt": a fork.  Each head, ack and receipt names the link `h` of a
+   record of its hand (a head and an ack their record `i`; an accepted action's ack
+   also the record before it, by its `prev`; a receipt record 0 or 1).  An honest
+   server pushes a record only once it is stored, so a record has one link for ever:
+   two verified items that name two links for one record prove by themselves that
+   the house signed two histories of the hand (verifier/forks.py is the bots'). */
+const SEED_RECORD = { commit: 0, reveal: 1 };
+export function linksOf(item) {
+  const b = item && item.body;
+  if (!b || typeof b !== "object" || typeof b.table_id !== "string" || !Number.isInteger(b.hand_no)) return [];
+  const said = [];
+  if (item.purpose === "head" || item.purpose === "ack") said.push([b.i, b.h]);
+  if (item.purpose === "ack" && b.outcome === "accepted") {
+    const kind = b.move && typeof b.move === "object" ? b.move.kind : undefined;
+    if (Object.prototype.hasOwnProperty.call(SEED_RECORD, kind)) said.push([SEED_RECORD[kind], b.prev]);
+    else if (Number.isInteger(b.i)) said.push([b.i - 1, b.prev]);
+  }
+  if (item.purpose === "receipt" && Object.prototype.hasOwnProperty.call(SEED_RECORD, b.kind)) said.push([SEED_RECORD[b.kind], b.prev]);
+  return said.filter(([i, h]) => Number.isInteger(i) && i >= 0 && typeof h === "string").map(([i, h]) => ({ i, h }));
+}
+
+/** The fork `item` makes with the items kept before it: {i, expected, found, first, second}, or null. */
+export function forkOf(kept, item) {
+  const mine = linksOf(item);
+  if (!mine.length) return null;
+  const b = item.body;
+  for (const x of kept) {
+    if (!x.body || x.body.table_id !== b.table_id || x.body.hand_no !== b.hand_no) continue;
+    for (const had of linksOf(x)) {
+      const same = mine.find((l) => l.i === had.i && l.h !== had.h);
+      if (same) return { i: had.i, expected: had.h, found: same.h, first: x, second: item };
+    }
+  }
+  return null;
+}

@@ -7,7 +7,7 @@
 import { ServerError } from "./api.js";
 import { signedItems } from "./connection.js";
 import { ht } from "./dom.js";
-import { echoFaults, headerItem, keepEvidence, playerItem } from "./evidence.js";
+import { echoFaults, evidenceOf, forkOf, headerItem, keepEvidence, playerItem } from "./evidence.js";
 import { moveBody, serverSigned, sign } from "./keys.js";
 import { S, logLine, mySeat } from "./state.js";
 import { forgetSeed, knownSeed, seedFor } from "./store.js";
@@ -43,7 +43,15 @@ export function keep(item) {
   const t = S.t;
   const hand = t && t.hand;
   return serverSigned(key, item).then((ok) => {
-    if (ok) return keepEvidence(me, item);
+    if (ok) {
+      const fork = forkOf(evidenceOf(me, item.body.table_id, item.body.hand_no), item);
+      if (fork && hand && S.t === t && hand.hand_no === item.body.hand_no) {
+        hand.fork = "record " + fork.i + ": a " + fork.first.purpose + " names " + fork.expected.slice(0, 12) + "…, a " + fork.second.purpose + " " + fork.found.slice(0, 12) + "…";
+        logLine(t, "Warning: the server signed two different records " + fork.i + " of hand " + item.body.hand_no + " (a fork). Both are kept: together they prove it. Keep your evidence.", "bad");
+        ui.render();
+      }
+      return keepEvidence(me, item);
+    }
     if (hand && S.t === t) {
       hand.badSig = item.purpose + " " + (item.body && item.body.i !== undefined ? "of record " + item.body.i : (item.body && item.body.kind) || "");
       logLine(t, "Warning: a " + hand.badSig + " from the server does not verify with its hand's key. It is not kept as evidence.", "bad");

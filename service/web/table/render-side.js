@@ -54,6 +54,7 @@ function renderHandInfo(t, ctl) {
           hand.serverKeyOk === false ? el("li", { class: "bad" }, "The header names a server key you have not pinned") : null,
           hand.badSig ? el("li", { class: "bad" }, "A server signature did not verify (" + hand.badSig + ")") : null,
           hand.badAck ? el("li", { class: "bad", id: "ack-check" }, "A signed answer of the server did not name the move you sent (" + hand.badAck + ")") : null,
+          hand.fork ? el("li", { class: "bad", id: "fork-check" }, "The server signed two histories of this hand (" + hand.fork + "); your evidence proves it") : null,
         ),
         hand.keyOk === false && hand.header ? el("button", { type: "button", id: "download-header", on: { click: () => ctl.downloadHeader(hand) } }, "Download the signed header (your proof)") : null,
       );

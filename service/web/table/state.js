@@ -77,6 +77,7 @@ export function newHand(handNo, handId) {
     fresh: new Set(),
     badSig: null,
     badAck: null, // the fields of an ack that did not echo the move sent (§15, "On receipt")
+    fork: null, // two kept items that named two links for one record (§15, "On receipt")
     suggestion: null,
   };
 }
