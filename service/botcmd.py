@@ -17,10 +17,12 @@ from urllib.parse import quote
 import aiohttp
 
 from service import admin
+from service.botverify import HandChecker, key_line, receipt_lines, served_key
 from service.envnames import OPERATOR_TOKEN_ENV
-from service.errors import EXIT_OK, EXIT_REFUSED, EXIT_UNREACHABLE, EXIT_USAGE, CliError
+from service.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, EXIT_UNREACHABLE, EXIT_USAGE, CliError
 from service.httpclient import Refused, Rest, Unreachable, reason
 from service.interrupt import Interrupt, run_interruptible
+from verifier.signing import load_public_key
 
 REQUEST_SECONDS = 15.0  # every REST request of `bots` and `admin`
 
@@ -127,10 +129,13 @@ SIT_REFUSALS = {
 }
 
 
-async def drive_bots(bots: list[Any], table_id: str, server: str, out: Any = sys.stdout) -> None:
-    """Run the bots until they are done; report each hand; refuse to wait silently
-    for bots that cannot sit.  Whatever happens — done, an error, Ctrl-C — every bot is
-    stopped (and leaves its seat) and each one's seat and hands are printed."""
+async def drive_bots(
+    bots: list[Any], table_id: str, server: str, out: Any = sys.stdout, checker: HandChecker | None = None
+) -> None:
+    """Run the bots until they are done; report each hand (and, with a ``checker``,
+    verify it with each bot's evidence); refuse to wait silently for bots that cannot
+    sit.  Whatever happens — done, an error, Ctrl-C — every bot is stopped (and leaves
+    its seat) and each one's seat and hands are printed."""
     from service.bots import BotStop
 
     tasks = [asyncio.create_task(b.run(), name=f"bot-{n + 1}") for n, b in enumerate(bots)]
@@ -164,6 +169,10 @@ async def drive_bots(bots: list[Any], table_id: str, server: str, out: Any = sys
                             else f"winner seat {res.get('winner')} ({res.get('reason')})"
                         )
                         print(f"hand {r.get('hand_no')}: {what}", file=out, flush=True)
+                        if checker is not None:
+                            labelled = [(f"bot-{n + 1}", x) for n, x in enumerate(bots)]
+                            for v in await checker.check(r, labelled):
+                                print(v.line(), file=out, flush=True)
             for n, t in enumerate(tasks):
                 if t.done() and not t.cancelled() and t.exception() is not None:
                     e = t.exception()
@@ -192,6 +201,9 @@ async def drive_bots(bots: list[Any], table_id: str, server: str, out: Any = sys
                 file=out,
                 flush=True,
             )
+        if checker is not None:
+            for line in receipt_lines([(f"bot-{n + 1}", b) for n, b in enumerate(bots)]):
+                print(line, file=out, flush=True)
 
 
 def write_evidence(bots: list[Any], folder: Path) -> None:
@@ -217,10 +229,25 @@ def cmd_bots(args: argparse.Namespace) -> int:
     if args.deposit < 1:
         raise CliError(EXIT_USAGE, f"--deposit {args.deposit}: give a positive amount of HT")
 
+    if args.server_key and not args.verify:
+        raise CliError(EXIT_USAGE, "--server-key pins the key --verify checks hands under; give --verify too")
+    pinned: bytes | None = None
+    if args.server_key:
+        try:
+            pinned = load_public_key(args.server_key)
+        except (ValueError, OSError) as e:
+            raise CliError(EXIT_USAGE, f"--server-key: not a public key ({e})") from None
+
     async def main(_: Interrupt) -> int:
         timeout = aiohttp.ClientTimeout(total=REQUEST_SECONDS)
         async with aiohttp.ClientSession(timeout=timeout) as session:
             await preflight_bots(session, server, token, args.table, args.count, args.deposit)
+            key: bytes | None = None
+            if args.verify:
+                try:
+                    key = pinned or await served_key(session, server, REQUEST_SECONDS)
+                except (Refused, Unreachable, KeyError, ValueError) as e:
+                    raise CliError(EXIT_UNREACHABLE, f"{server} did not give its fairness key: {e}") from None
             try:
                 bots = await create_bots(
                     session,
@@ -238,11 +265,21 @@ def cmd_bots(args: argparse.Namespace) -> int:
                 raise CliError(EXIT_REFUSED, str(e)) from e
         until = f"for {args.hands} hands" if args.hands else "until Ctrl-C"
         print(f"{len(bots)} bots joining table {args.table} at {server}, playing {until}", flush=True)
-        try:
-            await drive_bots(bots, args.table, server)
-        finally:
-            if args.evidence:
-                write_evidence(bots, Path(args.evidence))
+        checker = None
+        async with contextlib.AsyncExitStack() as stack:
+            if key is not None:
+                session = await stack.enter_async_context(aiohttp.ClientSession(timeout=timeout))
+                checker = HandChecker(session, server, args.table, key, REQUEST_SECONDS)
+                print(key_line(key), flush=True)
+            try:
+                await drive_bots(bots, args.table, server, checker=checker)
+            finally:
+                if args.evidence:
+                    write_evidence(bots, Path(args.evidence))
+        if checker is not None:
+            failed = [v for v in checker.verdicts if not v.ok]
+            if failed:
+                raise CliError(EXIT_FAILED, f"{len(failed)} of {len(checker.verdicts)} hand verdicts failed (above)")
         return EXIT_OK
 
     return run_interruptible(main)

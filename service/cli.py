@@ -207,6 +207,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="when the bots stop, write each one's evidence file (docs/fairness.md §15) to DIR/PLAYER_ID.json, "
         "for rummy-verify TRANSCRIPT --receipts FILE",
     )
+    bp.add_argument(
+        "--verify",
+        action="store_true",
+        help="verify each hand as it ends with each bot's own evidence (docs/fairness.md §15); exit 1 if one fails",
+    )
+    bp.add_argument(
+        "--server-key",
+        default=None,
+        metavar="KEY",
+        help="with --verify: the server key to pin (hex, base64 or PEM); default: the server's own at the start",
+    )
     bp.add_argument("--operator-token", default=None, help=f"default: {OPERATOR_TOKEN_ENV}")
     bp.set_defaults(func=cmd_bots)
     dp = sub.add_parser(

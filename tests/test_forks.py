@@ -108,20 +108,20 @@ async def test_honest_play_makes_no_fork(api: Api, server: Running) -> None:
 FORK = 4  # the record the house shows a second time, with another link
 
 
-def forking_house(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
-    """After record FORK + 1 of each hand is told, the house pushes every connection a
-    second update for record FORK whose link is another, its head signed with the
-    hand's key: it shows the table two histories.  Returns the forged frames."""
+def forking_house(monkeypatch: pytest.MonkeyPatch, record: int = FORK) -> list[dict[str, Any]]:
+    """After ``record`` + 1 of each hand is told, the house pushes every connection a
+    second update for ``record`` whose link is another, its head signed with the hand's
+    key: it shows the table two histories.  Returns the forged frames."""
     forged: list[dict[str, Any]] = []
     tell = Teller.tell_update
 
     def forking(self: Teller, u: TellUpdate, mover: Any = None) -> dict[str, Any] | None:
         mine = tell(self, u, mover)
-        if u.record["i"] == FORK + 1:
+        if u.record["i"] == record + 1:
             rec = u.hand.recorder
-            h = flip(str(rec.records[FORK]["h"]))
-            body = head_body(self.table_id, u.hand.hand_no, FORK, h)
-            frame = {"type": "update", "table_id": self.table_id, "hand_no": u.hand.hand_no, "i": FORK, "h": h}
+            h = flip(str(rec.records[record]["h"]))
+            body = head_body(self.table_id, u.hand.hand_no, record, h)
+            frame = {"type": "update", "table_id": self.table_id, "hand_no": u.hand.hand_no, "i": record, "h": h}
             frame |= {"head_sig": rec.signer.sign("head", body, PROTOCOL), "events": [], "changes": {}}
             frame["deadline"] = None
             forged.append(frame)

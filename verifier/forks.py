@@ -52,8 +52,8 @@ class Fork:
 
     def __str__(self) -> str:
         return (
-            f"table {self.table_id}, hand {self.hand_no}: record {self.i} is {self.expected[:16]}… by a "
-            f"{self.first.get('purpose')} and {self.found[:16]}… by a {self.second.get('purpose')}: "
+            f"table {self.table_id}, hand {self.hand_no}: record {self.i} is {self.expected} by a "
+            f"{self.first.get('purpose')} and {self.found} by a {self.second.get('purpose')}: "
             "the server signed two histories of this hand"
         )
 

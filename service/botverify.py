@@ -1,0 +1,116 @@
+"""``rummy-table bots --verify``: each hand the bots play, verified as it ends, with
+each bot's own evidence, under a pinned server key (docs/fairness.md §14, §15).
+
+A player's client that keeps evidence and never checks it catches nothing.  With
+``--verify`` the bots are the players an operator or an auditor can leave at a room's
+tables: every hand they were dealt into is fetched once its result arrives and run
+through :func:`verifier.transcript.verify_transcript` with each bot's evidence for
+that hand — the acks, heads and receipts it kept, the header it accepted, its own key
+— so a published transcript that is not the game the bots were shown fails at once,
+named by check.  What the bots saw on receipt (acks that did not echo a move, items
+that did not verify, forks: :mod:`verifier.echo`, :mod:`verifier.forks`) is reported
+at the end.  The key is pinned once: ``--server-key``, or the server's own at the
+start (trust on first use, as the table page does), printed as its fingerprint.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+import aiohttp
+
+from service.httpclient import Refused, Rest, Unreachable
+from verifier.signing import fingerprint, fingerprint_text, load_public_key
+from verifier.transcript import verify_transcript
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One bot's verdict on one hand."""
+
+    hand_no: int
+    bot: str  # "bot-N"
+    ok: bool
+    check: str | None  # the check that failed
+    message: str
+    evidence_checked: int  # evidence items checked for this hand (§15)
+
+    def line(self) -> str:
+        if self.ok:
+            return f"hand {self.hand_no}: verified for {self.bot} ({self.evidence_checked} evidence items checked)"
+        return f"hand {self.hand_no}: FAILED for {self.bot}: {self.check}: {self.message}"
+
+
+async def served_key(session: aiohttp.ClientSession, server: str, timeout: float) -> bytes:
+    """The key the server publishes now (pinned when no ``--server-key`` is given)."""
+    got = await Rest(session, server, timeout).call("GET", "/api/fairness/key")
+    return load_public_key(str(got["public_key_hex"]))
+
+
+def key_line(key: bytes) -> str:
+    return f"verifying each hand under the server key with fingerprint {fingerprint_text(fingerprint(key))}"
+
+
+class HandChecker:
+    """Verifies each ended hand once, for every bot that was dealt into it."""
+
+    def __init__(self, session: aiohttp.ClientSession, server: str, table_id: str, key: bytes, timeout: float) -> None:
+        self.rest = Rest(session, server, timeout)
+        self.table_id = table_id
+        self.key = key
+        self.verdicts: list[Verdict] = []
+
+    async def check(self, result: dict[str, Any], bots: list[tuple[str, Any]]) -> list[Verdict]:
+        """The verdicts on the hand of ``result`` (a result frame) for each bot in
+        ``bots`` (label, :class:`service.bots.Bot`) that kept evidence of it; none for
+        a hand voided before its header (it has no transcript) or that no bot played."""
+        hand_no = result.get("hand_no")
+        if not isinstance(hand_no, int):
+            return []
+        players = [(label, b.evidence_of(self.table_id, hand_no)) for label, b in bots]
+        players = [(label, items) for label, items in players if items]
+        if not players:
+            return []
+        path = result.get("transcript") or f"/api/hands/{quote(str(result.get('hand_id')), safe='')}/transcript"
+        try:
+            transcript = await self.rest.call("GET", str(path))
+        except Refused as e:
+            if e.status == 410:  # voided before its header: no transcript, nothing was dealt
+                return []
+            return self._unfetched(hand_no, players, str(e))
+        except (Unreachable, aiohttp.ClientError, TimeoutError, OSError) as e:
+            return self._unfetched(hand_no, players, str(e) or type(e).__name__)
+        found = []
+        for label, items in players:
+            report = await asyncio.to_thread(verify_transcript, transcript, self.key, items)
+            checked = int((report.summary.get("evidence") or {}).get("checked", 0))
+            if report.ok:
+                found.append(Verdict(hand_no, label, True, None, "every check passed", checked))
+            else:
+                f = report.failure
+                check, message = (f.check, f.message) if f else ("?", "failed")
+                found.append(Verdict(hand_no, label, False, check, message, checked))
+        self.verdicts += found
+        return found
+
+    def _unfetched(self, hand_no: int, players: list[tuple[str, Any]], why: str) -> list[Verdict]:
+        """A published hand that cannot be read is reported as failed, never skipped."""
+        message = f"the transcript could not be fetched: {why}"
+        found = [Verdict(hand_no, label, False, "fetch", message, 0) for label, _ in players]
+        self.verdicts += found
+        return found
+
+
+def receipt_lines(bots: list[tuple[str, Any]]) -> list[str]:
+    """What each bot saw on receipt (§15, "On receipt"): disputes, items set aside, forks."""
+    lines = []
+    for label, b in bots:
+        lines.append(
+            f"{label}: {len(b.disputes)} acks that did not echo its move, "
+            f"{len(b.rejected)} server items that did not verify, {len(b.forks)} forks"
+        )
+        lines += [f"{label}: fork: {f}" for f in b.forks]
+    return lines

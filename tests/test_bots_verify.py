@@ -1,0 +1,88 @@
+"""``rummy-table bots --verify`` (service/botverify.py): each hand the bots play is
+verified as it ends with each bot's own evidence under a pinned key; a hand that is
+not the game the bots were shown fails, named, and the command exits 1."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from service.startup import Running
+from tests.test_cli_errors import OPERATOR, arummy, clean_env, new_table, one_line
+from tests.test_forks import forking_house
+from verifier.signing import Signer
+
+DEAL = 3  # the deal's record (docs/fairness.md §10)
+
+
+def bots_args(server: Running, table: str, *more: str) -> list[str]:
+    return ["bots", "--server", server.url, "--table", table, "--count", "2", "--fast", "--hands", "1", *more]
+
+
+async def test_honest_hands_are_verified_with_each_bots_evidence(server: Running, tmp_path: Path) -> None:
+    table = await new_table(server, seats=4)
+    r = await arummy(
+        *bots_args(server, table, "--verify"), cwd=tmp_path, env=clean_env(RUMMY_OPERATOR_TOKEN=OPERATOR), timeout=110
+    )
+    assert r.code == 0, (r.out, r.err)
+    assert re.search(
+        r"^verifying each hand under the server key with fingerprint ([0-9a-f]{4} ){15}[0-9a-f]{4}$", r.out, re.M
+    )
+    verified = re.findall(r"^hand (\d+): verified for bot-(\d) \((\d+) evidence items checked\)$", r.out, re.M)
+    assert {b for _, b, _ in verified} == {"1", "2"}, r.out
+    assert all(int(n) > 4 for _, _, n in verified), verified
+    assert "FAILED" not in r.out
+    for b in ("1", "2"):
+        assert f"bot-{b}: 0 acks that did not echo its move, 0 server items that did not verify, 0 forks" in r.out
+
+
+async def test_a_forked_hand_fails_and_the_command_says_so(
+    server: Running, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The house shows the table the deal's record twice, with two links: each bot holds
+    both heads, the published transcript agrees with one, and the evidence check fails
+    on the other; the bots also name the fork they saw on receipt.  (The deal, record
+    DEAL: these bots may drop at their first turn, and every hand has a record after
+    the deal.)"""
+    forged = forking_house(monkeypatch, DEAL)
+    table = await new_table(server, seats=4)
+    r = await arummy(
+        *bots_args(server, table, "--verify"), cwd=tmp_path, env=clean_env(RUMMY_OPERATOR_TOKEN=OPERATOR), timeout=110
+    )
+    assert forged, r.out
+    assert r.code == 1, (r.out, r.err)
+    failed = re.findall(r"^hand \d+: FAILED for bot-(\d): evidence: (.+)$", r.out, re.M)
+    assert {b for b, _ in failed} == {"1", "2"}, r.out
+    for b in ("1", "2"):
+        assert f"bot-{b}: 0 acks that did not echo its move, 0 server items that did not verify, 1 forks" in r.out
+        assert re.search(rf"^bot-{b}: fork: table {table}, hand \d+: record {DEAL} is ", r.out, re.M), r.out
+    # the bots' own log says it too, as it happens; the command's last line sums up
+    assert sum(f"a fork: table {table}" in line for line in r.err.splitlines()) == 2, r.err
+    assert r.err.strip().splitlines()[-1] == "rummy-table: 2 of 2 hand verdicts failed (above)", r.err
+
+
+async def test_hands_checked_under_another_pinned_key_fail(server: Running, tmp_path: Path) -> None:
+    """A key pinned with --server-key that is not the one the hands are signed with: no
+    hand verifies (what pinning is for — a room that swapped its key is caught)."""
+    table = await new_table(server, seats=4)
+    other = Signer.generate().public_bytes.hex()
+    r = await arummy(
+        *bots_args(server, table, "--verify", "--server-key", other),
+        cwd=tmp_path,
+        env=clean_env(RUMMY_OPERATOR_TOKEN=OPERATOR),
+        timeout=110,
+    )
+    assert r.code == 1, (r.out, r.err)
+    assert re.search(r"^hand \d+: FAILED for bot-1: ", r.out, re.M), r.out
+    assert "verified for" not in r.out
+
+
+async def test_server_key_usage_errors(server: Running, tmp_path: Path) -> None:
+    table = await new_table(server, seats=4)
+    env = clean_env(RUMMY_OPERATOR_TOKEN=OPERATOR)
+    r = await arummy(*bots_args(server, table, "--server-key", "ab" * 32), cwd=tmp_path, env=env)
+    one_line(r, 2, "--server-key", "--verify")
+    r = await arummy(*bots_args(server, table, "--verify", "--server-key", "not-a-key"), cwd=tmp_path, env=env)
+    one_line(r, 2, "--server-key", "not a public key")
