@@ -53,6 +53,7 @@ from verifier.signing import Signer, verify
 log = logging.getLogger("rummy.bots")
 BACKOFF_FIRST = 0.2
 BACKOFF_MAX = 5.0
+SHOWN_HANDS = 8  # hands whose views we keep, for `bots --verify` to hold against the published hand
 
 
 class BotStop(Exception):
@@ -89,6 +90,7 @@ class Bot:
     echoed: int = 0  # acks checked against the move we sent
     rejected: list[dict[str, Any]] = field(default_factory=list)  # server items that did not verify: not evidence
     forks: list[Fork] = field(default_factory=list)  # two kept items that gave one record two links
+    shown: dict[int, dict[int, dict[str, Any]]] = field(default_factory=dict)  # hand_no -> i -> our view then
     connections: int = 0
     told: collections.Counter[str] = field(default_factory=collections.Counter)  # frames received, by type
     left: bool = False
@@ -348,7 +350,20 @@ class Bot:
                 return None
             view = views.apply(had[2], m.get("changes") or {})
         self._view = None if view is None else (int(m["hand_no"]), int(m["i"]), view)
+        self._saw(self._view)
         return view
+
+    def _saw(self, view: tuple[int, int, dict[str, Any]] | None) -> None:
+        """Keep the view we were shown at a record (of the last SHOWN_HANDS hands): what
+        ``bots --verify`` holds against the published hand (:mod:`service.botverify`)."""
+        if view is None:
+            return
+        hand_no, i, v = view
+        if hand_no not in self.shown:
+            self.shown[hand_no] = {}
+            while len(self.shown) > SHOWN_HANDS:
+                del self.shown[min(self.shown)]
+        self.shown[hand_no][i] = v
 
     def _note(self, m: dict[str, Any]) -> None:
         """Keep the signed head of every record we are sent (an update carries its
@@ -389,6 +404,7 @@ class Bot:
         self._records[int(hand["i"])] = str(hand["h"])
         view = hand.get("view")
         self._view = None if view is None else (int(hand["hand_no"]), int(hand["i"]), view)
+        self._saw(self._view)
         if hand["phase"] == "commit" and hand.get("committed") is False:
             await self._commit(hand["hand_no"], hand["header"])
         elif hand["phase"] == "reveal" and hand.get("committed") and hand.get("revealed") is False:

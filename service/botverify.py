@@ -4,13 +4,17 @@ each bot's own evidence, under a pinned server key (docs/fairness.md §14, §15)
 A player's client that keeps evidence and never checks it catches nothing.  With
 ``--verify`` the bots are the players an operator or an auditor can leave at a room's
 tables: every hand they were dealt into is fetched once its result arrives and run
-through :func:`verifier.transcript.verify_transcript` with each bot's evidence for
-that hand — the acks, heads and receipts it kept, the header it accepted, its own key
-— so a published transcript that is not the game the bots were shown fails at once,
-named by check.  What the bots saw on receipt (acks that did not echo a move, items
-that did not verify, forks: :mod:`verifier.echo`, :mod:`verifier.forks`) is reported
-at the end.  The key is pinned once: ``--server-key``, or the server's own at the
-start (trust on first use, as the table page does), printed as its fingerprint.
+through the verifier (:func:`verifier.transcript.replayed`) with each bot's evidence
+for that hand — the acks, heads and receipts it kept, the header it accepted, its own
+key — so a published transcript that is not the game the bots were shown fails at
+once, named by check.  Then the view each bot was shown at each record is held
+against ``seat_view`` of the replayed state there (check ``shown``): views are not
+signed, so a difference proves nothing to others, but it tells the player that the
+house showed it a game it did not publish (docs/fairness.md §16).  What the bots saw
+on receipt (acks that did not echo a move, items that did not verify, forks:
+:mod:`verifier.echo`, :mod:`verifier.forks`) is reported at the end.  The key is
+pinned once: ``--server-key``, or the server's own at the start (trust on first use,
+as the table page does), printed as its fingerprint.
 """
 
 from __future__ import annotations
@@ -23,8 +27,10 @@ from urllib.parse import quote
 import aiohttp
 
 from service.httpclient import Refused, Rest, Unreachable
+from verifier.fairness import canonical
+from verifier.hand import HandState, seat_view
 from verifier.signing import fingerprint, fingerprint_text, load_public_key
-from verifier.transcript import verify_transcript
+from verifier.transcript import replayed
 
 
 @dataclass(frozen=True)
@@ -37,10 +43,14 @@ class Verdict:
     check: str | None  # the check that failed
     message: str
     evidence_checked: int  # evidence items checked for this hand (§15)
+    views_compared: int = 0  # records whose view the bot was shown, held against the published hand
 
     def line(self) -> str:
         if self.ok:
-            return f"hand {self.hand_no}: verified for {self.bot} ({self.evidence_checked} evidence items checked)"
+            return (
+                f"hand {self.hand_no}: verified for {self.bot} ({self.evidence_checked} evidence items checked, "
+                f"{self.views_compared} views as shown compared)"
+            )
         return f"hand {self.hand_no}: FAILED for {self.bot}: {self.check}: {self.message}"
 
 
@@ -84,15 +94,24 @@ class HandChecker:
         except (Unreachable, aiohttp.ClientError, TimeoutError, OSError) as e:
             return self._unfetched(hand_no, players, str(e) or type(e).__name__)
         found = []
+        by_label = dict(bots)
         for label, items in players:
-            report = await asyncio.to_thread(verify_transcript, transcript, self.key, items)
+            report, after = await asyncio.to_thread(replayed, transcript, self.key, items)
             checked = int((report.summary.get("evidence") or {}).get("checked", 0))
-            if report.ok:
-                found.append(Verdict(hand_no, label, True, None, "every check passed", checked))
-            else:
+            if not report.ok:
                 f = report.failure
                 check, message = (f.check, f.message) if f else ("?", "failed")
                 found.append(Verdict(hand_no, label, False, check, message, checked))
+                continue
+            bot = by_label[label]
+            seat = next(
+                (e["seat"] for e in transcript["log"][0]["header"]["seats"] if e["player_id"] == bot.player_id), None
+            )
+            wrong, compared = shown_differs(bot.shown.get(hand_no, {}), after, seat)
+            if wrong:
+                found.append(Verdict(hand_no, label, False, "shown", wrong, checked, compared))
+            else:
+                found.append(Verdict(hand_no, label, True, None, "every check passed", checked, compared))
         self.verdicts += found
         return found
 
@@ -102,6 +121,28 @@ class HandChecker:
         found = [Verdict(hand_no, label, False, "fetch", message, 0) for label, _ in players]
         self.verdicts += found
         return found
+
+
+def shown_differs(shown: dict[int, dict[str, Any]], after: dict[int, HandState], seat: int | None) -> tuple[str, int]:
+    """Whether a view the bot was shown at a record is not the one the published hand
+    gives its seat there (``seat_view`` of the replayed state): the first such record
+    described (empty if none), and how many views were compared.  Views are not signed
+    (only each record's head is), so this proves nothing to anyone else; it tells the
+    player that the house showed it a game it did not publish."""
+    compared = 0
+    for i in sorted(shown):
+        state = after.get(i)
+        if state is None or seat is None:
+            continue
+        compared += 1
+        expected = seat_view(state, seat)
+        if canonical(expected) != canonical(shown[i]):
+            keys = sorted(k for k in expected.keys() | shown[i].keys() if expected.get(k) != shown[i].get(k))
+            return (
+                f"record {i}: the view this bot was shown is not the published hand's (differs in {', '.join(keys)})",
+                compared,
+            )
+    return "", compared
 
 
 def receipt_lines(bots: list[tuple[str, Any]]) -> list[str]:

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from service.startup import Running
+from service.telling import Teller
 from tests.test_cli_errors import OPERATOR, arummy, clean_env, new_table, one_line
 from tests.test_forks import forking_house
 from verifier.signing import Signer
@@ -30,9 +32,13 @@ async def test_honest_hands_are_verified_with_each_bots_evidence(server: Running
     assert re.search(
         r"^verifying each hand under the server key with fingerprint ([0-9a-f]{4} ){15}[0-9a-f]{4}$", r.out, re.M
     )
-    verified = re.findall(r"^hand (\d+): verified for bot-(\d) \((\d+) evidence items checked\)$", r.out, re.M)
-    assert {b for _, b, _ in verified} == {"1", "2"}, r.out
-    assert all(int(n) > 4 for _, _, n in verified), verified
+    verified = re.findall(
+        r"^hand (\d+): verified for bot-(\d) \((\d+) evidence items checked, (\d+) views as shown compared\)$",
+        r.out,
+        re.M,
+    )
+    assert {b for _, b, _, _ in verified} == {"1", "2"}, r.out
+    assert all(int(n) > 4 and int(v) > 1 for _, _, n, v in verified), verified  # every view as shown was the hand's
     assert "FAILED" not in r.out
     for b in ("1", "2"):
         assert f"bot-{b}: 0 acks that did not echo its move, 0 server items that did not verify, 0 forks" in r.out
@@ -86,3 +92,29 @@ async def test_server_key_usage_errors(server: Running, tmp_path: Path) -> None:
     one_line(r, 2, "--server-key", "--verify")
     r = await arummy(*bots_args(server, table, "--verify", "--server-key", "not-a-key"), cwd=tmp_path, env=env)
     one_line(r, 2, "--server-key", "not a public key")
+
+
+async def test_a_view_the_published_hand_does_not_give_fails(
+    server: Running, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The house deals each seat a view with one closed card too many (the signed head
+    is the true one, so the evidence passes): the bots hold what they were shown
+    against the published hand and say which record and what differs.  Views are not
+    signed, so this proves nothing to a third party; it tells the player."""
+    update = Teller._update
+
+    def false_deal(base: dict[str, Any], u: Any, seat: Any, change: Any, deadline: Any) -> dict[str, Any]:
+        out = update(base, u, seat, change, deadline)
+        if out.get("view") is not None and out["i"] == DEAL:
+            out["view"] = {**out["view"], "closed_count": out["view"]["closed_count"] + 1}
+        return out
+
+    monkeypatch.setattr(Teller, "_update", staticmethod(false_deal))
+    table = await new_table(server, seats=4)
+    r = await arummy(
+        *bots_args(server, table, "--verify"), cwd=tmp_path, env=clean_env(RUMMY_OPERATOR_TOKEN=OPERATOR), timeout=110
+    )
+    assert r.code == 1, (r.out, r.err)
+    failed = re.findall(rf"^hand \d+: FAILED for bot-(\d): shown: record {DEAL}: (.+)$", r.out, re.M)
+    assert {b for b, _ in failed} == {"1", "2"}, r.out
+    assert all("differs in closed_count" in why for _, why in failed), failed

@@ -23,6 +23,7 @@ from verifier.chain import start_hand as start_hand
 from verifier.checks import CHECK_NAMES, CHECKS_V1, CHECKS_V2, Ctx, Fail, Skip, table_for, warnings_of
 from verifier.evidence import unapplied_counts
 from verifier.fairness import PROTOCOL_V1
+from verifier.hand import HandState
 from verifier.schema import describe
 from verifier.strictjson import json_data_problem
 
@@ -112,6 +113,21 @@ def verify_transcript(
     unexpected exception inside a check (a bug of the verifier) is reported as a
     failure of that check marked ``internal``, or raised when ``debug``."""
     ctx = Ctx(t=t, pinned=pinned_key, evidence=evidence, allow_v1=allow_v1, in_folder=in_folder, parsed=parsed)
+    return _run(ctx, t, debug)
+
+
+def replayed(t: Any, pinned_key: bytes | None = None, evidence: Any = None) -> tuple[Report, dict[int, HandState]]:
+    """:func:`verify_transcript`, and the state after each replayed record (the deal,
+    record 3, and every action after it) when every check passed, else none: what a
+    player's client compares with what it was shown (``seat_view`` of each state,
+    ``rummy-table bots --verify``)."""
+    ctx = Ctx(t=t, pinned=pinned_key, evidence=evidence)
+    report = _run(ctx, t, False)
+    return report, (dict(ctx.after) if report.ok else {})
+
+
+def _run(ctx: Ctx, t: Any, debug: bool) -> Report:
+    evidence = ctx.evidence
     passed: list[str] = []
     skipped: list[str] = []
     reasons: dict[str, str] = {}
