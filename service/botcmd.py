@@ -28,6 +28,7 @@ REQUEST_SECONDS = 15.0  # every REST request of `bots` and `admin`
 
 
 SEAT_SECONDS = 60.0  # bots that have not sat down by then are reported
+KEEP_HANDS = 16  # without --evidence, each bot keeps the evidence of its newest 16 hands only
 
 
 # ----------------------------------------------------------------------------- bots
@@ -263,6 +264,9 @@ def cmd_bots(args: argparse.Namespace) -> int:
                 raise CliError(EXIT_UNREACHABLE, f"lost {server} while creating the bots ({reason(e)})") from e
             except RuntimeError as e:
                 raise CliError(EXIT_REFUSED, str(e)) from e
+        if not args.evidence:  # nothing is written out: keep what --verify needs, not every hand's items
+            for b in bots:
+                b.keep_hands = KEEP_HANDS
         until = f"for {args.hands} hands" if args.hands else "until Ctrl-C"
         print(f"{len(bots)} bots joining table {args.table} at {server}, playing {until}", flush=True)
         checker = None

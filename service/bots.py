@@ -91,6 +91,7 @@ class Bot:
     rejected: list[dict[str, Any]] = field(default_factory=list)  # server items that did not verify: not evidence
     forks: list[Fork] = field(default_factory=list)  # two kept items that gave one record two links
     shown: dict[int, dict[int, dict[str, Any]]] = field(default_factory=dict)  # hand_no -> i -> our view then
+    keep_hands: int | None = None  # keep the evidence of the newest this many hands only (None: of every hand)
     connections: int = 0
     told: collections.Counter[str] = field(default_factory=collections.Counter)  # frames received, by type
     left: bool = False
@@ -99,6 +100,7 @@ class Bot:
     _offset_ms: int = 0  # the server's clock minus ours, as its hello told it
     _keys: dict[tuple[Any, Any], bytes] = field(default_factory=dict)  # (table, hand_no) -> its header's key
     _links: Seen = field(default_factory=dict)  # (table, hand, i) -> the link and the kept item naming it
+    _evidence_hands: dict[tuple[Any, Any], None] = field(default_factory=dict)  # hands with evidence, oldest first
     _seeds: dict[int, bytes] = field(default_factory=dict)  # hand_no -> our seed
     _headers_kept: set[tuple[str, int]] = field(default_factory=set)  # (table, hand_no) whose header we kept
     _hand_no: int | None = None
@@ -522,7 +524,7 @@ class Bot:
         self._learn_key(header_record)
         self._keep({"purpose": "header", "body": header, "sig": header_record["sig"]})
         body = player_body(header["table_id"], header["hand_no"], seat, self.key.public_bytes)
-        self.evidence.append({"purpose": "player", "body": body, "sig": self.key.sign("player", body, PROTOCOL)})
+        self._add_evidence({"purpose": "player", "body": body, "sig": self.key.sign("player", body, PROTOCOL)})
 
     def _learn_key(self, header_record: dict[str, Any]) -> None:
         """The key a hand's server items are signed with: its header's (§15.2)."""
@@ -551,8 +553,28 @@ class Bot:
                 log.error("bot %s: a fork: %s", self.player_id, fork)
                 self.forks.append(fork)
             note(self._links, item)
-        self.evidence.append(item)
+        self._add_evidence(item)
         return True
+
+    def _add_evidence(self, item: dict[str, Any]) -> None:
+        """Keep ``item``; with ``keep_hands``, a hand's items (and what we know of its
+        links and key) go once that many newer hands have evidence, so a bot left at a
+        table for days holds a bounded amount (``bots`` without ``--evidence``, whose
+        ``--verify`` checks each hand as it ends)."""
+        self.evidence.append(item)
+        if self.keep_hands is None:
+            return
+        body = item["body"]
+        hand = (body.get("table_id"), body.get("hand_no"))
+        if hand in self._evidence_hands:
+            return
+        self._evidence_hands[hand] = None
+        while len(self._evidence_hands) > self.keep_hands:
+            old = next(iter(self._evidence_hands))
+            del self._evidence_hands[old]
+            self.evidence = [e for e in self.evidence if (e["body"].get("table_id"), e["body"].get("hand_no")) != old]
+            self._links = {k: v for k, v in self._links.items() if (k[0], k[1]) != old}
+            self._keys.pop(old, None)
 
     def evidence_of(self, table_id: str, hand_no: int) -> list[dict[str, Any]]:
         """The items we kept for one hand."""

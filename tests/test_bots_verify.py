@@ -10,10 +10,13 @@ from typing import Any
 
 import pytest
 
+from service.bots import Bot
 from service.startup import Running
 from service.telling import Teller
 from tests.test_cli_errors import OPERATOR, arummy, clean_env, new_table, one_line
 from tests.test_forks import forking_house
+from verifier.chain import head_body
+from verifier.record import PROTOCOL
 from verifier.signing import Signer
 
 DEAL = 3  # the deal's record (docs/fairness.md §10)
@@ -118,3 +121,28 @@ async def test_a_view_the_published_hand_does_not_give_fails(
     failed = re.findall(rf"^hand \d+: FAILED for bot-(\d): shown: record {DEAL}: (.+)$", r.out, re.M)
     assert {b for b, _ in failed} == {"1", "2"}, r.out
     assert all("differs in closed_count" in why for _, why in failed), failed
+
+
+def test_a_bot_with_keep_hands_holds_the_newest_hands_only() -> None:
+    """Bots left at a table for days (``bots`` without ``--evidence``) keep the items of
+    their newest KEEP hands: older hands' items, links and keys go; a fork is still seen
+    within a kept hand."""
+    house = Signer.generate()
+    bot = Bot("http://127.0.0.1:1", "token", "T", keep_hands=2)
+
+    def head(hand_no: int, i: int, h: str) -> dict[str, Any]:
+        body = head_body("T", hand_no, i, h)
+        return {"purpose": "head", "body": body, "sig": house.sign("head", body, PROTOCOL)}
+
+    for hand_no in range(1, 6):
+        bot._keys[("T", hand_no)] = house.public_bytes
+        for i in range(3, 8):
+            assert bot._keep(head(hand_no, i, f"{hand_no:02x}{i:02x}" * 16))
+    assert sorted({e["body"]["hand_no"] for e in bot.evidence}) == [4, 5]
+    assert len(bot.evidence) == 10 and len(bot.evidence_of("T", 5)) == 5 and bot.evidence_of("T", 1) == []
+    assert {k[1] for k in bot._links} == {4, 5} and set(bot._keys) == {("T", 4), ("T", 5)}
+    assert bot._keep(head(5, 6, "ff" * 32)) and [f.i for f in bot.forks] == [6]
+    unbounded = Bot("http://127.0.0.1:1", "token", "T")  # keep_hands None: every hand (--evidence)
+    for hand_no in range(1, 6):
+        unbounded._keep(head(hand_no, 3, "aa" * 32))
+    assert len(unbounded.evidence) == 5
