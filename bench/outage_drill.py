@@ -250,6 +250,8 @@ class Part:
             "faults": [
                 {
                     "kind": f.kind,
+                    "start": round(f.start, 1),  # epoch seconds, as the charges are given
+                    "end": round(f.end, 1),
                     "seconds": round(f.end - f.start, 1),
                     "recovered_s": f.recovered_s,
                     "problem": f.problem,
@@ -267,6 +269,7 @@ class Part:
             "charges_outside_fault_windows": len(charges) - len(inside) - len(after_leaving),
             "charges_outside": [f"{k} at {at:.1f}" for k, at in charges if (k, at) not in inside + after_leaving],
             "charges_after_the_bots_left": len(after_leaving),
+            "bots_left_at": round(left, 1),
             "tables_stopped": stopped,
             "recovery_max_s": round(max(recovered, default=float("nan")), 2),
             "ledger_ok": bool(ledger.get("ok")),

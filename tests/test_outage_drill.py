@@ -38,7 +38,7 @@ def test_the_quick_outage_drill() -> None:
     for part in ("external", "embedded"):
         p = report[part]
         assert p["problems"] == [], p["problems"]
-        assert p["charges_inside_fault_windows"] == 0, p["charges_inside"]
+        assert p["charges_inside_fault_windows"] == 0, (p["charges_inside"], p["faults"], p.get("bots_left_at"))
         assert p["tables_stopped"] == 0, p["faults"]
         assert p["ledger_ok"] and p["transcripts_verified"] == p["hands"] > 0
         assert all(f["recovered_s"] is not None for f in p["faults"])
