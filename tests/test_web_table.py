@@ -530,6 +530,20 @@ async def test_a_person_plays_whole_hands_in_the_page_and_verifies_them(
             assert with_evidence.summary["evidence"]["checked"] == len(evidence), with_evidence.summary
             assert with_evidence.ok and "evidence" in with_evidence.checks_passed, with_evidence
 
+            # the page verified the hand itself as its transcript arrived, with its evidence
+            await page.wait_for_selector("#auto-verdict[data-ok]", timeout=60_000)
+            assert await page.get_attribute("#auto-verdict", "data-ok") == "true"
+            auto = await page.text_content("#auto-verdict") or ""
+            assert "every check passed, with your evidence (" in auto and " checked)" in auto, auto
+            # and the same verifier says no to a transcript that is not the game it was shown
+            tampered = json.loads(json.dumps(transcript))
+            tampered["log"][4]["h"] = "00" * 32
+            no = await page.evaluate(
+                "([t, k, n]) => RummyTable.verdictOf(t, k, RummyTable.evidence(n))",
+                [json.dumps(tampered), key.hex(), hand_no],
+            )
+            assert no["ok"] is False and no["check"] and no["items"] > 0, no
+
             # follow the link to /verify: every check passes, with the evidence too
             async with context.expect_page() as new_page:
                 await page.click("#verify-link")

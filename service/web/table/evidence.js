@@ -119,3 +119,20 @@ export function forkOf(kept, item) {
   }
   return null;
 }
+
+/* A hand verified in this browser as soon as its transcript is loaded: every check of
+   §14 under the pinned key (or, with none pinned, the key the transcript names), with
+   the evidence this page kept for the hand — the browser verifier's own code
+   (rummypf/verify*.js), as on /verify.  {ok, check, message, items, applied}. */
+export async function verdictOf(transcriptText, key, items) {
+  const V = R.verifyTranscript;
+  if (typeof V !== "function") return { ok: false, check: "internal", message: "the verifier is not loaded", items: items.length, applied: 0 };
+  try {
+    const out = await V(transcriptText, { key: key || null, evidence: items.length ? JSON.stringify(items) : null });
+    const ev = (out.summary && out.summary.evidence) || {};
+    const f = out.failure;
+    return { ok: !f, check: f ? f.check : null, message: f ? f.message : "every check passed", items: items.length, applied: Number.isInteger(ev.checked) ? ev.checked : 0 };
+  } catch (e) {
+    return { ok: false, check: "internal", message: String((e && e.message) || e), items: items.length, applied: 0 };
+  }
+}

@@ -11,7 +11,7 @@ import { hideError, notice, showError } from "./messages.js";
 import { loadLobby, renderLobby } from "./lobby.js";
 import { loadHands } from "./history.js";
 import { createPlayer, ready, renderWho, resume, signIn, signOut } from "./signin.js";
-import { evidenceOf } from "./evidence.js";
+import { evidenceOf, verdictOf } from "./evidence.js";
 import { historyCtl, leaveTablePage, onTableKey, openTable, receive, renderTable, sortHand, wireTable } from "./table-page.js";
 import * as moves from "./moves.js";
 import { summarize } from "./render-results.js";
@@ -139,6 +139,7 @@ window.RummyTable = {
   dropConnection: () => S.t && S.t.sock && S.t.sock.drop(),
   receive,
   evidence: (handNo) => (S.t && S.me ? evidenceOf(S.me.id, S.t.id, handNo) : []),
+  verdictOf,
   summarize,
   eventLine,
   applyChanges,

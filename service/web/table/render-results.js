@@ -171,6 +171,7 @@ export function renderResults(t, ctl) {
       el("tbody", null, rows),
     ),
     sum.settlement ? settlementLine(sum.settlement) : null,
+    verdictLine(res.verdict),
     tools,
     help,
   );
@@ -179,6 +180,16 @@ export function renderResults(t, ctl) {
     t.resultsFocused = res.hand_id;
     $("results-title").focus({ preventScroll: true });
   }
+}
+
+/* The hand as verified in this browser when its transcript arrived (table-page.js). */
+function verdictLine(v) {
+  if (!v) return el("p", { class: "muted", id: "auto-verdict" }, "Verifying this hand in your browser…");
+  if (v.ok) {
+    const ev = v.items ? ", with your evidence (" + plural(v.applied, "item") + " checked)" : "";
+    return el("p", { class: "ok", id: "auto-verdict", "data-ok": "true" }, "\u2714 Verified in your browser: every check passed" + ev + ".");
+  }
+  return el("p", { class: "bad", id: "auto-verdict", "data-ok": "false", "data-check": v.check || "" }, "This hand does not verify in your browser (" + (v.check || "?") + "): " + v.message + " Keep your evidence and the transcript.");
 }
 
 function settlementLine(st) {

@@ -4,7 +4,7 @@
 import { api } from "./api.js";
 import { $, download, el } from "./dom.js";
 import { TableSocket } from "./connection.js";
-import { evidenceOf } from "./evidence.js";
+import { evidenceOf, verdictOf } from "./evidence.js";
 import { best, nudge as nudged } from "./arranging.js";
 import { wildRankOf } from "./cardview.js";
 import { countOf, suggest, suggestionKey } from "./suggest.js";
@@ -142,6 +142,7 @@ async function loadTranscript(res) {
       res.transcript = JSON.parse(text);
       res.transcriptText = text;
       res.error = null;
+      verifyResult(res);
       break;
     } catch (e) {
       res.error = e;
@@ -149,6 +150,15 @@ async function loadTranscript(res) {
       await new Promise((r) => setTimeout(r, 500 * (attempt + 1)));
     }
   }
+  if (S.t && S.t.results === res) renderTable();
+}
+
+/** The hand verified in this browser with the page's own evidence, once its transcript
+    is here (§14, §15): the verdict is shown with the results. */
+async function verifyResult(res) {
+  const t = S.t;
+  res.verdict = null;
+  res.verdict = await verdictOf(res.transcriptText, S.serverKey, t && t.results === res ? evidenceFor(res.hand_no) : []);
   if (S.t && S.t.results === res) renderTable();
 }
 
