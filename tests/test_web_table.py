@@ -19,6 +19,7 @@ import contextlib
 import json
 import os
 import pathlib
+import re
 import tempfile
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
@@ -535,6 +536,22 @@ async def test_a_person_plays_whole_hands_in_the_page_and_verifies_them(
             assert await page.get_attribute("#auto-verdict", "data-ok") == "true"
             auto = await page.text_content("#auto-verdict") or ""
             assert "every check passed, with your evidence (" in auto and " checked)" in auto, auto
+            # and what the page was shown at each record is what the published hand gives
+            compared = re.search(r"the table you were shown is the published hand \((\d+) records compared\)", auto)
+            assert compared and int(compared.group(1)) >= 3, auto
+            shown_wrong = await page.evaluate(
+                """([t, k, n]) => {
+                     const m = new Map(RummyTable.state.t.shown.get(n));
+                     const [i, v] = [...m].find(([r]) => r > 3);
+                     m.set(i, Object.assign({}, v, {closed_count: v.closed_count + 1}));
+                     return RummyTable.verdictOf(t, k, RummyTable.evidence(n), m, RummyTable.state.me.id)
+                       .then((x) => Object.assign(x, {record: i}));
+                   }""",
+                [json.dumps(transcript), key.hex(), hand_no],
+            )
+            assert shown_wrong["ok"] is False and shown_wrong["check"] == "shown", shown_wrong
+            assert f"record {shown_wrong['record']}: " in shown_wrong["message"], shown_wrong
+            assert "closed_count" in shown_wrong["message"], shown_wrong
             # and the same verifier says no to a transcript that is not the game it was shown
             tampered = json.loads(json.dumps(transcript))
             tampered["log"][4]["h"] = "00" * 32

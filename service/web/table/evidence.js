@@ -124,15 +124,65 @@ export function forkOf(kept, item) {
    §14 under the pinned key (or, with none pinned, the key the transcript names), with
    the evidence this page kept for the hand — the browser verifier's own code
    (rummypf/verify*.js), as on /verify.  {ok, check, message, items, applied}. */
-export async function verdictOf(transcriptText, key, items) {
+export async function verdictOf(transcriptText, key, items, shown, playerId) {
   const V = R.verifyTranscript;
   if (typeof V !== "function") return { ok: false, check: "internal", message: "the verifier is not loaded", items: items.length, applied: 0 };
   try {
     const out = await V(transcriptText, { key: key || null, evidence: items.length ? JSON.stringify(items) : null });
     const ev = (out.summary && out.summary.evidence) || {};
     const f = out.failure;
-    return { ok: !f, check: f ? f.check : null, message: f ? f.message : "every check passed", items: items.length, applied: Number.isInteger(ev.checked) ? ev.checked : 0 };
+    const applied = Number.isInteger(ev.checked) ? ev.checked : 0;
+    if (f) return { ok: false, check: f.check, message: f.message, items: items.length, applied };
+    const wrong = shown ? shownDiffers(out.replay || [], JSON.parse(transcriptText), shown, playerId) : { message: "", compared: 0 };
+    if (wrong.message) return { ok: false, check: "shown", message: wrong.message, items: items.length, applied, compared: wrong.compared };
+    return { ok: true, check: null, message: "every check passed", items: items.length, applied, compared: wrong.compared };
   } catch (e) {
     return { ok: false, check: "internal", message: String((e && e.message) || e), items: items.length, applied: 0 };
   }
+}
+
+/* What the page was shown at a record, in the few fields a replay's state also has
+   (the player's cards, the open pile, the closed pile's size, each seat's status and
+   card count): kept per record while the hand is played (state.js), held against the
+   published hand's replay once it verifies.  Views are not signed: a difference proves
+   nothing to anyone else, but it tells the player that the house showed a game it did
+   not publish (docs/fairness.md §16). */
+export function shownOf(view) {
+  return {
+    cards: view.me ? view.me.cards.slice().sort() : null,
+    open: view.open.slice(),
+    closed_count: view.closed_count,
+    seats: view.seats.map((x) => [x.seat, x.status, x.card_count]).sort((a, b) => a[0] - b[0]),
+  };
+}
+
+function shownOfState(snap, seat) {
+  const seats = Object.keys(snap.seats).map(Number).sort((a, b) => a - b);
+  return {
+    cards: seat !== null && snap.seats[seat] ? snap.seats[seat].cards.slice().sort() : null,
+    open: snap.open.slice(),
+    closed_count: snap.closed_count,
+    seats: seats.map((x) => [x, snap.seats[x].status, snap.seats[x].cards.length]),
+  };
+}
+
+/** {message, compared}: the first record whose view as shown (shown: Map i → shownOf)
+    is not the replay's (replay: the verifier's steps, each with its record and the
+    state after it), and how many records were compared. */
+export function shownDiffers(replay, transcript, shown, playerId) {
+  const after = new Map();
+  for (const step of replay) if (step && step.state) after.set(step.record, step.state);
+  const entry = transcript.log[0].header.seats.find((x) => x.player_id === playerId);
+  const seat = entry ? entry.seat : null;
+  let compared = 0;
+  for (const i of [...shown.keys()].sort((a, b) => a - b)) {
+    const snap = after.get(i);
+    if (!snap) continue;
+    compared += 1;
+    const expected = shownOfState(snap, seat);
+    const got = shown.get(i);
+    const keys = Object.keys(expected).filter((k) => JSON.stringify(expected[k]) !== JSON.stringify(got[k]));
+    if (keys.length) return { message: "record " + i + ": what you were shown is not the published hand (" + keys.join(", ") + ").", compared };
+  }
+  return { message: "", compared };
 }

@@ -8,6 +8,7 @@ import { decksFor, wildRankOf } from "./cardview.js";
 import { bySuit, sync } from "./arranging.js";
 import { eventLine } from "./story.js";
 import { store } from "./store.js";
+import { shownOf } from "./evidence.js";
 
 const LOG_KEPT = 150;
 
@@ -47,6 +48,7 @@ export function newTable(id) {
     situation: null, // {kind, parts, rule}: why the player's seat is gone, the table closed…
     satDuring: null, // the hand in progress when the player sat (dealt without them)
     snapshot: null,
+    shown: new Map(), // hand_no -> record -> what the player was shown then (saw)
   };
   if (S.me) t.log = store.getJSON(logName(id), []).filter((x) => x && Array.isArray(x.parts));
   return t;
@@ -309,6 +311,7 @@ function fromSnapshot(t, snap, how, fx) {
     hand.deadline = parseTime(h.deadline);
     if (h.view) hand.view = h.view;
     hand.viewI = h.view ? h.i : -1;
+    saw(t, hand);
     learnSeat(t, hand, fx);
     if (h.seat !== null && h.seat !== undefined) hand.seat = h.seat;
     const events = (h.events || []).filter((e) => e.i > seen);
@@ -439,6 +442,7 @@ function onUpdate(t, m, fx) {
     fx.push({ do: "resync" });
   }
   hand.viewI = hand.view ? m.i : -1;
+  saw(t, hand);
   hand.phase = hand.view && hand.view.phase === "ended" ? "finishing" : "play";
   hand.deadline = parseTime(m.deadline);
   hand.fresh = new Set();
@@ -447,6 +451,21 @@ function onUpdate(t, m, fx) {
   if (t.confirm && t.confirm.what !== "leave") t.confirm = null;
   dockResultsIfMyTurn(t, hand);
   fx.push({ do: "suggest" });
+}
+
+/** Keep what the player is shown at this record (of the last SHOWN_HANDS hands), for
+    the check against the published hand once it is verified (evidence.js shownOf). */
+const SHOWN_HANDS = 2;
+function saw(t, hand) {
+  const v = hand.view;
+  if (!v || hand.viewI < 3 || !v.open || !v.seats) return;
+  let m = t.shown.get(hand.hand_no);
+  if (!m) {
+    m = new Map();
+    t.shown.set(hand.hand_no, m);
+    while (t.shown.size > SHOWN_HANDS) t.shown.delete(t.shown.keys().next().value);
+  }
+  m.set(hand.viewI, shownOf(v));
 }
 
 /** The last hand's results stay open until the player closes them, or until the new

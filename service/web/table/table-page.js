@@ -158,7 +158,9 @@ async function loadTranscript(res) {
 async function verifyResult(res) {
   const t = S.t;
   res.verdict = null;
-  res.verdict = await verdictOf(res.transcriptText, S.serverKey, t && t.results === res ? evidenceFor(res.hand_no) : []);
+  const mine = t && t.results === res;
+  const shown = mine ? t.shown.get(res.hand_no) : null;
+  res.verdict = await verdictOf(res.transcriptText, S.serverKey, mine ? evidenceFor(res.hand_no) : [], shown, S.me && S.me.id);
   if (S.t && S.t.results === res) renderTable();
 }
 
