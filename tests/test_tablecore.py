@@ -7,6 +7,7 @@ is tests/sim's in-memory one; each op is answered only when the test says so."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import random
 from typing import Any
@@ -460,3 +461,34 @@ def test_a_join_that_comes_before_the_table_has_loaded_gets_its_snapshot() -> No
     for r in replies:
         assert r.error is None, r.error
         assert r.result["table_id"] == "t0" and r.result["seats"] == {"0": "p0", "1": "p1"}
+
+
+def test_a_window_whose_record_was_stored_late_runs_from_when_it_was_told() -> None:
+    """A stalled store (shorter than hung_ms: no pause, no grace) answers the hand's start
+    1.4 s late: the header is told with 0.6 s of its 2 s commit window left.  Each seat
+    keeps its whole window from the tell (D35), so commits sent a second after it count;
+    before, the window closed on them and every seat was left out (CI's outage drill:
+    three null commitments in a 2 s stall)."""
+    h = Harness()
+    h.core.cfg = dataclasses.replace(CFG, grace_ms=0)  # D37's grace after connecting would hide it
+    h.advance(h.now + CFG.next_hand_ms, answer=False)
+    (start,) = h.inflight.values()
+    assert isinstance(start, io.Write) and isinstance(start.op, io.StartOp), start
+    h.now += 1400  # less than hung_ms: the table is not paused, D37 gives no grace
+    h.step(io.Tick())
+    h.answer_all()
+    hand = h.core.hand
+    assert hand is not None and hand.phase is HandPhase.COMMIT and not h.told("paused")
+    told = h.now
+    assert told - hand.recorder.records[0]["t"] >= 1400
+    assert h.core.deadline(hand) >= told + CFG.commit_ms  # the deadline the clients are told
+    h.advance(told + 1000)
+    assert hand.phase is HandPhase.COMMIT, "the window closed before the seats could commit"
+    for seat, pid in hand.players.items():
+        c = player_commit(seat, bytes([seat + 1]) * 32)
+        body = move_body("t0", hand.hand_no, hand.recorder.records[0]["h"], commit_move(seat, c))
+        sig = h.signers[pid].sign("move", body, PROTOCOL_V2)
+        h.send(pid, "commit", {"hand_no": hand.hand_no, "commit": c.hex(), "sig": sig})
+        h.answer_all()
+    assert hand.phase is HandPhase.REVEAL
+    assert all(c["commit"] is not None for c in hand.recorder.records[1]["commitments"]["commits"])

@@ -71,6 +71,7 @@ class TableCore(Commands):
         self.unreadable: io.VoidUnreadableOp | None = None
         self._ops = 0
         self.fx: list[io.Effect] = []
+        self.stored_at = 0  # when the write being answered was stored (ms): the tells of its records are now
 
     # -- the one entry ------------------------------------------------------------------
     def step(self, inp: io.Input, now: int) -> list[io.Effect]:
@@ -235,6 +236,7 @@ class TableCore(Commands):
                 self._tell_resumed()
             self.streak = 0
             self.paused_told = self.resumed_told = False
+            self.stored_at = now
             result = p.on_commit(out.data) if p.on_commit is not None else None
             self.fx.extend(p.after)
             if p.cmd is not None:

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from service.keys import ServerKeys
 
 log = logging.getLogger("rummy.table")
+TOLD_LATE_MS = 250  # a record told this long after its t: the seats it makes wait keep their whole window (D35)
 
 
 class Steps:
@@ -42,6 +43,7 @@ class Steps:
     hands_finished: int
     to_void: tuple[str, int | None] | None
     unreadable: io.VoidUnreadableOp | None
+    stored_at: int
 
     def emit(self, effect: io.Effect) -> None:
         raise NotImplementedError
@@ -226,13 +228,24 @@ class Steps:
                 log.info("table %s: stood up after %d hands away: %s", self.table_id, facts.max_away, stood)
                 told = facts.stand(stood, "away", "D34", hand_no, now)
                 self.emit(io.TellSeats(facts.seats, told))
-            self.emit(io.TellPhase(hand, self.deadline(hand)))
+            self._tell_phase(hand)
 
         def refused(_: RuleError | None) -> None:
             self.next_start = now + max(1000, self.cfg.next_hand_ms)
 
         op = io.StartOp(hand_no, candidates, absent, need, rules.min_players, facts.max_away, begin)
         self.write(op, now, on_commit=started, on_refused=refused)
+
+    def _owe_if_told_late(self, hand: HandRun) -> None:
+        """D35 for the house's own delay: a window or a turn runs from its record's
+        ``t``, but a seat can act only once the record is told, after it is stored.  When
+        the store was slow (a stalled database: CI's outage drill saw a 2 s stall close a
+        2 s commit window before anyone had seen its header), each seat the running clock
+        would charge keeps its whole window from the moment the record was told.  (The
+        verifier bounds a window's close from below only; a later close is allowed.)"""
+        if hand.recorder.records and self.stored_at - int(hand.recorder.records[-1]["t"]) > TOLD_LATE_MS:
+            for seat in self.charged(hand):
+                hand.owe(seat, self.stored_at)
 
     # -- the seed phases and the deal -----------------------------------------------------
     def _store(self, hand: HandRun, records: list[dict[str, Any]], now: int, **kw: Any) -> io.Pending:
@@ -245,6 +258,7 @@ class Steps:
         self._store(hand, hand.recorder.records[1:2], now, on_commit=lambda _: self._tell_phase(hand))
 
     def _tell_phase(self, hand: HandRun) -> None:
+        self._owe_if_told_late(hand)
         self.emit(io.TellPhase(hand, self.deadline(hand)))
 
     def close_reveals(self, hand: HandRun, now: int) -> None:
@@ -284,6 +298,7 @@ class Steps:
         ``after`` (the whole view at the deal); the mover's update rides on the reply
         to ``cmd``."""
         cmd_id = None if cmd is None else cmd.cmd_id
+        self._owe_if_told_late(hand)
         self.emit(io.TellUpdate(hand, record, events, self.deadline(hand), before, after, cmd_id))
 
     # -- moves ------------------------------------------------------------------------------
