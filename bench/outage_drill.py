@@ -225,9 +225,9 @@ class Part:
         # The bots play on through the last fault's grace before they leave: a seat that
         # leaves charges itself (D36: a hand begun as it goes gets no commitment from it),
         # and a charge of that kind inside [end, end + grace] would be counted as the
-        # house's (CI failed once so: 3 null commitments of one hand inside the last
-        # fault's grace, the bots having left as soon as every table dealt again, under
-        # a second after that fault; not reproduced in a run of its own).
+        # house's.  (Written for a CI failure first read so; that failure was the house's
+        # own — a stalled write told a header after its commit window: D35, fixed in
+        # service/tablecore/steps.py — but the bots' leaving can still race the grace.)
         await asyncio.sleep(max(0.0, last + RESUME_GRACE + 1.0 - time.time()))
         left = time.time()
         for t in self.tasks:

@@ -140,6 +140,7 @@ async def drive_bots(
     from service.bots import BotStop
 
     tasks = [asyncio.create_task(b.run(), name=f"bot-{n + 1}") for n, b in enumerate(bots)]
+    labelled = [(f"bot-{n + 1}", b) for n, b in enumerate(bots)]
     seats: dict[int, int] = {}
     reported: set[int] = set()
     loop = asyncio.get_running_loop()
@@ -171,7 +172,6 @@ async def drive_bots(
                         )
                         print(f"hand {r.get('hand_no')}: {what}", file=out, flush=True)
                         if checker is not None:
-                            labelled = [(f"bot-{n + 1}", x) for n, x in enumerate(bots)]
                             for v in await checker.check(r, labelled):
                                 print(v.line(), file=out, flush=True)
             for n, t in enumerate(tasks):
@@ -203,7 +203,7 @@ async def drive_bots(
                 flush=True,
             )
         if checker is not None:
-            for line in receipt_lines([(f"bot-{n + 1}", b) for n, b in enumerate(bots)]):
+            for line in receipt_lines(labelled):
                 print(line, file=out, flush=True)
 
 

@@ -80,8 +80,8 @@ class HandChecker:
         hand_no = result.get("hand_no")
         if not isinstance(hand_no, int):
             return []
-        players = [(label, b.evidence_of(self.table_id, hand_no)) for label, b in bots]
-        players = [(label, items) for label, items in players if items]
+        with_items = [(label, b, b.evidence_of(self.table_id, hand_no)) for label, b in bots]
+        players = [(label, b, items) for label, b, items in with_items if items]
         if not players:
             return []
         path = result.get("transcript") or f"/api/hands/{quote(str(result.get('hand_id')), safe='')}/transcript"
@@ -94,8 +94,7 @@ class HandChecker:
         except (Unreachable, aiohttp.ClientError, TimeoutError, OSError) as e:
             return self._unfetched(hand_no, players, str(e) or type(e).__name__)
         found = []
-        by_label = dict(bots)
-        for label, items in players:
+        for label, bot, items in players:
             report, after = await asyncio.to_thread(replayed, transcript, self.key, items)
             checked = int((report.summary.get("evidence") or {}).get("checked", 0))
             if not report.ok:
@@ -103,7 +102,6 @@ class HandChecker:
                 check, message = (f.check, f.message) if f else ("?", "failed")
                 found.append(Verdict(hand_no, label, False, check, message, checked))
                 continue
-            bot = by_label[label]
             seat = next(
                 (e["seat"] for e in transcript["log"][0]["header"]["seats"] if e["player_id"] == bot.player_id), None
             )
@@ -115,10 +113,10 @@ class HandChecker:
         self.verdicts += found
         return found
 
-    def _unfetched(self, hand_no: int, players: list[tuple[str, Any]], why: str) -> list[Verdict]:
+    def _unfetched(self, hand_no: int, players: list[tuple[str, Any, Any]], why: str) -> list[Verdict]:
         """A published hand that cannot be read is reported as failed, never skipped."""
         message = f"the transcript could not be fetched: {why}"
-        found = [Verdict(hand_no, label, False, "fetch", message, 0) for label, _ in players]
+        found = [Verdict(hand_no, label, False, "fetch", message, 0) for label, _, _ in players]
         self.verdicts += found
         return found
 
