@@ -73,7 +73,7 @@ async def test_the_page_keeps_no_item_that_does_not_verify(
             newest = await page.evaluate("RummyTable.state.t.hand.newest")
             if newest >= BAD:
                 break
-            await play_my_turn(page)
+            await play_my_turn(page, declare=False)  # the hand must reach the record
         await page.wait_for_function(
             "() => (RummyTable.state.t.hand.badSig || '').startsWith('head of record')", timeout=30_000
         )

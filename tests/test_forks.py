@@ -165,7 +165,7 @@ async def test_the_page_sees_a_fork_at_once(
             await page.wait_for_function(MY_MOVE, timeout=60_000)
             if forged:
                 break
-            await play_my_turn(page)
+            await play_my_turn(page, declare=False)  # the hand must reach the record
         await page.wait_for_selector("#fork-check", timeout=30_000)
         assert f"record {FORK}" in (await page.text_content("#fork-check") or "")
         log = await page.evaluate("RummyTable.state.t.log.map((l) => l.text)")
