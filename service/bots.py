@@ -53,7 +53,7 @@ from verifier.signing import Signer, verify
 log = logging.getLogger("rummy.bots")
 BACKOFF_FIRST = 0.2
 BACKOFF_MAX = 5.0
-SHOWN_HANDS = 8  # hands whose views we keep, for `bots --verify` to hold against the published hand
+SHOWN_HANDS = 8  # hands whose views and events we keep, for `bots --verify` to hold against the published hand
 
 
 class BotStop(Exception):
@@ -91,6 +91,7 @@ class Bot:
     rejected: list[dict[str, Any]] = field(default_factory=list)  # server items that did not verify: not evidence
     forks: list[Fork] = field(default_factory=list)  # two kept items that gave one record two links
     shown: dict[int, dict[int, dict[str, Any]]] = field(default_factory=dict)  # hand_no -> i -> our view then
+    heard: dict[int, dict[int, list[Any]]] = field(default_factory=dict)  # hand_no -> i -> the events an update told us
     keep_hands: int | None = None  # keep the evidence of the newest this many hands only (None: of every hand)
     connections: int = 0
     told: collections.Counter[str] = field(default_factory=collections.Counter)  # frames received, by type
@@ -284,6 +285,7 @@ class Bot:
             await self._on_hand(m)
         elif t == "update":
             self._note(m)
+            self._heard(m)
             await self._maybe_act(self._changed(m), m.get("hand_no"))
         elif t == "result":
             self._heard_of(m.get("hand_no"))
@@ -366,6 +368,18 @@ class Bot:
             while len(self.shown) > SHOWN_HANDS:
                 del self.shown[min(self.shown)]
         self.shown[hand_no][i] = v
+
+    def _heard(self, m: dict[str, Any]) -> None:
+        """Keep the events an update told us at its record (of the last SHOWN_HANDS
+        hands), for ``bots --verify`` to hold against the published record's."""
+        hand_no, i, events = m.get("hand_no"), m.get("i"), m.get("events")
+        if not isinstance(hand_no, int) or not isinstance(i, int) or not isinstance(events, list):
+            return
+        if hand_no not in self.heard:
+            self.heard[hand_no] = {}
+            while len(self.heard) > SHOWN_HANDS:
+                del self.heard[min(self.heard)]
+        self.heard[hand_no][i] = events
 
     def _note(self, m: dict[str, Any]) -> None:
         """Keep the signed head of every record we are sent (an update carries its

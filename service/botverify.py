@@ -10,7 +10,9 @@ key — so a published transcript that is not the game the bots were shown fails
 once, named by check.  Then the view each bot was shown at each record is held
 against ``seat_view`` of the replayed state there (check ``shown``): views are not
 signed, so a difference proves nothing to others, but it tells the player that the
-house showed it a game it did not publish (docs/fairness.md §16).  What the bots saw
+house showed it a game it did not publish (docs/fairness.md §16).  So are the events
+each update told the bot, against the published record's events as its seat may see
+them (``Event.for_seat``; check ``shown`` too).  What the bots saw
 on receipt (acks that did not echo a move, items that did not verify, forks:
 :mod:`verifier.echo`, :mod:`verifier.forks`) is reported at the end.  The key is
 pinned once: ``--server-key``, or the server's own at the start (trust on first use,
@@ -20,6 +22,7 @@ as the table page does), printed as its fingerprint.
 from __future__ import annotations
 
 import asyncio
+import itertools
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -28,7 +31,7 @@ import aiohttp
 
 from service.httpclient import Refused, Rest, Unreachable
 from verifier.fairness import canonical
-from verifier.hand import HandState, seat_view
+from verifier.hand import Event, HandState, seat_view
 from verifier.signing import fingerprint, fingerprint_text, load_public_key
 from verifier.transcript import replayed
 
@@ -44,12 +47,13 @@ class Verdict:
     message: str
     evidence_checked: int  # evidence items checked for this hand (§15)
     views_compared: int = 0  # records whose view the bot was shown, held against the published hand
+    events_compared: int = 0  # records whose events an update told the bot, held against the published ones
 
     def line(self) -> str:
         if self.ok:
             return (
                 f"hand {self.hand_no}: verified for {self.bot} ({self.evidence_checked} evidence items checked, "
-                f"{self.views_compared} views as shown compared)"
+                f"{self.views_compared} views as shown and {self.events_compared} records' events as told compared)"
             )
         return f"hand {self.hand_no}: FAILED for {self.bot}: {self.check}: {self.message}"
 
@@ -106,10 +110,13 @@ class HandChecker:
                 (e["seat"] for e in transcript["log"][0]["header"]["seats"] if e["player_id"] == bot.player_id), None
             )
             wrong, compared = shown_differs(bot.shown.get(hand_no, {}), after, seat)
+            heard = 0
+            if not wrong:
+                wrong, heard = heard_differs(bot.heard.get(hand_no, {}), transcript["log"], seat)
             if wrong:
                 found.append(Verdict(hand_no, label, False, "shown", wrong, checked, compared))
             else:
-                found.append(Verdict(hand_no, label, True, None, "every check passed", checked, compared))
+                found.append(Verdict(hand_no, label, True, None, "every check passed", checked, compared, heard))
         self.verdicts += found
         return found
 
@@ -134,13 +141,53 @@ def shown_differs(shown: dict[int, dict[str, Any]], after: dict[int, HandState],
             continue
         compared += 1
         expected = seat_view(state, seat)
-        if canonical(expected) != canonical(shown[i]):
+        if not _same(shown[i], expected):
             keys = sorted(k for k in expected.keys() | shown[i].keys() if expected.get(k) != shown[i].get(k))
             return (
                 f"record {i}: the view this bot was shown is not the published hand's (differs in {', '.join(keys)})",
                 compared,
             )
     return "", compared
+
+
+def heard_differs(heard: dict[int, list[Any]], log: list[dict[str, Any]], seat: int | None) -> tuple[str, int]:
+    """Whether the events an update told the bot at a record are not the published
+    record's events as its seat may see them (each event's public data, and its private
+    part only when it is the seat's own: ``Event.for_seat``): the first such record
+    described (empty if none), and how many records' events were compared.  Like views,
+    events are not signed: this tells the player, it proves nothing to others."""
+    compared = 0
+    for i in sorted(heard):
+        if seat is None or not 0 <= i < len(log) or "events" not in log[i]:
+            continue
+        compared += 1
+        expected = [Event.from_json(e).for_seat(seat) for e in log[i]["events"]]
+        if not _same(heard[i], expected):
+            why = _first_difference(heard[i], expected)
+            return f"record {i}: the events this bot was told are not the published record's ({why})", compared
+    return "", compared
+
+
+def _same(told: Any, published: Any) -> bool:
+    """Canonically equal; what the server sent may hold what canonical JSON has not
+    (a float): then it is not the published value."""
+    try:
+        return canonical(told) == canonical(published)
+    except ValueError:
+        return False
+
+
+def _first_difference(told: list[Any], published: list[dict[str, Any]]) -> str:
+    """Where two lists of events first differ, in words."""
+    for j, (a, b) in enumerate(itertools.zip_longest(told, published), start=1):
+        if a is None or b is None:
+            return f"told {len(told)} events, published {len(published)}"
+        if not _same(a, b):
+            if not isinstance(a, dict):
+                return f"event {j} told is not an object"
+            keys = sorted(k for k in a.keys() | b.keys() if not _same(a.get(k), b.get(k)))
+            return f"event {j}, {b['kind']}: differs in {', '.join(keys)}"
+    return "the same events, differently encoded"
 
 
 def receipt_lines(bots: list[tuple[str, Any]]) -> list[str]:

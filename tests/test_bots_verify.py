@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from service.bots import Bot
+from service.botverify import heard_differs
 from service.startup import Running
 from service.telling import Teller
 from tests.test_cli_errors import OPERATOR, arummy, clean_env, new_table, one_line
@@ -36,12 +37,14 @@ async def test_honest_hands_are_verified_with_each_bots_evidence(server: Running
         r"^verifying each hand under the server key with fingerprint ([0-9a-f]{4} ){15}[0-9a-f]{4}$", r.out, re.M
     )
     verified = re.findall(
-        r"^hand (\d+): verified for bot-(\d) \((\d+) evidence items checked, (\d+) views as shown compared\)$",
+        r"^hand (\d+): verified for bot-(\d) \((\d+) evidence items checked, (\d+) views as shown "
+        r"and (\d+) records' events as told compared\)$",
         r.out,
         re.M,
     )
-    assert {b for _, b, _, _ in verified} == {"1", "2"}, r.out
-    assert all(int(n) > 4 and int(v) > 1 for _, _, n, v in verified), verified  # every view as shown was the hand's
+    assert {b for _, b, _, _, _ in verified} == {"1", "2"}, r.out
+    # every view as shown, and every record's events as told, were the hand's
+    assert all(int(n) > 4 and int(v) > 1 and int(e) > 1 for _, _, n, v, e in verified), verified
     assert "FAILED" not in r.out
     for b in ("1", "2"):
         assert f"bot-{b}: 0 acks that did not echo its move, 0 server items that did not verify, 0 forks" in r.out
@@ -121,6 +124,56 @@ async def test_a_view_the_published_hand_does_not_give_fails(
     failed = re.findall(rf"^hand \d+: FAILED for bot-(\d): shown: record {DEAL}: (.+)$", r.out, re.M)
     assert {b for b, _ in failed} == {"1", "2"}, r.out
     assert all("differs in closed_count" in why for _, why in failed), failed
+
+
+async def test_events_the_published_hand_does_not_hold_fail(
+    server: Running, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The house tells every seat that the first move was the clock's (``by_clock``), a
+    word no view carries, while it publishes the true record: the views as shown all
+    agree, and the events as told name the record, the event and the field."""
+    update = Teller._update
+
+    def clock_drew(base: dict[str, Any], u: Any, seat: Any, change: Any, deadline: Any) -> dict[str, Any]:
+        out = update(base, u, seat, change, deadline)
+        if out["i"] == DEAL + 1:
+            first = out["events"][0]  # a draw, or a first drop (then the hand ends there)
+            out["events"] = [{**first, "by_clock": True}, *out["events"][1:]]
+        return out
+
+    monkeypatch.setattr(Teller, "_update", staticmethod(clock_drew))
+    table = await new_table(server, seats=4)
+    r = await arummy(
+        *bots_args(server, table, "--verify"), cwd=tmp_path, env=clean_env(RUMMY_OPERATOR_TOKEN=OPERATOR), timeout=110
+    )
+    assert r.code == 1, (r.out, r.err)
+    failed = re.findall(rf"^hand \d+: FAILED for bot-(\d): shown: record {DEAL + 1}: (.+)$", r.out, re.M)
+    assert {b for b, _ in failed} == {"1", "2"}, r.out  # the mover (its reply's update) and the other seat
+    assert all("events this bot was told" in why and ": differs in by_clock" in why for _, why in failed), failed
+
+
+def test_events_told_are_held_against_the_published_record_as_the_seat_may_see_it() -> None:
+    """heard_differs: each event's public data, and its private part for its own seat
+    only; another seat's hidden card told, an event missing, a float: each differs."""
+    draw = {"kind": "draw", "seat": 1, "data": {"source": "closed", "by_clock": False}, "private": {"card": 7}}
+    turn = {"kind": "turn", "seat": 2, "data": {"turn_no": 2, "phase": "draw"}, "private": {}}
+    log: list[dict[str, Any]] = [{"i": 0}, {"i": 1}, {"i": 2}, {"i": 3, "events": []}, {"i": 4, "events": [draw, turn]}]
+    mine = [
+        {"kind": "draw", "seat": 1, "source": "closed", "by_clock": False, "card": 7},
+        {"kind": "turn", "seat": 2, "turn_no": 2, "phase": "draw"},
+    ]
+    theirs = [{**mine[0]}, mine[1]]
+    del theirs[0]["card"]
+    assert heard_differs({4: mine}, log, 1) == ("", 1)
+    assert heard_differs({3: [], 4: theirs}, log, 2) == ("", 2)
+    assert heard_differs({4: theirs}, log, None) == ("", 0)  # a seat not dealt in compares nothing
+    leaked, n = heard_differs({4: mine}, log, 2)  # seat 2 told seat 1's drawn card
+    assert n == 1 and "record 4" in leaked and "event 1, draw: differs in card" in leaked, leaked
+    short, _ = heard_differs({4: mine[:1]}, log, 1)
+    assert "told 1 events, published 2" in short, short
+    floated, _ = heard_differs({4: [{**mine[0], "card": 7.0}, mine[1]]}, log, 1)
+    assert "event 1, draw: differs in card" in floated, floated  # 7.0 == 7 in Python, not on the wire
+    assert heard_differs({9: mine}, log, 1) == ("", 0)  # a record the log does not reach
 
 
 def test_a_bot_with_keep_hands_holds_the_newest_hands_only() -> None:
