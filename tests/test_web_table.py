@@ -541,8 +541,12 @@ async def test_a_person_plays_whole_hands_in_the_page_and_verifies_them(
             auto = await page.text_content("#auto-verdict") or ""
             assert "every check passed, with your evidence (" in auto and " checked)" in auto, auto
             # and what the page was shown at each record is what the published hand gives
-            compared = re.search(r"the table you were shown is the published hand \((\d+) records compared\)", auto)
-            assert compared and int(compared.group(1)) >= 3, auto
+            compared = re.search(
+                r"the table you were shown is the published hand \((\d+) records compared, "
+                r"the events you were told at (\d+) of them too\)",
+                auto,
+            )
+            assert compared and int(compared.group(1)) >= 3 and int(compared.group(2)) >= 3, auto
             shown_wrong = await page.evaluate(
                 """([t, k, n]) => {
                      const m = new Map(RummyTable.state.t.shown.get(n));
@@ -556,6 +560,22 @@ async def test_a_person_plays_whole_hands_in_the_page_and_verifies_them(
             assert shown_wrong["ok"] is False and shown_wrong["check"] == "shown", shown_wrong
             assert f"record {shown_wrong['record']}: " in shown_wrong["message"], shown_wrong
             assert "closed_count" in shown_wrong["message"], shown_wrong
+            # ...and so are the events it was told: one the published record does not hold
+            told_wrong = await page.evaluate(
+                """([t, k, n]) => {
+                     const m = new Map(RummyTable.state.t.shown.get(n));
+                     const [i, v] = [...m].find(([r, x]) => r > 3 && x.events && x.events.length);
+                     const events = v.events.slice();
+                     events[0] = Object.assign({}, events[0], {by_clock: !events[0].by_clock});
+                     m.set(i, Object.assign({}, v, {events}));
+                     return RummyTable.verdictOf(t, k, RummyTable.evidence(n), m, RummyTable.state.me.id)
+                       .then((x) => Object.assign(x, {record: i, kind: events[0].kind}));
+                   }""",
+                [json.dumps(transcript), key.hex(), hand_no],
+            )
+            assert told_wrong["ok"] is False and told_wrong["check"] == "shown", told_wrong
+            assert f"record {told_wrong['record']}: the events you were told" in told_wrong["message"], told_wrong
+            assert f"event 1, {told_wrong['kind']}: differs in by_clock" in told_wrong["message"], told_wrong
             # and the same verifier says no to a transcript that is not the game it was shown
             tampered = json.loads(json.dumps(transcript))
             tampered["log"][4]["h"] = "00" * 32

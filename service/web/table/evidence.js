@@ -133,9 +133,9 @@ export async function verdictOf(transcriptText, key, items, shown, playerId) {
     const f = out.failure;
     const applied = Number.isInteger(ev.checked) ? ev.checked : 0;
     if (f) return { ok: false, check: f.check, message: f.message, items: items.length, applied };
-    const wrong = shown ? shownDiffers(out.replay || [], JSON.parse(transcriptText), shown, playerId) : { message: "", compared: 0 };
+    const wrong = shown ? shownDiffers(out.replay || [], JSON.parse(transcriptText), shown, playerId) : { message: "", compared: 0, heard: 0 };
     if (wrong.message) return { ok: false, check: "shown", message: wrong.message, items: items.length, applied, compared: wrong.compared };
-    return { ok: true, check: null, message: "every check passed", items: items.length, applied, compared: wrong.compared };
+    return { ok: true, check: null, message: "every check passed", items: items.length, applied, compared: wrong.compared, heard: wrong.heard || 0 };
   } catch (e) {
     return { ok: false, check: "internal", message: String((e && e.message) || e), items: items.length, applied: 0 };
   }
@@ -168,13 +168,15 @@ function shownOfState(snap, seat) {
 
 /** {message, compared}: the first record whose view as shown (shown: Map i → shownOf)
     is not the replay's (replay: the verifier's steps, each with its record and the
-    state after it), and how many records were compared. */
+    state after it), or whose events as told (the entry's events, kept with it by
+    state.js) are not the published record's as the seat may see them; and how many
+    records were compared, and at how many of them the events too (heard). */
 export function shownDiffers(replay, transcript, shown, playerId) {
   const after = new Map();
   for (const step of replay) if (step && step.state) after.set(step.record, step.state);
   const entry = transcript.log[0].header.seats.find((x) => x.player_id === playerId);
   const seat = entry ? entry.seat : null;
-  let compared = 0;
+  let compared = 0, heard = 0;
   for (const i of [...shown.keys()].sort((a, b) => a - b)) {
     const snap = after.get(i);
     if (!snap) continue;
@@ -183,6 +185,40 @@ export function shownDiffers(replay, transcript, shown, playerId) {
     const got = shown.get(i);
     const keys = Object.keys(expected).filter((k) => JSON.stringify(expected[k]) !== JSON.stringify(got[k]));
     if (keys.length) return { message: "record " + i + ": what you were shown is not the published hand (" + keys.join(", ") + ").", compared };
+    const record = transcript.log[i];
+    if (got.events && record && Array.isArray(record.events)) {
+      heard += 1;
+      const told = eventsDiffer(got.events, record.events.map((e) => forSeat(e, seat)));
+      if (told) return { message: "record " + i + ": the events you were told are not the published hand's (" + told + ").", compared, heard };
+    }
   }
-  return { message: "", compared };
+  return { message: "", compared, heard };
+}
+
+/* An event of the transcript as a seat is told it during play (docs/fairness.md §11):
+   its public data, and its private part only when it is the seat's own. */
+function forSeat(e, seat) {
+  return Object.assign({ kind: e.kind, seat: e.seat }, e.data, seat !== null && e.seat === seat ? e.private : {});
+}
+
+function same(a, b) {
+  try {
+    return R.canonical(a) === R.canonical(b);
+  } catch (_) {
+    return false; // not canonical JSON (a fraction, say): not the published value
+  }
+}
+
+/** Where the events told first differ from the published ones, in words ("" if nowhere). */
+function eventsDiffer(told, published) {
+  if (!Array.isArray(told)) return "what was told is not a list of events";
+  for (let j = 0; j < Math.max(told.length, published.length); j++) {
+    const a = told[j], b = published[j];
+    if (a === undefined || b === undefined) return "told " + told.length + " events, published " + published.length;
+    if (same(a, b)) continue;
+    if (!a || typeof a !== "object") return "event " + (j + 1) + " told is not an object";
+    const keys = [...new Set([...Object.keys(a), ...Object.keys(b)])].filter((k) => !same(a[k], b[k])).sort();
+    return "event " + (j + 1) + ", " + b.kind + ": differs in " + keys.join(", ");
+  }
+  return "";
 }

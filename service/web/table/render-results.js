@@ -186,7 +186,7 @@ export function renderResults(t, ctl) {
 function verdictLine(v) {
   if (!v) return el("p", { class: "muted", id: "auto-verdict" }, "Verifying this hand in your browser…");
   if (v.ok) {
-    const ev = (v.items ? ", with your evidence (" + plural(v.applied, "item") + " checked)" : "") + (v.compared ? "; the table you were shown is the published hand (" + plural(v.compared, "record") + " compared)" : "");
+    const ev = (v.items ? ", with your evidence (" + plural(v.applied, "item") + " checked)" : "") + (v.compared ? "; the table you were shown is the published hand (" + plural(v.compared, "record") + " compared" + (v.heard ? ", the events you were told at " + v.heard + " of them too" : "") + ")" : "");
     return el("p", { class: "ok", id: "auto-verdict", "data-ok": "true" }, "\u2714 Verified in your browser: every check passed" + ev + ".");
   }
   return el("p", { class: "bad", id: "auto-verdict", "data-ok": "false", "data-check": v.check || "" }, "This hand does not verify in your browser (" + (v.check || "?") + "): " + v.message + " Keep your evidence and the transcript.");

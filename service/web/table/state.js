@@ -443,6 +443,8 @@ function onUpdate(t, m, fx) {
   }
   hand.viewI = hand.view ? m.i : -1;
   saw(t, hand);
+  const kept = hand.viewI === m.i && t.shown.get(hand.hand_no);
+  if (kept && kept.has(m.i)) kept.get(m.i).events = m.events; // what the player was told then, too
   hand.phase = hand.view && hand.view.phase === "ended" ? "finishing" : "play";
   hand.deadline = parseTime(m.deadline);
   hand.fresh = new Set();
