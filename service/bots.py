@@ -91,7 +91,7 @@ class Bot:
     rejected: list[dict[str, Any]] = field(default_factory=list)  # server items that did not verify: not evidence
     forks: list[Fork] = field(default_factory=list)  # two kept items that gave one record two links
     shown: dict[int, dict[int, dict[str, Any]]] = field(default_factory=dict)  # hand_no -> i -> our view then
-    heard: dict[int, dict[int, list[Any]]] = field(default_factory=dict)  # hand_no -> i -> the events an update told us
+    heard: dict[int, dict[int, Any]] = field(default_factory=dict)  # hand_no -> i -> the events an update told us
     keep_hands: int | None = None  # keep the evidence of the newest this many hands only (None: of every hand)
     connections: int = 0
     told: collections.Counter[str] = field(default_factory=collections.Counter)  # frames received, by type
@@ -372,9 +372,10 @@ class Bot:
     def _heard(self, m: dict[str, Any]) -> None:
         """Keep the events an update told us at its record (of the last SHOWN_HANDS
         hands), for ``bots --verify`` to hold against the published record's."""
-        hand_no, i, events = m.get("hand_no"), m.get("i"), m.get("events")
-        if not isinstance(hand_no, int) or not isinstance(i, int) or not isinstance(events, list):
+        hand_no, i = m.get("hand_no"), m.get("i")
+        if not isinstance(hand_no, int) or not isinstance(i, int):
             return
+        events = m.get("events")  # kept as sent: an update without its events is a difference too
         if hand_no not in self.heard:
             self.heard[hand_no] = {}
             while len(self.heard) > SHOWN_HANDS:

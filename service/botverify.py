@@ -150,7 +150,7 @@ def shown_differs(shown: dict[int, dict[str, Any]], after: dict[int, HandState],
     return "", compared
 
 
-def heard_differs(heard: dict[int, list[Any]], log: list[dict[str, Any]], seat: int | None) -> tuple[str, int]:
+def heard_differs(heard: dict[int, Any], log: list[dict[str, Any]], seat: int | None) -> tuple[str, int]:
     """Whether the events an update told the bot at a record are not the published
     record's events as its seat may see them (each event's public data, and its private
     part only when it is the seat's own: ``Event.for_seat``): the first such record
@@ -177,8 +177,10 @@ def _same(told: Any, published: Any) -> bool:
         return False
 
 
-def _first_difference(told: list[Any], published: list[dict[str, Any]]) -> str:
+def _first_difference(told: Any, published: list[dict[str, Any]]) -> str:
     """Where two lists of events first differ, in words."""
+    if not isinstance(told, list):
+        return "what was told is not a list of events"
     for j, (a, b) in enumerate(itertools.zip_longest(told, published), start=1):
         if a is None or b is None:
             return f"told {len(told)} events, published {len(published)}"
