@@ -181,8 +181,9 @@ def _first_difference(told: Any, published: list[dict[str, Any]]) -> str:
     """Where two lists of events first differ, in words."""
     if not isinstance(told, list):
         return "what was told is not a list of events"
-    for j, (a, b) in enumerate(itertools.zip_longest(told, published), start=1):
-        if a is None or b is None:
+    gone: Any = object()
+    for j, (a, b) in enumerate(itertools.zip_longest(told, published, fillvalue=gone), start=1):
+        if a is gone or b is gone:
             return f"told {len(told)} events, published {len(published)}"
         if not _same(a, b):
             if not isinstance(a, dict):

@@ -174,6 +174,8 @@ def test_events_told_are_held_against_the_published_record_as_the_seat_may_see_i
     floated, _ = heard_differs({4: [{**mine[0], "card": 7.0}, mine[1]]}, log, 1)
     assert "event 1, draw: differs in card" in floated, floated  # 7.0 == 7 in Python, not on the wire
     assert heard_differs({9: mine}, log, 1) == ("", 0)  # a record the log does not reach
+    nulled, _ = heard_differs({4: [None, mine[1]]}, log, 1)  # an event told as null
+    assert "event 1 told is not an object" in nulled, nulled
     missing, _ = heard_differs({4: None}, log, 1)  # an update that came without its events
     assert "what was told is not a list of events" in missing, missing
 
