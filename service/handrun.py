@@ -28,6 +28,7 @@ from verifier.record import HandRecorder, RestoreError
 
 log = logging.getLogger("rummy.hand")
 
+HEADS_KEPT = 4  # signed heads a hand keeps, of its newest records (HandRun.head)
 _BY_RECORDS = {1: HandPhase.COMMIT, 2: HandPhase.REVEAL, 3: HandPhase.DEAL}
 
 
@@ -44,8 +45,10 @@ class HandRun:
     seeds: dict[int, tuple[bytes, str]] = field(default_factory=dict)  # accepted (seed, player signature)
     seed_revealed: bool = True  # False when the sealed server seed could not be opened (D33)
     turn_began: int = 0  # t (ms) of the record that began the current turn
-    #: the server's signed head of record i, signed once and shared by the reply, the
-    #: update and the snapshots
+    #: the server's signed head of record i, signed once and shared by the mover's and
+    #: the other seats' updates and the snapshots; only the newest records' heads are
+    #: asked for again, so only the newest HEADS_KEPT are kept (a hand in progress
+    #: otherwise held one for each of its records)
     heads: dict[int, dict[str, Any]] = field(default_factory=dict)
     # D35: (clock, seat) -> the earliest ms that seat's window may close, after the house
     # refused a move of it that the rules allow (a refusal's arrival + the whole window)
@@ -69,6 +72,8 @@ class HandRun:
         got = self.heads.get(i)
         if got is None:
             got = self.heads[i] = self.recorder.head_evidence(i)
+            while len(self.heads) > HEADS_KEPT:
+                del self.heads[min(self.heads)]
         return got
 
     def next_t(self, now: int, at_least: int = 0) -> int:

@@ -318,3 +318,48 @@ def test_what_the_house_owes_moves_the_window_and_the_turn_and_only_theirs() -> 
     assert run.turn_end() == 70_000 and run.deadline == 70.0
     run.turn_began = 50_000  # the next turn: nothing carried over
     assert run.turn_end() == 80_000
+
+
+def test_a_hand_signs_each_head_once_and_keeps_only_the_newest() -> None:
+    """HandRun.head: a record's head is signed once (the same object for the updates and
+    the snapshot), verifies, and the hand keeps the newest HEADS_KEPT heads only; an
+    older one asked for again is signed again, the same signature (Ed25519 is
+    deterministic)."""
+    from service.handrun import HEADS_KEPT, HandRun
+    from verifier.chain import head_body
+    from verifier.hand import TableRules, TimeOut
+    from verifier.record import PROTOCOL, HandRecorder
+    from verifier.signing import verify
+
+    keys = {s: vectors.player_signer("heads", s) for s in (0, 1)}
+    rec = HandRecorder(
+        vectors.TEST_SIGNER,
+        "t-heads",
+        1,
+        TableRules(seats=4),
+        [(s, f"p{s}", k.public_bytes) for s, k in keys.items()],
+        0,
+        b"\x03" * 32,
+        commit_ms=10_000,
+        reveal_ms=10_000,
+    )
+    run = HandRun(1, 1, rec, {0: "p0", 1: "p1"}, {0: 1, 1: 1})
+    rec.open(1_000)
+    rec.commitments({}, 11_000)
+    rec.reveal({}, 12_000)
+    rec.deal(12_005)
+    first = [run.head(i) for i in range(4)]
+    assert run.head(3) is first[3]  # signed once
+    for i, h in enumerate(first):
+        assert h["body"] == head_body("t-heads", 1, i, rec.records[i]["h"])
+        assert verify(vectors.TEST_SIGNER.public_bytes, "head", h["body"], h["sig"], PROTOCOL)
+    assert sorted(run.heads) == list(range(4 - HEADS_KEPT, 4))
+    for t in range(5):  # the clock moves for the seat on turn: records 4…
+        state = rec.state
+        assert state is not None and state.turn is not None
+        rec.act(TimeOut(state.turn), None, 13_000 + t)
+        run.head(len(rec.records) - 1)
+    newest = len(rec.records) - 1
+    assert sorted(run.heads) == list(range(newest - HEADS_KEPT + 1, newest + 1)), sorted(run.heads)
+    again = run.head(0)  # long gone: signed again, the same signature
+    assert again == first[0] and again is not first[0]
