@@ -28,6 +28,7 @@ from tests.test_server import latest_view, seat_of, seat_two, through_seeds
 from tests.wsclient import Client
 from verifier import vectors
 from verifier.fairness import PROTOCOL_V2, canonical, lp
+from verifier.record import HandRecorder
 from verifier.signing import verify
 from verifier.transcript import verify_transcript
 
@@ -277,26 +278,32 @@ async def test_the_bots_write_an_evidence_file_rummy_verify_accepts(api: Api, se
         assert f"evidence: {n} of {n} items checked" in r.stdout
 
 
+def two_seat_recorder(table_id: str, server_seed: bytes) -> HandRecorder:
+    """A hand's recorder at a four-seat table (30 s turns, 10 s seed windows) with seats
+    0 and 1 dealt in, each with its own test key."""
+    from verifier.hand import TableRules
+
+    keys = {s: vectors.player_signer(table_id, s) for s in (0, 1)}
+    return HandRecorder(
+        vectors.TEST_SIGNER,
+        table_id,
+        1,
+        TableRules(seats=4, turn_seconds=30),
+        [(s, f"p{s}", k.public_bytes) for s, k in keys.items()],
+        0,
+        server_seed,
+        commit_ms=10_000,
+        reveal_ms=10_000,
+    )
+
+
 def test_what_the_house_owes_moves_the_window_and_the_turn_and_only_theirs() -> None:
     """HandRun.owe (D35): a seat still to send its commitment keeps the window to
     arrival + commit_ms; a seat on turn keeps the turn to arrival + turn_seconds; what
     is owed for one window or turn does not carry to the next."""
     from service.handrun import HandRun
-    from verifier.hand import TableRules
-    from verifier.record import HandRecorder
 
-    keys = {s: vectors.player_signer("owe", s) for s in (0, 1)}
-    rec = HandRecorder(
-        vectors.TEST_SIGNER,
-        "t-owe",
-        1,
-        TableRules(seats=4, turn_seconds=30),
-        [(s, f"p{s}", k.public_bytes) for s, k in keys.items()],
-        0,
-        b"\x02" * 32,
-        commit_ms=10_000,
-        reveal_ms=10_000,
-    )
+    rec = two_seat_recorder("t-owe", b"\x02" * 32)
     run = HandRun(1, 1, rec, {0: "p0", 1: "p1"}, {0: 1, 1: 1})
     rec.open(1_000)
     assert run.window_end() == 11_000
@@ -327,22 +334,11 @@ def test_a_hand_signs_each_head_once_and_keeps_only_the_newest() -> None:
     deterministic)."""
     from service.handrun import HEADS_KEPT, HandRun
     from verifier.chain import head_body
-    from verifier.hand import TableRules, TimeOut
-    from verifier.record import PROTOCOL, HandRecorder
+    from verifier.hand import TimeOut
+    from verifier.record import PROTOCOL
     from verifier.signing import verify
 
-    keys = {s: vectors.player_signer("heads", s) for s in (0, 1)}
-    rec = HandRecorder(
-        vectors.TEST_SIGNER,
-        "t-heads",
-        1,
-        TableRules(seats=4),
-        [(s, f"p{s}", k.public_bytes) for s, k in keys.items()],
-        0,
-        b"\x03" * 32,
-        commit_ms=10_000,
-        reveal_ms=10_000,
-    )
+    rec = two_seat_recorder("t-heads", b"\x03" * 32)
     run = HandRun(1, 1, rec, {0: "p0", 1: "p1"}, {0: 1, 1: 1})
     rec.open(1_000)
     rec.commitments({}, 11_000)

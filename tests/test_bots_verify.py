@@ -5,6 +5,7 @@ not the game the bots were shown fails, named, and the command exits 1."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +101,32 @@ async def test_server_key_usage_errors(server: Running, tmp_path: Path) -> None:
     one_line(r, 2, "--server-key", "not a public key")
 
 
+async def failures_when_the_house_alters(
+    server: Running, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, at: int, alter: Callable[[dict[str, Any]], None]
+) -> list[tuple[str, str]]:
+    """Two bots play a hand with ``--verify`` while the house alters, with ``alter``,
+    every update it tells of record ``at`` (each seat's, the mover's too) and publishes
+    the true hand; the command fails, and this returns (bot, why) for each failure at
+    that record."""
+    update = Teller._update
+
+    def altered(base: dict[str, Any], u: Any, seat: Any, change: Any, deadline: Any) -> dict[str, Any]:
+        out = update(base, u, seat, change, deadline)
+        if out["i"] == at:
+            alter(out)
+        return out
+
+    monkeypatch.setattr(Teller, "_update", staticmethod(altered))
+    table = await new_table(server, seats=4)
+    r = await arummy(
+        *bots_args(server, table, "--verify"), cwd=tmp_path, env=clean_env(RUMMY_OPERATOR_TOKEN=OPERATOR), timeout=110
+    )
+    assert r.code == 1, (r.out, r.err)
+    failed = re.findall(rf"^hand \d+: FAILED for bot-(\d): shown: record {at}: (.+)$", r.out, re.M)
+    assert {b for b, _ in failed} == {"1", "2"}, r.out  # the mover (its reply's update) and the other seat
+    return failed
+
+
 async def test_a_view_the_published_hand_does_not_give_fails(
     server: Running, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -107,22 +134,11 @@ async def test_a_view_the_published_hand_does_not_give_fails(
     is the true one, so the evidence passes): the bots hold what they were shown
     against the published hand and say which record and what differs.  Views are not
     signed, so this proves nothing to a third party; it tells the player."""
-    update = Teller._update
 
-    def false_deal(base: dict[str, Any], u: Any, seat: Any, change: Any, deadline: Any) -> dict[str, Any]:
-        out = update(base, u, seat, change, deadline)
-        if out.get("view") is not None and out["i"] == DEAL:
-            out["view"] = {**out["view"], "closed_count": out["view"]["closed_count"] + 1}
-        return out
+    def one_more_closed(out: dict[str, Any]) -> None:
+        out["view"] = {**out["view"], "closed_count": out["view"]["closed_count"] + 1}
 
-    monkeypatch.setattr(Teller, "_update", staticmethod(false_deal))
-    table = await new_table(server, seats=4)
-    r = await arummy(
-        *bots_args(server, table, "--verify"), cwd=tmp_path, env=clean_env(RUMMY_OPERATOR_TOKEN=OPERATOR), timeout=110
-    )
-    assert r.code == 1, (r.out, r.err)
-    failed = re.findall(rf"^hand \d+: FAILED for bot-(\d): shown: record {DEAL}: (.+)$", r.out, re.M)
-    assert {b for b, _ in failed} == {"1", "2"}, r.out
+    failed = await failures_when_the_house_alters(server, tmp_path, monkeypatch, DEAL, one_more_closed)
     assert all("differs in closed_count" in why for _, why in failed), failed
 
 
@@ -132,23 +148,12 @@ async def test_events_the_published_hand_does_not_hold_fail(
     """The house tells every seat that the first move was the clock's (``by_clock``), a
     word no view carries, while it publishes the true record: the views as shown all
     agree, and the events as told name the record, the event and the field."""
-    update = Teller._update
 
-    def clock_drew(base: dict[str, Any], u: Any, seat: Any, change: Any, deadline: Any) -> dict[str, Any]:
-        out = update(base, u, seat, change, deadline)
-        if out["i"] == DEAL + 1:
-            first = out["events"][0]  # a draw, or a first drop (then the hand ends there)
-            out["events"] = [{**first, "by_clock": True}, *out["events"][1:]]
-        return out
+    def by_the_clock(out: dict[str, Any]) -> None:
+        first = out["events"][0]  # a draw, or a first drop (then the hand ends there)
+        out["events"] = [{**first, "by_clock": True}, *out["events"][1:]]
 
-    monkeypatch.setattr(Teller, "_update", staticmethod(clock_drew))
-    table = await new_table(server, seats=4)
-    r = await arummy(
-        *bots_args(server, table, "--verify"), cwd=tmp_path, env=clean_env(RUMMY_OPERATOR_TOKEN=OPERATOR), timeout=110
-    )
-    assert r.code == 1, (r.out, r.err)
-    failed = re.findall(rf"^hand \d+: FAILED for bot-(\d): shown: record {DEAL + 1}: (.+)$", r.out, re.M)
-    assert {b for b, _ in failed} == {"1", "2"}, r.out  # the mover (its reply's update) and the other seat
+    failed = await failures_when_the_house_alters(server, tmp_path, monkeypatch, DEAL + 1, by_the_clock)
     assert all("events this bot was told" in why and ": differs in by_clock" in why for _, why in failed), failed
 
 
