@@ -360,27 +360,16 @@ class Bot:
     def _saw(self, view: tuple[int, int, dict[str, Any]] | None) -> None:
         """Keep the view we were shown at a record (of the last SHOWN_HANDS hands): what
         ``bots --verify`` holds against the published hand (:mod:`service.botverify`)."""
-        if view is None:
-            return
-        hand_no, i, v = view
-        if hand_no not in self.shown:
-            self.shown[hand_no] = {}
-            while len(self.shown) > SHOWN_HANDS:
-                del self.shown[min(self.shown)]
-        self.shown[hand_no][i] = v
+        if view is not None:
+            _keep_per_hand(self.shown, *view)
 
     def _heard(self, m: dict[str, Any]) -> None:
         """Keep the events an update told us at its record (of the last SHOWN_HANDS
-        hands), for ``bots --verify`` to hold against the published record's."""
+        hands), for ``bots --verify`` to hold against the published record's; kept as
+        sent: an update without its events is a difference too."""
         hand_no, i = m.get("hand_no"), m.get("i")
-        if not isinstance(hand_no, int) or not isinstance(i, int):
-            return
-        events = m.get("events")  # kept as sent: an update without its events is a difference too
-        if hand_no not in self.heard:
-            self.heard[hand_no] = {}
-            while len(self.heard) > SHOWN_HANDS:
-                del self.heard[min(self.heard)]
-        self.heard[hand_no][i] = events
+        if isinstance(hand_no, int) and isinstance(i, int):
+            _keep_per_hand(self.heard, hand_no, i, m.get("events"))
 
     def _note(self, m: dict[str, Any]) -> None:
         """Keep the signed head of every record we are sent (an update carries its
@@ -691,6 +680,15 @@ def state_from_view(view: dict[str, Any]) -> HandState:
         phase=Phase(view["phase"]),
         turn_no=view["turn_no"],
     )
+
+
+def _keep_per_hand(kept: dict[int, dict[int, Any]], hand_no: int, i: int, value: Any) -> None:
+    """``kept[hand_no][i] = value``, keeping the newest SHOWN_HANDS hands only."""
+    if hand_no not in kept:
+        kept[hand_no] = {}
+        while len(kept) > SHOWN_HANDS:
+            del kept[min(kept)]
+    kept[hand_no][i] = value
 
 
 def choose_from_view(view: dict[str, Any], *, allow_drop: bool = True) -> dict[str, Any]:

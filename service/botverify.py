@@ -142,7 +142,7 @@ def shown_differs(shown: dict[int, dict[str, Any]], after: dict[int, HandState],
         compared += 1
         expected = seat_view(state, seat)
         if not _same(shown[i], expected):
-            keys = sorted(k for k in expected.keys() | shown[i].keys() if expected.get(k) != shown[i].get(k))
+            keys = _differing(shown[i], expected)
             return (
                 f"record {i}: the view this bot was shown is not the published hand's (differs in {', '.join(keys)})",
                 compared,
@@ -177,6 +177,11 @@ def _same(told: Any, published: Any) -> bool:
         return False
 
 
+def _differing(told: dict[str, Any], published: dict[str, Any]) -> list[str]:
+    """The fields in which what was told is not the published value, sorted."""
+    return sorted(k for k in told.keys() | published.keys() if not _same(told.get(k), published.get(k)))
+
+
 def _first_difference(told: Any, published: list[dict[str, Any]]) -> str:
     """Where two lists of events first differ, in words."""
     if not isinstance(told, list):
@@ -188,8 +193,7 @@ def _first_difference(told: Any, published: list[dict[str, Any]]) -> str:
         if not _same(a, b):
             if not isinstance(a, dict):
                 return f"event {j} told is not an object"
-            keys = sorted(k for k in a.keys() | b.keys() if not _same(a.get(k), b.get(k)))
-            return f"event {j}, {b['kind']}: differs in {', '.join(keys)}"
+            return f"event {j}, {b['kind']}: differs in {', '.join(_differing(a, b))}"
     return "the same events, differently encoded"
 
 

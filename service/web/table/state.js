@@ -442,9 +442,7 @@ function onUpdate(t, m, fx) {
     fx.push({ do: "resync" });
   }
   hand.viewI = hand.view ? m.i : -1;
-  saw(t, hand);
-  const kept = hand.viewI === m.i && t.shown.get(hand.hand_no);
-  if (kept && kept.has(m.i)) kept.get(m.i).events = m.events; // what the player was told then, too
+  saw(t, hand, m.events);
   hand.phase = hand.view && hand.view.phase === "ended" ? "finishing" : "play";
   hand.deadline = parseTime(m.deadline);
   hand.fresh = new Set();
@@ -455,10 +453,11 @@ function onUpdate(t, m, fx) {
   fx.push({ do: "suggest" });
 }
 
-/** Keep what the player is shown at this record (of the last SHOWN_HANDS hands), for
-    the check against the published hand once it is verified (evidence.js shownOf). */
+/** Keep what the player is shown at this record (of the last SHOWN_HANDS hands), and
+    the events an update told it there, for the check against the published hand once
+    it is verified (evidence.js shownOf, shownDiffers). */
 const SHOWN_HANDS = 2;
-function saw(t, hand) {
+function saw(t, hand, events) {
   const v = hand.view;
   if (!v || hand.viewI < 3 || !v.open || !v.seats) return;
   let m = t.shown.get(hand.hand_no);
@@ -467,7 +466,9 @@ function saw(t, hand) {
     t.shown.set(hand.hand_no, m);
     while (t.shown.size > SHOWN_HANDS) t.shown.delete(t.shown.keys().next().value);
   }
-  m.set(hand.viewI, shownOf(v));
+  const entry = shownOf(v);
+  if (events) entry.events = events;
+  m.set(hand.viewI, entry);
 }
 
 /** The last hand's results stay open until the player closes them, or until the new
