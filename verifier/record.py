@@ -14,6 +14,7 @@ any point (D33).  Every record carries ``"t"`` (ms) and its chain link ``"h"``.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -39,6 +40,7 @@ from verifier.errors import RuleError
 from verifier.fairness import PROTOCOL_V2, Encode, canonical, player_commit, reshuffler, rules_id, server_commit
 from verifier.hand import Action, Event, HandState, Phase, TableRules, TimeOut, action_from_json, action_to_json
 from verifier.hand import apply as apply_action
+from verifier.recordlog import RecordLog
 from verifier.signing import Signer, signed_message
 
 PROTOCOL: Final = PROTOCOL_V2
@@ -86,15 +88,16 @@ class HandRecorder:
     prev_head: str = GENESIS
     commit_ms: int = 10_000
     reveal_ms: int = 10_000
-    records: list[dict[str, Any]] = field(default_factory=list)
+    #: the hand's records (the older action records held as their canonical JSON)
+    records: RecordLog = field(default_factory=RecordLog)
     header: dict[str, Any] = field(default_factory=dict)
     reveals: list[dict[str, Any]] = field(default_factory=list)
     key: bytes = b""
     deck: list[int] = field(default_factory=list)
     state: HandState | None = None
     _player_keys: dict[int, Ed25519PublicKey] = field(default_factory=dict, repr=False)
-    # (seat, prev, move, signature) this recorder has checked: see trust()
-    _verified: set[tuple[int, str, str, str]] = field(default_factory=set, repr=False)
+    # digests of (seat, prev, move, signature) this recorder has checked: see trust()
+    _verified: set[bytes] = field(default_factory=set, repr=False)
     # the record _link made last and the head it was linked to: accept() need not hash it again
     _linked: tuple[dict[str, Any], str] | None = field(default=None, repr=False)
     encode: Encode = field(default=canonical, repr=False, compare=False)
@@ -113,6 +116,8 @@ class HandRecorder:
             raise ValueError("one player key is listed for two seats of the hand (§13)")
         self._player_keys = {s: ed25519.strict_key(k) for s, _, k in self.seats}
         self._raw_keys = {s: bytes(k) for s, _, k in self.seats}
+        if not self.records:
+            self.records = RecordLog(self.encode)
 
     @classmethod
     def from_header(
@@ -185,7 +190,8 @@ class HandRecorder:
         return key
 
     def _check_signature(self, seat: int, prev: str, move: Mapping[str, Any], sig: Any) -> None:
-        done = (seat, prev, self.encode(move).decode(), str(sig))
+        # a digest, not the strings: a hand in progress keeps one for each of its moves
+        done = hashlib.blake2b(self.encode([seat, prev, dict(move), str(sig)]), digest_size=32).digest()
         if done in self._verified:
             return
         body = move_body(self.table_id, self.hand_no, prev, move)
@@ -388,7 +394,7 @@ class HandRecorder:
             "protocol": PROTOCOL,
             "table_id": self.table_id,
             "hand_no": self.hand_no,
-            "log": self.records,
+            "log": list(self.records),
             "head": self.head,
             "server_seed": self.server_seed.hex() if seed_revealed else "",
             "deck": deck,

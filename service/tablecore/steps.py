@@ -10,6 +10,7 @@ out when the op has committed (:mod:`service.tablecore.core`).
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from service import fastjson, fastsig
@@ -360,7 +361,7 @@ class Steps:
             {s: (hand.players[s], hand.holds[s]) for s in hand.players},
             settlement,
             str(rec.records[-1]["reason"]) if rec.voided else None,
-            tuple(hand.players[s] for s in clock_dropped(rec.records)),  # D31
+            tuple(hand.players[s] for s in clock_dropped(transcript["log"])),  # D31
         )
 
         absent = op.stand_up
@@ -399,7 +400,7 @@ class Steps:
         self.write(io.CloseOp(), now, on_commit=closed)
 
 
-def clock_dropped(records: list[dict[str, Any]]) -> list[int]:
+def clock_dropped(records: Sequence[Mapping[str, Any]]) -> list[int]:
     """Seats the clock dropped (D31: stood up when the hand ends)."""
     return [
         int(e["seat"])
