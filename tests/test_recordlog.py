@@ -9,9 +9,11 @@ import tracemalloc
 
 import pytest
 
+from tests.test_record import fresh_hand
 from verifier import vectors
 from verifier.chain import chain_link
-from verifier.fairness import canonical
+from verifier.errors import RuleError
+from verifier.fairness import canonical, player_commit
 from verifier.hand import TableRules
 from verifier.record import HandRecorder
 from verifier.recordlog import KEPT_AS_MADE, RecordLog
@@ -91,3 +93,15 @@ def test_a_record_text_that_is_not_an_object_is_refused(bad: bytes) -> None:
         log.append({"i": i})
     with pytest.raises(TypeError):
         log[KEPT_AS_MADE]
+
+
+@pytest.mark.parametrize("sig", ["\ud800" * 128, 7, None, ["a"]])
+def test_a_signature_of_any_shape_is_refused_as_a_bad_signature(sig: object) -> None:
+    """The digest of what was checked takes whatever a client sent (a lone surrogate
+    too): the check refuses it, and nothing is remembered."""
+    rec, _keys = fresh_hand()
+    commit = player_commit(0, b"a" * 32)
+    with pytest.raises(RuleError) as e:
+        rec.check_commit(0, commit, sig)  # type: ignore[arg-type]
+    assert e.value.code == "bad_signature"
+    assert not rec._verified

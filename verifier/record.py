@@ -190,8 +190,7 @@ class HandRecorder:
         return key
 
     def _check_signature(self, seat: int, prev: str, move: Mapping[str, Any], sig: Any) -> None:
-        # a digest, not the strings: a hand in progress keeps one for each of its moves
-        done = hashlib.blake2b(self.encode([seat, prev, dict(move), str(sig)]), digest_size=32).digest()
+        done = self._checked_key(seat, prev, move, sig)
         if done in self._verified:
             return
         body = move_body(self.table_id, self.hand_no, prev, move)
@@ -204,6 +203,21 @@ class HandRecorder:
         if not player_signature_ok(key, body, sig, self.encode):
             raise RuleError("bad_signature", f"the {move['kind']} is not signed by seat {seat}'s player key")
         self._verified.add(done)
+
+    def _checked_key(self, seat: int, prev: str, move: Mapping[str, Any], sig: Any) -> bytes:
+        """What :attr:`_verified` remembers of a checked signature: a digest of (seat,
+        prev, move, signature), each part length-prefixed, not the strings themselves
+        (a hand in progress keeps one for each of its moves).  Any ``sig`` a client
+        sends digests, a lone surrogate too: it is refused by the check, not here."""
+        h = hashlib.blake2b(digest_size=32)
+        for part in (
+            str(seat).encode(),
+            self.encode(move),
+            *(str(x).encode("utf-8", "surrogatepass") for x in (prev, sig)),
+        ):
+            h.update(len(part).to_bytes(8, "big"))
+            h.update(part)
+        return h.digest()
 
     def trust(self, other: HandRecorder) -> None:
         """Take on trust the player signatures ``other`` — a recorder of the same hand,
