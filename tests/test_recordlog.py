@@ -57,6 +57,10 @@ def test_reading_a_record_back_gives_a_new_dict_equal_to_the_one_appended() -> N
     assert log.held_as_text() == [4, 5] and log[-1] == json.loads(canonical(made[6]))
     log[-1]["t"] = 9  # the newest is the dict held, so a change to it stays
     assert log[-1]["t"] == 9
+    # appended after a pop, the texts still line up with their records
+    log.append({"type": "action", "i": 7})
+    assert log.held_as_text() == [4, 5, 6]
+    assert log[6] == {**json.loads(canonical(made[6])), "t": 9} and log[5] == json.loads(canonical(made[5]))
 
 
 def test_the_older_records_take_a_fraction_of_their_memory_as_dicts() -> None:

@@ -73,7 +73,7 @@ class RecordLog(Sequence[dict[str, Any]]):
         end = at[k + 1] if k + 1 < len(at) else len(self._text)
         record = self._decode(bytes(self._text[at[k] : end]))
         if not isinstance(record, dict):
-            raise TypeError("a record's text decodes to a JSON object")
+            raise TypeError("a record's text does not decode to a JSON object")
         return record
 
     @overload
