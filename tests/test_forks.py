@@ -111,7 +111,9 @@ FORK = 4  # the record the house shows a second time, with another link
 def forking_house(monkeypatch: pytest.MonkeyPatch, record: int = FORK) -> list[dict[str, Any]]:
     """After ``record`` + 1 of each hand is told, the house pushes every connection a
     second update for ``record`` whose link is another, its head signed with the hand's
-    key: it shows the table two histories.  Returns the forged frames."""
+    key: it shows the table two histories.  Returns the forged frames, of every table
+    the server is playing (a table an earlier test left playing at the same server is
+    forged too: a test takes its own table's, :func:`forged_at`)."""
     forged: list[dict[str, Any]] = []
     tell = Teller.tell_update
 
@@ -133,23 +135,29 @@ def forking_house(monkeypatch: pytest.MonkeyPatch, record: int = FORK) -> list[d
     return forged
 
 
+def forged_at(forged: list[dict[str, Any]], table: str) -> list[dict[str, Any]]:
+    """The frames :func:`forking_house` forged at ``table``."""
+    return [f for f in forged if f["table_id"] == table]
+
+
 async def test_the_bots_see_a_fork_at_once(api: Api, server: Running, monkeypatch: pytest.MonkeyPatch) -> None:
     """Both bots hold the two heads of record FORK, each verified: each says so at once.
     The evidence then fails against the transcript whichever history is published —
     and the two heads need no transcript to prove it."""
     forged = forking_house(monkeypatch)
     table, bots = await two_bots_play_a_hand(api, server, "fork")
-    assert forged
     t = await api.call("GET", bots[0].hands_seen[0]["transcript"], expect=200)
+    mine = [f for f in forged_at(forged, table) if f["hand_no"] == t["log"][0]["header"]["hand_no"]]
+    assert len(mine) == 1, forged
     true_h = t["log"][FORK]["h"]
     key = await key_of(api)
     for b in bots:
-        assert [(f.i, f.expected, f.found) for f in b.forks] == [(FORK, true_h, forged[0]["h"])]
+        assert [(f.i, f.expected, f.found) for f in b.forks] == [(FORK, true_h, mine[0]["h"])]
         kept = b.evidence_of(table, t["log"][0]["header"]["hand_no"])
         assert len(forks(kept)) == 1 and b.rejected == []  # both heads verify: both are evidence
         report = verify_transcript(t, key, kept)
         assert not report.ok and report.failure is not None and report.failure.check == "evidence"
-        honest = [x for x in kept if not (x["purpose"] == "head" and x["body"]["h"] == forged[0]["h"])]
+        honest = [x for x in kept if not (x["purpose"] == "head" and x["body"]["h"] == mine[0]["h"])]
         assert verify_transcript(t, key, honest).ok  # what failed was the forged head
 
 
@@ -160,10 +168,10 @@ async def test_the_page_sees_a_fork_at_once(
     in the table's log and the hand's checks that the server signed two histories, and
     plays on."""
     forged = forking_house(monkeypatch)
-    async with person_beside_a_bot(server, api, browser, "Forked") as (page, _held):
-        while not forged:
+    async with person_beside_a_bot(server, api, browser, "Forked") as (page, held):
+        while not forged_at(forged, held.table_id):
             await page.wait_for_function(MY_MOVE, timeout=60_000)
-            if forged:
+            if forged_at(forged, held.table_id):
                 break
             await play_my_turn(page, declare=False)  # the hand must reach the record
         await page.wait_for_selector("#fork-check", timeout=30_000)
@@ -177,6 +185,6 @@ async def test_the_page_sees_a_fork_at_once(
             )
         )
         heads = {x["body"]["h"] for x in kept if x["purpose"] == "head" and x["body"]["i"] == FORK}
-        assert forged[0]["h"] in heads and len(heads) == 2
+        assert forged_at(forged, held.table_id)[0]["h"] in heads and len(heads) == 2
         assert len(forks(kept)) == 1
         await page.wait_for_function(MY_MOVE, timeout=60_000)  # the hand goes on
