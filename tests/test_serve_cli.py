@@ -143,21 +143,15 @@ async def test_sigterm_mid_hand_tells_every_client_and_a_restart_resumes_the_han
 
     import aiohttp
 
-    import service.bots
     from service.bots import Bot
+    from tests.heldbot import no_declares
     from verifier.signing import load_public_key
     from verifier.transcript import verify_transcript
 
     # Until the SIGTERM the bots discard where they would declare: a declare at a first
-    # turn (about 1 deal in 110 with their strategy) ends the hand before the SIGTERM,
-    # and the bots (one hand each) would never come back.  After it they play as ever.
-    choose, holding = service.bots.choose_from_view, [True]
-
-    def no_declare_yet(view: dict[str, Any], *, allow_drop: bool = True) -> dict[str, Any]:
-        action = choose(view, allow_drop=allow_drop)
-        return {"kind": "discard", "card": action["card"]} if holding[0] and action["kind"] == "declare" else action
-
-    monkeypatch.setattr(service.bots, "choose_from_view", no_declare_yet)
+    # turn ends the hand before the SIGTERM, and the bots (one hand each) would never
+    # come back.  After it they play as ever.
+    release = no_declares(monkeypatch)
 
     token = "op-" + os.urandom(8).hex()
     port = free_port()
@@ -193,7 +187,7 @@ async def test_sigterm_mid_hand_tells_every_client_and_a_restart_resumes_the_han
             assert not any(b.hands_seen for b in bots), "the hand ended before the SIGTERM"
             for b in bots:  # they thought before each move so that SIGTERM finds the hand under way;
                 b.fast = True  # after the restart they finish it without thinking
-            holding[0] = False
+            release()
             down = time.time()
             proc.send_signal(signal.SIGTERM)
             await asyncio.to_thread(proc.wait, 120)  # only a hang takes this long

@@ -13,6 +13,7 @@ import pathlib
 from collections.abc import AsyncIterator
 
 import aiohttp
+import pytest
 from playwright.async_api import Browser
 
 from service.app import TABLES
@@ -20,6 +21,7 @@ from service.bots import Bot
 from service.startup import Running, start_server
 from service.table import Settings
 from tests.conftest import OPERATOR, Api, fresh_database, wait_for
+from tests.heldbot import no_declares
 from tests.test_cli_errors import free_port
 from tests.test_web_table import PatientBot, conn, new_person, person_page, sign_in, start_bots, stop_bots
 
@@ -92,7 +94,9 @@ async def test_the_going_down_notice_stays_until_the_page_is_back(
                 await first.stop()
 
 
-async def test_a_seat_stood_up_while_away_is_explained(server: Running, api: Api, browser: Browser) -> None:
+async def test_a_seat_stood_up_while_away_is_explained(
+    server: Running, api: Api, browser: Browser, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Sat down during a hand: "you sit this hand out", and why.  Then the page loses
     the network; the next hand is dealt without it and, after one hand away
     (max_away_hands 1), the seat is stood up (D34).  Back online, the page says what
@@ -107,6 +111,9 @@ async def test_a_seat_stood_up_while_away_is_explained(server: Running, api: Api
         # instead of D34: most likely the next hand was dealt with the person's seat
         # before the page went away, the bots playing a whole hand in a second or two)
         bots.append(PatientBot(server.url, p["token"], table_id, fast=True, key=p["signer"], max_hands=2, think=0.2))
+    # the hand must still be going when the person sits down: a bot's declare at its
+    # first turn would end it about half a second after the deal
+    release = no_declares(monkeypatch)
     tasks: list[asyncio.Task[None]] = []
     try:
         async with person_page(browser) as (context, page, _console):
@@ -121,6 +128,7 @@ async def test_a_seat_stood_up_while_away_is_explained(server: Running, api: Api
             await page.wait_for_selector("#hand-msg")
             said = await page.text_content("#hand-msg") or ""
             assert "You sit this hand out" in said and "after it was dealt" in said, said
+            release()
             # away: no network; the next hand is dealt without the page
             await context.set_offline(True)
             await page.evaluate("RummyTable.dropConnection()")

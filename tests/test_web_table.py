@@ -29,10 +29,9 @@ import aiohttp
 import pytest
 from playwright.async_api import Browser, BrowserContext, Page, ViewportSize
 
-import service.bots
 from service.bots import Bot
 from tests.conftest import Api, wait_for
-from tests.heldbot import HeldBot
+from tests.heldbot import HeldBot, no_declares
 from verifier.fairness import PROTOCOL_V2
 from verifier.signing import Signer
 from verifier.signing import verify as signature_ok
@@ -828,13 +827,7 @@ async def test_a_header_listing_another_key_gets_no_commitment_and_a_hand_ended_
     and shows the result from the published transcript."""
     # The bot never declares: a first-turn declare (about 1 deal in 100 with its
     # strategy) would end the hand before the clock drops the person
-    choose = service.bots.choose_from_view
-
-    def no_declare(view: dict[str, Any], *, allow_drop: bool = True) -> dict[str, Any]:
-        action = choose(view, allow_drop=allow_drop)
-        return {"kind": "discard", "card": action["card"]} if action["kind"] == "declare" else action
-
-    monkeypatch.setattr(service.bots, "choose_from_view", no_declare)
+    no_declares(monkeypatch)
     table_id = await api.table(seats=4, point_value=1, turn_seconds=3, max_missed_turns=1, min_players=2)
     person = await new_person(api, "Omar")
     p = await api.player("steady-bot")
