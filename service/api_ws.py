@@ -138,7 +138,7 @@ async def _on_text(request: web.Request, conn: Connection, player: store.Player,
         conn.push(_error(getattr(e, "msg_id", None), e.code, e.message))
         return
     replayable = data["type"] != "join"
-    earlier = conn.recall(msg_id) if replayable else None
+    earlier = conn.replies.recall(msg_id) if replayable else None
     if earlier is not None:  # the same answer again, once it is known; nothing is applied twice
         if earlier.future is not None:
             await asyncio.wait([earlier.future])
@@ -149,7 +149,7 @@ async def _on_text(request: web.Request, conn: Connection, player: store.Player,
     route = Route(conn, msg_id)
     outcome = await _dispatch(request, conn, player, data, joined, route)
     if replayable:
-        conn.remember(msg_id, outcome, lambda: dumps({**_reply_for(msg_id, outcome), "replayed": True}))
+        conn.replies.remember(msg_id, outcome, lambda: dumps({**_reply_for(msg_id, outcome), "replayed": True}))
     done, _ = await asyncio.wait([outcome], timeout=TABLE_ANSWER_SECONDS)
     if route.sent:  # the table sent it, in order with its pushes
         return

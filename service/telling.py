@@ -10,7 +10,8 @@ A push about a record carries its events and what changed in the seat's view
 (:mod:`service.views`), not the whole view; the mover gets its update inside the
 reply to its move (one frame), which the table sends itself, in order with its
 pushes (:class:`Route`).  A connection remembers the replies to its own message ids,
-bounded by count, bytes and age, and forgets them when it closes (docs/api.md).
+bounded by count, bytes and age (:mod:`service.replies`), and forgets them when it
+closes (docs/api.md).
 """
 
 from __future__ import annotations
@@ -19,15 +20,15 @@ import asyncio
 import collections
 import contextlib
 import logging
-import time
 import types
 from collections.abc import Awaitable, Callable, Coroutine, Generator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 from service import views
 from service.fastjson import dumps
+from service.replies import ReplyMemory
 from verifier.errors import RuleError
 from verifier.hand import seat_view
 
@@ -37,13 +38,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("rummy.telling")
 
-#: the replies a connection remembers for a repeated message id: at most this many,
-#: this many bytes of reply text, for this long
-REPLY_MEMORY: Final = 256
-REPLY_BYTES: Final = 64 * 1024
-REPLY_SECONDS: Final = 120.0
-
-__all__ = ["REPLY_BYTES", "REPLY_MEMORY", "REPLY_SECONDS", "Connection", "Route", "Teller", "answer", "dumps"]
+__all__ = ["Connection", "Route", "Teller", "answer", "dumps"]
 
 Send = Callable[[str], Coroutine[Any, Any, None]]
 
@@ -101,8 +96,7 @@ class Connection:
         self._send = send
         self._shut = shut
         self._task: asyncio.Task[None] | None = None
-        self.replies: collections.OrderedDict[str, Reply] = collections.OrderedDict()
-        self._reply_bytes = 0
+        self.replies = ReplyMemory()
         self._on_overflow = on_overflow
 
     # -- sending --------------------------------------------------------------------
@@ -165,7 +159,6 @@ class Connection:
             return
         self.closed = True
         self.replies.clear()
-        self._reply_bytes = 0
         if self._task is None and self._shut is not None:
             with contextlib.suppress(RuntimeError):  # no loop: nothing to close
                 self._task = asyncio.get_running_loop().create_task(self._drain(None, None))
@@ -178,44 +171,6 @@ class Connection:
                 await asyncio.wait_for(asyncio.shield(task), timeout)
             if not task.done():
                 task.cancel()
-
-    # -- replies to repeated ids ------------------------------------------------------
-    def remember(self, msg_id: str, reply: asyncio.Future[dict[str, Any]], text: Callable[[], str]) -> None:
-        """Keep the reply to ``msg_id`` for a repeat of it: the future while it is
-        pending, then its text (``text()``), within the count, byte and age bounds."""
-        entry = Reply(reply, time.monotonic())
-        self.replies.pop(msg_id, None)
-        self.replies[msg_id] = entry
-
-        def done(_: asyncio.Future[dict[str, Any]]) -> None:
-            if self.replies.get(msg_id) is entry:
-                entry.text = text()
-                entry.future = None
-                self._reply_bytes += len(entry.text)
-                self._trim()
-
-        reply.add_done_callback(done)
-        self._trim()
-
-    def recall(self, msg_id: str) -> Reply | None:
-        self._trim()
-        return self.replies.get(msg_id)
-
-    def _trim(self) -> None:
-        old = time.monotonic() - REPLY_SECONDS
-        r = self.replies
-        while r and (len(r) > REPLY_MEMORY or self._reply_bytes > REPLY_BYTES or next(iter(r.values())).at < old):
-            _, gone = r.popitem(last=False)
-            self._reply_bytes -= len(gone.text or "")
-
-
-@dataclass
-class Reply:
-    """A remembered reply: the future while the table has not answered, then its text."""
-
-    future: asyncio.Future[dict[str, Any]] | None
-    at: float
-    text: str | None = None
 
 
 @dataclass

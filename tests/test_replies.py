@@ -1,0 +1,92 @@
+"""The replies a connection remembers for repeated message ids (:mod:`service.replies`):
+each bound (count, characters, age after the answer) with the clock as an input."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from service.replies import REPLY_BYTES, REPLY_SECONDS, ReplyMemory
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def answered(memory: ReplyMemory, msg_id: str, text: str) -> asyncio.Future[dict[str, Any]]:
+    fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+    memory.remember(msg_id, fut, lambda: text)
+    fut.set_result({"ok": True})
+    return fut
+
+
+async def settle() -> None:
+    await asyncio.sleep(0)  # a future's done callbacks run on the loop's next turn
+
+
+async def test_a_reply_is_the_future_until_answered_then_its_text_built_once() -> None:
+    clock = Clock()
+    memory = ReplyMemory(clock)
+    fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+    built: list[int] = []
+
+    def text() -> str:
+        built.append(1)
+        return "the reply"
+
+    memory.remember("m1", fut, text)
+    pending = memory.recall("m1")
+    assert pending is not None and pending.future is fut and pending.text is None and memory.bytes == 0
+    fut.set_result({"ok": True})
+    await settle()
+    kept = memory.recall("m1")
+    assert kept is not None and kept.future is None and kept.text == "the reply" and built == [1]
+    assert memory.bytes == len("the reply") and memory.recall("m2") is None
+
+
+async def test_an_answered_reply_is_forgotten_its_seconds_after_the_answer() -> None:
+    clock = Clock()
+    memory = ReplyMemory(clock)
+    fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+    memory.remember("slow", fut, lambda: "late answer")
+    clock.t += 10 * REPLY_SECONDS  # a table that takes long: the pending reply is kept
+    assert memory.recall("slow") is not None
+    fut.set_result({})
+    await settle()
+    clock.t += REPLY_SECONDS - 0.001  # counted from the answer, not from the message
+    assert memory.recall("slow") is not None and memory.recall("slow").text == "late answer"  # type: ignore[union-attr]
+    clock.t += 0.001
+    assert memory.recall("slow") is None and memory.bytes == 0 and len(memory) == 0
+
+
+async def test_the_count_and_the_characters_are_bounds_oldest_first() -> None:
+    clock = Clock()
+    memory = ReplyMemory(clock, count=3)
+    for n in range(5):
+        answered(memory, f"m{n}", "x" * 10)
+    await settle()
+    assert [m for m in ("m0", "m1", "m2", "m3", "m4") if memory.recall(m)] == ["m2", "m3", "m4"]
+    assert memory.bytes == 30
+    big = ReplyMemory(clock)
+    part = REPLY_BYTES // 4
+    for n in range(6):
+        answered(big, f"m{n}", "y" * part)
+        await settle()
+        assert big.bytes <= REPLY_BYTES
+    assert [m for m in (f"m{n}" for n in range(6)) if big.recall(m)] == ["m2", "m3", "m4", "m5"]
+
+
+async def test_an_id_remembered_again_replaces_the_old_reply() -> None:
+    memory = ReplyMemory(Clock())
+    answered(memory, "m", "first")
+    await settle()
+    answered(memory, "m", "second, longer")
+    await settle()
+    again = memory.recall("m")
+    assert again is not None and again.text == "second, longer" and memory.bytes == len("second, longer")
+    memory.clear()
+    assert memory.recall("m") is None and memory.bytes == 0
