@@ -27,7 +27,7 @@ from verifier.fairness import Encode, canonical
 #: records kept as they were made: the header, the commitments, the reveals, the deal
 KEPT_AS_MADE: Final = 4
 
-Decode = Callable[[bytes], Any]
+Decode = Callable[[bytearray], Any]  # json.loads, orjson.loads: both take a bytearray
 
 
 class RecordLog(Sequence[dict[str, Any]]):
@@ -71,7 +71,7 @@ class RecordLog(Sequence[dict[str, Any]]):
         k = i - KEPT_AS_MADE
         at = self._at
         end = at[k + 1] if k + 1 < len(at) else len(self._text)
-        record = self._decode(bytes(self._text[at[k] : end]))
+        record = self._decode(self._text[at[k] : end])  # one copy, the slice
         if not isinstance(record, dict):
             raise TypeError("a record's text does not decode to a JSON object")
         return record
