@@ -1,13 +1,17 @@
-"""A hand's records held compactly while it is played (verifier/recordlog.py): the older
-action records as their canonical JSON, read back equal to what was made, and a
-fraction of the memory the same records take as dicts."""
+"""A hand's records held compactly while it is played (verifier/recordlog.py): every
+record but the newest as its packed canonical JSON, read back equal to what was made,
+and a fraction of the memory the same records take as dicts."""
 
 from __future__ import annotations
 
 import json
+import sys
 import tracemalloc
+from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.test_record import fresh_hand
 from verifier import vectors
@@ -16,18 +20,20 @@ from verifier.errors import RuleError
 from verifier.fairness import canonical, player_commit
 from verifier.hand import TableRules
 from verifier.record import HandRecorder
-from verifier.recordlog import KEPT_AS_MADE, RecordLog
+from verifier.recordlog import FRAGMENTS, PIECE, RecordLog, pack, unpack
 
 
 def played(n: int = 0) -> HandRecorder:
     return vectors.play_hand("log", n, TableRules(seats=6), [0, 1, 2, 3, 4, 5], 0, vectors.greedy).rec
 
 
-def test_a_played_hand_keeps_its_first_records_and_its_newest_as_made_the_rest_as_text() -> None:
+def test_a_played_hand_keeps_its_newest_record_as_made_the_rest_as_packed_text() -> None:
     rec = played()
     n = len(rec.records)
-    assert n > KEPT_AS_MADE + 2
-    assert rec.records.held_as_text() == list(range(KEPT_AS_MADE, n - 1))
+    assert n > 6
+    assert rec.records.held_as_text() == list(range(n - 1))
+    # packed, the older records take at most half their canonical JSON
+    assert rec.records.packed_bytes() < sum(len(canonical(r)) for r in rec.records[:-1]) / 2
     # what is read back is what was chained: each record's link, computed again
     head = rec.prev_head
     for i, r in enumerate(rec.records):
@@ -46,20 +52,20 @@ def test_reading_a_record_back_gives_a_new_dict_equal_to_the_one_appended() -> N
     log = RecordLog()
     for r in made:
         log.append(r)
-    assert log.held_as_text() == [4, 5, 6]
-    assert log[-1] is made[-1] and log[0] is made[0]
-    assert log[5] is not made[5]
+    assert log.held_as_text() == [0, 1, 2, 3, 4, 5, 6]
+    assert log[-1] is made[-1]
+    assert log[5] is not made[5] and log[0] is not made[0]
     assert log[5] == json.loads(canonical(made[5]))  # a tuple comes back as a list
     assert log == made and log[4:6] == [json.loads(canonical(r)) for r in made[4:6]]
     assert log != made[:-1] and log != [*made[:-1], {"i": 7}] and log != "not a log"
     # taking the newest off makes the one before it the newest, held as made again
     assert log.pop() is made[-1]
-    assert log.held_as_text() == [4, 5] and log[-1] == json.loads(canonical(made[6]))
+    assert log.held_as_text() == [0, 1, 2, 3, 4, 5] and log[-1] == json.loads(canonical(made[6]))
     log[-1]["t"] = 9  # the newest is the dict held, so a change to it stays
     assert log[-1]["t"] == 9
     # appended after a pop, the texts still line up with their records
     log.append({"type": "action", "i": 7})
-    assert log.held_as_text() == [4, 5, 6]
+    assert log.held_as_text() == [0, 1, 2, 3, 4, 5, 6]
     assert log[6] == {**json.loads(canonical(made[6])), "t": 9} and log[5] == json.loads(canonical(made[5]))
 
 
@@ -93,10 +99,10 @@ def test_a_recorder_remembers_the_signatures_it_checked_as_digests() -> None:
 @pytest.mark.parametrize("bad", [b"[1, 2]", b'"text"'])
 def test_a_record_text_that_is_not_an_object_is_refused(bad: bytes) -> None:
     log = RecordLog(encode=lambda _r: bad)
-    for i in range(KEPT_AS_MADE + 2):
+    for i in range(2):
         log.append({"i": i})
     with pytest.raises(TypeError):
-        log[KEPT_AS_MADE]
+        log[0]
 
 
 @pytest.mark.parametrize("sig", ["\ud800" * 128, 7, None, ["a"]])
@@ -109,3 +115,76 @@ def test_a_signature_of_any_shape_is_refused_as_a_bad_signature(sig: object) -> 
         rec.check_commit(0, commit, sig)  # type: ignore[arg-type]
     assert e.value.code == "bad_signature"
     assert not rec._verified
+
+
+def test_packing_gives_back_every_record_of_every_vector_byte_for_byte() -> None:
+    """The transcripts of the vectors (every kind of record a hand makes, 4 to 8 seats,
+    voids and clock moves among them) pack and unpack to their exact canonical JSON."""
+    texts = [
+        canonical(r)
+        for path in sorted(Path(vectors.__file__).parent.glob("vectors/*transcript*.json"))
+        for r in _log_of(json.loads(path.read_text()))
+    ]
+    assert len(texts) > 100
+    for t in texts:
+        p = pack(t)
+        assert p is not None and unpack(p) == t
+    assert sum(len(pack(t) or b"") for t in texts) < sum(map(len, texts)) * 0.6
+
+
+def _log_of(doc: dict[str, object]) -> list[dict[str, object]]:
+    t = doc.get("transcript", doc)
+    assert isinstance(t, dict)
+    log = t["log"]
+    assert isinstance(log, list)
+    return log
+
+
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.text()
+    | st.sampled_from([f.decode() for f in FRAGMENTS])  # what the table packs, as a string
+    | st.text('0123456789abcdefABCDEF"\x01\x02\x1f\\', min_size=60, max_size=140)
+    | st.binary(min_size=32, max_size=64).map(bytes.hex),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_JSON)
+def test_packing_any_json_value_loses_nothing(value: object) -> None:
+    """Hex strings of every length and case, the fragments inside strings, escaped
+    control characters, quotes and backslashes: unpacking gives back the text."""
+    text = canonical(value)
+    packed = pack(text)
+    assert packed is not None
+    assert unpack(packed) == text
+
+
+def test_a_text_holding_a_control_byte_is_not_packed_and_its_record_stays_as_made() -> None:
+    assert pack(b'{"a":"\x01"}') is None
+    log = RecordLog(encode=lambda r: b'{"raw":"\x03"}' if r.get("raw") else canonical(r))
+    made = [{"i": 0}, {"i": 1, "raw": True}, {"i": 2}, {"i": 3}]
+    for r in made:
+        log.append(r)
+    assert log.held_as_text() == [0, 2]
+    assert log[1] is made[1] and log[2] == made[2] and log[0] == made[0]
+    assert log.pop() is made[3] and log.pop() == made[2]
+    assert log.held_as_text() == [0] and log.packed_bytes() == len(pack(canonical(made[0])) or b"")
+    assert log.pop() is made[1] and log.held_as_text() == [] and log.packed_bytes() == 0
+    assert log[0] == made[0] and len(log) == 1
+
+
+def test_every_piece_held_is_within_the_small_object_allocator() -> None:
+    """A packed text longer than PIECE (a header, the commitments) is held in pieces,
+    each a bytes object of at most 512 bytes in all, and read back whole."""
+    rec = played()
+    held = [h for h in rec.records._items if type(h) is not dict]
+    pieces = [p for h in held for p in (h if isinstance(h, tuple) else (h,))]
+    assert any(isinstance(h, tuple) for h in held) and any(isinstance(h, bytes) for h in held)
+    assert all(isinstance(p, bytes) and 0 < len(p) <= PIECE and sys.getsizeof(p) <= 512 for p in pieces)
+    assert sum(map(len, pieces)) == rec.records.packed_bytes()
+    assert [canonical(r) for r in rec.records] == [canonical(r) for r in rec.transcript()["log"]]

@@ -88,7 +88,7 @@ class HandRecorder:
     prev_head: str = GENESIS
     commit_ms: int = 10_000
     reveal_ms: int = 10_000
-    #: the hand's records (the older action records held as their canonical JSON)
+    #: the hand's records (all but the newest held as their packed canonical JSON)
     records: RecordLog = field(default_factory=RecordLog)
     header: dict[str, Any] = field(default_factory=dict)
     reveals: list[dict[str, Any]] = field(default_factory=list)

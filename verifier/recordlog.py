@@ -6,72 +6,158 @@ records of its hand in progress for as long as the hand lasts: a room of 333 tab
 held about half a hand's records each, the first minutes' rise of a server's memory
 (docs/benchmarks.md, "What the first minutes of the memory run hold").
 
-:class:`RecordLog` keeps the records that are read again and again as they were
-appended — the first :data:`KEPT_AS_MADE` (the header, the commitments, the reveals,
-the deal) and the newest — and every other record as its canonical JSON (the text
-its chain link is hashed from, with the link), in one buffer per hand.  Reading such
-a record back decodes it: a new dict, equal to the one appended (as canonical JSON: a
-tuple comes back as a list).  A record's text is what the hand stores and publishes,
-so nothing is lost.
+:class:`RecordLog` keeps only the newest record as it was appended (it is read again
+and again: its link, its time, the head of the next move).  Every older one is held as
+its canonical JSON (the text its chain link is hashed from, with the link), *packed*.
+Reading such a record back unpacks and decodes it: a new dict, equal to the one
+appended (as canonical JSON: a tuple comes back as a list).
+
+Packing (:func:`pack`, :func:`unpack`) is a substitution that loses nothing: canonical
+JSON never holds a raw control byte (it escapes them, and has no whitespace), so the
+bytes 0x01–0x1f are free to stand for what recurs in every record — a quoted 64- or
+128-digit lowercase hex string (a link, a signature) becomes one byte and its 32 or 64
+raw bytes, and each of :data:`FRAGMENTS` (the literal runs that recur most in played
+hands) one byte.  Unpacking puts back exactly the text packed, whatever the table
+holds; the table only decides how much is saved: an action record packs to about a
+third of its text.  A text that does hold a control byte (an encoder other than
+canonical JSON) is not packed: that record stays as it was made.
 """
 
 from __future__ import annotations
 
 import json
-from array import array
+import re
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Final, overload
 
 from verifier.fairness import Encode, canonical
 
-#: records kept as they were made: the header, the commitments, the reveals, the deal
-KEPT_AS_MADE: Final = 4
+Decode = Callable[[bytes], Any]  # json.loads, orjson.loads
 
-Decode = Callable[[bytearray], Any]  # json.loads, orjson.loads: both take a bytearray
+#: what recurs in the canonical JSON of a hand's records, longest first: the literal runs
+#: between numbers and hex strings that took the most bytes in the records of 24 hands
+#: played by vectors.play_hand at 4, 6 and 8 seats (and the by-clock twins of the first two)
+FRAGMENTS: Final = (
+    b'},"events":[{"data":{"by_clock":false,"source":"closed"},"kind":"draw","private":{"card":',
+    b'},"events":[{"data":{"by_clock":true,"source":"closed"},"kind":"draw","private":{"card":',
+    b']],"valid":true},"kind":"declare","private":{"finish":',
+    b',"source":"open"},"kind":"draw","private":{},"seat":',
+    b'},"events":[{"data":{"by_clock":false,"card":',
+    b'},"events":[{"data":{"by_clock":true,"card":',
+    b'{"action":{"kind":"draw_closed","seat":',
+    b'},"kind":"discard","private":{},"seat":',
+    b'{"action":{"kind":"draw_open","seat":',
+    b'},{"data":{"phase":"draw","turn_no":',
+    b'},"kind":"hand","private":{"cards":[',
+    b'},"kind":"turn","private":{},"seat":',
+    b'{"action":{"kind":"drop","seat":',
+    b',"status":"revealed"},{"psig":',
+    b',"kind":"discard","seat":',
+    b'},{"data":{"count":',
+    b'{"action":{"card":',
+    b',"type":"action"}',
+    b',"psig":{"prev":',
+    b'":{"groups":[[',
+    b']],"loose":[',
+    b'],"points":',
+    b'},"seat":',
+    b',"seat":',
+    b'}],"h":',
+    b',"sig":',
+    b'},"t":',
+    b',"i":',
+)
+_LINK, _SIGNATURE = b"\x01", b"\x02"  # a quoted hex string of 32 and of 64 bytes
+_MARKS: Final = tuple(bytes([3 + n]) for n in range(len(FRAGMENTS)))
+assert 3 + len(FRAGMENTS) <= 0x20 and all(len(f) > 2 for f in FRAGMENTS)
+_PAIRS: Final = tuple(zip(FRAGMENTS, _MARKS, strict=True))
+_BY_MARK: Final = {m[0]: f for f, m in _PAIRS}
+_CONTROL = re.compile(rb"[\x00-\x1f]")
+_HEX = re.compile(rb'"([0-9a-f]{64}|[0-9a-f]{128})"')
+_PACKED = re.compile(rb"\x01(.{32})|\x02(.{64})|([\x03-\x1f])", re.DOTALL)
+
+
+def _raw(m: re.Match[bytes]) -> bytes:
+    digits = m[1]
+    return (_LINK if len(digits) == 64 else _SIGNATURE) + bytes.fromhex(digits.decode())
+
+
+def _text(m: re.Match[bytes]) -> bytes:
+    raw = m[1] if m[1] is not None else m[2]
+    if raw is not None:
+        return b'"' + raw.hex().encode() + b'"'
+    return _BY_MARK[m[3][0]]
+
+
+def pack(text: bytes) -> bytes | None:
+    """``text`` (canonical JSON) packed, or None if it holds a control byte and cannot be."""
+    if _CONTROL.search(text):
+        return None
+    for fragment, mark in _PAIRS:
+        text = text.replace(fragment, mark)
+    return _HEX.sub(_raw, text)
+
+
+def unpack(packed: bytes | bytearray) -> bytes:
+    """The text :func:`pack` was given."""
+    return _PACKED.sub(_text, packed)
+
+
+#: a packed text is held in pieces of at most this many bytes, each a ``bytes`` object the
+#: interpreter's small-object allocator takes (512 bytes at most, with its header)
+PIECE: Final = 448
+
+Held = dict[str, Any] | bytes | tuple[bytes, ...]  # as made, or packed (in pieces)
+
+
+def _held(packed: bytes) -> bytes | tuple[bytes, ...]:
+    if len(packed) <= PIECE:
+        return packed
+    return tuple(packed[k : k + PIECE] for k in range(0, len(packed), PIECE))
 
 
 class RecordLog(Sequence[dict[str, Any]]):
-    """The records of one hand, in order (see the module's docstring).  The texts are
-    appended to one buffer per hand (``_text``, record i's from ``_at[i - KEPT_AS_MADE]``
-    on): one growing allocation, freed with the hand, where a text object per record
-    (600 bytes, beyond the interpreter's small-object allocator) scattered long-lived
-    chunks over the C heap between the short-lived pushes and kept its pages from being
-    given back (a server held more, not less, that way: docs/benchmarks.md)."""
+    """The records of one hand, in order (see the module's docstring).  Each older
+    record's packed text is a ``bytes`` object of its own (an action record's is about
+    200 bytes; a longer text is cut into pieces of :data:`PIECE` bytes): objects the
+    interpreter's small-object allocator keeps in its pools of like-sized blocks.
+    Unpacked, a record's text is beyond that allocator (600 bytes), and held for a
+    hand's lifetime the texts scattered long-lived chunks over the C heap between the
+    short-lived pushes and replies (docs/benchmarks.md: a server held more, not less,
+    that way; then one growing buffer a hand, whose reallocations left holes too)."""
 
-    __slots__ = ("_at", "_decode", "_encode", "_items", "_text")
+    __slots__ = ("_decode", "_encode", "_items")
 
     def __init__(self, encode: Encode = canonical, decode: Decode = json.loads) -> None:
-        self._items: list[dict[str, Any] | None] = []  # None: held as text
-        self._text = bytearray()
-        self._at = array("Q")
+        self._items: list[Held] = []
         self._encode = encode
         self._decode = decode
 
     def append(self, record: dict[str, Any]) -> None:
         items = self._items
-        if len(items) > KEPT_AS_MADE:
+        if items:
             last = items[-1]
-            if last is not None:
-                self._at.append(len(self._text))
-                self._text += self._encode(last)
-                items[-1] = None
+            if type(last) is dict:
+                packed = pack(self._encode(last))
+                if packed is not None:
+                    items[-1] = _held(packed)
         items.append(record)
 
     def pop(self) -> dict[str, Any]:
         """The newest record, taken off; the one before it becomes the newest and is
         held as a dict again."""
         record = self[-1]
-        del self._items[-1]
-        if self._items and self._items[-1] is None:
-            self._items[-1] = self._read(len(self._items) - 1)
-            del self._text[self._at.pop() :]
+        items = self._items
+        del items[-1]
+        if items and type(items[-1]) is not dict:
+            items[-1] = self._read(items[-1])
         return record
 
-    def _read(self, i: int) -> dict[str, Any]:
-        k = i - KEPT_AS_MADE
-        at = self._at
-        end = at[k + 1] if k + 1 < len(at) else len(self._text)
-        record = self._decode(self._text[at[k] : end])  # one copy, the slice
+    def _read(self, held: Held) -> dict[str, Any]:
+        if isinstance(held, dict):
+            return held
+        packed = held if isinstance(held, bytes) else b"".join(held)
+        record = self._decode(unpack(packed))
         if not isinstance(record, dict):
             raise TypeError("a record's text does not decode to a JSON object")
         return record
@@ -85,17 +171,14 @@ class RecordLog(Sequence[dict[str, Any]]):
     def __getitem__(self, i: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
         if isinstance(i, slice):
             return [self[n] for n in range(len(self._items))[i]]
-        r = self._items[i]
-        if r is not None:
-            return r
-        return self._read(i if i >= 0 else i + len(self._items))
+        return self._read(self._items[i])
 
     def __len__(self) -> int:
         return len(self._items)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
-        for i, r in enumerate(self._items):
-            yield r if r is not None else self._read(i)
+        for held in self._items:
+            yield self._read(held)
 
     def __eq__(self, other: object) -> bool:
         """The same records, as canonical JSON, as another log or a list of records."""
@@ -112,5 +195,15 @@ class RecordLog(Sequence[dict[str, Any]]):
         return f"RecordLog({list(self)!r})"
 
     def held_as_text(self) -> list[int]:
-        """The numbers of the records held as their canonical JSON."""
-        return [i for i, r in enumerate(self._items) if r is None]
+        """The numbers of the records held as their packed canonical JSON."""
+        return [i for i, r in enumerate(self._items) if type(r) is not dict]
+
+    def packed_bytes(self) -> int:
+        """The bytes of packed text held."""
+        n = 0
+        for held in self._items:
+            if isinstance(held, bytes):
+                n += len(held)
+            elif isinstance(held, tuple):
+                n += sum(len(piece) for piece in held)
+        return n
