@@ -23,6 +23,7 @@ from service.routing import elsewhere, where
 from service.table import LOGGED, ClientError, TableActor
 from service.telling import Connection, Route, answer, dumps, iso
 from service.wire import WireError
+from service.wsocket import TableSocket
 from verifier.errors import RuleError
 from verifier.record import PROTOCOL
 
@@ -53,7 +54,7 @@ async def websocket(request: web.Request) -> web.StreamResponse:
             if to is not None and await hand_over(request, request.app[SIBLINGS].plan.handoff(to)):
                 return HandedOver(to)
         player = await require_player(request, websocket=True, wait=wait)
-    ws = web.WebSocketResponse(
+    ws = TableSocket(  # aiohttp's, its heartbeat's attributes in slots (service.wsocket)
         heartbeat=request.app[CONFIG].heartbeat,
         max_msg_size=WS_HARD_LIMIT,
         timeout=1.0,
