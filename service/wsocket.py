@@ -3,10 +3,11 @@
 CPython (3.11 on) keeps an object's attributes in a compact array beside the object,
 and builds a real ``__dict__`` for it only when it needs one — among other cases
 when the object holds more attributes than its class's shared keys can take (30).
-An aiohttp ``WebSocketResponse`` holds 27 after ``prepare``; the first ping of its
-heartbeat (``heartbeat=20``: a socket that has not heard from its client for 20 s)
-sets four more (``_heartbeat_cb``, ``_heartbeat_when``, ``_pong_response_cb``,
-``_ping_task``), and from then on the socket carries a dict of 31 keys, about 1.5 KB.
+An aiohttp ``WebSocketResponse`` holds 28 after ``prepare`` (two of them its
+heartbeat's, ``_heartbeat_cb`` and ``_heartbeat_when``); the heartbeat's first ping (a
+socket that has not heard from its client for 20 s) brings it to 31
+(``_pong_response_cb``, ``_ping_task``, ...), and from then on the socket carries a
+dict of 31 keys, about 1.5 KB.
 At human pace every socket pings in its first minute: 1,998 seats grew a server by
 about 3 MB after set-up, part of item 4's warm-up (docs/benchmarks.md).
 

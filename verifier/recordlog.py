@@ -119,12 +119,12 @@ def _held(packed: bytes) -> bytes | tuple[bytes, ...]:
 class RecordLog(Sequence[dict[str, Any]]):
     """The records of one hand, in order (see the module's docstring).  Each older
     record's packed text is a ``bytes`` object of its own (an action record's is about
-    200 bytes; a longer text is cut into pieces of :data:`PIECE` bytes): objects the
+    160 bytes; a longer text is cut into pieces of :data:`PIECE` bytes): objects the
     interpreter's small-object allocator keeps in its pools of like-sized blocks.
     Unpacked, a record's text is beyond that allocator (600 bytes), and held for a
-    hand's lifetime the texts scattered long-lived chunks over the C heap between the
+    hand's lifetime such texts scattered long-lived chunks over the C heap between the
     short-lived pushes and replies (docs/benchmarks.md: a server held more, not less,
-    that way; then one growing buffer a hand, whose reallocations left holes too)."""
+    that way).  One growing buffer a hand, packed, did as well as these pieces."""
 
     __slots__ = ("_decode", "_encode", "_items")
 
