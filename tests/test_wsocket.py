@@ -29,11 +29,15 @@ def built_dict(request: web.Request) -> dict[str, Any] | None:
 
 
 @asynccontextmanager
-async def serving(make: Made, heartbeat: float) -> AsyncIterator[tuple[str, list[Any]]]:
+async def serving(make: Made, heartbeat: float, pong_wait: float | None = None) -> AsyncIterator[tuple[str, list[Any]]]:
+    """A server of one socket; ``pong_wait``: how long it waits for a pong (aiohttp's
+    own is half the heartbeat), long where the test must not race the clock."""
     seen: list[Any] = []  # [request, socket, its dict after the first pong]
 
     async def handler(request: web.Request) -> web.StreamResponse:
         ws = make(heartbeat=heartbeat, compress=False)
+        if pong_wait is not None:
+            ws._pong_heartbeat = pong_wait  # set in __init__ already: no attribute is added
         await ws.prepare(request)
         seen[:] = [request, ws]
         async for msg in ws:
@@ -57,7 +61,9 @@ async def serving(make: Made, heartbeat: float) -> AsyncIterator[tuple[str, list
 
 @pytest.mark.parametrize("make", [TableSocket, web.WebSocketResponse], ids=["ours", "aiohttp's"])
 async def test_a_ping_answered_keeps_the_socket_open_and_ours_builds_no_dict(make: Made) -> None:
-    async with serving(make, heartbeat=0.05) as (url, seen), aiohttp.ClientSession() as session:
+    # pings every 0.05 s of silence, but the pong may take an hour: a busy machine that
+    # holds this process longer than aiohttp's 25 ms cannot close the socket under the test
+    async with serving(make, heartbeat=0.05, pong_wait=3600) as (url, seen), aiohttp.ClientSession() as session:
         async with session.ws_connect(url, autoping=False) as client:
             msg = await asyncio.wait_for(client.receive(), 30)
             assert msg.type == WSMsgType.PING  # the server's heartbeat
