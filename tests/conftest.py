@@ -34,6 +34,9 @@ from verifier.signing import Signer
 
 OPERATOR = "test-operator-token"
 
+# tests/hangdump.py: a hung test's asyncio tasks, written out before pytest-timeout stops it
+pytest_plugins = ["tests.hangdump"]
+
 # Bytecode: the suite starts some 290 Python processes (servers, the CLIs, the verifier
 # on every tampered transcript), and each would compile the project's modules again
 # where PYTHONDONTWRITEBYTECODE is set (this machine's default); the test modules'

@@ -21,10 +21,15 @@ from service.appkeys import CLUSTER
 from tests.conftest import OPERATOR, Api, wait_for
 from tests.test_handover import TwoNodes, two_nodes
 
+# The test's own connections wait a bounded time for an answer: a statement held up
+# (a lock never let go) fails with TimeoutError where it waited, not as a test that
+# hangs until pytest-timeout stops it with no word of where.
+LOOK_SECONDS = 10.0
+
 
 async def owners(dsn: str) -> dict[str, tuple[str | None, str]]:
     """table id -> (its live owner or None, its status)."""
-    conn = await asyncpg.connect(dsn)
+    conn = await asyncpg.connect(dsn, timeout=LOOK_SECONDS, command_timeout=LOOK_SECONDS)
     try:
         rows = await conn.fetch(
             "SELECT t.id, t.status, CASE WHEN l.expires_at > now() THEN l.owner END AS owner "
@@ -85,7 +90,7 @@ async def test_closed_tables_are_out_of_the_share_and_every_open_table_keeps_an_
 @contextlib.asynccontextmanager
 async def ghost(dsn: str) -> AsyncIterator[None]:
     """A node row that beats and never takes a table (as a node stuck after its beat)."""
-    conn = await asyncpg.connect(dsn)
+    conn = await asyncpg.connect(dsn, timeout=LOOK_SECONDS, command_timeout=LOOK_SECONDS)
     await conn.execute("INSERT INTO nodes (node_id, public_url) VALUES ('ghost', 'http://127.0.0.1:9')")
 
     async def beat() -> None:
@@ -100,7 +105,7 @@ async def ghost(dsn: str) -> AsyncIterator[None]:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
-        await conn.close()
+        await conn.close(timeout=LOOK_SECONDS)
 
 
 async def test_a_table_every_node_leaves_alone_is_taken(pg_dsn: str, tmp_path: Path) -> None:
