@@ -209,6 +209,8 @@ def restore(stored: StoredHand, keys: ServerKeys, table_id: str, *, trusted: Han
             run.note_turns(r)
     except RestoreError as e:
         failure = e
+    finally:
+        rec.trust(None)  # the replay is done: the old recorder is not kept alive by this one
     if failure is not None:
         return Restored(run, f"stored record {failure.i} does not replay: {failure.message}", len(rec.records))
     if len(rec.records) == 0:

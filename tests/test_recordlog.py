@@ -91,9 +91,17 @@ def test_the_older_records_take_a_fraction_of_their_memory_as_dicts() -> None:
     assert held < dicts / 2, (held, dicts)
 
 
-def test_a_recorder_remembers_the_signatures_it_checked_as_digests() -> None:
+def test_a_recorder_remembers_the_commitments_and_reveals_it_checked_as_digests_and_no_action() -> None:
+    """A commitment or reveal is checked when it is sent and again as its record is
+    made, so its digest is kept; an action is checked once, and a hand in progress kept
+    one digest for each of its moves."""
     rec = played()
     assert rec._verified and all(isinstance(d, bytes) and len(d) == 32 for d in rec._verified)
+    signed = [r for r in rec.records if r["type"] == "action" and r["psig"]]
+    assert len(signed) > 6
+    commits = [c for c in rec.records[1]["commitments"]["commits"] if c["psig"]]
+    reveals = [r for r in rec.records[2]["reveals"] if r["psig"]]
+    assert len(rec._verified) == len(commits) + len(reveals)
 
 
 @pytest.mark.parametrize("bad", [b"[1, 2]", b'"text"'])

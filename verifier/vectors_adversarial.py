@@ -58,7 +58,7 @@ class DishonestRecorder(HandRecorder):
 
     def check_move(self, action: Action, psig: Any) -> None:
         if isinstance(action, Leave) and psig is not None and psig["prev"] in {r["h"] for r in self.records}:
-            self._check_signature(action.seat, str(psig["prev"]), {"kind": "leave", "seat": action.seat}, psig["sig"])
+            self._verify(action.seat, str(psig["prev"]), {"kind": "leave", "seat": action.seat}, psig["sig"])
             return
         super().check_move(action, psig)
 
