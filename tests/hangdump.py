@@ -1,12 +1,13 @@
 """What a hung test was awaiting: shortly before pytest-timeout stops a test, every
-asyncio task of the loop running it is written to stderr with its stack.
+asyncio task of the loop running it is written to stderr, and the await chains of the
+test's own tasks.
 
 pytest-timeout prints the threads' stacks, and a test on the suite's one event loop
 shows only the loop's ``select()`` there: the coroutine that waits for ever is a task's
 frame, not a thread's.  A timer thread sends SIGUSR2 to the process ``LEAD`` seconds
-before the test's bound (a quarter of a shorter one); Python runs the handler in the main thread between two
-bytecodes (the loop wakes at least every few hundred milliseconds for its timers), where
-the running loop and its tasks are at hand.  Diagnostics only: nothing is changed, and
+before the test's bound (a quarter of a shorter one); Python runs the handler in the
+main thread (the signal wakes the loop's ``select()``), where the running loop and its
+tasks are at hand.  Diagnostics only: nothing is changed, and
 a test that ends first cancels its timer."""
 
 from __future__ import annotations
@@ -49,14 +50,13 @@ def _dump(test_file: str) -> None:
     if loop is None:
         print("hangdump: no event loop running in the main thread", file=out)
         return
-    tasks = sorted(asyncio.all_tasks(loop), key=lambda t: t.get_name())
-    print(f"hangdump: {len(tasks)} asyncio tasks on the test's loop", file=out)
-    for task in tasks:
-        print(f"- {task.get_name()}: " + " <- ".join(line.strip() for line in _chain(task)[:3]), file=out)
-    for task in tasks:
-        chain = _chain(task)
+    chains = {task.get_name(): _chain(task) for task in asyncio.all_tasks(loop)}
+    print(f"hangdump: {len(chains)} asyncio tasks on the test's loop", file=out)
+    for name, chain in sorted(chains.items()):
+        print(f"- {name}: " + " <- ".join(line.strip() for line in chain[:3]), file=out)
+    for name, chain in sorted(chains.items()):
         if any(line.strip().startswith(test_file) for line in chain):
-            print(f"hangdump: the test's task {task.get_name()}, awaiting (outermost first):", file=out)
+            print(f"hangdump: the test's task {name}, awaiting (outermost first):", file=out)
             print("\n".join(chain), file=out)
     out.flush()
 

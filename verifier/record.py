@@ -228,7 +228,7 @@ class HandRecorder:
     def _checked_key(self, seat: int, prev: str, move: Mapping[str, Any], sig: Any) -> bytes:
         """What :attr:`_verified` remembers of a checked signature: a digest of (seat,
         prev, move, signature), each part length-prefixed, not the strings themselves
-        (a hand in progress keeps one for each of its moves).  Any ``sig`` a client
+        (a commitment's or reveal's; an action's is not remembered).  Any ``sig`` a client
         sends digests, a lone surrogate too: it is refused by the check, not here."""
         h = hashlib.blake2b(digest_size=32)
         for part in (
