@@ -146,6 +146,7 @@ async def _on_text(request: web.Request, conn: Connection, player: store.Player,
             conn.push({**_reply_for(msg_id, earlier.future), "replayed": True})
         elif earlier.text is not None:
             conn.push_text(earlier.text)
+        conn.replies.delivered(msg_id)  # sent now (a reply told ``busy`` was not before)
         return
     route = Route(conn, msg_id)
     outcome = await _dispatch(request, conn, player, data, joined, route)
@@ -153,12 +154,16 @@ async def _on_text(request: web.Request, conn: Connection, player: store.Player,
         conn.replies.remember(msg_id, outcome, lambda: dumps({**_reply_for(msg_id, outcome), "replayed": True}))
     done, _ = await asyncio.wait([outcome], timeout=TABLE_ANSWER_SECONDS)
     if route.sent:  # the table sent it, in order with its pushes
+        if replayable:
+            conn.replies.delivered(msg_id)
         return
     if not done:
         route.open = False  # the answer comes only when asked for again
         conn.push(_error(msg_id, "busy", "the table has not answered yet; send the same id again for its answer"))
         return
     conn.push(_reply_for(msg_id, outcome))
+    if replayable:
+        conn.replies.delivered(msg_id)
 
 
 async def _dispatch(

@@ -4,11 +4,19 @@ reply and never applied twice.
 
 A reply is remembered from the moment its message is taken: while the table has not
 answered, as the future of its answer (a repeat waits for it); once answered, as the
-text to send again, for :data:`REPLY_SECONDS` from the answer.  At most
-:data:`REPLY_MEMORY` replies and :data:`REPLY_BYTES` characters of their texts are
-kept; beyond either bound the oldest go first.  A pending reply is never forgotten for
-its age (a table that has not answered within ``TABLE_ANSWER_SECONDS`` tells the
-client to ask again for it, however late), only to keep the bounds.
+text to send again, for :data:`REPLY_SECONDS` from the answer — or, once the
+connection has sent it (:meth:`ReplyMemory.delivered`), for :data:`SENT_SECONDS` from
+then.  A reply sent on a live connection reaches its client or the connection dies
+(and a new connection starts a new id space), so a repeat of its id is a client's own
+retry that crossed the reply on the way: it comes within moments or never.  The
+longer time is for a reply the client has not been sent: a table that has not
+answered within ``TABLE_ANSWER_SECONDS`` tells the client ``busy``, to ask again for
+it.  Most replies are sent, and at 2,000 seats held for 30 s they were about 3 MB
+of a server's memory (docs/benchmarks.md).  At most :data:`REPLY_MEMORY` replies and
+:data:`REPLY_BYTES` characters of their texts are kept; beyond either bound the oldest
+go first.  A pending reply is never forgotten for its age (however late the table
+answers, the client may ask again for it), only to keep the bounds; nor is an expired
+reply behind an older one that is not (the oldest go first).
 
 Time is an input (``now``), so the bounds are tested without waiting for them.
 """
@@ -23,22 +31,24 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 #: the replies a connection remembers: at most this many, this many characters of
-#: reply text, each for this long after it was answered
+#: reply text, each for this long after it was answered, or after it was sent
 REPLY_MEMORY: Final = 256
 REPLY_BYTES: Final = 16 * 1024
 REPLY_SECONDS: Final = 30.0
+SENT_SECONDS: Final = 5.0
 
-__all__ = ["REPLY_BYTES", "REPLY_MEMORY", "REPLY_SECONDS", "Reply", "ReplyMemory"]
+__all__ = ["REPLY_BYTES", "REPLY_MEMORY", "REPLY_SECONDS", "SENT_SECONDS", "Reply", "ReplyMemory"]
 
 
 @dataclass
 class Reply:
     """A remembered reply: the future while the table has not answered, then its text
-    (``until``: when the text is forgotten)."""
+    (``until``: when the text is forgotten; ``sent``: the connection has sent it)."""
 
     future: asyncio.Future[dict[str, Any]] | None
     text: str | None = None
     until: float | None = None
+    sent: bool = False
 
 
 class ReplyMemory:
@@ -51,11 +61,13 @@ class ReplyMemory:
         count: int = REPLY_MEMORY,
         size: int = REPLY_BYTES,
         seconds: float = REPLY_SECONDS,
+        sent_seconds: float = SENT_SECONDS,
     ) -> None:
-        self._now = now
+        self.now = now
         self.count = count
         self.size = size
         self.seconds = seconds
+        self.sent_seconds = sent_seconds
         self._entries: collections.OrderedDict[str, Reply] = collections.OrderedDict()
         self.bytes = 0  # characters of the texts kept
 
@@ -73,11 +85,23 @@ class ReplyMemory:
             if self._entries.get(msg_id) is entry:
                 entry.text = text()
                 entry.future = None
-                entry.until = self._now() + self.seconds
+                entry.until = self.now() + (self.sent_seconds if entry.sent else self.seconds)
                 self.bytes += len(entry.text)
                 self._trim()
 
         reply.add_done_callback(answered)
+        self._trim()
+
+    def delivered(self, msg_id: str) -> None:
+        """The connection has sent the reply to ``msg_id``: kept :attr:`sent_seconds`
+        from now (from its answer, if it is sent before it is answered), never longer
+        than it was to be kept."""
+        entry = self._entries.get(msg_id)
+        if entry is None:
+            return
+        entry.sent = True
+        if entry.until is not None:
+            entry.until = min(entry.until, self.now() + self.sent_seconds)
         self._trim()
 
     def recall(self, msg_id: str) -> Reply | None:
@@ -96,7 +120,7 @@ class ReplyMemory:
 
     def _trim(self) -> None:
         r = self._entries
-        now = self._now()
+        now = self.now()
         while r:
             oldest = next(iter(r.values()))
             expired = oldest.until is not None and oldest.until <= now

@@ -1,12 +1,13 @@
 """The replies a connection remembers for repeated message ids (:mod:`service.replies`):
-each bound (count, characters, age after the answer) with the clock as an input."""
+each bound (count, characters, age after the answer or after the sending) with the
+clock as an input."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
 
-from service.replies import REPLY_BYTES, REPLY_SECONDS, ReplyMemory
+from service.replies import REPLY_BYTES, REPLY_SECONDS, SENT_SECONDS, ReplyMemory
 
 
 class Clock:
@@ -90,3 +91,54 @@ async def test_an_id_remembered_again_replaces_the_old_reply() -> None:
     assert again is not None and again.text == "second, longer" and memory.bytes == len("second, longer")
     memory.clear()
     assert memory.recall("m") is None and memory.bytes == 0
+
+
+async def test_a_sent_reply_is_kept_its_sent_seconds_from_the_sending() -> None:
+    clock = Clock()
+    memory = ReplyMemory(clock)
+    answered(memory, "m", "sent a second after its answer")
+    await settle()
+    clock.t += 1
+    memory.delivered("m")
+    kept = memory.recall("m")
+    assert kept is not None and kept.sent and kept.until == clock.t + SENT_SECONDS < clock.t - 1 + REPLY_SECONDS
+    clock.t += SENT_SECONDS - 0.001
+    assert memory.recall("m") is not None
+    clock.t += 0.001
+    assert memory.recall("m") is None and memory.bytes == 0 and len(memory) == 0
+    memory.delivered("m")  # forgotten: nothing to mark, nothing made
+    assert len(memory) == 0
+
+
+async def test_a_reply_sent_as_it_is_answered_is_kept_its_sent_seconds_from_the_answer() -> None:
+    """The table sends its reply and answers the future in one step; the memory hears
+    of the sending first or second, and keeps the reply its sent seconds either way."""
+    for sent_first in (True, False):
+        clock = Clock()
+        memory = ReplyMemory(clock)
+        fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        memory.remember("m", fut, lambda: "answer")
+        if sent_first:
+            memory.delivered("m")
+            clock.t += 10 * REPLY_SECONDS  # still pending: never forgotten for its age
+            assert memory.recall("m") is not None
+        fut.set_result({})
+        await settle()
+        if not sent_first:
+            memory.delivered("m")
+        kept = memory.recall("m")
+        assert kept is not None and kept.text == "answer" and kept.until == clock.t + SENT_SECONDS, sent_first
+
+
+async def test_sending_never_keeps_a_reply_longer() -> None:
+    clock = Clock()
+    memory = ReplyMemory(clock)
+    answered(memory, "m", "told busy, asked again late")
+    await settle()
+    answer_until = clock.t + REPLY_SECONDS
+    clock.t += REPLY_SECONDS - 1
+    memory.delivered("m")
+    kept = memory.recall("m")
+    assert kept is not None and kept.until == answer_until
+    clock.t += 1
+    assert memory.recall("m") is None

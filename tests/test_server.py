@@ -320,7 +320,7 @@ async def test_bad_messages_get_typed_errors_and_change_nothing(api: Api, server
         assert again["replayed"] is True and again["result"] == first["result"]
         await wait_for(lambda: latest_view(on_turn)["phase"] == "discard")
         assert await records(pool, table) == n0 + 1
-        # Once the connection has forgotten the reply (service.replies: 30 s after it),
+        # Once the connection has forgotten the reply (service.replies: 5 s after sending it),
         # the same id is judged again: refused (the draw is made), not applied twice.
         mover = a["id"] if on_turn is ca else b["id"]
         (held,) = [c for c in server.app[SOCKETS].values() if c.player_id == mover]

@@ -10,9 +10,12 @@ import gc
 import logging
 from typing import Any
 
+import pytest
+
 from service import api_ws, table
+from service.replies import REPLY_SECONDS, SENT_SECONDS
 from service.startup import Running
-from tests.conftest import Api
+from tests.conftest import Api, wait_for
 from tests.wsclient import Client
 
 UNREAD = "exception was never retrieved"
@@ -106,3 +109,40 @@ async def test_a_commands_unexpected_failure_is_logged_once(caplog: Any) -> None
         other.set_exception(KeyError("elsewhere"))
         assert api_ws._reply_for("m2", other)["error"]["code"] == "server_error"
         assert any(r.getMessage() == "message m2 failed" for r in caplog.records)
+
+
+async def test_a_sent_reply_is_kept_briefly_one_told_busy_until_it_is_sent(
+    api: Api, server: Running, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """service.replies over a real socket: a reply the connection has sent is kept
+    SENT_SECONDS (its client has it, or the connection is gone); one the client was
+    told ``busy`` for is kept REPLY_SECONDS after its answer, until it is asked for
+    again and sent, and then a repeat still gets it."""
+    from service.appkeys import SOCKETS
+
+    table = await api.table(seats=4, point_value=1)
+    p = await api.player("asker")
+    now = [5000.0]  # the memory's clock: still, so each bound is read exactly
+    async with Client(server.url, p["token"], p["signer"]) as c:
+        assert (await c.request({"type": "join", "table_id": table}))["type"] == "reply"
+        (conn,) = [k for k in server.app[SOCKETS].values() if k.player_id == p["id"]]
+        conn.replies.now = lambda: now[0]
+        sat = await c.request({"type": "sit", "table_id": table}, msg_id="s1")
+        assert sat["type"] == "reply"
+        kept = conn.replies.recall("s1")
+        assert kept is not None and kept.sent and kept.until == now[0] + SENT_SECONDS
+        # A table slower than the socket's wait: the client is told busy, nothing sent.
+        monkeypatch.setattr(api_ws, "TABLE_ANSWER_SECONDS", 0)
+        told = await c.request({"type": "leave", "table_id": table}, msg_id="l1")
+        assert told["type"] == "error" and told["error"]["code"] == "busy", told
+        await wait_for(lambda: (r := conn.replies.recall("l1")) is not None and r.text is not None)
+        held = conn.replies.recall("l1")
+        assert held is not None and not held.sent and held.until == now[0] + REPLY_SECONDS
+        now[0] += SENT_SECONDS + 1  # past a sent reply's time, within this one's
+        assert conn.replies.recall("s1") is None and conn.replies.recall("l1") is held
+        again = await c.request({"type": "leave", "table_id": table}, msg_id="l1")
+        assert again["type"] == "reply" and again["replayed"] is True, again
+        assert again["result"]["left"] == sat["result"]["seat"], again
+        assert held.sent and held.until == now[0] + SENT_SECONDS
+        once_more = await c.request({"type": "leave", "table_id": table}, msg_id="l1")
+        assert once_more == again  # the same reply, applied once
