@@ -9,11 +9,12 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 from aiohttp import WSCloseCode, WSMsgType, web
 
-from service import auth, store, wire
+from service import auth, replies, store, wire
 from service.appkeys import CONFIG, HANDSHAKES, METRICS, SOCKETS, TABLES
 from service.edge import require_player
 from service.errors import ServiceError
@@ -193,3 +194,18 @@ async def _dispatch(
         return done
     payload = {k: v for k, v in data.items() if k not in ("type", "id", "table_id")}
     return a.enqueue(kind, player.id, payload, route)
+
+
+async def sweeping(app: web.Application) -> AsyncIterator[None]:
+    """Every connection's reply memory trimmed each ``SWEEP_SECONDS`` (service.replies),
+    for the application's ``cleanup_ctx``."""
+    sockets = app[SOCKETS]
+    task = asyncio.create_task(
+        replies.sweep_every(replies.SWEEP_SECONDS, lambda: [c.replies for c in sockets.values()]),
+        name="reply-sweep",
+    )
+    try:
+        yield
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)

@@ -65,6 +65,7 @@ def make_app(config: Config) -> web.Application:
     app.cleanup_ctx.append(lifecycle.database)
     app.cleanup_ctx.append(lifecycle.tables_and_leases)
     app.cleanup_ctx.append(memtrim.trimming)
+    app.cleanup_ctx.append(api_ws.sweeping)
     app.on_shutdown.append(lifecycle.on_shutdown)
     add = app.router
     add.add_get("/healthz", api_public.health)

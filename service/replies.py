@@ -11,14 +11,22 @@ then.  A reply sent on a live connection reaches its client or the connection di
 retry that crossed the reply on the way: it comes within moments or never.  The
 longer time is for a reply the client has not been sent: a table that has not
 answered within ``TABLE_ANSWER_SECONDS`` tells the client ``busy``, to ask again for
-it.  Most replies are sent, and at 2,000 seats held for 30 s they were about 3 MB
-of a server's memory (docs/benchmarks.md).  At most :data:`REPLY_MEMORY` replies and
-:data:`REPLY_BYTES` characters of their texts are kept; beyond either bound the oldest
-go first.  A pending reply is never forgotten for its age (however late the table
-answers, the client may ask again for it), only to keep the bounds; nor is an expired
-reply behind an older one that is not (the oldest go first).
+it.  Most replies are sent, and at 2,000 seats held for 30 s they were about 3 MB of
+a server's memory (docs/benchmarks.md, "Sent replies remembered 5 s").  At most
+:data:`REPLY_MEMORY` replies and :data:`REPLY_BYTES` characters of their texts are
+kept; beyond either bound the oldest go first.  A pending reply is never forgotten
+for its age (however late the table answers, the client may ask again for it), only
+to keep the bounds.  Replies go oldest first, in their messages' order: one whose time
+is up waits behind an older one still kept (a sent reply behind one told ``busy``),
+within the bounds.
 
-Time is an input (``now``), so the bounds are tested without waiting for them.
+A connection trims its memory at each of its messages, and :func:`sweep_every` trims
+every connection's each :data:`SWEEP_SECONDS`: a seat that sends nothing between its
+turns (a minute apart at six seats and a human pace) would otherwise keep its last
+turn's replies until its next one, whatever their time.
+
+Time is an input (``now``; the sweep's ``sleep``), so the bounds are tested without
+waiting for them.
 """
 
 from __future__ import annotations
@@ -26,7 +34,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -36,8 +44,19 @@ REPLY_MEMORY: Final = 256
 REPLY_BYTES: Final = 16 * 1024
 REPLY_SECONDS: Final = 30.0
 SENT_SECONDS: Final = 5.0
+#: seconds between two sweeps of every connection's memory
+SWEEP_SECONDS: Final = SENT_SECONDS
 
-__all__ = ["REPLY_BYTES", "REPLY_MEMORY", "REPLY_SECONDS", "SENT_SECONDS", "Reply", "ReplyMemory"]
+__all__ = [
+    "REPLY_BYTES",
+    "REPLY_MEMORY",
+    "REPLY_SECONDS",
+    "SENT_SECONDS",
+    "SWEEP_SECONDS",
+    "Reply",
+    "ReplyMemory",
+    "sweep_every",
+]
 
 
 @dataclass
@@ -87,10 +106,10 @@ class ReplyMemory:
                 entry.future = None
                 entry.until = self.now() + (self.sent_seconds if entry.sent else self.seconds)
                 self.bytes += len(entry.text)
-                self._trim()
+                self.trim()
 
         reply.add_done_callback(answered)
-        self._trim()
+        self.trim()
 
     def delivered(self, msg_id: str) -> None:
         """The connection has sent the reply to ``msg_id``: kept :attr:`sent_seconds`
@@ -102,11 +121,11 @@ class ReplyMemory:
         entry.sent = True
         if entry.until is not None:
             entry.until = min(entry.until, self.now() + self.sent_seconds)
-        self._trim()
+        self.trim()
 
     def recall(self, msg_id: str) -> Reply | None:
         """The reply remembered for ``msg_id``, if it is still kept."""
-        self._trim()
+        self.trim()
         return self._entries.get(msg_id)
 
     def clear(self) -> None:
@@ -118,7 +137,8 @@ class ReplyMemory:
         if gone is not None:
             self.bytes -= len(gone.text or "")
 
-    def _trim(self) -> None:
+    def trim(self) -> None:
+        """Forget what is past its time, and the oldest beyond the bounds."""
         r = self._entries
         now = self.now()
         while r:
@@ -128,3 +148,15 @@ class ReplyMemory:
                 return
             _, gone = r.popitem(last=False)
             self.bytes -= len(gone.text or "")
+
+
+async def sweep_every(
+    seconds: float,
+    memories: Callable[[], Iterable[ReplyMemory]],
+    sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+) -> None:
+    """Forever: wait ``seconds``, then trim each of ``memories()``."""
+    while True:
+        await sleep(seconds)
+        for memory in memories():
+            memory.trim()

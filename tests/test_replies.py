@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from service.replies import REPLY_BYTES, REPLY_SECONDS, SENT_SECONDS, ReplyMemory
+from service.replies import REPLY_BYTES, REPLY_SECONDS, SENT_SECONDS, SWEEP_SECONDS, ReplyMemory, sweep_every
 
 
 class Clock:
@@ -142,3 +142,39 @@ async def test_sending_never_keeps_a_reply_longer() -> None:
     assert kept is not None and kept.until == answer_until
     clock.t += 1
     assert memory.recall("m") is None
+
+
+async def test_the_sweep_trims_every_memory_after_each_wait() -> None:
+    """A connection that sends nothing more still forgets its replies on time."""
+    clock = Clock()
+    quiet, other = ReplyMemory(clock), ReplyMemory(clock)
+    answered(quiet, "m", "a turn's reply")
+    answered(other, "n", "another's")
+    await settle()
+    quiet.delivered("m")
+    waits: list[float] = []
+    woke = asyncio.Event()
+    proceed = asyncio.Event()
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+        woke.set()
+        await proceed.wait()
+        proceed.clear()
+
+    task = asyncio.create_task(sweep_every(SWEEP_SECONDS, lambda: [quiet, other], sleep))
+    try:
+        await woke.wait()
+        woke.clear()
+        clock.t += SENT_SECONDS  # the sent one's time is up, not the other's
+        proceed.set()
+        await woke.wait()
+        assert len(quiet) == 0 and quiet.bytes == 0 and len(other) == 1
+        woke.clear()
+        clock.t += REPLY_SECONDS
+        proceed.set()
+        await woke.wait()
+        assert len(other) == 0 and waits == [SWEEP_SECONDS] * 3
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)

@@ -146,3 +146,7 @@ async def test_a_sent_reply_is_kept_briefly_one_told_busy_until_it_is_sent(
         assert held.sent and held.until == now[0] + SENT_SECONDS
         once_more = await c.request({"type": "leave", "table_id": table}, msg_id="l1")
         assert once_more == again  # the same reply, applied once
+        # The connection sends nothing more: the server's sweep forgets the reply on time.
+        assert [t for t in asyncio.all_tasks() if t.get_name() == "reply-sweep"]
+        now[0] += SENT_SECONDS
+        await wait_for(lambda: len(conn.replies) == 0)  # within SWEEP_SECONDS, unasked
