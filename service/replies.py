@@ -11,8 +11,8 @@ then.  A reply sent on a live connection reaches its client or the connection di
 retry that crossed the reply on the way: it comes within moments or never.  The
 longer time is for a reply the client has not been sent: a table that has not
 answered within ``TABLE_ANSWER_SECONDS`` tells the client ``busy``, to ask again for
-it.  Most replies are sent, and at 2,000 seats held for 30 s they were about 3 MB of
-a server's memory (docs/benchmarks.md, "Sent replies remembered 5 s").  At most
+it.  Most replies are sent; held 30 s, they were about 2 MB of each worker's heap at
+1,600 seats (docs/benchmarks.md, "Sent replies remembered 5 s").  At most
 :data:`REPLY_MEMORY` replies and :data:`REPLY_BYTES` characters of their texts are
 kept; beyond either bound the oldest go first.  A pending reply is never forgotten
 for its age (however late the table answers, the client may ask again for it), only
