@@ -22,7 +22,7 @@ within the bounds.
 
 A connection trims its memory at each of its messages, and :func:`sweep_every` trims
 every connection's each :data:`SWEEP_SECONDS`: a seat that sends nothing between its
-turns (a minute apart at six seats and a human pace) would otherwise keep its last
+turns (tens of seconds apart at six seats and a human pace) would otherwise keep its last
 turn's replies until its next one, whatever their time.
 
 Time is an input (``now``; the sweep's ``sleep``), so the bounds are tested without
