@@ -67,11 +67,12 @@ class HandRun:
                 return s
         return None
 
-    def head(self, i: int) -> dict[str, Any]:
-        """Record i's signed head (docs/fairness.md §15), signed once."""
+    def head(self, i: int, h: str | None = None) -> dict[str, Any]:
+        """Record i's signed head (docs/fairness.md §15), signed once; ``h`` its link
+        when the caller holds the record (memory may have forgotten it: it is stored)."""
         got = self.heads.get(i)
         if got is None:
-            got = self.heads[i] = self.recorder.head_evidence(i)
+            got = self.heads[i] = self.recorder.head_evidence(i, h)
             while len(self.heads) > HEADS_KEPT:
                 del self.heads[min(self.heads)]
         return got

@@ -35,7 +35,10 @@ new hand row.  :meth:`TableStore.run` answers the op's data or raises;
 
 While a hand is live its records are stored twice: a public projection (what a
 spectator may see, service.handstore) in ``record``, and the whole record sealed with
-the server's AES-GCM key in ``sealed``; recovery opens the sealed copy (D32).
+the server's AES-GCM key in ``sealed``; recovery opens the sealed copy (D32), and so
+does :meth:`TableStore.read_log`, the one read a table asks for besides its load: the
+records its hand in progress forgot (verifier.recordlog), when the hand ends or a join
+asks for their events.
 """
 
 from __future__ import annotations
@@ -296,7 +299,10 @@ class TableStore:
         return io.Loaded(facts, stored, ended)
 
     async def run(self, op: io.Op) -> Any:
-        """Carry out ``op`` in the group commit: its answer, or raise."""
+        """Carry out ``op`` in the group commit (a :class:`io.LogOp` is a read, outside
+        it): its answer, or raise."""
+        if isinstance(op, io.LogOp):
+            return await self.read_log(op)
         if isinstance(op, io.RecordsOp):
             sealed = self.seal(op.hand_no, op.records)
             w = Batched(self.lease, self.table_id, op.hand_id, sealed, _s(op.deadline), op.status)
@@ -305,6 +311,26 @@ class TableStore:
             return await self.writer.write(Batched(self.lease, self.table_id, seed=op))
         run, accounts = self._op(op)
         return await self.writer.write(Batched(self.lease, self.table_id, run=run, accounts=accounts))
+
+    async def read_log(self, op: io.LogOp) -> list[dict[str, Any]]:
+        """The stored records ``op`` names, opened from their sealed copies (a read: no
+        transaction).  A copy that does not open is a conflict: the table reloads, and
+        its replay decides what the hand becomes (D32, D33)."""
+        async with connection(self.pool) as conn:
+            rows = await conn.fetch(
+                "SELECT i, sealed FROM hand_records WHERE hand_id = $1 AND i >= $2 AND i < $3 ORDER BY i",
+                op.hand_id,
+                op.start,
+                op.stop,
+            )
+        out = []
+        for r in rows:
+            try:
+                text = self.keys.open_record(bytes(r["sealed"]), self.table_id, op.hand_no, int(r["i"]))
+                out.append(json.loads(text))
+            except Exception as e:  # no sealed copy, a wrong tag, not JSON
+                raise StoreConflict(f"stored record {r['i']} of hand {op.hand_id} cannot be opened: {e!r}") from None
+        return out
 
     def _op(self, op: io.Op) -> tuple[Run, tuple[str, ...]]:
         """What ``op`` runs in its batch, and the accounts it may move."""

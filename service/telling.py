@@ -268,7 +268,7 @@ class Teller(Watchers):
         signature of the record's head.  ``mover``: the connection whose reply carries
         its update; that update is returned instead of pushed."""
         hand, record, events = u.hand, u.record, u.events
-        head = hand.head(record["i"])  # signed once: the reply to the move shares it
+        head = hand.head(record["i"], record["h"])  # signed once: the reply to the move shares it
         base = {
             "type": "update",
             "table_id": self.table_id,

@@ -28,8 +28,8 @@ def garble_heads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     garbled: list[int] = []
     head = HandRun.head
 
-    def bad_head(self: HandRun, i: int) -> dict[str, Any]:
-        got = head(self, i)
+    def bad_head(self: HandRun, i: int, h: str | None = None) -> dict[str, Any]:
+        got = head(self, i, h)
         if i != BAD:
             return got
         garbled.append(self.hand_no)

@@ -8,6 +8,7 @@ import json
 import sys
 import tracemalloc
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -20,7 +21,7 @@ from verifier.errors import RuleError
 from verifier.fairness import canonical, player_commit
 from verifier.hand import TableRules
 from verifier.record import HandRecorder
-from verifier.recordlog import FRAGMENTS, PIECE, RecordLog, pack, unpack
+from verifier.recordlog import FIRST_KEPT, FRAGMENTS, PIECE, Forgotten, RecordLog, pack, unpack
 
 
 def played(n: int = 0) -> HandRecorder:
@@ -196,3 +197,73 @@ def test_every_piece_held_is_within_the_small_object_allocator() -> None:
     assert all(isinstance(p, bytes) and 0 < len(p) <= PIECE and sys.getsizeof(p) <= 512 for p in pieces)
     assert sum(map(len, pieces)) == rec.records.packed_bytes()
     assert [canonical(r) for r in rec.records] == [canonical(r) for r in rec.transcript()["log"]]
+
+
+def test_a_log_forgets_stored_records_but_its_first_and_newest_and_takes_them_back_whole() -> None:
+    rec = played(1)
+    whole = [json.loads(canonical(r)) for r in rec.records]
+    n = len(whole)
+    log = rec.records
+    log.forget(n + 5)  # never the newest, whatever is asked
+    assert log.forgotten == range(FIRST_KEPT, n - 1) and len(log) == n
+    assert log.held_as_text() == list(range(FIRST_KEPT))
+    assert log.get(FIRST_KEPT) is None and log.get(n) is None and log.get(-1) == whole[-1] and log.get(0) == whole[0]
+    for read in (lambda: log[FIRST_KEPT], lambda: list(log), lambda: log == whole, rec.transcript):
+        with pytest.raises(Forgotten):
+            read()
+    with pytest.raises(Forgotten):
+        log.pop()  # the record before the newest cannot become the newest
+    assert "None" in repr(log)
+    log.forget(FIRST_KEPT + 1)  # forgetting less than is forgotten takes nothing back
+    assert log.forgotten == range(FIRST_KEPT, n - 1)
+
+    with pytest.raises(ValueError, match="came back"):
+        log.fill(whole[FIRST_KEPT:-2])
+    assert log.forgotten == range(FIRST_KEPT, n - 1)
+    log.fill(whole[FIRST_KEPT:-1])
+    assert not log.forgotten and log == whole and log.held_as_text() == list(range(n - 1))
+    assert rec.transcript()["log"] == whole
+
+
+def _altered(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = [dict(r) for r in records]
+    out[1]["t"] += 1
+    return out
+
+
+def _relinked(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Records altered and linked again among themselves: the record after them is not linked to the last."""
+    out = _altered(records)
+    prev = records[0]["h"]
+    for r in out[1:]:
+        r["h"] = chain_link(prev, r)
+        prev = r["h"]
+    return out
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        _altered,
+        _relinked,
+        lambda rs: rs[:-1],
+        lambda rs: rs[::-1],
+        lambda rs: [*rs, dict(rs[2])],
+        lambda rs: [{**rs[0], "i": rs[1]["i"]}, *rs[1:]],
+    ],
+    ids=["altered", "relinked", "short", "reversed", "twice", "renumbered"],
+)
+def test_the_recorder_takes_back_only_the_records_it_forgot(change: Any) -> None:
+    rec = played(2)
+    whole = [json.loads(canonical(r)) for r in rec.records]
+    rec.forget_stored(len(whole), 3)
+    gone = rec.records.forgotten
+    assert gone == range(FIRST_KEPT, len(whole) - 3)
+    back = [whole[i] for i in gone]
+    bad = change(back)
+    assert bad != back
+    with pytest.raises(ValueError):
+        rec.fill(bad)
+    assert rec.records.forgotten == gone  # nothing taken
+    rec.fill(whole)  # the whole log, as a store gives it back: the forgotten ones are taken
+    assert not rec.records.forgotten and rec.records == whole

@@ -22,6 +22,7 @@ def test_a_small_world_with_every_kind_of_fault_keeps_every_invariant() -> None:
     w, failure = simulate(11, tables=12, duration=240_000, fault_rate=4.0)
     assert failure is None, failure.report()
     assert w.hands_ended > 100 and w.verified > 10
+    assert w.store.log_reads > 50  # hands read back the records they forgot (verifier.recordlog)
     assert len(w.injected) >= 8, f"not every kind of fault was injected: {w.injected}"
 
 

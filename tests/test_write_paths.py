@@ -141,12 +141,13 @@ def _uses(fn: ast.AST, pred: Callable[[ast.AST], bool]) -> bool:
 
 def test_the_group_commit_is_the_table_stores_only_write_path() -> None:
     """In service/tablestore.py only ``commit_batch`` (the function the group commit
-    calls) and ``TableStore.load`` (a read, no transaction) take a connection; only
-    ``commit_batch`` opens the outer transaction (the ops' own ``transaction()`` calls
-    are savepoints on the batch's connection: they get no connection of their own); a
-    table store reads its pool only to load and to make its group commit when given
-    none; ``run`` hands every op to the group commit; and nothing in service/ fences a
-    transaction of its own any more (``fenced``/``fence``)."""
+    calls) and the two reads ``TableStore.load`` and ``TableStore.read_log`` (no
+    transaction, no statement that writes) take a connection; only ``commit_batch``
+    opens the outer transaction (the ops' own ``transaction()`` calls are savepoints on
+    the batch's connection: they get no connection of their own); a table store reads
+    its pool only to read and to make its group commit when given none; ``run`` hands
+    every op to the group commit but the one read (``io.LogOp``); and nothing in
+    service/ fences a transaction of its own any more (``fenced``/``fence``)."""
     tree = ast.parse((SERVICE / "tablestore.py").read_text(encoding="utf-8"))
     fns = _functions(tree)
 
@@ -160,20 +161,23 @@ def test_the_group_commit_is_the_table_stores_only_write_path() -> None:
         )
 
     connecting = sorted(fn.name for fn in fns if _uses(fn, lambda n: _calls(n, "connection", "acquire", "connect")))
-    assert connecting == ["commit_batch", "load"], connecting
-    load = next(fn for fn in fns if fn.name == "load")
-    assert not _uses(load, lambda n: _calls(n, "transaction"))
+    assert connecting == ["commit_batch", "load", "read_log"], connecting
+    for read in (fn for fn in fns if fn.name in ("load", "read_log")):
+        assert not _uses(read, lambda n: _calls(n, "transaction"))
+        sql = " ".join(n.value for n in ast.walk(read) if isinstance(n, ast.Constant) and isinstance(n.value, str))
+        assert not re.search(r"\b(INSERT|UPDATE|DELETE|LOCK|FOR UPDATE|FOR SHARE)\b", sql, re.I), read.name
     pool = sorted(
         fn.name
         for fn in fns
         if _uses(fn, lambda n: isinstance(n, ast.Attribute) and n.attr == "pool" and isinstance(n.value, ast.Name))
     )
-    assert pool == ["__init__", "load"], pool
+    assert pool == ["__init__", "load", "read_log"], pool
     run = next(fn for fn in fns if fn.name == "run")
-    writes = [n for n in ast.walk(run) if isinstance(n, ast.Return)]
-    assert writes and all(
-        _uses(r, lambda n: _calls(n, "write")) for r in writes
-    )  # every op ends in self.writer.write(...)
+    returns = [n for n in ast.walk(run) if isinstance(n, ast.Return)]
+    reads = [r for r in returns if _uses(r, lambda n: _calls(n, "read_log"))]
+    assert len(reads) == 1 and all(
+        _uses(r, lambda n: _calls(n, "write")) for r in returns if r not in reads
+    )  # every op but the read ends in self.writer.write(...)
     fencing = []
     for path in SERVICE.rglob("*.py"):
         module = ast.parse(path.read_text(encoding="utf-8"))

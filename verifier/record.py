@@ -218,8 +218,8 @@ class HandRecorder:
         worker at 2,000 seats) for a reload that rarely comes."""
         other = self._trusted
         i = len(self.records)
-        if other is not None and isinstance(sig, str) and i < len(other.records):
-            mine = other.records[i]
+        mine = other.records.get(i) if other is not None and isinstance(sig, str) else None  # None: forgotten
+        if mine is not None:
             if mine.get("type") == "action" and mine.get("psig") == {"prev": prev, "sig": sig}:
                 if mine.get("action") == move and self.encode(mine["action"]) == self.encode(move):
                     return
@@ -460,12 +460,14 @@ class HandRecorder:
         arrived: int,
         code: str | None = None,
         i: int | None = None,
+        h: str | None = None,
     ) -> dict[str, Any]:
         """The server's signed acknowledgement of a move the table judged (§15):
         accepted (``code`` None) or refused with ``code``.  ``i``: the record holding
         an accepted action (the ack is then also that record's signed head); by
         default the last record of the log.  ``arrived``: the table's clock when it
-        judged the move, never before that record's ``t``."""
+        judged the move, never before that record's ``t``.  ``h``: record ``i``'s link,
+        when the caller holds it (the log may have forgotten an older record)."""
         n = len(self.records) - 1 if i is None else i
         body = ack_body(
             self.table_id,
@@ -475,15 +477,46 @@ class HandRecorder:
             prev,
             psig,
             i=n,
-            h=str(self.records[n]["h"]),
+            h=str(self.records[n]["h"]) if h is None else h,
             arrived=arrived,
             code=code,
         )
         return {"purpose": "ack", "body": body, "sig": self.signer.sign("ack", body, PROTOCOL)}
 
-    def head_evidence(self, i: int) -> dict[str, Any]:
-        body = head_body(self.table_id, self.hand_no, i, str(self.records[i]["h"]))
+    def head_evidence(self, i: int, h: str | None = None) -> dict[str, Any]:
+        """Record ``i``'s signed head (§15); ``h`` its link, when the caller holds it."""
+        body = head_body(self.table_id, self.hand_no, i, str(self.records[i]["h"]) if h is None else h)
         return {"purpose": "head", "body": body, "sig": self.signer.sign("head", body, PROTOCOL)}
+
+    # -- records kept by the store ---------------------------------------------------
+    def forget_stored(self, stored: int, recent: int) -> None:
+        """Forget the action records the store holds (those numbered below ``stored``),
+        all but the newest ``recent`` of the log (:meth:`RecordLog.forget`)."""
+        self.records.forget(min(stored, len(self.records) - recent))
+
+    def fill(self, stored: Sequence[Mapping[str, Any]]) -> None:
+        """Hold again the forgotten records, as the store gave them back: they must be
+        exactly those records — numbered in order, each linked to the one before
+        (§11), the first to the record before them and the record after them to the
+        last — or ValueError and nothing changes."""
+        gone = self.records.forgotten
+        if not gone:
+            return
+        want = [r for r in stored if isinstance(r, Mapping) and r.get("i") in gone]
+        if [r.get("i") for r in want] != list(gone):
+            got = [r.get("i") for r in want]
+            shown = ", ".join(map(str, got[:6])) + (", …" if len(got) > 6 else "")
+            wanted = f"{gone.start}–{gone.stop - 1} in order"
+            raise ValueError(f"the store gave back {len(got)} records ({shown}), not {wanted}")
+        prev = str(self.records[gone.start - 1]["h"])
+        for r in want:
+            if r.get("h") != chain_link(prev, r, self.encode):
+                raise ValueError(f"stored record {r.get('i')} is not linked to the record before it")
+            prev = str(r["h"])
+        after = self.records[gone.stop]
+        if after["h"] != chain_link(prev, after, self.encode):
+            raise ValueError(f"record {gone.stop} is not linked to the stored record before it")
+        self.records.fill([dict(r) for r in want])
 
     # -- rebuilding from a stored log (D32) ------------------------------------------
     def adopt(self, stored: Sequence[Mapping[str, Any]]) -> None:

@@ -21,6 +21,16 @@ hands) one byte.  Unpacking puts back exactly the text packed, whatever the tabl
 holds; the table only decides how much is saved: an action record packs to about a
 third of its text.  A text that does hold a control byte (an encoder other than
 canonical JSON) is not packed: that record stays as it was made.
+
+A record stored elsewhere may also be *forgotten* (:meth:`RecordLog.forget`): the
+server's tables forget their action records once they are in the database, keeping the
+first :data:`FIRST_KEPT` (header, commitments, reveals, deal) and the newest few, and
+read the others back (:meth:`RecordLog.fill`, after the recorder has checked their chain)
+when the hand ends or a player's join asks for them.  Held for a hand's lifetime, even
+packed, the records pinned the allocator's pools among the short-lived pushes and
+replies: 7–12 MB of a server's RSS at 2,000 seats (docs/benchmarks.md, "What holding no
+old record would save").  Reading a forgotten record raises :class:`Forgotten`: nothing
+is ever made from part of a log.
 """
 
 from __future__ import annotations
@@ -107,7 +117,15 @@ def unpack(packed: bytes | bytearray) -> bytes:
 #: interpreter's small-object allocator takes (512 bytes at most, with its header)
 PIECE: Final = 448
 
-Held = dict[str, Any] | bytes | tuple[bytes, ...]  # as made, or packed (in pieces)
+Held = dict[str, Any] | bytes | tuple[bytes, ...] | None  # as made, packed (in pieces), or forgotten
+
+#: the records never forgotten: header, commitments, reveals, deal (each is read while
+#: the hand is played)
+FIRST_KEPT: Final = 4
+
+
+class Forgotten(LookupError):
+    """A record the log has forgotten (it is in the store): read it back first."""
 
 
 def _held(packed: bytes) -> bytes | tuple[bytes, ...]:
@@ -126,12 +144,44 @@ class RecordLog(Sequence[dict[str, Any]]):
     short-lived pushes and replies (docs/benchmarks.md: a server held more, not less,
     that way).  One growing buffer a hand, packed, did as well as these pieces."""
 
-    __slots__ = ("_decode", "_encode", "_items")
+    __slots__ = ("_decode", "_encode", "_forgotten", "_items")
 
     def __init__(self, encode: Encode = canonical, decode: Decode = json.loads) -> None:
         self._items: list[Held] = []
         self._encode = encode
         self._decode = decode
+        self._forgotten = 0  # records FIRST_KEPT … FIRST_KEPT + this - 1 are forgotten
+
+    @property
+    def forgotten(self) -> range:
+        """The numbers of the records forgotten (an empty range when none is)."""
+        return range(FIRST_KEPT, FIRST_KEPT + self._forgotten)
+
+    def forget(self, stop: int) -> None:
+        """Forget the records numbered from :data:`FIRST_KEPT` up to ``stop``
+        (excluded); never the newest.  The caller knows they are stored."""
+        items = self._items
+        stop = min(stop, len(items) - 1)
+        for k in range(FIRST_KEPT + self._forgotten, stop):
+            items[k] = None
+        self._forgotten = max(self._forgotten, stop - FIRST_KEPT)
+
+    def fill(self, records: Sequence[dict[str, Any]]) -> None:
+        """Hold again the records :attr:`forgotten` names, in order (the caller has
+        checked they are those records: their chain, :meth:`HandRecorder.fill`)."""
+        gone = self.forgotten
+        if len(records) != len(gone):
+            raise ValueError(f"{len(gone)} records were forgotten; {len(records)} came back")
+        for k, record in zip(gone, records, strict=True):
+            packed = pack(self._encode(record))
+            self._items[k] = dict(record) if packed is None else _held(packed)
+        self._forgotten = 0
+
+    def get(self, i: int) -> dict[str, Any] | None:
+        """Record ``i``, or None when it is forgotten or beyond the log."""
+        if not -len(self._items) <= i < len(self._items) or self._items[i] is None:
+            return None
+        return self._read(self._items[i])
 
     def append(self, record: dict[str, Any]) -> None:
         items = self._items
@@ -145,15 +195,19 @@ class RecordLog(Sequence[dict[str, Any]]):
 
     def pop(self) -> dict[str, Any]:
         """The newest record, taken off; the one before it becomes the newest and is
-        held as a dict again."""
-        record = self[-1]
+        held as a dict again (not when it is forgotten: :class:`Forgotten`)."""
         items = self._items
+        if len(items) > 1 and items[-2] is None:
+            raise Forgotten("the record before the newest is forgotten: it cannot become the newest")
+        record = self[-1]
         del items[-1]
         if items and type(items[-1]) is not dict:
             items[-1] = self._read(items[-1])
         return record
 
     def _read(self, held: Held) -> dict[str, Any]:
+        if held is None:
+            raise Forgotten(f"records {self.forgotten.start}–{self.forgotten.stop - 1} are forgotten: read them back")
         if isinstance(held, dict):
             return held
         packed = held if isinstance(held, bytes) else b"".join(held)
@@ -192,11 +246,11 @@ class RecordLog(Sequence[dict[str, Any]]):
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        return f"RecordLog({list(self)!r})"
+        return f"RecordLog({[None if h is None else self._read(h) for h in self._items]!r})"
 
     def held_as_text(self) -> list[int]:
         """The numbers of the records held as their packed canonical JSON."""
-        return [i for i, r in enumerate(self._items) if type(r) is not dict]
+        return [i for i, r in enumerate(self._items) if r is not None and type(r) is not dict]
 
     def packed_bytes(self) -> int:
         """The bytes of packed text held."""

@@ -275,6 +275,13 @@ class Commands(Steps):
         self.write(io.UnseatOp(player_id), now, cmd=cmd, on_commit=stood)
         return None
 
+    @staticmethod
+    def forgotten_since(hand: HandRun, events_since: tuple[int, int]) -> bool:
+        """A snapshot with the events after ``events_since`` needs records memory forgot."""
+        gone = hand.recorder.records.forgotten
+        after = events_since[1] if events_since[0] == hand.hand_no else -1
+        return bool(gone) and after + 1 < gone.stop
+
     def snapshot_for(self, player_id: str, events_since: tuple[int, int] | None, now: int) -> dict[str, Any]:
         """Everything a (re)connecting player may see now: the table, and the hand in
         progress from their seat's point of view.  With ``events_since`` (hand_no, i),

@@ -27,6 +27,7 @@ from service.tablecore.commands import Commands
 from service.tablecore.errors import ClientError, moved, unavailable
 from service.tablecore.phase import HandPhase
 from service.tablecore.state import CoreConfig, TableFacts
+from service.tablecore.steps import RECENT_KEPT, StoredLogError
 from verifier.errors import RuleError
 from verifier.record import RestoreError
 
@@ -179,7 +180,25 @@ class TableCore(Commands):
 
     def _snapshot(self, cmd: io.Command, now: int) -> None:
         since = cmd.payload.get("since")
-        self.reply(cmd, self.snapshot_for(cmd.player_id, (since["hand_no"], since["i"]) if since else (0, -1), now))
+        events_since = (since["hand_no"], since["i"]) if since else (0, -1)
+        hand = self.hand
+        if hand is not None and self.forgotten_since(hand, events_since):
+            # the events asked for are in records memory forgot: read them back first,
+            # when no op is in flight (the join waits in the queue until then)
+            if self.mode is not Mode.SERVING or self.pending is not None:
+                self.queue.append(cmd)
+                return
+            self.judged = None
+            rec = hand.recorder
+
+            def answer() -> dict[str, Any]:
+                out = self.snapshot_for(cmd.player_id, events_since, now)
+                rec.forget_stored(len(rec.records), RECENT_KEPT)  # every record memory holds is stored
+                return out
+
+            self.read_log(hand, now, cmd, answer)
+            return
+        self.reply(cmd, self.snapshot_for(cmd.player_id, events_since, now))
 
     def _pump(self, now: int) -> None:
         if self.mode is Mode.WAITING and self.retry_at is not None and now >= self.retry_at:
@@ -237,7 +256,13 @@ class TableCore(Commands):
             self.streak = 0
             self.paused_told = self.resumed_told = False
             self.stored_at = now
-            result = p.on_commit(out.data) if p.on_commit is not None else None
+            try:
+                result = p.on_commit(out.data) if p.on_commit is not None else None
+            except StoredLogError as e:  # a read's answer that memory cannot take (nothing changed)
+                log.error("table %s: %s; reloading", self.table_id, e)
+                self.unsettled = p
+                self._failed(now, str(e))
+                return
             self.fx.extend(p.after)
             if p.cmd is not None:
                 self.reply(p.cmd, result if result is not None else {})

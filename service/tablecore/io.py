@@ -4,7 +4,8 @@ Inputs: :class:`Command` (a client's or the operator's), :class:`Tick` (time
 passed), :class:`Outcome` (what the store answered to an op the core asked for),
 :class:`LeaseEvent`, :class:`Reach` (a player's connection came or went).
 Effects: :class:`Write` and :class:`Load` (ask the store; its answer comes back as an
-Outcome), the ``Tell*`` effects, :class:`Reply`, :class:`Arm`, :class:`LetGo`.
+Outcome; a Write's op may be the one read, :class:`LogOp`), the ``Tell*`` effects,
+:class:`Reply`, :class:`Arm`, :class:`LetGo`.
 
 Store ops are plain data the store module (:mod:`service.tablestore`, or the
 simulator's store) carries out whole or not at all (in the group commit: each op in
@@ -185,6 +186,18 @@ class FinishOp:
 
 
 @dataclass(frozen=True, slots=True)
+class LogOp:
+    """A read, not a write: the stored records numbered ``start`` to ``stop - 1`` of a
+    hand in progress (the ones memory forgot, verifier.recordlog), opened.  Answer:
+    the records, in order.  The recorder checks their chain before holding them."""
+
+    hand_id: int
+    hand_no: int
+    start: int
+    stop: int
+
+
+@dataclass(frozen=True, slots=True)
 class VoidUnreadableOp:
     stored: StoredHand
     reason: str
@@ -197,8 +210,10 @@ class QuarantineOp:
 
 
 Op = (
-    SitOp | UnseatOp | StandLaterOp | StatusOp | CloseOp | StartOp | RecordsOp | SeedOp | FinishOp | VoidUnreadableOp
-) | QuarantineOp
+    (SitOp | UnseatOp | StandLaterOp | StatusOp | CloseOp | StartOp | RecordsOp | SeedOp | FinishOp | VoidUnreadableOp)
+    | QuarantineOp
+    | LogOp
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ out when the op has committed (:mod:`service.tablecore.core`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from service import fastjson, fastsig
@@ -29,6 +29,16 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("rummy.table")
 TOLD_LATE_MS = 250  # a record told this long after its t: the seats it makes wait keep their whole window (D35)
+#: the newest records a hand in progress holds besides its first four; older ones, once
+#: stored, are forgotten and read back when the hand ends or a join asks for their
+#: events (verifier.recordlog: held for the hand's life they cost 7–12 MB of RSS at
+#: 2,000 seats)
+RECENT_KEPT = 8
+
+
+class StoredLogError(Exception):
+    """The records the store gave back for a hand in progress are not the ones memory
+    forgot (their chain does not hold): reload."""
 
 
 class Steps:
@@ -321,18 +331,19 @@ class Steps:
             if psig is None:  # the clock's move: nobody to answer
                 return None
             move = action_to_json(action)
-            return io.Signed(lambda: of.recorder.ack(action.seat, move, psig["prev"], psig["sig"], arrived=t, i=i))
+            return io.Signed(lambda: of.recorder.ack(action.seat, move, psig["prev"], psig["sig"], arrived=t, i=i, h=h))
 
         def committed(_: Any) -> dict[str, Any]:
             self._told(hand, record, events, before, state, cmd)
+            rec.forget_stored(i + 1, RECENT_KEPT)  # stored: the database holds them (read_log)
             return {"i": i, "h": h, "ack": ack(hand)}
 
         def settled() -> dict[str, Any] | None:
             now_hand = self.hand
             if now_hand is None or now_hand.hand_id != hand.hand_id:
                 return None  # the hand ended meanwhile; its result says what happened
-            recs = now_hand.recorder.records
-            return {"i": i, "h": h, "ack": ack(now_hand)} if len(recs) > i and recs[i]["h"] == h else None
+            got = now_hand.recorder.records.get(i)  # a reload's replay holds every record
+            return {"i": i, "h": h, "ack": ack(now_hand)} if got is not None and got["h"] == h else None
 
         self._store(hand, [record], now, cmd=cmd, on_commit=committed, settled=settled)
 
@@ -350,6 +361,9 @@ class Steps:
         facts = self.facts
         assert facts is not None
         rec = hand.recorder
+        if rec.records.forgotten:  # the transcript holds every record: read them back first
+            self.read_log(hand, now)
+            return
         transcript = rec.transcript(seed_revealed=hand.seed_revealed)
         settlement = None
         if not rec.voided:
@@ -384,6 +398,26 @@ class Steps:
             self.emit(io.TellResult(hand, transcript))
 
         self.write(op, now, on_commit=finished)
+
+    def read_log(
+        self, hand: HandRun, now: int, cmd: io.Command | None = None, then: Callable[[], dict[str, Any]] | None = None
+    ) -> None:
+        """Read back the records memory forgot (they are stored: verifier.recordlog),
+        hold them again once their chain checks (:meth:`HandRecorder.fill`), then
+        ``then()`` gives the reply to ``cmd``.  Records the store gives back that do
+        not chain are a store that lies or lost them: :class:`StoredLogError`, and the
+        table reloads (its replay checks every stored record, D32)."""
+        rec = hand.recorder
+        gone = rec.records.forgotten
+
+        def got(records: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+            try:
+                rec.fill(records)
+            except ValueError as e:
+                raise StoredLogError(f"hand {hand.hand_no}: {e}") from None
+            return None if then is None else then()
+
+        self.write(io.LogOp(hand.hand_id, hand.hand_no, gone.start, gone.stop), now, cmd=cmd, on_commit=got)
 
     def _close(self, now: int) -> None:
         """A closing table closes once its hand is over: every seat is stood up."""

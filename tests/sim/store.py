@@ -6,6 +6,7 @@ house's commission), which the simulator checks after every step."""
 
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import dataclass, field
 from typing import Any
@@ -58,6 +59,7 @@ class SimStore:
         self.by_table: dict[str, list[Hand]] = {}  # a table's hands in the order they began
         self.ended: list[int] = []  # hand ids in the order they ended
         self.rngs: dict[str, random.Random] = {}  # per table: its server seeds
+        self.log_reads = 0  # io.LogOp answered
 
     # -- setup ---------------------------------------------------------------------
     def add_player(self, player_id: str, key: bytes, balance: int) -> None:
@@ -108,6 +110,10 @@ class SimStore:
     # -- ops ------------------------------------------------------------------------------
     def run(self, table_id: str, epoch: int, op: io.Op) -> Any:
         t = self.tables[table_id]
+        if isinstance(op, io.LogOp):  # a read: no lease asked (service.tablestore.read_log)
+            self.log_reads += 1
+            h = self.hands[op.hand_id]
+            return [json.loads(json.dumps(h.records[i])) for i in range(op.start, op.stop) if i in h.records]
         if t.epoch != epoch:
             raise Fenced(f"table {table_id}: epoch {epoch} is not the lease's {t.epoch}")
         f = t.facts

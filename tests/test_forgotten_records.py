@@ -1,0 +1,277 @@
+"""A hand in progress forgets its stored action records (verifier.recordlog: held for
+the hand's life they were most of a server's warm-up, docs/benchmarks.md) and reads
+them back from the store when the hand ends or a join asks for their events.  Driven
+step by step through the table core with tests/sim's in-memory store: the transcript
+and a join's events are what they were when memory held everything; a store that
+gives back other records, or fails the read, makes the table reload, and nothing is
+lost or settled twice."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from service.startup import Running
+from service.tablecore import io
+from service.tablecore.core import Mode
+from service.tablecore.steps import RECENT_KEPT
+from tests.conftest import Api, wait_for
+from tests.sim.store import SimStore
+from tests.test_recovery import key_of
+from tests.test_server import latest_view, seat_of, seat_two, through_seeds
+from tests.test_tablecore import Harness
+from tests.wsclient import Client
+from verifier.chain import move_body
+from verifier.fairness import PROTOCOL_V2
+from verifier.hand import Event
+from verifier.recordlog import FIRST_KEPT, Forgotten
+from verifier.transcript import verify_transcript
+
+TURNS = 10  # draw and discard: 20 action records, well past FIRST_KEPT + RECENT_KEPT
+
+
+def act(h: Harness, kind: str, **extra: Any) -> None:
+    hand = h.core.hand
+    assert hand is not None
+    pid, seat = h.on_turn()
+    move = {"kind": kind, "seat": seat, **extra}
+    head = hand.recorder.head
+    sig = h.signers[pid].sign("move", move_body("t0", hand.hand_no, head, move), PROTOCOL_V2)
+    action = {"kind": kind, **extra}
+    h.send(pid, "action", {"hand_no": hand.hand_no, "action": action, "prev": head, "sig": sig})
+    h.answer_all()
+    reply = h.of(io.Reply)[-1]
+    assert reply.cmd_id == h.ids and reply.error is None, reply.error
+
+
+def play_turns(h: Harness, turns: int) -> None:
+    for _ in range(turns):
+        act(h, "draw_closed")
+        hand = h.core.hand
+        assert hand is not None and hand.recorder.state is not None
+        _, seat = h.on_turn()
+        act(h, "discard", card=hand.recorder.state.seat(seat).cards[0])
+
+
+def stored(h: Harness) -> list[dict[str, Any]]:
+    hand = h.core.hand
+    assert hand is not None
+    recs = h.store.hands[hand.hand_id].records
+    return [json.loads(json.dumps(recs[i])) for i in sorted(recs)]
+
+
+def reads(h: Harness, since: int = -1) -> list[io.LogOp]:
+    return [e.op for e in h.of(io.Write, since) if isinstance(e.op, io.LogOp)]
+
+
+def a_hand_well_into_play() -> Harness:
+    h = Harness()
+    h.through_seeds()
+    play_turns(h, TURNS)
+    hand = h.core.hand
+    assert hand is not None
+    gone = hand.recorder.records.forgotten
+    n = len(hand.recorder.records)
+    assert gone == range(FIRST_KEPT, n - RECENT_KEPT), (gone, n)  # stored: forgotten
+    with pytest.raises(Forgotten):
+        hand.recorder.records[FIRST_KEPT]
+    return h
+
+
+def events_for(records: list[dict[str, Any]], seat: int, after: int) -> list[dict[str, Any]]:
+    return [
+        {"i": r["i"], **Event.from_json(e).for_seat(seat)} for r in records[after + 1 :] for e in r.get("events", ())
+    ]
+
+
+def test_a_join_gets_the_events_of_forgotten_records_read_back_from_the_store() -> None:
+    h = a_hand_well_into_play()
+    hand = h.core.hand
+    assert hand is not None
+    before = h.now
+    h.send("p1", "snapshot", {"since": None})
+    (read,) = reads(h, before)  # the join waits for the read
+    assert (read.start, read.stop) == (FIRST_KEPT, hand.recorder.records.forgotten.stop)
+    assert not [r for r in h.of(io.Reply) if r.cmd_id == h.ids]
+    h.answer_all()
+    reply = h.of(io.Reply)[-1]
+    assert reply.cmd_id == h.ids and reply.error is None, reply.error
+    seat = hand.seat_of("p1")
+    assert seat is not None
+    got = reply.result["hand"]["events"]
+    assert got == events_for(stored(h), seat, -1) and len(got) > 2 * TURNS
+    assert hand.recorder.records.forgotten, "the records read back for the join are forgotten again"
+
+    # a join that asks only for what memory holds is answered at once, with no read
+    last = len(hand.recorder.records) - 1
+    h.send("p0", "snapshot", {"since": {"hand_no": hand.hand_no, "i": last - 2}})
+    assert reads(h, h.now) == [read]
+    reply = h.of(io.Reply)[-1]
+    assert reply.cmd_id == h.ids and reply.result["hand"]["events"] == events_for(stored(h), 0, last - 2)
+    play_turns(h, 1)  # and the hand plays on
+
+
+def test_a_join_that_comes_while_a_move_is_stored_waits_for_it_then_reads() -> None:
+    h = a_hand_well_into_play()
+    hand = h.core.hand
+    assert hand is not None
+    pid, seat = h.on_turn()
+    head = hand.recorder.head
+    move = {"kind": "draw_closed", "seat": seat}
+    sig = h.signers[pid].sign("move", move_body("t0", hand.hand_no, head, move), PROTOCOL_V2)
+    h.send(pid, "action", {"hand_no": hand.hand_no, "action": {"kind": "draw_closed"}, "prev": head, "sig": sig})
+    draw = h.ids
+    h.send("p1", "snapshot", {"since": None})  # the draw's write is in flight: the join waits
+    assert [type(e.op) for e in h.inflight.values() if isinstance(e, io.Write)] == [io.RecordsOp]
+    assert not [r for r in h.of(io.Reply) if r.cmd_id == h.ids]
+    h.answer_all()  # the draw stored, then the read
+    replies = {r.cmd_id: r for r in h.of(io.Reply)}
+    assert replies[draw].error is None and replies[h.ids].error is None
+    other = hand.seat_of("p1")
+    assert other is not None
+    got = replies[h.ids].result["hand"]["events"]
+    assert got == events_for(stored(h), other, -1) and got[-1]["i"] == len(hand.recorder.records) - 1
+
+
+def test_the_hand_ends_with_its_whole_log_read_back_and_a_transcript_that_verifies() -> None:
+    h = a_hand_well_into_play()
+    hand = h.core.hand
+    assert hand is not None
+    records = stored(h)
+    n = len(reads(h))
+    act(h, "drop")  # two players: the other wins (D17)
+    h.answer_all()
+    assert h.core.hand is None and len(reads(h)) == n + 1
+    t = h.store.hands[hand.hand_id].transcript
+    assert t is not None and h.store.hands[hand.hand_id].settlements == 1
+    assert t["log"][: len(records)] == records and len(t["log"]) == len(records) + 1
+    report = verify_transcript(t, h.keys.signer.public_bytes)
+    assert report.ok, report.failure
+    assert h.store.check_ledger() is None
+
+
+def _lying(store: SimStore, change: Any) -> Any:
+    real = store.run
+
+    def run(table_id: str, epoch: int, op: io.Op) -> Any:
+        got = real(table_id, epoch, op)
+        if isinstance(op, io.LogOp):
+            change(got)
+        return got
+
+    return run
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda got: got[2].update(t=got[2]["t"] + 1),  # a record that is not the one stored
+        lambda got: got.pop(3),  # one left out
+        lambda got: got.reverse(),  # out of order
+        lambda got: got.clear(),  # none
+    ],
+    ids=["altered", "missing", "reordered", "none"],
+)
+def test_a_store_that_gives_back_other_records_makes_the_table_reload_and_nothing_is_lost(
+    change: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    h = a_hand_well_into_play()
+    hand = h.core.hand
+    assert hand is not None
+    records = stored(h)
+    monkeypatch.setattr(h.store, "run", _lying(h.store, change))
+    loads = len(h.of(io.Load))
+    h.send("p1", "snapshot", {"since": None})
+    h.answer_all()  # the lie
+    h.advance(h.now + 3000)  # the reload it causes, after its backoff
+    reply = next(r for r in h.of(io.Reply) if r.cmd_id == h.ids)
+    assert reply.error is not None and reply.error.code == "unavailable"
+    assert len(h.of(io.Load)) == loads + 1
+    again = h.core.hand
+    assert again is not None and again.hand_id == hand.hand_id and not again.recorder.records.forgotten
+    assert list(again.recorder.records) == records  # rebuilt from the store (D32): every record
+    monkeypatch.undo()
+    h.send("p1", "snapshot", {"since": None})  # asked again: answered from memory
+    reply = h.of(io.Reply)[-1]
+    assert reply.cmd_id == h.ids and reply.result["hand"]["events"] == events_for(records, 1, -1)
+    play_turns(h, 6)  # played on, and forgotten again as it goes
+    assert again.recorder.records.forgotten
+    act(h, "drop")
+    h.answer_all()
+    t = h.store.hands[hand.hand_id].transcript
+    assert t is not None and verify_transcript(t, h.keys.signer.public_bytes).ok
+    assert h.store.hands[hand.hand_id].settlements == 1 and h.store.check_ledger() is None
+
+
+@pytest.mark.parametrize("result", [io.Result.FAILED, io.Result.AMBIGUOUS])
+def test_a_read_that_fails_as_the_hand_ends_reloads_and_the_hand_is_settled_once(result: io.Result) -> None:
+    h = a_hand_well_into_play()
+    hand = h.core.hand
+    assert hand is not None
+    pid, _ = h.on_turn()
+    hand_no, head = hand.hand_no, hand.recorder.head
+    h.send(pid, "action", _signed_drop(h, pid, hand_no, head))
+    h.answer(min(h.inflight))  # the drop is stored; the hand is over and reads its log
+    (read_id,) = [k for k, e in h.inflight.items() if isinstance(e, io.Write) and isinstance(e.op, io.LogOp)]
+    h.answer(read_id, result)
+    assert h.core.mode in (Mode.LOADING, Mode.WAITING)  # memory is not trusted: reload
+    assert h.store.hands[hand.hand_id].transcript is None
+    h.answer_all()
+    h.advance(h.now + 3000)
+    t = h.store.hands[hand.hand_id].transcript
+    assert t is not None and verify_transcript(t, h.keys.signer.public_bytes).ok
+    assert h.store.hands[hand.hand_id].settlements == 1 and h.store.check_ledger() is None
+
+
+def _signed_drop(h: Harness, pid: str, hand_no: int, head: str) -> dict[str, Any]:
+    hand = h.core.hand
+    assert hand is not None
+    seat = hand.seat_of(pid)
+    move = {"kind": "drop", "seat": seat}
+    sig = h.signers[pid].sign("move", move_body("t0", hand_no, head, move), PROTOCOL_V2)
+    return {"hand_no": hand_no, "action": {"kind": "drop"}, "prev": head, "sig": sig}
+
+
+# ----------------------------------------------------------------------------- a real server
+async def test_over_a_real_socket_a_rejoin_gets_every_event_and_the_transcript_every_record(
+    api: Api, server: Running
+) -> None:
+    """PostgreSQL and WebSockets: a hand played past what memory keeps; a player who
+    connects again gets the events of the whole hand, exactly as its seat was sent
+    them (the forgotten ones read back from the database), and the published
+    transcript holds every record and verifies."""
+    from service.app import TABLES
+
+    table, a, b = await seat_two(api, server)
+    async with Client(server.url, a["token"], a["signer"]) as ca, Client(server.url, b["token"], b["signer"]) as cb:
+        hand_no = await through_seeds(table, ca, cb)
+        for _ in range(TURNS):
+            view = latest_view(ca)
+            c = ca if view["turn"] == view["me"]["seat"] else cb
+            r = await c.act(table, hand_no, seat_of(c), {"kind": "draw_closed"})
+            assert r["type"] == "reply", r
+            await wait_for(lambda c=c: latest_view(c)["phase"] == "discard")
+            card = latest_view(c)["me"]["cards"][0]
+            r = await c.act(table, hand_no, seat_of(c), {"kind": "discard", "card": card})
+            assert r["type"] == "reply", r
+            await wait_for(lambda c=c: latest_view(ca)["phase"] == "draw" and latest_view(cb)["phase"] == "draw")
+        hand = server.app[TABLES][table].hand
+        assert hand is not None and hand.recorder.records.forgotten.start == FIRST_KEPT
+        last = len(hand.recorder.records) - 1
+        await ca.wait_frame(lambda f: f.get("type") == "update" and f["i"] == last)
+        pushed = [{"i": f["i"], **e} for f in ca.frames if f.get("type") == "update" for e in f["events"]]
+        async with Client(server.url, a["token"], a["signer"]) as ca2:
+            snap = await ca2.request({"type": "join", "table_id": table})
+            assert snap["type"] == "reply", snap
+            assert snap["result"]["hand"]["events"] == pushed and len(pushed) > 2 * TURNS
+            assert hand.recorder.records.forgotten, "forgotten again once the join is answered"
+            r = await ca2.leave(table, hand_no, seat_of(ca))
+            assert r["type"] == "reply", r
+        result = await cb.wait_frame(lambda f: f.get("type") == "result")
+        await cb.leave(table)
+    t = await api.call("GET", result["transcript"], expect=200)
+    assert [r["i"] for r in t["log"]] == list(range(last + 2))  # every record, and the leave
+    report = verify_transcript(t, await key_of(api))
+    assert report.ok, report.failure
