@@ -63,7 +63,8 @@ class Metrics:
         )
         self.tables_let_go = Counter(
             "rummy_tables_let_go",
-            "Tables this server stopped serving: handed over between hands, or its lease lost (fenced)",
+            "Tables this server stopped serving: handed over between hands, its lease lost (fenced), "
+            "or its task failed (let go to be loaded afresh)",
             ["why"],
             registry=self.registry,
         )

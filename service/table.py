@@ -43,6 +43,7 @@ from verifier.errors import RuleError
 __all__ = ["ClientError", "Settings", "TableActor", "moved", "unavailable"]
 
 log = logging.getLogger("rummy.table")
+FAILED: Final = "the table's task failed"  # why a table is let go after a step raised (TableActor._ended)
 
 
 @dataclass
@@ -118,7 +119,7 @@ class TableActor:
         settings: Settings,
         metrics: Metrics | None = None,
         lease: Lease | None = None,
-        on_lost: Callable[[str, bool], None] | None = None,
+        on_lost: Callable[[str, bool, str], None] | None = None,
         writer: GroupCommit[Batched] | None = None,
         loads: asyncio.Semaphore | None = None,
         clock: Callable[[], float] | None = None,
@@ -213,6 +214,20 @@ class TableActor:
     # -- life -----------------------------------------------------------------------------
     def start(self) -> None:
         self.task = asyncio.create_task(self.run(), name=f"table-{self.table_id}")
+        self.task.add_done_callback(self._ended)
+
+    def _ended(self, task: asyncio.Task[None]) -> None:
+        """The table's task ended.  Only a stop ends it on purpose; a step that raised
+        (a bug) would otherwise leave a table that answers nothing and deals no more
+        while this node keeps its lease.  Memory is no longer trusted: the table is
+        let go as after a fenced write (its clients told ``moved``, what waits answered)
+        and its lease released, so that a fresh actor — this node's or another's —
+        takes it and rebuilds it from the store (D32)."""
+        if task.cancelled() or self._stopping:
+            return
+        e = task.exception()
+        log.error("table %s: its task stopped: %r; letting it go to be loaded afresh", self.table_id, e, exc_info=e)
+        self._let_go(io.LetGo(True, FAILED))
 
     async def lose(self, timeout: float = 1.0) -> None:
         """The heartbeat found the lease gone: tell every client ``moved``, close their
@@ -338,7 +353,7 @@ class TableActor:
         self.replies.clear()
         self.routes.clear()
         if self._on_lost is not None:
-            self._on_lost(self.table_id, e.release)
+            self._on_lost(self.table_id, e.release, e.why)
 
     def _spawn(self, work: Any) -> None:
         task: asyncio.Task[None] = asyncio.create_task(work)

@@ -88,7 +88,8 @@ class HandRecorder:
     prev_head: str = GENESIS
     commit_ms: int = 10_000
     reveal_ms: int = 10_000
-    #: the hand's records (all but the newest held as their packed canonical JSON)
+    #: the hand's records (all but the newest held as their packed canonical JSON; the
+    #: server forgets the stored ones it does not need and fills them back: forget_stored, fill)
     records: RecordLog = field(default_factory=RecordLog)
     header: dict[str, Any] = field(default_factory=dict)
     reveals: list[dict[str, Any]] = field(default_factory=list)
