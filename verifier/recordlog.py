@@ -27,10 +27,10 @@ server's tables forget their action records once they are in the database, keepi
 first :data:`FIRST_KEPT` (header, commitments, reveals, deal) and the newest few, and
 read the others back (:meth:`RecordLog.fill`, after the recorder has checked their chain)
 when the hand ends or a player's join asks for them.  Held for a hand's lifetime, even
-packed, the records pinned the allocator's pools among the short-lived pushes and
-replies: 7–12 MB of a server's RSS at 2,000 seats (docs/benchmarks.md, "What holding no
-old record would save").  Reading a forgotten record raises :class:`Forgotten`: nothing
-is ever made from part of a log.
+packed, they were about 11 KB a table on average (2 MB a worker at 2,000 seats by
+tracemalloc; docs/benchmarks.md, "The records of a hand in progress forgotten once
+stored", which also says why the server's RSS did not fall with them).  Reading a
+forgotten record raises :class:`Forgotten`: nothing is ever made from part of a log.
 """
 
 from __future__ import annotations
