@@ -40,3 +40,8 @@ def canonical(obj: Any) -> bytes:
 def dumps(message: Any) -> str:
     """A message's compact JSON text."""
     return orjson.dumps(message).decode()
+
+
+def loads(text: bytes) -> Any:
+    """JSON text's value (orjson; a malformed text raises ValueError)."""
+    return orjson.loads(text)

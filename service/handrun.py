@@ -53,6 +53,10 @@ class HandRun:
     # D35: (clock, seat) -> the earliest ms that seat's window may close, after the house
     # refused a move of it that the rules allow (a refusal's arrival + the whole window)
     owed: dict[tuple[tuple[str, int], int], int] = field(default_factory=dict)
+    #: once the hand has ended: its transcript's canonical JSON, and the seats the
+    #: clock dropped (D31), made once as the hand finishes (TableSteps.finish)
+    transcript: bytes | None = None
+    clock_dropped: tuple[int, ...] = ()
 
     @property
     def phase(self) -> HandPhase:

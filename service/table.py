@@ -329,9 +329,9 @@ class TableActor:
         elif isinstance(e, io.TellAll):
             w.broadcast(e.message)
         elif isinstance(e, io.TellResult):
-            w.tell_result(e.hand, e.transcript)
+            w.tell_result(e.hand, e.end)
             if self.metrics is not None:
-                self.metrics.hands.labels("void" if e.transcript["result"] is None else "ended").inc()
+                self.metrics.hands.labels("void" if e.end.void else "ended").inc()
         elif isinstance(e, io.TellResumed):
             for player_id, c in list(w.by_player.items()):
                 c.push({"type": "resumed", "table_id": self.table_id, "snapshot": self.snapshot_for(player_id)})

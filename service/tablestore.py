@@ -53,7 +53,7 @@ from typing import Any
 
 import asyncpg
 
-from service import fastjson, ledger, store
+from service import ledger, store
 from service.cluster import Fenced, Lease
 from service.db import connection
 from service.handstore import SealedRecord, StoreConflict, StoredHand, seal, ts
@@ -286,7 +286,7 @@ class TableStore:
             if ended_of is not None and (stored is None or stored.hand_id != ended_of):
                 got = await ended_hand(conn, ended_of)
                 if got is not None and got["transcript"] is not None:
-                    ended = json.loads(got["transcript"])
+                    ended = io.HandEnd.of(json.loads(got["transcript"]))
         facts = TableFacts(
             rules=store.rules_of(row),
             max_away=int(row["max_away_hands"]),
@@ -312,10 +312,11 @@ class TableStore:
         run, accounts = self._op(op)
         return await self.writer.write(Batched(self.lease, self.table_id, run=run, accounts=accounts))
 
-    async def read_log(self, op: io.LogOp) -> list[dict[str, Any]]:
-        """The stored records ``op`` names, opened from their sealed copies (a read: no
-        transaction).  A copy that does not open is a conflict: the table reloads, and
-        its replay decides what the hand becomes (D32, D33)."""
+    async def read_log(self, op: io.LogOp) -> list[bytes]:
+        """The stored records ``op`` names, their canonical JSON opened from their
+        sealed copies (a read: no transaction); the recorder checks them.  A copy that
+        does not open is a conflict: the table reloads, and its replay decides what
+        the hand becomes (D32, D33)."""
         async with connection(self.pool) as conn:
             rows = await conn.fetch(
                 "SELECT i, sealed FROM hand_records WHERE hand_id = $1 AND i >= $2 AND i < $3 ORDER BY i",
@@ -326,9 +327,8 @@ class TableStore:
         out = []
         for r in rows:
             try:
-                text = self.keys.open_record(bytes(r["sealed"]), self.table_id, op.hand_no, int(r["i"]))
-                out.append(json.loads(text))
-            except Exception as e:  # no sealed copy, a wrong tag, not JSON
+                out.append(self.keys.open_record(bytes(r["sealed"]), self.table_id, op.hand_no, int(r["i"])))
+            except Exception as e:  # no sealed copy, a wrong tag
                 raise StoreConflict(f"stored record {r['i']} of hand {op.hand_id} cannot be opened: {e!r}") from None
         return out
 
@@ -518,7 +518,7 @@ async def _finish(conn: asyncpg.Connection, *, table_id: str, op: io.FinishOp) -
         "void_reason = $4 WHERE id = $1 AND status IN ('seeding', 'playing') RETURNING id",
         op.hand_id,
         "ended" if op.settlement is not None else "void",
-        fastjson.canonical(op.transcript).decode(),  # canonical JSON by orjson (jsonb keeps no bytes)
+        op.transcript.decode(),  # its canonical JSON, as made (jsonb keeps no bytes)
         op.void_reason,
     )
     if ended is None:
@@ -527,7 +527,7 @@ async def _finish(conn: asyncpg.Connection, *, table_id: str, op: io.FinishOp) -
         await ledger.settle(conn, op.hand_id, op.holds, op.settlement)
     elif op.holds:
         await ledger.release(conn, {p: a for p, a in op.holds.values()}, op.hand_id)
-    await conn.execute("UPDATE tables SET head = $2 WHERE id = $1", table_id, op.transcript["head"])
+    await conn.execute("UPDATE tables SET head = $2 WHERE id = $1", table_id, op.head)
     rows = await conn.fetch(
         "DELETE FROM seats WHERE table_id = $1 AND (player_id = ANY($2::text[]) OR stand_after_hand) "
         "RETURNING player_id",

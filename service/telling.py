@@ -34,7 +34,7 @@ from verifier.hand import seat_view
 
 if TYPE_CHECKING:
     from service.handrun import HandRun
-    from service.tablecore.io import TellUpdate
+    from service.tablecore.io import HandEnd, TellUpdate
 
 log = logging.getLogger("rummy.telling")
 
@@ -309,19 +309,18 @@ class Teller(Watchers):
         out["deadline"] = deadline
         return out
 
-    def tell_result(self, hand: HandRun, transcript: dict[str, Any]) -> None:
-        last = transcript["log"][-1]
+    def tell_result(self, hand: HandRun, end: HandEnd) -> None:
         self.broadcast(
             {
                 "type": "result",
                 "table_id": self.table_id,
                 "hand_no": hand.hand_no,
                 "hand_id": hand.hand_id,
-                "void": last["type"] == "void",
-                "void_reason": last.get("reason"),
-                "result": transcript["result"],
-                "server_seed": transcript["server_seed"],
-                "head": transcript["head"],
+                "void": end.void,
+                "void_reason": end.void_reason,
+                "result": end.result,
+                "server_seed": end.server_seed,
+                "head": end.head,
                 "transcript": f"/api/hands/{hand.hand_id}/transcript",
             }
         )

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from service import fastjson
 from service.startup import Running
 from service.tablecore import io
 from service.tablecore.core import Mode
@@ -164,16 +165,30 @@ def _lying(store: SimStore, change: Any) -> Any:
     return run
 
 
-@pytest.mark.parametrize(
+def _altered(got: list[bytes]) -> None:
+    r = json.loads(got[2])
+    got[2] = fastjson.canonical({**r, "t": r["t"] + 1})  # a record that is not the one stored
+
+
+def _not_json(got: list[bytes]) -> None:
+    got[1] = got[1][:-1]
+
+
+#: what a store that lies or lost records gives back instead of the records asked for
+LIES = pytest.mark.parametrize(
     "change",
     [
-        lambda got: got[2].update(t=got[2]["t"] + 1),  # a record that is not the one stored
+        _altered,
+        _not_json,
         lambda got: got.pop(3),  # one left out
         lambda got: got.reverse(),  # out of order
         lambda got: got.clear(),  # none
     ],
-    ids=["altered", "missing", "reordered", "none"],
+    ids=["altered", "not-json", "missing", "reordered", "none"],
 )
+
+
+@LIES
 def test_a_store_that_gives_back_other_records_makes_the_table_reload_and_nothing_is_lost(
     change: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -203,6 +218,33 @@ def test_a_store_that_gives_back_other_records_makes_the_table_reload_and_nothin
     t = h.store.hands[hand.hand_id].transcript
     assert t is not None and verify_transcript(t, h.keys.signer.public_bytes).ok
     assert h.store.hands[hand.hand_id].settlements == 1 and h.store.check_ledger() is None
+
+
+@LIES
+def test_a_store_that_gives_back_other_records_as_the_hand_ends_makes_the_table_reload_and_settle_once(
+    change: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The transcript is made from the records' text as the store gives it back, each
+    checked as it is read: a lie is found before anything is published or settled."""
+    h = a_hand_well_into_play()
+    hand = h.core.hand
+    assert hand is not None
+    records = stored(h)
+    monkeypatch.setattr(h.store, "run", _lying(h.store, change))
+    loads = len(h.of(io.Load))
+    act(h, "drop")
+    h.answer_all()  # the drop, then the read that lies
+    monkeypatch.undo()
+    assert h.store.hands[hand.hand_id].transcript is None and h.store.hands[hand.hand_id].settlements == 0
+    assert not [e for e in h.of(io.Write) if isinstance(e.op, io.FinishOp)]
+    h.answer_all()
+    h.advance(h.now + 3000)  # the reload, after its backoff: the hand rebuilt, and finished
+    assert len(h.of(io.Load)) > loads
+    ended = h.store.hands[hand.hand_id]
+    assert ended.transcript is not None and ended.settlements == 1 and h.store.check_ledger() is None
+    assert ended.transcript["log"][: len(records)] == records
+    assert ended.transcript_text == fastjson.canonical(ended.transcript)
+    assert verify_transcript(ended.transcript, h.keys.signer.public_bytes).ok
 
 
 @pytest.mark.parametrize("result", [io.Result.FAILED, io.Result.AMBIGUOUS])

@@ -19,6 +19,8 @@ owed turn; with the defaults (30 s turns, 10 s grace) it does not.
 
 from __future__ import annotations
 
+import json
+
 from service.tablecore import io
 from service.tablecore.clock import backoff
 from service.tablecore.core import TableCore
@@ -85,7 +87,7 @@ def test_the_verifier_with_the_players_ack_accepts_the_hand_played_across_the_re
     h.advance(h.now + 12 * TURN)
     finish = [e for _, e in h.effects if isinstance(e, io.Write) and isinstance(e.op, io.FinishOp)]
     assert finish, "the hand did not end"
-    t = finish[-1].op.transcript
+    t = json.loads(finish[-1].op.transcript)  # published as its canonical JSON
     report = verify_transcript(t, h.keys.signer.public_bytes, [ack])
     assert report.ok, report.failure
 

@@ -267,3 +267,70 @@ def test_the_recorder_takes_back_only_the_records_it_forgot(change: Any) -> None
     assert rec.records.forgotten == gone  # nothing taken
     rec.fill(whole)  # the whole log, as a store gives it back: the forgotten ones are taken
     assert not rec.records.forgotten and rec.records == whole
+
+
+def test_a_transcript_made_as_text_is_the_canonical_json_of_the_transcript_of_every_vector(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The server publishes a hand as :meth:`HandRecorder.transcript_text` (no dict of
+    its log); it must be byte for byte the canonical JSON of :meth:`transcript`, for
+    every shape of hand the vectors hold: settled, voided mid-hand, void with the seed
+    unopened, withheld seeds, eight seats."""
+    made: list[tuple[bytes, bytes]] = []
+    real = HandRecorder.transcript
+
+    def both(self: HandRecorder, *, seed_revealed: bool = True) -> dict[str, Any]:
+        t = real(self, seed_revealed=seed_revealed)
+        made.append((canonical(t), self.transcript_text(seed_revealed=seed_revealed)))
+        return t
+
+    monkeypatch.setattr(HandRecorder, "transcript", both)
+    vectors.transcripts()
+    assert len(made) == 7
+    for whole, text in made:
+        assert text == whole
+
+
+def test_a_transcript_made_as_text_takes_the_forgotten_records_from_the_store_and_shows_each_record() -> None:
+    for n in range(3):
+        rec = played(n)
+        whole = rec.transcript()
+        texts = [canonical(r) for r in rec.records]
+        rec.forget_stored(len(texts), 3)
+        gone = rec.records.forgotten
+        assert len(gone) > 20
+        seen: list[int] = []
+        text = rec.transcript_text([texts[i] for i in gone], each=lambda r, out=seen: out.append(r["i"]))
+        assert text == canonical(whole) and seen == list(range(len(texts)))
+        assert rec.records.forgotten == gone  # published, not held again
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        _altered,
+        _relinked,
+        lambda rs: rs[:-1],
+        lambda rs: rs[::-1],
+        lambda rs: [*rs, dict(rs[2])],
+        lambda rs: [{**rs[0], "i": rs[1]["i"]}, *rs[1:]],
+        lambda rs: [[1], *rs[1:]],
+        lambda rs: [{**rs[0], "t": 1.5}, *rs[1:]],
+    ],
+    ids=["altered", "relinked", "short", "reversed", "twice", "renumbered", "not-an-object", "a-float"],
+)
+def test_a_transcript_made_as_text_refuses_stored_records_that_are_not_the_ones_forgotten(change: Any) -> None:
+    rec = played(2)
+    whole = [json.loads(canonical(r)) for r in rec.records]
+    want = canonical(rec.transcript())
+    rec.forget_stored(len(whole), 3)
+    gone = rec.records.forgotten
+    back = [whole[i] for i in gone]
+    bad = change(back)
+    assert bad != back
+    with pytest.raises(ValueError):
+        rec.transcript_text([json.dumps(r).encode() for r in bad])
+    with pytest.raises(ValueError):
+        rec.transcript_text([b"{", *[canonical(r) for r in back[1:]]])  # not JSON
+    assert rec.records.forgotten == gone
+    assert rec.transcript_text([canonical(r) for r in back]) == want  # the honest store's, after

@@ -247,7 +247,7 @@ class Tables:
 
     def finish_c(self) -> io.FinishOp:
         settlement = Settlement(0, 1, 500, {0: 0, 1: 40}, 40, 2, {0: 38, 1: -40})
-        return io.FinishOp(self.hand_c, {"head": "c" * 64}, self.holds, settlement, None, ())
+        return io.FinishOp(self.hand_c, b'{"head":"%s"}' % (b"c" * 64), "c" * 64, self.holds, settlement, None, ())
 
 
 async def player(conn: asyncpg.Connection, pid: str, deposit: int) -> None:
@@ -437,7 +437,7 @@ async def test_two_batches_moving_the_same_accounts_in_opposite_orders_never_dea
 
     def void(t: str) -> io.FinishOp:
         holds = {seat: (pid, 130) for seat, pid in enumerate(pairs[t])}
-        return io.FinishOp(hands[t], {"head": "v" * 64}, holds, None, "a test's void", ())
+        return io.FinishOp(hands[t], b'{"head":"%s"}' % (b"v" * 64), "v" * 64, holds, None, "a test's void", ())
 
     def pause(k: int) -> Batched:
         async def wait_for_the_other(conn: asyncpg.Connection) -> None:

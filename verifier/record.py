@@ -15,6 +15,7 @@ any point (D33).  Every record carries ``"t"`` (ms) and its chain link ``"h"``.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -40,10 +41,13 @@ from verifier.errors import RuleError
 from verifier.fairness import PROTOCOL_V2, Encode, canonical, player_commit, reshuffler, rules_id, server_commit
 from verifier.hand import Action, Event, HandState, Phase, TableRules, TimeOut, action_from_json, action_to_json
 from verifier.hand import apply as apply_action
-from verifier.recordlog import RecordLog
+from verifier.recordlog import Decode, RecordLog
 from verifier.signing import Signer, signed_message
 
 PROTOCOL: Final = PROTOCOL_V2
+#: stands for the log in a transcript's body while its text is made (a control
+#: character: no other field of a transcript holds one, so it is found exactly once)
+_LOG_MARK: Final = "\x00log"
 
 
 class RestoreError(Exception):
@@ -414,6 +418,35 @@ class HandRecorder:
         the reveals are recorded it is always published (``seed_revealed`` is then
         ignored; a seed this recorder does not hold is published as "", which fails
         ``format``: the truth)."""
+        body = self.transcript_body(seed_revealed)
+        body["log"] = list(self.records)
+        body["signature"] = self.signer.sign("transcript", body, PROTOCOL)
+        return body
+
+    def transcript_text(
+        self,
+        stored: Sequence[bytes] = (),
+        *,
+        seed_revealed: bool = True,
+        decode: Decode = json.loads,
+        each: Callable[[Mapping[str, Any]], None] | None = None,
+    ) -> bytes:
+        """The signed transcript as its canonical JSON, byte for byte
+        ``encode(transcript())``, made record by record: no dict of the whole log is
+        ever held (the server publishes a hand this way).  The records memory forgot
+        come from ``stored``, their text as the store gave it back, and are taken
+        only if they are exactly those records: numbered in order, each linked to
+        the one before (§11), the one after them linked to the last; else
+        ValueError.  ``each`` is shown every record, in order."""
+        log = b"[" + b",".join(self._log_texts(stored, decode, each)) + b"]"
+        body = self.transcript_body(seed_revealed)
+        body["log"] = _LOG_MARK
+        signature = self.signer.sign_text("transcript", self._with_log(body, log), PROTOCOL)
+        body["signature"] = signature
+        return self._with_log(body, log)
+
+    def transcript_body(self, seed_revealed: bool = True) -> dict[str, Any]:
+        """The transcript's body (§12) but its log and signature."""
         if not self.ended:
             raise RuntimeError("the transcript is published when the hand has ended")
         seed_revealed = seed_revealed or self._reveals_recorded
@@ -432,19 +465,58 @@ class HandRecorder:
                 self.key, self.deck, _, _ = start_hand(self.header, self.reveals, self.server_seed)
             deck = list(self.deck)
         decks = self.rules.decks
-        body: dict[str, Any] = {
+        return {
             "protocol": PROTOCOL,
             "table_id": self.table_id,
             "hand_no": self.hand_no,
-            "log": list(self.records),
             "head": self.head,
             "server_seed": self.server_seed.hex() if seed_revealed else "",
             "deck": deck,
             "deck_faces": [str(card_of_id(c, decks)) for c in deck],
             "result": result,
         }
-        body["signature"] = self.signer.sign("transcript", body, PROTOCOL)
-        return body
+
+    def _with_log(self, body: Mapping[str, Any], log: bytes) -> bytes:
+        """``body``'s canonical JSON with ``log`` (a list's canonical JSON) where its
+        log stands (:data:`_LOG_MARK`)."""
+        parts = self.encode(body).split(self.encode(_LOG_MARK))
+        if len(parts) != 2:
+            raise RuntimeError("the transcript's log mark is not found exactly once")
+        return parts[0] + log + parts[1]
+
+    def _log_texts(
+        self, stored: Sequence[bytes], decode: Decode, each: Callable[[Mapping[str, Any]], None] | None
+    ) -> list[bytes]:
+        """Every record's canonical JSON, in order; the forgotten ones from ``stored``
+        (checked as :meth:`fill` checks them, one at a time: ValueError)."""
+        records, gone = self.records, self.records.forgotten
+        if len(stored) != len(gone):
+            raise ValueError(f"{len(gone)} records were forgotten; the store gave back {len(stored)}")
+        out: list[bytes] = []
+        prev = ""
+        for i in range(len(records)):
+            if i in gone:
+                r = self._stored_record(i, prev, stored[i - gone.start], decode)
+            else:
+                r = records[i]
+                if gone and i == gone.stop and r["h"] != chain_link(prev, r, self.encode):
+                    raise ValueError(f"record {i} is not linked to the stored record before it")
+            prev = str(r["h"])
+            if each is not None:
+                each(r)
+            out.append(self.encode(r))
+        return out
+
+    def _stored_record(self, i: int, prev: str, text: bytes, decode: Decode) -> dict[str, Any]:
+        try:
+            r = decode(bytes(text))
+            if not isinstance(r, dict) or r.get("i") != i:
+                raise ValueError(f"the store gave back another record where record {i} was")
+            if r.get("h") != chain_link(prev, r, self.encode):
+                raise ValueError(f"stored record {i} is not linked to the record before it")
+        except (TypeError, ValueError, OverflowError) as e:  # not JSON, not encodable, not linked
+            raise ValueError(f"stored record {i}: {e}") from None
+        return r
 
     @property
     def _reveals_recorded(self) -> bool:

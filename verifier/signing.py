@@ -23,7 +23,12 @@ from verifier.fairness import PROTOCOL_V1, Encode, canonical, lp, sha256
 
 
 def signed_message(purpose: str, obj: Any, protocol: str = PROTOCOL_V1, encode: Encode = canonical) -> bytes:
-    return lp(f"{protocol}/{purpose}") + encode(obj)
+    return signed_text(purpose, encode(obj), protocol)
+
+
+def signed_text(purpose: str, text: bytes, protocol: str = PROTOCOL_V1) -> bytes:
+    """What is signed over ``text``, an object's canonical JSON already made."""
+    return lp(f"{protocol}/{purpose}") + text
 
 
 class Signer:
@@ -52,6 +57,10 @@ class Signer:
 
     def sign(self, purpose: str, obj: Any, protocol: str = PROTOCOL_V1) -> str:
         return self._key.sign(signed_message(purpose, obj, protocol, self.encode)).hex()
+
+    def sign_text(self, purpose: str, text: bytes, protocol: str = PROTOCOL_V1) -> str:
+        """:meth:`sign` of the object whose canonical JSON is ``text`` (the caller made it)."""
+        return self._key.sign(signed_text(purpose, text, protocol)).hex()
 
     def sign_bytes(self, message: bytes) -> bytes:
         """A plain RFC 8032 signature of ``message`` (test vectors)."""

@@ -342,9 +342,9 @@ class TableCore(Commands):
                 self.reply(p.cmd, result)
             else:
                 self._refuse_unstored(p)
-        if old is not None and data.ended_transcript is not None:
+        if old is not None and data.ended is not None:
             if self.hand is None or self.hand.hand_id != old.hand_id:
-                self.emit(io.TellResult(old, data.ended_transcript))
+                self.emit(io.TellResult(old, data.ended))
         if not first:
             self._tell_resumed()
 

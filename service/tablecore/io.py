@@ -15,7 +15,7 @@ after an unknown outcome (service.tablestore).  Times are integer milliseconds.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -178,7 +178,8 @@ class FinishOp:
     asked to stand up.  Answer: the players stood up (None: it had ended already)."""
 
     hand_id: int
-    transcript: dict[str, Any]
+    transcript: bytes  # its canonical JSON (HandRecorder.transcript_text)
+    head: str  # the table's head once the hand has ended: the transcript's
     holds: dict[int, tuple[str, int]]
     settlement: Any  # verifier.settle.Settlement | None
     void_reason: str | None
@@ -189,7 +190,8 @@ class FinishOp:
 class LogOp:
     """A read, not a write: the stored records numbered ``start`` to ``stop - 1`` of a
     hand in progress (the ones memory forgot, verifier.recordlog), opened.  Answer:
-    the records, in order.  The recorder checks their chain before holding them."""
+    the records' canonical JSON, in order.  The recorder checks their chain before it
+    holds or publishes them."""
 
     hand_id: int
     hand_no: int
@@ -223,7 +225,26 @@ class Loaded:
 
     facts: TableFacts
     stored: StoredHand | None
-    ended_transcript: dict[str, Any] | None = None
+    ended: HandEnd | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HandEnd:
+    """What the result push tells of an ended hand's transcript (§12; the whole of it
+    is published at /api/hands/{id}/transcript)."""
+
+    head: str
+    server_seed: str
+    result: dict[str, Any] | None  # None: a void (D33)
+    void: bool
+    void_reason: str | None
+
+    @classmethod
+    def of(cls, transcript: Mapping[str, Any]) -> HandEnd:
+        last = transcript["log"][-1]
+        void = last["type"] == "void"
+        reason = str(last["reason"]) if void else None
+        return cls(str(transcript["head"]), str(transcript["server_seed"]), transcript["result"], void, reason)
 
 
 # ----------------------------------------------------------------------------- effects
@@ -275,7 +296,7 @@ class TellUpdate:
 @dataclass(frozen=True, slots=True)
 class TellResult:
     hand: HandRun
-    transcript: dict[str, Any]
+    end: HandEnd
 
 
 @dataclass(frozen=True, slots=True)

@@ -357,14 +357,32 @@ class Steps:
 
     def finish(self, hand: HandRun, now: int) -> None:
         """Settle once (D19) or release (a void, D33), publish the transcript, free the
-        table for the next hand."""
+        table for the next hand.  The transcript is made as text from the records'
+        (the ones memory forgot read back first: :meth:`_publish`)."""
         facts = self.facts
         assert facts is not None
         rec = hand.recorder
-        if rec.records.forgotten:  # the transcript holds every record: read them back first
-            self.read_log(hand, now)
-            return
-        transcript = rec.transcript(seed_revealed=hand.seed_revealed)
+        if hand.transcript is None:
+            gone = rec.records.forgotten
+            if gone:  # the transcript holds every record
+                self.write(
+                    io.LogOp(hand.hand_id, hand.hand_no, gone.start, gone.stop),
+                    now,
+                    on_commit=lambda stored: self._publish(hand, stored),
+                )
+                return
+            self._publish(hand, ())
+        transcript = hand.transcript
+        assert transcript is not None
+        body = rec.transcript_body(hand.seed_revealed)
+        last = rec.records[-1]  # never forgotten
+        end = io.HandEnd(
+            str(body["head"]),
+            str(body["server_seed"]),
+            body["result"],
+            rec.voided,
+            str(last["reason"]) if rec.voided else None,
+        )
         settlement = None
         if not rec.voided:
             assert rec.state is not None and rec.state.result is not None
@@ -372,16 +390,17 @@ class Steps:
         op = io.FinishOp(
             hand.hand_id,
             transcript,
+            end.head,
             {s: (hand.players[s], hand.holds[s]) for s in hand.players},
             settlement,
-            str(rec.records[-1]["reason"]) if rec.voided else None,
-            tuple(hand.players[s] for s in clock_dropped(transcript["log"])),  # D31
+            end.void_reason,
+            tuple(hand.players[s] for s in hand.clock_dropped),  # D31
         )
 
         absent = op.stand_up
 
         def finished(stood: list[str] | None) -> None:
-            facts.head = str(transcript["head"])
+            facts.head = end.head
             if stood:  # D31; seats left before the deal (D36) or stood up by the operator, as the hand ends
                 asked = set(stood) & set(facts.after_hand)
                 clock = set(absent) & set(stood) - asked
@@ -395,9 +414,26 @@ class Steps:
             self.hand = None
             self.hands_finished += 1
             log.info("table %s: hand %d %s", self.table_id, hand.hand_no, "voided" if rec.voided else "settled")
-            self.emit(io.TellResult(hand, transcript))
+            self.emit(io.TellResult(hand, end))
 
         self.write(op, now, on_commit=finished)
+
+    def _publish(self, hand: HandRun, stored: Sequence[bytes]) -> None:
+        """Make the hand's transcript, as text (:meth:`HandRecorder.transcript_text`:
+        record by record, never a dict of its whole log, the stored records checked
+        one at a time), and the seats the clock dropped.  Stored records that do not
+        chain: :class:`StoredLogError` (the table reloads, D32)."""
+        dropped: list[int] = []
+        try:
+            hand.transcript = hand.recorder.transcript_text(
+                stored,
+                seed_revealed=hand.seed_revealed,
+                decode=fastjson.loads,
+                each=lambda r: dropped.extend(clock_dropped((r,))),
+            )
+        except ValueError as e:
+            raise StoredLogError(f"hand {hand.hand_no}: {e}") from None
+        hand.clock_dropped = tuple(dropped)
 
     def read_log(
         self, hand: HandRun, now: int, cmd: io.Command | None = None, then: Callable[[], dict[str, Any]] | None = None
@@ -410,10 +446,10 @@ class Steps:
         rec = hand.recorder
         gone = rec.records.forgotten
 
-        def got(records: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+        def got(stored: Sequence[bytes]) -> dict[str, Any] | None:
             try:
-                rec.fill(records)
-            except ValueError as e:
+                rec.fill([fastjson.loads(text) for text in stored])
+            except ValueError as e:  # not JSON, or not the records'
                 raise StoredLogError(f"hand {hand.hand_no}: {e}") from None
             return None if then is None else then()
 

@@ -11,7 +11,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from service import handstore
+from service import fastjson, handstore
 from service.cluster import Fenced
 from service.handrun import HandRun
 from service.keys import ServerKeys
@@ -33,7 +33,8 @@ class Hand:
     status: str = "seeding"
     records: dict[int, dict[str, Any]] = field(default_factory=dict)  # i -> record (sealed when loaded)
     seeds: dict[int, list[Any]] = field(default_factory=dict)  # seat -> [commit, psig, seed, psig]
-    transcript: dict[str, Any] | None = None
+    transcript: dict[str, Any] | None = None  # as PostgreSQL's jsonb holds it: parsed
+    transcript_text: bytes | None = None  # the text the table published (io.FinishOp)
     settlements: int = 0
 
 
@@ -104,7 +105,7 @@ class SimStore:
         if ended_of is not None and (stored is None or stored.hand_id != ended_of):
             old = self.hands.get(ended_of)
             if old is not None and old.status in ("ended", "void"):
-                ended = old.transcript
+                ended = io.HandEnd.of(old.transcript)
         return io.Loaded(facts, stored, ended)
 
     # -- ops ------------------------------------------------------------------------------
@@ -113,7 +114,8 @@ class SimStore:
         if isinstance(op, io.LogOp):  # a read: no lease asked (service.tablestore.read_log)
             self.log_reads += 1
             h = self.hands[op.hand_id]
-            return [json.loads(json.dumps(h.records[i])) for i in range(op.start, op.stop) if i in h.records]
+            # each record's canonical JSON, as its sealed copy opens (service.tablestore.read_log)
+            return [fastjson.canonical(h.records[i]) for i in range(op.start, op.stop) if i in h.records]
         if t.epoch != epoch:
             raise Fenced(f"table {table_id}: epoch {epoch} is not the lease's {t.epoch}")
         f = t.facts
@@ -212,7 +214,7 @@ class SimStore:
         if h.status not in ("seeding", "playing"):
             return None
         h.status = "ended" if op.settlement is not None else "void"
-        h.transcript = op.transcript
+        h.transcript, h.transcript_text = json.loads(op.transcript), op.transcript
         if op.settlement is not None:
             h.settlements += 1
             self.house += op.settlement.commission
@@ -223,7 +225,7 @@ class SimStore:
             self._release(op.holds.values())
         self.ended.append(h.hand_id)
         f = t.facts
-        f.head = str(op.transcript["head"])
+        f.head = op.head
         gone = {p for s, p in f.seats.items() if p in op.stand_up or s in t.stand_after}
         t.stand_after.clear()
         f.seats = {s: p for s, p in f.seats.items() if p not in gone}

@@ -22,6 +22,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from service import fastjson
 from service.keys import ServerKeys
 from service.tablecore import io
 from service.tablecore.core import TableCore
@@ -637,8 +638,10 @@ class World:
         h = self.store.hands[op.hand_id]
         if h.settlements > 1:
             raise Violation(self.now, t.tid, f"hand {op.hand_id} settled twice")
-        if h.transcript is not op.transcript:
+        if h.transcript_text is not op.transcript or h.transcript is None:
             return  # a repeat: the hand had ended already
+        if fastjson.canonical(h.transcript) != op.transcript:
+            raise Violation(self.now, t.tid, f"hand {op.hand_id}'s transcript is not published as canonical JSON")
         self.hands_ended += 1
         if op.hand_id in t.touched:
             t.touched.discard(op.hand_id)
@@ -651,7 +654,7 @@ class World:
         curve = (self.verified - 1) % self.curve_every == 0  # the first, the 11th, …
         self.on_curve += curve
         with booked(not curve):
-            report = verify_transcript(op.transcript, self.keys.signer.public_bytes)
+            report = verify_transcript(h.transcript, self.keys.signer.public_bytes)
         if not report.ok:
             raise Violation(self.now, t.tid, f"hand {op.hand_id}'s transcript does not verify: {report.failure}")
 
