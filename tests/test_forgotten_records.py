@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from service import fastjson
+from service.handrun import HandRun
 from service.startup import Running
 from service.tablecore import io
 from service.tablecore.core import Mode
@@ -188,16 +189,21 @@ LIES = pytest.mark.parametrize(
 )
 
 
+def _lied_to(change: Any, monkeypatch: pytest.MonkeyPatch) -> tuple[Harness, HandRun, list[dict[str, Any]], int]:
+    """A hand well into play whose store now lies when its log is read: the harness,
+    the hand, its records as stored, the loads so far."""
+    h = a_hand_well_into_play()
+    hand = h.core.hand
+    assert hand is not None
+    monkeypatch.setattr(h.store, "run", _lying(h.store, change))
+    return h, hand, stored(h), len(h.of(io.Load))
+
+
 @LIES
 def test_a_store_that_gives_back_other_records_makes_the_table_reload_and_nothing_is_lost(
     change: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    h = a_hand_well_into_play()
-    hand = h.core.hand
-    assert hand is not None
-    records = stored(h)
-    monkeypatch.setattr(h.store, "run", _lying(h.store, change))
-    loads = len(h.of(io.Load))
+    h, hand, records, loads = _lied_to(change, monkeypatch)
     h.send("p1", "snapshot", {"since": None})
     h.answer_all()  # the lie
     h.advance(h.now + 3000)  # the reload it causes, after its backoff
@@ -226,12 +232,7 @@ def test_a_store_that_gives_back_other_records_as_the_hand_ends_makes_the_table_
 ) -> None:
     """The transcript is made from the records' text as the store gives it back, each
     checked as it is read: a lie is found before anything is published or settled."""
-    h = a_hand_well_into_play()
-    hand = h.core.hand
-    assert hand is not None
-    records = stored(h)
-    monkeypatch.setattr(h.store, "run", _lying(h.store, change))
-    loads = len(h.of(io.Load))
+    h, hand, records, loads = _lied_to(change, monkeypatch)
     act(h, "drop")
     h.answer_all()  # the drop, then the read that lies
     monkeypatch.undo()
