@@ -34,7 +34,7 @@ from service.db import ServerLock, create_pool, writer_pool
 from service.handshakes import HandshakeQueue
 from service.internal import SIBLINGS
 from service.metrics import process_gauges
-from service.table import FAILED, TableActor
+from service.table import TableActor
 from service.tablestore import group_commit
 from service.telling import Connection
 from service.worker import worker_id
@@ -154,13 +154,13 @@ def live_siblings(app: web.Application) -> LiveSiblings | None:
 
 
 def new_actor(app: web.Application, lease: Lease) -> TableActor:
-    def lost(table_id: str, release: bool, why: str) -> None:
+    def lost(table_id: str, release: bool, failed: bool) -> None:
         """The table let go (fenced, handed over, or its task failed): forget it, and
         give a handed-over or failed table's lease up at once for a node to take."""
         if app[TABLES].get(table_id) is not a:
             return  # a newer actor serves the table (taken again, a new epoch): its lease is not ours to drop
         del app[TABLES][table_id]
-        label = "failed" if why == FAILED else "handed_over" if release else "lost"
+        label = "failed" if failed else "handed_over" if release else "lost"
         app[METRICS].tables_let_go.labels(label).inc()
         if release:
             task = asyncio.create_task(app[CLUSTER].release(table_id))

@@ -119,7 +119,7 @@ class TableActor:
         settings: Settings,
         metrics: Metrics | None = None,
         lease: Lease | None = None,
-        on_lost: Callable[[str, bool, str], None] | None = None,
+        on_lost: Callable[[str, bool, bool], None] | None = None,
         writer: GroupCommit[Batched] | None = None,
         loads: asyncio.Semaphore | None = None,
         clock: Callable[[], float] | None = None,
@@ -227,7 +227,7 @@ class TableActor:
             return
         e = task.exception()
         log.error("table %s: its task stopped: %r; letting it go to be loaded afresh", self.table_id, e, exc_info=e)
-        self._let_go(io.LetGo(True, FAILED))
+        self._let_go(io.LetGo(True, FAILED, failed=True))
 
     async def lose(self, timeout: float = 1.0) -> None:
         """The heartbeat found the lease gone: tell every client ``moved``, close their
@@ -353,7 +353,7 @@ class TableActor:
         self.replies.clear()
         self.routes.clear()
         if self._on_lost is not None:
-            self._on_lost(self.table_id, e.release, e.why)
+            self._on_lost(self.table_id, e.release, e.failed)
 
     def _spawn(self, work: Any) -> None:
         task: asyncio.Task[None] = asyncio.create_task(work)

@@ -499,8 +499,8 @@ class HandRecorder:
                 r = self._stored_record(i, prev, stored[i - gone.start], decode)
             else:
                 r = records[i]
-                if gone and i == gone.stop and r["h"] != chain_link(prev, r, self.encode):
-                    raise ValueError(f"record {i} is not linked to the stored record before it")
+                if gone and i == gone.stop:
+                    self._linked_after(r, prev)
             prev = str(r["h"])
             if each is not None:
                 each(r)
@@ -510,13 +510,27 @@ class HandRecorder:
     def _stored_record(self, i: int, prev: str, text: bytes, decode: Decode) -> dict[str, Any]:
         try:
             r = decode(bytes(text))
-            if not isinstance(r, dict) or r.get("i") != i:
-                raise ValueError(f"the store gave back another record where record {i} was")
-            if r.get("h") != chain_link(prev, r, self.encode):
-                raise ValueError(f"stored record {i} is not linked to the record before it")
-        except (TypeError, ValueError, OverflowError) as e:  # not JSON, not encodable, not linked
-            raise ValueError(f"stored record {i}: {e}") from None
+        except ValueError as e:
+            raise ValueError(f"stored record {i} is not JSON: {e}") from None
+        if not isinstance(r, dict) or r.get("i") != i:
+            raise ValueError(f"the store gave back another record where record {i} was")
+        self._linked_stored(i, prev, r)
         return r
+
+    def _linked_stored(self, i: int, prev: str, r: Mapping[str, Any]) -> str:
+        """Stored record ``i`` linked to ``prev`` (§11), or ValueError: its link."""
+        try:
+            linked = r.get("h") == chain_link(prev, r, self.encode)
+        except (TypeError, ValueError, OverflowError) as e:  # not canonical JSON: a float, a big number
+            raise ValueError(f"stored record {i} cannot be encoded: {e}") from None
+        if not linked:
+            raise ValueError(f"stored record {i} is not linked to the record before it")
+        return str(r["h"])
+
+    def _linked_after(self, after: Mapping[str, Any], prev: str) -> None:
+        """The record held after the stored ones linked to the last of them (``prev``), or ValueError."""
+        if after["h"] != chain_link(prev, after, self.encode):
+            raise ValueError(f"record {after['i']} is not linked to the stored record before it")
 
     @property
     def _reveals_recorded(self) -> bool:
@@ -583,12 +597,8 @@ class HandRecorder:
             raise ValueError(f"the store gave back {len(got)} records ({shown}), not {wanted}")
         prev = str(self.records[gone.start - 1]["h"])
         for r in want:
-            if r.get("h") != chain_link(prev, r, self.encode):
-                raise ValueError(f"stored record {r.get('i')} is not linked to the record before it")
-            prev = str(r["h"])
-        after = self.records[gone.stop]
-        if after["h"] != chain_link(prev, after, self.encode):
-            raise ValueError(f"record {gone.stop} is not linked to the stored record before it")
+            prev = self._linked_stored(int(r["i"]), prev, r)
+        self._linked_after(self.records[gone.stop], prev)
         self.records.fill([dict(r) for r in want])
 
     # -- rebuilding from a stored log (D32) ------------------------------------------

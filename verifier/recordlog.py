@@ -25,8 +25,9 @@ canonical JSON) is not packed: that record stays as it was made.
 A record stored elsewhere may also be *forgotten* (:meth:`RecordLog.forget`): the
 server's tables forget their action records once they are in the database, keeping the
 first :data:`FIRST_KEPT` (header, commitments, reveals, deal) and the newest few, and
-read the others back (:meth:`RecordLog.fill`, after the recorder has checked their chain)
-when the hand ends or a player's join asks for them.  Held for a hand's lifetime, even
+read the others back when a player's join asks for them (:meth:`RecordLog.fill`, after
+the recorder has checked their chain) or, as text, when the hand ends
+(:meth:`HandRecorder.transcript_text`, which holds none of them again).  Held for a hand's lifetime, even
 packed, they were about 11 KB a table on average (2 MB a worker at 2,000 seats by
 tracemalloc; docs/benchmarks.md, "The records of a hand in progress forgotten once
 stored", which also says why the server's RSS did not fall with them).  Reading a

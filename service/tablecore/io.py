@@ -335,10 +335,11 @@ class Arm:
 class LetGo:
     """This node no longer serves the table: tell every client ``moved`` and close its
     socket (they reconnect and are sent to the owner), release the lease if
-    ``release`` (a hand-over), and stop."""
+    ``release`` (a hand-over, or ``failed``: the table's task raised), and stop."""
 
     release: bool
     why: str
+    failed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
