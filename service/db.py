@@ -330,3 +330,68 @@ async def connection(pool: asyncpg.Pool, wait: float = ACQUIRE_TIMEOUT) -> Async
     """A pooled connection, acquired with a timeout (``wait`` seconds)."""
     async with pool.acquire(timeout=wait) as conn:
         yield conn
+
+
+class KeptConnections:
+    """Up to ``size`` connections of ``pool`` kept between uses by their one user, the
+    group commit (service.tablestore), which takes a connection for every batch:
+    asyncpg's acquire and release cost about 50 µs of CPU together, as much as the
+    round trip of a small statement (docs/benchmarks.md, "The group commit's
+    connections kept").
+
+    A connection is kept only after a use that ended cleanly: no exception, not
+    closed, no transaction left open.  Any other goes back to the pool at once, which
+    closes a broken one and opens a fresh one at the next acquire, exactly as when
+    every batch acquired.  :meth:`close` gives every kept connection back; it must
+    come before the pool's own close, which waits for them."""
+
+    def __init__(self, pool: asyncpg.Pool, size: int, wait: float = ACQUIRE_TIMEOUT) -> None:
+        self.pool = pool
+        self.size = size
+        self.wait = wait
+        self._idle: list[asyncpg.Connection] = []
+        self._closed = False
+
+    @property
+    def kept(self) -> int:
+        return len(self._idle)
+
+    @contextlib.asynccontextmanager
+    async def connection(self) -> AsyncIterator[asyncpg.Connection]:
+        conn = None
+        while self._idle and conn is None:
+            c = self._idle.pop()
+            if _usable(c):
+                conn = c
+            else:  # it broke while kept: the pool has it back (or gets it now) and replaces it
+                await self.pool.release(c, timeout=self.wait)
+        if conn is None:
+            if self._closed:
+                raise asyncpg.InterfaceError("the group commit's connections are closed")
+            conn = await self.pool.acquire(timeout=self.wait)
+        clean = False
+        try:
+            yield conn
+            clean = _usable(conn) and not conn.is_in_transaction()
+        finally:
+            if clean and not self._closed and len(self._idle) < self.size:
+                self._idle.append(conn)
+            else:
+                await self.pool.release(conn, timeout=self.wait)
+
+    async def close(self) -> None:
+        """Every kept connection back to the pool; none is kept after this."""
+        self._closed = True
+        idle, self._idle = self._idle, []
+        for c in idle:
+            await self.pool.release(c, timeout=self.wait)
+
+
+def _usable(conn: asyncpg.Connection) -> bool:
+    """Open, and still this user's: asyncpg gives a pooled connection back to its pool
+    by itself as it closes (the server ended it), after which the user's handle
+    refuses every call but a release, which does nothing."""
+    try:
+        return not conn.is_closed()
+    except asyncpg.InterfaceError:
+        return False

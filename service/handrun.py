@@ -85,8 +85,8 @@ class HandRun:
         """A record time: now, never before the previous record, never before
         ``at_least`` (a window or a turn clock that has run out: docs/fairness.md
         check ``time``)."""
-        last = int(self.recorder.records[-1]["t"]) if self.recorder.records else 0
-        return max(now, last, at_least)
+        newest = self.recorder.records.newest()
+        return max(now, 0 if newest is None else int(newest["t"]), at_least)
 
     def window_end(self) -> int:
         """When the current seed window closes (ms): its announced end, or later when
@@ -144,11 +144,13 @@ class HandRun:
         if any(e["kind"] == "turn" for e in record.get("events", ())):
             self.turn_began = int(record["t"])
 
-    def base_deadline(self) -> int | None:
+    def base_deadline(self, phase: HandPhase | None = None) -> int | None:
         """When the hand's clock runs out by the log alone (ms): the seed window's
         end, the turn's end; None when nothing waits for a seat (the deal, the end).
-        The grace of D37 is the core's (service.tablecore.clock)."""
-        phase = self.phase
+        The grace of D37 is the core's (service.tablecore.clock).  ``phase``: this
+        hand's, when the caller has it."""
+        if phase is None:
+            phase = self.phase
         if phase in (HandPhase.COMMIT, HandPhase.REVEAL):
             return self.window_end()
         if phase is HandPhase.PLAY:

@@ -30,7 +30,7 @@ from service.appkeys import (
     WRITER_POOL,
 )
 from service.cluster import Cluster, Lease, LiveSiblings
-from service.db import ServerLock, create_pool, writer_pool
+from service.db import WRITER_POOL_SIZE, KeptConnections, ServerLock, create_pool, writer_pool
 from service.handshakes import HandshakeQueue
 from service.internal import SIBLINGS
 from service.metrics import process_gauges
@@ -53,10 +53,11 @@ async def database(app: web.Application) -> AsyncIterator[None]:
     except BaseException:
         await pool.close()
         raise
+    kept = KeptConnections(writes, WRITER_POOL_SIZE)  # the group commit's, between its batches
     try:
         app[POOL] = pool
         app[WRITER_POOL] = writes
-        app[WRITER] = group_commit(writes, window=cfg.settings.group_commit_seconds)
+        app[WRITER] = group_commit(kept, window=cfg.settings.group_commit_seconds)
         app[LOADS] = asyncio.Semaphore(TABLE_LOADS_AT_ONCE)
         app[HANDSHAKES] = HandshakeQueue(cfg.handshake_queue)
         watchdog = None
@@ -70,6 +71,7 @@ async def database(app: web.Application) -> AsyncIterator[None]:
                 with contextlib.suppress(asyncio.CancelledError):
                     await watchdog
     finally:
+        await kept.close()  # a batch still in flight gives its connection back itself
         await writes.close()
         await pool.close()
 

@@ -55,7 +55,7 @@ import asyncpg
 
 from service import ledger, store
 from service.cluster import Fenced, Lease
-from service.db import connection
+from service.db import KeptConnections, connection
 from service.handstore import SealedRecord, StoreConflict, StoredHand, seal, ts
 from service.keys import ServerKeys
 from service.tablecore import io
@@ -170,17 +170,19 @@ SELECT
 """
 
 
-async def commit_batch(pool: asyncpg.Pool, batch: Sequence[Batched]) -> list[Any]:
+async def commit_batch(pool: asyncpg.Pool | KeptConnections, batch: Sequence[Batched]) -> list[Any]:
     """The group commit's batch, in one transaction (see the module's docstring):
     one result per write, its answer or the exception it alone failed with; raises if
-    the transaction failed."""
+    the transaction failed.  ``pool``: the writer pool, or the connections the group
+    commit keeps of it (the server's: service.lifecycle)."""
     recs = [(w.hand_id, r) for w in batch for r in w.records]
     seeds = [(w, w.seed) for w in batch if w.seed is not None]
     out: list[Any] = [None] * len(batch)
     # A batch of records and seeds only is its one statement, atomic alone: no BEGIN
     # and COMMIT round trips (most batches); one with ops is a transaction.
     ops = any(w.run is not None for w in batch)
-    async with connection(pool) as conn, conn.transaction() if ops else contextlib.nullcontext():
+    taken = pool.connection() if isinstance(pool, KeptConnections) else connection(pool)
+    async with taken as conn, conn.transaction() if ops else contextlib.nullcontext():
         row = await conn.fetchrow(
             BATCH_SQL,
             [w.table_id for w in batch],
@@ -249,7 +251,7 @@ def lane(w: Batched) -> int:
     return 0 if w.run is None else 1
 
 
-def group_commit(pool: asyncpg.Pool, *, window: float = 0.002) -> GroupCommit[Batched]:
+def group_commit(pool: asyncpg.Pool | KeptConnections, *, window: float = 0.002) -> GroupCommit[Batched]:
     """The process's group commit, writing to ``pool``: at most two batches in flight
     per lane (four connections of the pool)."""
     return GroupCommit(functools.partial(commit_batch, pool), window=window, lane=lane)

@@ -49,8 +49,8 @@ def test_a_clock_that_ignores_the_grace_is_caught_and_shrunk_to_its_seed_and_tra
     """The checks can fail: a core whose clock forgets D37's grace is caught, and the
     failure is shrunk to one table, a few faults and the trace that shows it."""
 
-    def no_grace(self: Steps, hand: object) -> int | None:
-        return hand.base_deadline()  # type: ignore[attr-defined, no-any-return]
+    def no_grace(self: Steps, hand: object, phase: object = None) -> int | None:
+        return hand.base_deadline(phase)  # type: ignore[attr-defined, no-any-return]
 
     monkeypatch.setattr(Steps, "deadline", no_grace)
     found = None

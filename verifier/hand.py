@@ -19,7 +19,7 @@ from enum import StrEnum
 from typing import Any, Final, TypeVar
 
 from verifier.arrange import best_arrangement
-from verifier.cards import card_of_id, deck_size, decks_for_seats, wild_rank_of
+from verifier.cards import card_of_id, deck_size, decks_for_seats, face_texts, wild_rank_of
 from verifier.errors import PhaseError, RuleError
 from verifier.settle import Settlement, settle
 
@@ -744,7 +744,7 @@ def seat_view(state: HandState, viewer: int | None) -> dict[str, Any]:
     """What ``viewer`` may see: its own cards, everybody's public facts, the open
     pile, never the closed pile's order or another seat's cards (until the end,
     when the hands still in are shown)."""
-    decks = state.rules.decks
+    faces = face_texts(state.rules.decks)
     ended = state.phase is Phase.ENDED
     seats = []
     for s in state.seats:
@@ -758,7 +758,7 @@ def seat_view(state: HandState, viewer: int | None) -> dict[str, Any]:
         }
         if ended and s.cards:
             entry["cards"] = list(s.cards)
-            entry["faces"] = [str(card_of_id(c, decks)) for c in s.cards]
+            entry["faces"] = [faces[c] for c in s.cards]
         seats.append(entry)
     view: dict[str, Any] = {
         "rules": state.rules.to_json(),
@@ -767,9 +767,9 @@ def seat_view(state: HandState, viewer: int | None) -> dict[str, Any]:
         "turn_no": state.turn_no,
         "dealer": state.dealer,
         "wild_indicator": state.wild_indicator,
-        "wild_face": str(card_of_id(state.wild_indicator, decks)),
+        "wild_face": faces[state.wild_indicator],
         "open": list(state.open),
-        "open_faces": [str(card_of_id(c, decks)) for c in state.open],
+        "open_faces": [faces[c] for c in state.open],
         "closed_count": len(state.closed),
         "reshuffles": state.reshuffles,
         "seats": seats,
@@ -784,7 +784,7 @@ def seat_view(state: HandState, viewer: int | None) -> dict[str, Any]:
             view["me"] = {
                 "seat": me.seat,
                 "cards": list(me.cards),
-                "faces": [str(card_of_id(c, decks)) for c in me.cards],
+                "faces": [faces[c] for c in me.cards],
                 "drawn_this_turn": me.drawn_this_turn,
                 "drawn_any": me.drawn_any,
                 "status": me.status.value,

@@ -23,7 +23,7 @@ from typing import Any, Final
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from verifier import ed25519
-from verifier.cards import card_of_id
+from verifier.cards import face_texts
 from verifier.chain import (
     GENESIS,
     NO_COMMIT,
@@ -160,11 +160,13 @@ class HandRecorder:
     # -- the chain -----------------------------------------------------------------
     @property
     def head(self) -> str:
-        return str(self.records[-1]["h"]) if self.records else self.prev_head
+        newest = self.records.newest()
+        return self.prev_head if newest is None else str(newest["h"])
 
     @property
     def voided(self) -> bool:
-        return bool(self.records) and self.records[-1]["type"] == "void"
+        newest = self.records.newest()
+        return newest is not None and newest["type"] == "void"
 
     @property
     def ended(self) -> bool:
@@ -464,7 +466,7 @@ class HandRecorder:
             if not self.deck:  # voided after the reveals, before the deal
                 self.key, self.deck, _, _ = start_hand(self.header, self.reveals, self.server_seed)
             deck = list(self.deck)
-        decks = self.rules.decks
+        faces = face_texts(self.rules.decks)
         return {
             "protocol": PROTOCOL,
             "table_id": self.table_id,
@@ -472,7 +474,7 @@ class HandRecorder:
             "head": self.head,
             "server_seed": self.server_seed.hex() if seed_revealed else "",
             "deck": deck,
-            "deck_faces": [str(card_of_id(c, decks)) for c in deck],
+            "deck_faces": [faces[c] for c in deck],
             "result": result,
         }
 

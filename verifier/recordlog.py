@@ -231,6 +231,16 @@ class RecordLog(Sequence[dict[str, Any]]):
     def __len__(self) -> int:
         return len(self._items)
 
+    def newest(self) -> dict[str, Any] | None:
+        """The newest record (always held as a dict), or None while the log is empty:
+        ``self[-1]`` without the sequence protocol's checks, for the phase the table
+        asks of its hand many times an action."""
+        items = self._items
+        if not items:
+            return None
+        held = items[-1]
+        return held if type(held) is dict else self._read(held)
+
     def __iter__(self) -> Iterator[dict[str, Any]]:
         for held in self._items:
             yield self._read(held)

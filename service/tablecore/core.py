@@ -92,8 +92,7 @@ class TableCore(Commands):
                 self._let_go("the lease was lost", release=False)
             else:
                 self.handoff = True
-        self._pump(now)
-        self._arm(now)
+        self._arm(now, self._pump(now))
         return fx
 
     @property
@@ -154,7 +153,8 @@ class TableCore(Commands):
             self.hung = True
             self._tell_paused()
 
-    def _arm(self, now: int) -> None:
+    def _arm(self, now: int, due: int | None) -> None:
+        """The next wake-up: ``due`` is the clock's, as :meth:`_pump` left it."""
         at = None
         if self.mode is Mode.WAITING:
             at = self.retry_at
@@ -162,7 +162,7 @@ class TableCore(Commands):
             if self.pending is not None:
                 at = None if self.hung else self.pending.since + self.cfg.hung_ms
             else:
-                at = self.due(now)
+                at = due
         if at != self.armed:
             self.armed = at
             self.emit(io.Arm(at))
@@ -200,7 +200,10 @@ class TableCore(Commands):
             return
         self.reply(cmd, self.snapshot_for(cmd.player_id, events_since, now))
 
-    def _pump(self, now: int) -> None:
+    def _pump(self, now: int) -> int | None:
+        """Every step that can be taken now.  Returns when the clock runs out next
+        (:meth:`due`, computed once as the last step found nothing to do; None when
+        the pump stopped for a write in flight or because the table does not serve)."""
         if self.mode is Mode.WAITING and self.retry_at is not None and now >= self.retry_at:
             self._load(now)
         while self.mode is Mode.SERVING and self.pending is None:
@@ -219,9 +222,13 @@ class TableCore(Commands):
                     if result is not None:
                         self.reply(cmd, result)
                 continue
-            if self.advance(now) or self.fire(now):
+            if self.advance(now):
                 continue
-            break
+            due = self.due(now)
+            if self.fire(now, due):
+                continue
+            return due
+        return None
 
     # -- the store ------------------------------------------------------------------------
     def write(self, op: io.Op, now: int, **kw: Any) -> io.Pending:

@@ -70,9 +70,11 @@ class Steps:
         raise NotImplementedError
 
     # -- what is due ------------------------------------------------------------------
-    def charged(self, hand: HandRun) -> list[int]:
-        """The seats the clock would charge if it ran out now."""
-        phase = hand.phase
+    def charged(self, hand: HandRun, phase: HandPhase | None = None) -> list[int]:
+        """The seats the clock would charge if it ran out now (``phase``: the hand's,
+        when the caller has it)."""
+        if phase is None:
+            phase = hand.phase
         if phase is HandPhase.COMMIT:
             return [s for s in hand.players if s not in hand.commits]
         if phase is HandPhase.REVEAL:
@@ -83,13 +85,15 @@ class Steps:
             return [] if state is None else [state.turn]
         return []
 
-    def deadline(self, hand: HandRun) -> int | None:
+    def deadline(self, hand: HandRun, phase: HandPhase | None = None) -> int | None:
         """The hand's clock: its deadline by the log, held back for every seat it would
-        charge until that seat has had its grace (D37)."""
-        base = hand.base_deadline()
+        charge until that seat has had its grace (D37).  ``phase``: the hand's, when
+        the caller has it."""
+        if phase is None:
+            phase = hand.phase
+        base = hand.base_deadline(phase)
         if base is None:
             return None
-        phase = hand.phase
         window = (
             self.cfg.commit_ms
             if phase is HandPhase.COMMIT
@@ -97,7 +101,7 @@ class Steps:
             if phase is HandPhase.REVEAL
             else 1000 * hand.recorder.rules.turn_seconds
         )
-        for s in self.charged(hand):
+        for s in self.charged(hand, phase):
             base = max(base, self.reach.charge_from(hand.players[s], self.cfg, window))
         return base
 
@@ -107,9 +111,10 @@ class Steps:
             return None
         hand = self.hand
         if hand is not None:
-            if hand.phase in (HandPhase.DEAL, HandPhase.FINISHING):
+            phase = hand.phase
+            if phase is HandPhase.DEAL or phase is HandPhase.FINISHING:
                 return now
-            return self.deadline(hand)
+            return self.deadline(hand, phase)
         if self.next_start is None:
             return None
         at = self.next_start
@@ -154,14 +159,14 @@ class Steps:
         if phase is HandPhase.COMMIT and len(hand.commits) == len(hand.players):
             self.close_commits(hand, now)
             return True
-        if phase is HandPhase.REVEAL and not self.charged(hand):
+        if phase is HandPhase.REVEAL and not self.charged(hand, phase):
             self.close_reveals(hand, now)
             return True
         return False
 
-    def fire(self, now: int) -> bool:
-        """The clock has run out: its move (D16, D21, D29) or the next hand."""
-        due = self.due(now)
+    def fire(self, now: int, due: int | None) -> bool:
+        """The clock has run out (``due``, as :meth:`due` says now, is not after
+        ``now``): its move (D16, D21, D29) or the next hand."""
         if due is None or due > now:
             return False
         hand = self.hand
@@ -169,9 +174,9 @@ class Steps:
             self.next_start = None
             self.start(now)
             return True
-        for s in self.charged(hand):
-            self.emit(io.Charge(hand.hand_id, s, hand.phase.value, now))
         phase = hand.phase
+        for s in self.charged(hand, phase):
+            self.emit(io.Charge(hand.hand_id, s, phase.value, now))
         if phase is HandPhase.COMMIT:
             self.close_commits(hand, now)
         elif phase is HandPhase.REVEAL:
