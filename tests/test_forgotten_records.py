@@ -17,13 +17,13 @@ from service import fastjson
 from service.handrun import HandRun
 from service.startup import Running
 from service.tablecore import io
-from service.tablecore.core import Mode
+from service.tablecore.core import Mode, TableCore
 from service.tablecore.steps import RECENT_KEPT
 from tests.conftest import Api, wait_for
 from tests.sim.store import SimStore
 from tests.test_recovery import key_of
 from tests.test_server import latest_view, seat_of, seat_two, through_seeds
-from tests.test_tablecore import Harness
+from tests.test_tablecore import CFG, Harness
 from tests.wsclient import Client
 from verifier.chain import move_body
 from verifier.fairness import PROTOCOL_V2
@@ -266,6 +266,58 @@ def test_a_read_that_fails_as_the_hand_ends_reloads_and_the_hand_is_settled_once
     t = h.store.hands[hand.hand_id].transcript
     assert t is not None and verify_transcript(t, h.keys.signer.public_bytes).ok
     assert h.store.hands[hand.hand_id].settlements == 1 and h.store.check_ledger() is None
+
+
+def _crash_and_restart(h: Harness) -> None:
+    """kill -9: the process and every op it had in flight are gone (a write that
+    reached the store stays stored); another process takes the table with a new
+    epoch, loads it, and its players connect again."""
+    h.inflight.clear()
+    h.store.tables["t0"].epoch += 1
+    h.core = TableCore("t0", h.keys, CFG)
+    h.step(io.Tick())
+    h.answer_all()
+    for pid in h.signers:
+        h.step(io.Reach(pid, True))
+
+
+@pytest.mark.parametrize("instant", ["reading the log", "publishing, not stored", "published, answer lost"])
+def test_a_crash_at_any_instant_of_the_hands_end_settles_it_once_after_the_restart(instant: str) -> None:
+    """The hand's last action is stored; the process dies while the hand's end reads
+    its records back, while the transcript and settlement are on their way to the
+    store, or after they were stored but before the table heard so.  The next process
+    publishes the hand (or finds it published) and settles it exactly once, with a
+    transcript that holds every stored record and verifies, and deals on."""
+    h = a_hand_well_into_play()
+    hand = h.core.hand
+    assert hand is not None
+    pid, _ = h.on_turn()
+    h.send(pid, "action", _signed_drop(h, pid, hand.hand_no, hand.recorder.head))
+    h.answer(min(h.inflight))  # the drop is stored; the hand is over and reads its log
+    records = stored(h)
+
+    def in_flight(kind: type) -> int:
+        (op_id,) = [k for k, e in h.inflight.items() if isinstance(e, io.Write) and isinstance(e.op, kind)]
+        return op_id
+
+    read = in_flight(io.LogOp)
+    if instant != "reading the log":
+        h.answer(read)
+        finish = in_flight(io.FinishOp)
+        if instant == "published, answer lost":
+            op = h.inflight[finish]
+            assert isinstance(op, io.Write)
+            h.store.run("t0", h.store.tables["t0"].epoch, op.op)  # stored; the answer never comes back
+    ended = h.store.hands[hand.hand_id]
+    assert ended.settlements == (1 if instant == "published, answer lost" else 0)
+    _crash_and_restart(h)
+    h.advance(h.now + 5000)
+    assert ended.transcript is not None and ended.settlements == 1 and h.store.check_ledger() is None
+    assert ended.transcript["log"] == records
+    assert ended.transcript_text == fastjson.canonical(ended.transcript)
+    assert verify_transcript(ended.transcript, h.keys.signer.public_bytes).ok
+    nxt = h.core.hand
+    assert nxt is not None and nxt.hand_no == hand.hand_no + 1  # and the table deals on
 
 
 def _signed_drop(h: Harness, pid: str, hand_no: int, head: str) -> dict[str, Any]:
