@@ -147,6 +147,7 @@ class TableActor:
         self.task: asyncio.Task[None] | None = None
         self.loaded = asyncio.Event()
         self._stopping = False
+        self._stopped = False  # stop() is done: an op that ends after it is not stepped
         self._armed: int | None = None
 
     # -- what the rest of the server reads ---------------------------------------------
@@ -244,11 +245,16 @@ class TableActor:
         running = set(self._ops) | ({self.task} if self.task is not None else set())
         if running:  # the loop and the ops in flight, within one bound
             await asyncio.wait(running, timeout=timeout)
-        for task in [*self._ops, *([self.task] if self.task is not None else [])]:
-            if not task.done():
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+        late = [task for task in running if not task.done()]
+        for task in late:
+            task.cancel()
+        if late:
+            # Within the same bound again: an op cancelled in the middle of a statement
+            # the database holds (hung) waits, as its connection goes back to the pool,
+            # for PostgreSQL to end the statement, up to the pool's acquire timeout.  It
+            # ends in the background; what it answers is not stepped (below, _feed).
+            await asyncio.wait(late, timeout=timeout)
+        self._stopped = True
         self._do_all(self.core.refuse_all(shutting_down()))
         for fut in self.replies.values():
             if not fut.done():
@@ -394,6 +400,8 @@ class TableActor:
         self._feed(io.Outcome(e.op_id, io.Result.COMMITTED, data))
 
     def _feed(self, out: io.Outcome) -> None:
+        if self._stopped:
+            return  # stop() has refused what waited: a dead table tells nobody anything
         if self._stopping:
             self._step(out)  # answers the command it settles; nothing more is started
         else:

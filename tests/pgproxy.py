@@ -12,6 +12,7 @@ statements, which asyncpg uses), so a test can ask it to:
   ``seconds`` late (PostgreSQL hung while committing: the client's timeout fires
   first); ``hold_reply(pattern, seconds)`` — the answer to the next statement
   matching ``pattern`` arrives late (hung inside the transaction);
+* ``let_go()`` — every answer held back goes on at once;
 * ``cut()`` — close every connection at once (PostgreSQL went away);
 * ``refuse = True`` — close new connections at once (PostgreSQL is still away).
 """
@@ -55,6 +56,7 @@ class PgProxy:
         self.commit_traps: list[tuple[re.Pattern[str], Callable[[], bool], float]] = []  # (…, hold: 0 drops)
         self.statement_holds: list[tuple[re.Pattern[str], float]] = []
         self.dropped: list[str] = []  # the transactions whose COMMIT answer was dropped
+        self._held: set[asyncio.Future[None]] = set()  # answers being held back (let_go ends them)
         self._server: asyncio.Server | None = None
 
     async def start(self) -> PgProxy:
@@ -87,6 +89,12 @@ class PgProxy:
     def hold_reply(self, pattern: str, seconds: float) -> None:
         """The answer to the next statement matching ``pattern`` is ``seconds`` late."""
         self.statement_holds.append((re.compile(pattern, re.IGNORECASE), seconds))
+
+    def let_go(self) -> None:
+        """Every answer being held back goes on now."""
+        for f in self._held:
+            if not f.done():
+                f.set_result(None)
 
     def cut(self) -> None:
         for c in list(self.conns):
@@ -198,8 +206,13 @@ class PgProxy:
                 conn.client.transport.abort()
                 conn.server.transport.abort()
                 return
-            if conn.hold:  # PostgreSQL answered; the client hears it late
+            if conn.hold:  # PostgreSQL answered; the client hears it late (or at let_go)
                 hold, conn.hold = conn.hold, 0.0
-                await asyncio.sleep(hold)
+                held: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+                self._held.add(held)
+                try:
+                    await asyncio.wait([held], timeout=hold)
+                finally:
+                    self._held.discard(held)
             conn.client.write(data)
             await conn.client.drain()

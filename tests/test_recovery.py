@@ -417,6 +417,77 @@ async def test_an_ambiguous_commit_never_wedges_a_table(proxied: tuple[Running, 
         assert (await api.call("GET", "/api/ledger"))["ok"] is True
 
 
+async def test_a_table_restarted_while_its_hands_end_reads_the_log_settles_the_hand_once(
+    proxied: tuple[Running, PgProxy],
+) -> None:
+    """A hand played past what memory keeps (its stored action records forgotten)
+    ends; the database holds back its answer to the hand's end reading those records,
+    and the table is stopped and started afresh meanwhile (what a crash of its process
+    does to it).  The new table rebuilds the hand from the store, reads the log, and
+    publishes and settles the hand exactly once; the transcript holds every stored
+    record and verifies, the late answer changes nothing, and the table deals on."""
+    import aiohttp
+
+    from verifier.recordlog import FIRST_KEPT
+
+    server, proxy = proxied
+    async with aiohttp.ClientSession() as session:
+        api = Api(server.url, session)
+        table, a, b = await seat_two(api, server)
+        async with (
+            Client(server.url, a["token"], a["signer"]) as ca,
+            Client(server.url, b["token"], b["signer"]) as cb,
+        ):
+            hand_no = await through_seeds(table, ca, cb)
+            for _ in range(8):  # draw and discard: 16 action records, past what memory keeps
+                view = latest_view(ca)
+                c = ca if view["turn"] == view["me"]["seat"] else cb
+                assert (await c.act(table, hand_no, seat_of(c), {"kind": "draw_closed"}))["type"] == "reply"
+                await wait_for(lambda c=c: latest_view(c)["phase"] == "discard")
+                card = latest_view(c)["me"]["cards"][0]
+                assert (await c.act(table, hand_no, seat_of(c), {"kind": "discard", "card": card}))["type"] == "reply"
+                await wait_for(lambda: latest_view(ca)["phase"] == "draw" and latest_view(cb)["phase"] == "draw")
+            old = server.app[TABLES][table]
+            hand = old.hand
+            assert hand is not None and hand.recorder.records.forgotten.start == FIRST_KEPT
+            proxy.hold_reply(r"SELECT i, sealed FROM hand_records", 60)
+            assert (await cb.leave(table, hand_no, seat_of(cb)))["type"] == "reply"  # the hand is over
+            await wait_for(lambda: not proxy.statement_holds, timeout=30)  # its log is being read, held
+            assert hand.transcript is None
+            seen = (len(ca.frames), len(cb.frames))
+            await restart_table(server, table)
+            proxy.let_go()  # the old table's read is answered now, late: it changes nothing
+            await wait_for(lambda: not old._ops, timeout=30)  # and has ended
+            for c in (ca, cb):  # every frame pushed before this reply has come before it
+                assert (await c.request({"type": "ping"}))["type"] == "reply"
+            # The stopped table told its clients nothing more (no "paused" from a dead table);
+            # they are not the new table's until they join again.
+            after = [f for c, n in zip((ca, cb), seen, strict=True) for f in c.frames[n:]]
+            assert [f["type"] for f in after] == ["reply", "reply"], after
+        hand_sql = "SELECT id, status FROM hands WHERE table_id = $1 AND hand_no = $2"
+        row = None
+
+        async def ended() -> bool:
+            nonlocal row
+            async with server.app[POOL].acquire() as conn:
+                row = await conn.fetchrow(hand_sql, table, hand_no)
+            return row is not None and row["status"] == "ended"
+
+        for _ in range(600):
+            if await ended():
+                break
+            await asyncio.sleep(0.05)
+        assert row is not None and row["status"] == "ended", row
+        t = await api.call("GET", f"/api/hands/{row['id']}/transcript", expect=200)
+        report = verify_transcript(t, await key_of(api))
+        assert report.ok, report.failure
+        async with server.app[POOL].acquire() as conn:
+            stored = await conn.fetchval("SELECT count(*) FROM hand_records WHERE hand_id = $1", row["id"])
+            assert await conn.fetchval("SELECT count(*) FROM settlements WHERE hand_id = $1", row["id"]) == 1
+        assert [r["i"] for r in t["log"]] == list(range(stored)) and t["log"][-1]["action"]["kind"] == "leave"
+        assert (await api.call("GET", "/api/ledger"))["ok"] is True
+
+
 async def test_a_restart_in_the_reveal_phase_keeps_the_commitments(api: Api, server: Running) -> None:
     """The snapshot after a restart says what the hand still needs: here, the reveals."""
     from verifier.fairness import player_commit
