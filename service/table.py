@@ -239,7 +239,9 @@ class TableActor:
 
     async def stop(self, timeout: float = 1.0) -> None:
         """Stop the clock and the task; a write in flight is let finish if it finishes
-        within ``timeout`` (a write is never cut in half on purpose)."""
+        within ``timeout`` (a write is never cut in half on purpose), else cancelled
+        and waited for within ``timeout`` again.  Whatever is still waiting is refused;
+        an op that ends later is not stepped: a stopped table tells nobody anything."""
         self._stopping = True
         self.inputs.put_nowait(None)
         running = set(self._ops) | ({self.task} if self.task is not None else set())
