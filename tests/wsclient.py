@@ -27,8 +27,11 @@ from verifier.signing import Signer
 class Client:
     _ids = itertools.count(1)
 
-    def __init__(self, base: str, token: str, signer: Signer | None = None) -> None:
+    def __init__(self, base: str, token: str, signer: Signer | None = None, *, table: str | None = None) -> None:
+        """``table``: open ``/ws?table=ID``, which a server of several workers hands to
+        the worker that serves that table (docs/api.md)."""
         self.base, self.token, self.signer = base, token, signer
+        self.path = "/ws" if table is None else f"/ws?table={table}"
         self.frames: list[dict[str, Any]] = []
         self.views: dict[str, tuple[int, int, dict[str, Any] | None]] = {}  # table -> (hand_no, i, view)
         self._replies: dict[str, asyncio.Future[dict[str, Any]]] = {}
@@ -38,7 +41,7 @@ class Client:
         self.session = aiohttp.ClientSession()
         try:
             self.ws = await self.session.ws_connect(
-                self.base + "/ws", headers={"Authorization": f"Bearer {self.token}"}
+                self.base + self.path, headers={"Authorization": f"Bearer {self.token}"}
             )
         except BaseException:
             # A refused handshake must not leave its session to the garbage collector:
