@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Protocol
 
 import asyncpg
 
@@ -330,6 +331,25 @@ async def connection(pool: asyncpg.Pool, wait: float = ACQUIRE_TIMEOUT) -> Async
     """A pooled connection, acquired with a timeout (``wait`` seconds)."""
     async with pool.acquire(timeout=wait) as conn:
         yield conn
+
+
+class Connections(Protocol):
+    """Where a user that takes a connection for each use gets it: :class:`Pooled`
+    (acquired and released each time) or :class:`KeptConnections`."""
+
+    def connection(self) -> contextlib.AbstractAsyncContextManager[asyncpg.Connection]: ...
+
+
+class Pooled:
+    """Connections of ``pool``, acquired for each use (within ``wait`` seconds) and
+    released after it."""
+
+    def __init__(self, pool: asyncpg.Pool, wait: float = ACQUIRE_TIMEOUT) -> None:
+        self.pool = pool
+        self.wait = wait
+
+    def connection(self) -> contextlib.AbstractAsyncContextManager[asyncpg.Connection]:
+        return connection(self.pool, self.wait)
 
 
 class KeptConnections:

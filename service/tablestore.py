@@ -55,7 +55,7 @@ import asyncpg
 
 from service import ledger, store
 from service.cluster import Fenced, Lease
-from service.db import KeptConnections, connection
+from service.db import Connections, Pooled, connection
 from service.handstore import SealedRecord, StoreConflict, StoredHand, seal, ts
 from service.keys import ServerKeys
 from service.tablecore import io
@@ -170,19 +170,19 @@ SELECT
 """
 
 
-async def commit_batch(pool: asyncpg.Pool | KeptConnections, batch: Sequence[Batched]) -> list[Any]:
+async def commit_batch(connections: Connections, batch: Sequence[Batched]) -> list[Any]:
     """The group commit's batch, in one transaction (see the module's docstring):
     one result per write, its answer or the exception it alone failed with; raises if
-    the transaction failed.  ``pool``: the writer pool, or the connections the group
-    commit keeps of it (the server's: service.lifecycle)."""
+    the transaction failed.  ``connections``: where the batch takes its connection
+    (the server's: the writer pool's connections the group commit keeps,
+    service.lifecycle)."""
     recs = [(w.hand_id, r) for w in batch for r in w.records]
     seeds = [(w, w.seed) for w in batch if w.seed is not None]
     out: list[Any] = [None] * len(batch)
     # A batch of records and seeds only is its one statement, atomic alone: no BEGIN
     # and COMMIT round trips (most batches); one with ops is a transaction.
     ops = any(w.run is not None for w in batch)
-    taken = pool.connection() if isinstance(pool, KeptConnections) else connection(pool)
-    async with taken as conn, conn.transaction() if ops else contextlib.nullcontext():
+    async with connections.connection() as conn, conn.transaction() if ops else contextlib.nullcontext():
         row = await conn.fetchrow(
             BATCH_SQL,
             [w.table_id for w in batch],
@@ -251,10 +251,10 @@ def lane(w: Batched) -> int:
     return 0 if w.run is None else 1
 
 
-def group_commit(pool: asyncpg.Pool | KeptConnections, *, window: float = 0.002) -> GroupCommit[Batched]:
-    """The process's group commit, writing to ``pool``: at most two batches in flight
-    per lane (four connections of the pool)."""
-    return GroupCommit(functools.partial(commit_batch, pool), window=window, lane=lane)
+def group_commit(connections: Connections, *, window: float = 0.002) -> GroupCommit[Batched]:
+    """The process's group commit, writing through ``connections``: at most two
+    batches in flight per lane (four connections)."""
+    return GroupCommit(functools.partial(commit_batch, connections), window=window, lane=lane)
 
 
 # ----------------------------------------------------------------------------- the store
@@ -271,7 +271,7 @@ class TableStore:
         self.pool = pool  # for loading only: every write goes through the group commit
         self.keys = keys
         self.lease = lease
-        self.writer = writer if writer is not None else group_commit(pool)
+        self.writer = writer if writer is not None else group_commit(Pooled(pool))
 
     def seal(self, hand_no: int, records: tuple[dict[str, Any], ...]) -> tuple[SealedRecord, ...]:
         return tuple(seal(self.keys, self.table_id, hand_no, r) for r in records)

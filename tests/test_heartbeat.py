@@ -14,6 +14,7 @@ import pytest
 import pytest_asyncio
 
 from service.cluster import RENEW_SQL, Cluster, Fenced, Lease, NodeSettings
+from service.db import Pooled
 from service.tablestore import Batched, group_commit
 from tests.conftest import fresh_pool
 from tests.test_writer import TABLES, tables_with_hands
@@ -123,7 +124,7 @@ async def test_a_renewal_never_waits_for_a_write_but_a_takeover_does(db: tuple[s
     hands = await tables_with_hands(pool, "n1")
     table = sorted(hands)[0]
     lease = Lease(table, "n1", 1)
-    writer = group_commit(pool)
+    writer = group_commit(Pooled(pool))
     other = await asyncpg.connect(dsn)
     checked = asyncio.Event()
 

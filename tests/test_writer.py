@@ -27,6 +27,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from service import ledger
 from service.cluster import RENEW_SQL, Fenced, Lease
+from service.db import Pooled
 from service.handstore import SealedRecord, StoreConflict
 from service.keys import ServerKeys
 from service.tablecore import io
@@ -78,7 +79,9 @@ def writer_of(
     takes any mix; the server's, tablestore.group_commit, batches them apart).  Not
     eager unless asked: these tests gather their writes into batches from the first,
     where the server's sends a write that finds the lane idle at once."""
-    return GroupCommit(functools.partial(commit_batch, pool), window=window, max_in_flight=max_in_flight, eager=eager)
+    return GroupCommit(
+        functools.partial(commit_batch, Pooled(pool)), window=window, max_in_flight=max_in_flight, eager=eager
+    )
 
 
 def record(i: int) -> SealedRecord:
@@ -522,7 +525,7 @@ async def test_a_slow_op_never_holds_up_the_records_of_other_tables(pool: asyncp
     commit while it runs.  In one lane they would share its batch and wait for it."""
     hands = await tables_with_hands(pool, "n1")
     t1, t2 = sorted(hands)[:2]
-    writer = group_commit(pool)
+    writer = group_commit(Pooled(pool))
     release = asyncio.Event()
 
     async def slow(conn: asyncpg.Connection) -> None:
@@ -573,7 +576,7 @@ async def test_the_servers_group_commit_is_eager_and_not_eager_waits_for_the_win
     """tablestore.group_commit, what the server runs, is eager; a writer that is not
     holds even a lone write for its window (a wide one here, so that the write cannot
     be done when the loop has turned a few times)."""
-    assert group_commit(pool).eager
+    assert group_commit(Pooled(pool)).eager
     hands = await tables_with_hands(pool, "n1")
     t = sorted(hands)[0]
     lazy = writer_of(pool, window=3600)
