@@ -69,6 +69,11 @@ class PgProxy:
             self._server.close()
             await self._server.wait_closed()
 
+    @property
+    def holding(self) -> int:
+        """Answers PostgreSQL gave that are being held back now."""
+        return len(self._held)
+
     def dsn(self, database: str | None = None) -> str:
         """The target DSN pointed at the proxy (and at ``database`` if given)."""
         out = re.sub(r"host=[^&]+", f"host={self.listen_dir}", self.target_dsn)

@@ -1,10 +1,12 @@
-"""kill -9 at the worst instant of a hand's end, with real processes: ``serve
+"""kill -9 at the worst instants of a hand's end, with real processes: ``serve
 --workers 2`` in a process of its own, on a database reached through a proxy that
-holds back the hand's end reading its log; the worker that owns the table is killed
-(SIGKILL) while that read is held.  The supervisor starts a worker again, the table is
-taken at a new epoch (D32), and the hand is published and settled exactly once; its
-transcript holds every stored record and verifies, the ledger balances, and the table
-deals its next hand.  (``tests/test_forgotten_records.py`` crashes the table core at
+holds back PostgreSQL's answer (1) to the hand's end reading its log, before anything
+is settled, or (2) to the COMMIT of the hand's settlement, which PostgreSQL has made;
+the worker that owns the table is killed (SIGKILL) while that answer is held.  The
+supervisor starts a worker again, the table is taken at a new epoch (D32), and the
+hand is published and settled exactly once — by the new owner in (1), by the dead one
+in (2); its transcript holds every stored record and verifies, the ledger balances,
+and the table deals its next hand.  (``tests/test_forgotten_records.py`` crashes the table core at
 three instants of a hand's end; ``tests/test_recovery.py`` restarts a table in-process
 while the read is held.  This is the same fault with the process really gone.)"""
 
@@ -34,7 +36,11 @@ from tests.wsclient import Client
 from verifier.signing import load_public_key
 from verifier.transcript import verify_transcript
 
-HAND_END_READ = r"SELECT i, sealed FROM hand_records"  # the hand's end reading its stored log back
+#: instant -> (what the proxy holds back, the hand's row when the worker is killed)
+INSTANTS = {
+    "reading the log": ("statement", r"SELECT i, sealed FROM hand_records", "playing"),
+    "settled, not told": ("commit", r"INSERT INTO settlements", "ended"),
+}
 
 
 class ServerApi(Api):
@@ -63,8 +69,9 @@ async def until(what: str, check: Any, limit: float = 120.0) -> Any:
 
 
 @pytest.mark.timeout(300)
-async def test_a_worker_killed_while_its_hands_end_reads_the_log_leaves_the_hand_settled_once(
-    pg_dsn: str, tmp_path: Path
+@pytest.mark.parametrize("instant", list(INSTANTS))
+async def test_a_worker_killed_at_its_hands_end_leaves_the_hand_settled_once(
+    instant: str, pg_dsn: str, tmp_path: Path
 ) -> None:
     from verifier.recordlog import FIRST_KEPT
 
@@ -102,10 +109,14 @@ async def test_a_worker_killed_while_its_hands_end_reads_the_log_leaves_the_hand
                     [(owner, epoch)] = (await lease_rows(dsn, [table])).values()
                     index = int(owner.rsplit("/w", 1)[1])
                     pid = server.worker_pids()[index]
-                    proxy.hold_reply(HAND_END_READ, 120)
+                    kind, pattern, status = INSTANTS[instant]
+                    if kind == "statement":
+                        proxy.hold_reply(pattern, 120)
+                    else:
+                        proxy.hold_commit_reply(pattern, 120)
                     assert (await cb.leave(table, hand_no, seat_of(cb)))["type"] == "reply"  # the hand is over
-                    await wait_for(lambda: not proxy.statement_holds, timeout=60)  # its log is being read: held
-                    assert await hand_row(dsn, table, hand_no) == "playing"
+                    await wait_for(lambda: proxy.holding > 0, timeout=60)  # PostgreSQL answered: held back
+                    assert await hand_row(dsn, table, hand_no) == status
                     os.kill(pid, signal.SIGKILL)
                 await until(f"worker {index} started again", lambda: ready_again(server, index))
                 assert f"worker {index} exited (-9); starting it again" in server.text()
