@@ -19,10 +19,10 @@ from service.startup import Running
 from service.tablecore import io
 from service.tablecore.core import Mode, TableCore
 from service.tablecore.steps import RECENT_KEPT
-from tests.conftest import Api, wait_for
+from tests.conftest import Api
 from tests.sim.store import SimStore
 from tests.test_recovery import key_of
-from tests.test_server import latest_view, seat_of, seat_two, through_seeds
+from tests.test_server import draw_and_discard, seat_of, seat_two, through_seeds
 from tests.test_tablecore import CFG, Harness
 from tests.wsclient import Client
 from verifier.chain import move_body
@@ -342,16 +342,7 @@ async def test_over_a_real_socket_a_rejoin_gets_every_event_and_the_transcript_e
     table, a, b = await seat_two(api, server)
     async with Client(server.url, a["token"], a["signer"]) as ca, Client(server.url, b["token"], b["signer"]) as cb:
         hand_no = await through_seeds(table, ca, cb)
-        for _ in range(TURNS):
-            view = latest_view(ca)
-            c = ca if view["turn"] == view["me"]["seat"] else cb
-            r = await c.act(table, hand_no, seat_of(c), {"kind": "draw_closed"})
-            assert r["type"] == "reply", r
-            await wait_for(lambda c=c: latest_view(c)["phase"] == "discard")
-            card = latest_view(c)["me"]["cards"][0]
-            r = await c.act(table, hand_no, seat_of(c), {"kind": "discard", "card": card})
-            assert r["type"] == "reply", r
-            await wait_for(lambda c=c: latest_view(ca)["phase"] == "draw" and latest_view(cb)["phase"] == "draw")
+        await draw_and_discard(table, hand_no, ca, cb, TURNS)
         hand = server.app[TABLES][table].hand
         assert hand is not None and hand.recorder.records.forgotten.start == FIRST_KEPT
         last = len(hand.recorder.records) - 1

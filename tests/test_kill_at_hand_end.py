@@ -29,7 +29,7 @@ import pytest
 from tests.conftest import Api, fresh_database, wait_for
 from tests.pgproxy import PgProxy
 from tests.test_one_port import settled_tables
-from tests.test_server import latest_view, seat_of, through_seeds
+from tests.test_server import draw_and_discard, seat_of, through_seeds
 from tests.test_siblings import lease_rows
 from tests.workerserver import WorkerServer, worker_server
 from tests.wsclient import Client
@@ -92,20 +92,7 @@ async def test_a_worker_killed_at_its_hands_end_leaves_the_hand_settled_once(
                     Client(server.url, b["token"], b["signer"], table=table) as cb,
                 ):
                     hand_no = await through_seeds(table, ca, cb)
-                    moves = 0
-                    while moves < 2 * (FIRST_KEPT + 4):  # past what memory keeps of the log
-                        view = latest_view(ca)
-                        c = ca if view["turn"] == view["me"]["seat"] else cb
-                        r = await c.act(table, hand_no, seat_of(c), {"kind": "draw_closed"})
-                        assert r["type"] == "reply", r
-                        await wait_for(lambda c=c: latest_view(c)["phase"] == "discard")
-                        card = latest_view(c)["me"]["cards"][0]
-                        r = await c.act(table, hand_no, seat_of(c), {"kind": "discard", "card": card})
-                        assert r["type"] == "reply", r
-                        await wait_for(
-                            lambda: latest_view(ca)["phase"] == "draw" and latest_view(cb)["phase"] == "draw"
-                        )
-                        moves += 2
+                    await draw_and_discard(table, hand_no, ca, cb, FIRST_KEPT + 4)  # past what memory keeps
                     [(owner, epoch)] = (await lease_rows(dsn, [table])).values()
                     index = int(owner.rsplit("/w", 1)[1])
                     pid = server.worker_pids()[index]

@@ -29,7 +29,7 @@ from service.table import Settings, TableActor
 from tests.conftest import OPERATOR, Api, fresh_database, wait_for
 from tests.pgproxy import PgProxy
 from tests.skipclock import SkipClock, clocked
-from tests.test_server import latest_view, seat_of, seat_two, through_seeds
+from tests.test_server import draw_and_discard, latest_view, seat_of, seat_two, through_seeds
 from tests.wsclient import Client
 from verifier.signing import load_public_key
 from verifier.transcript import verify_transcript
@@ -439,14 +439,7 @@ async def test_a_table_restarted_while_its_hands_end_reads_the_log_settles_the_h
             Client(server.url, b["token"], b["signer"]) as cb,
         ):
             hand_no = await through_seeds(table, ca, cb)
-            for _ in range(8):  # draw and discard: 16 action records, past what memory keeps
-                view = latest_view(ca)
-                c = ca if view["turn"] == view["me"]["seat"] else cb
-                assert (await c.act(table, hand_no, seat_of(c), {"kind": "draw_closed"}))["type"] == "reply"
-                await wait_for(lambda c=c: latest_view(c)["phase"] == "discard")
-                card = latest_view(c)["me"]["cards"][0]
-                assert (await c.act(table, hand_no, seat_of(c), {"kind": "discard", "card": card}))["type"] == "reply"
-                await wait_for(lambda: latest_view(ca)["phase"] == "draw" and latest_view(cb)["phase"] == "draw")
+            await draw_and_discard(table, hand_no, ca, cb, 8)  # 16 action records, past what memory keeps
             old = server.app[TABLES][table]
             hand = old.hand
             assert hand is not None and hand.recorder.records.forgotten.start == FIRST_KEPT

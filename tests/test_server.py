@@ -235,6 +235,21 @@ def latest_view(c: Client) -> dict[str, Any]:
     return next(f["view"] for f in reversed(c.frames) if f.get("type") == "update")
 
 
+async def draw_and_discard(table: str, hand_no: int, ca: Client, cb: Client, turns: int) -> None:
+    """``turns`` turns of a two-seat hand: the seat to move draws from the closed pile
+    and discards its first card (two action records a turn)."""
+    for _ in range(turns):
+        view = latest_view(ca)
+        c = ca if view["turn"] == view["me"]["seat"] else cb
+        r = await c.act(table, hand_no, seat_of(c), {"kind": "draw_closed"})
+        assert r["type"] == "reply", r
+        await wait_for(lambda c=c: latest_view(c)["phase"] == "discard")
+        card = latest_view(c)["me"]["cards"][0]
+        r = await c.act(table, hand_no, seat_of(c), {"kind": "discard", "card": card})
+        assert r["type"] == "reply", r
+        await wait_for(lambda: latest_view(ca)["phase"] == "draw" and latest_view(cb)["phase"] == "draw")
+
+
 async def records(pool: asyncpg.Pool, table: str) -> int:
     async with pool.acquire() as conn:
         return int(
