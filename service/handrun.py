@@ -116,6 +116,20 @@ class HandRun:
         phase = self.phase
         return phase.value, self.turn_began if phase is HandPhase.PLAY else 0
 
+    def began(self, phase: HandPhase | None = None) -> int | None:
+        """When the clock that runs now began (ms): the record that opened the seed
+        window, or the turn; None when no clock runs.  ``phase``: this hand's, when the
+        caller has it."""
+        if phase is None:
+            phase = self.phase
+        if phase is HandPhase.PLAY:
+            return self.turn_began
+        if phase is HandPhase.COMMIT:
+            return int(self.recorder.records[0]["t"])
+        if phase is HandPhase.REVEAL:
+            return int(self.recorder.records[1]["t"])
+        return None
+
     def window_ms(self) -> int:
         """The whole window of the clock that runs now (ms)."""
         phase, rec = self.phase, self.recorder

@@ -3,7 +3,8 @@ every effect boundary and checks the invariants after every step (issue 17): the
 ledger sums to zero and is never negative, no hand is settled twice, every hand ends
 or is voided by rule, no table with seated, connected players stalls, no clock charge
 while the house is at fault nor within a seat's grace after it could reach the table
-again (D37), every verified transcript verifies."""
+again (D37), nor before the ordinary end plus the grace of a window the house's fault
+cut into (D32), every verified transcript verifies."""
 
 from __future__ import annotations
 
@@ -64,6 +65,24 @@ def test_a_clock_that_ignores_the_grace_is_caught_and_shrunk_to_its_seed_and_tra
     assert found.only == {int(found.violation.table[1:])}
     assert len(found.faults) < len(w.faults)
     assert any("FAULT" in line or "HOUSE" in line for line in found.trace)
+
+
+def test_a_clock_that_takes_a_fault_out_of_the_turn_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The D32 check can fail: a core that gives the grace only from the moment a seat
+    could reach the table again (D37), and not on top of the ordinary end of a window
+    or turn the house's fault cut into, is caught."""
+
+    def no_extension(self: Steps, hand: object, phase: object, end: int) -> int:
+        return end
+
+    monkeypatch.setattr(Steps, "after_fault", no_extension)
+    found = None
+    for seed in range(1, 6):
+        _, found = simulate(seed, tables=10, duration=200_000, fault_rate=4.0)
+        if found is not None:
+            break
+    assert found is not None, "five seeds of faults and no window cut short by a fault"
+    assert "D32" in found.violation.what, found.violation
 
 
 # The CI-sized run: two worlds of 100 tables for 11 virtual minutes, each split by table

@@ -216,6 +216,31 @@ def test_a_frozen_node_takes_the_queued_move_first_and_gives_grace_from_the_thaw
     assert at >= thaw + CFG.grace_ms
 
 
+def test_a_turn_a_fault_cut_into_keeps_its_length_plus_the_grace_and_the_next_turn_its_own() -> None:
+    """D32: a fault of the house that ends while a turn runs (here the node stood still
+    for 4 s early in a 20 s turn, the player connected throughout) does not take its
+    length out of the turn: the turn ends no earlier than its ordinary end plus the
+    whole grace.  (Before, it ended at the later of its ordinary end and the grace
+    after the thaw: the 4 s were the player's loss.)  The next turn, which began
+    after the fault, ends at its ordinary end."""
+    turn = 20_000
+    h = Harness(turn_ms=turn)
+    h.through_seeds()
+    began = turn_began(h)
+    h.advance(began + 1000)
+    h.now = began + 5000  # no beat for 4 s (more than freeze_ms): the house was at fault
+    h.step(io.Tick())
+    h.advance(began + turn + CFG.grace_ms + 1000)
+    (at, charge), *_ = h.charges()
+    assert charge.kind == "play"
+    assert began + turn + CFG.grace_ms <= at <= began + turn + CFG.grace_ms + 500, at - began
+    nxt = turn_began(h)
+    assert nxt >= at
+    h.advance(nxt + turn + 1000)
+    charges = h.charges()
+    assert len(charges) == 2 and nxt + turn <= charges[1][0] <= nxt + turn + 500, charges
+
+
 def test_a_store_that_keeps_failing_backs_off_and_pauses_once() -> None:
     """A full disk: every write fails, every load works.  The table reloads at most once
     per backoff step and tells its clients `paused` and `resumed` once, not on every

@@ -8,9 +8,11 @@ is counted from the moment it could reach the table's owner again: at once for a
 player connected then, from its reconnection for one that comes back later, and —
 so that an absent player cannot hold the table for ever — at most ``reach_ms`` after
 the recovery.  A seat is charged by the clock (a timeout, a null commitment, a
-withheld reveal, a clock drop) only after its ordinary deadline *and* a full
-``grace_ms`` from that moment.  A player's own disconnections during normal play
-change nothing (D16: the clock moves for an absent seat).
+withheld reveal, a clock drop) only after its deadline *and* a full ``grace_ms`` from
+that moment; the deadline of a window or turn the fault cut into is its ordinary end
+plus ``grace_ms`` (D32, :meth:`service.tablecore.steps.Steps.after_fault`).  A
+player's own disconnections during normal play change nothing (D16: the clock moves
+for an absent seat).
 """
 
 from __future__ import annotations

@@ -345,12 +345,14 @@ class LetGo:
 @dataclass(frozen=True, slots=True)
 class Charge:
     """The clock charged a seat (a timeout, a null commitment, a withheld reveal): for
-    the simulator's checks and the metrics."""
+    the simulator's checks and the metrics.  ``began``: when the window or turn it
+    closed began (ms)."""
 
     hand_id: int
     seat: int
     kind: str
     at: int
+    began: int | None = None
 
 
 Effect = (

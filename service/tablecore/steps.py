@@ -86,8 +86,9 @@ class Steps:
         return []
 
     def deadline(self, hand: HandRun, phase: HandPhase | None = None) -> int | None:
-        """The hand's clock: its deadline by the log, held back for every seat it would
-        charge until that seat has had its grace (D37).  ``phase``: the hand's, when
+        """The hand's clock: its deadline by the log, plus the grace when a fault of the
+        house ended while it ran (D32), held back for every seat it would charge until
+        that seat has had its grace (D37).  ``phase``: the hand's, when
         the caller has it."""
         if phase is None:
             phase = hand.phase
@@ -101,9 +102,21 @@ class Steps:
             if phase is HandPhase.REVEAL
             else 1000 * hand.recorder.rules.turn_seconds
         )
-        for s in self.charged(hand, phase):
+        charged = self.charged(hand, phase)
+        if charged:
+            base = self.after_fault(hand, phase, base)
+        for s in charged:
             base = max(base, self.reach.charge_from(hand.players[s], self.cfg, window))
         return base
+
+    def after_fault(self, hand: HandRun, phase: HandPhase, end: int) -> int:
+        """D32: when the house's last fault ended while this window or turn ran, it ends
+        no earlier than its ordinary end plus the whole grace, so that the fault's
+        length is not taken out of it (up to the grace); else at ``end``."""
+        began = hand.began(phase)
+        if began is None or began >= self.reach.recovered_at:
+            return end
+        return max(end, began + hand.window_ms() + self.cfg.grace_ms)
 
     def due(self, now: int) -> int | None:
         """When the clock runs out next; None while the house is at fault or nothing waits."""
@@ -175,8 +188,9 @@ class Steps:
             self.start(now)
             return True
         phase = hand.phase
+        began = hand.began(phase)
         for s in self.charged(hand, phase):
-            self.emit(io.Charge(hand.hand_id, s, phase.value, now))
+            self.emit(io.Charge(hand.hand_id, s, phase.value, now, began))
         if phase is HandPhase.COMMIT:
             self.close_commits(hand, now)
         elif phase is HandPhase.REVEAL:

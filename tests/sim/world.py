@@ -90,6 +90,7 @@ class SimTable:
     lost_reply: int = 0  # the next n ops are applied but answered ambiguous
     # the house's fault, as the checker sees it (independently of the core)
     fault_open: bool = False
+    fault_from: int = -(10**12)  # when the last fault began
     cause_end: int = 0
     ok_at: int = -(10**12)
     last_progress: int = 0
@@ -316,6 +317,7 @@ class World:
     def _house_fault(self, t: SimTable, cause_end: int) -> None:
         if not t.fault_open:
             t.fault_open = True
+            t.fault_from = self.now
             t.trace.append(f"{self.now / 1000:.3f} HOUSE FAULT until at least {cause_end / 1000:.3f}")
         t.cause_end = max(t.cause_end, cause_end)
         self._touch(t)
@@ -607,10 +609,12 @@ class World:
     def _grace_of(self, t: SimTable, core: TableCore, c: io.Charge) -> str | None:
         """Why this clock charge is unfair, or None: no charge while the house is at
         fault, nor before the seat has had its full grace from the moment it could
-        reach the table again (D37).  The house is at fault for a table from the first
-        of its ops a fault touched (failed, ambiguous, or unanswered for hung_ms), its
-        node's crash, freeze or loss of the lease, until the table's first op succeeds
-        after the fault's cause has ended (or its node thaws)."""
+        reach the table again (D37), nor, in a window or turn that began before the
+        house's last fault, before its ordinary end plus the grace (D32).  The house
+        is at fault for a table from the first of its ops a fault touched (failed,
+        ambiguous, or unanswered for hung_ms), its node's crash, freeze or loss of the
+        lease, until the table's first op succeeds after the fault's cause has ended
+        (or its node thaws)."""
         if core is not t.core:
             return f"a node that no longer owns the table charged seat {c.seat}"
         if t.fault_open:
@@ -621,8 +625,8 @@ class World:
         pid = hand.players[c.seat][0]
         reach = min(t.reached.get(pid, t.ok_at + self.cfg.reach_ms), t.ok_at + self.cfg.reach_ms)
         refused = t.refused.get(pid)
+        window = {"commit": self.cfg.commit_ms, "reveal": self.cfg.reveal_ms}.get(c.kind, TURN_MS)
         if refused is not None:
-            window = {"commit": self.cfg.commit_ms, "reveal": self.cfg.reveal_ms}.get(c.kind, TURN_MS)
             if c.at < refused + window:
                 return (
                     f"seat {c.seat} charged ({c.kind}) {(c.at - refused) / 1000:.3f}s after its move was refused (D35)"
@@ -631,6 +635,12 @@ class World:
             return (
                 f"seat {c.seat} charged ({c.kind}) {(c.at - reach) / 1000:.3f}s after it could reach the table "
                 f"again (the house was back at {t.ok_at / 1000:.3f}s); its grace is {self.cfg.grace_ms / 1000:.1f}s"
+            )
+        if c.began is not None and c.began < t.fault_from and c.at < c.began + window + self.cfg.grace_ms:
+            return (
+                f"seat {c.seat} charged ({c.kind}) {(c.at - c.began) / 1000:.3f}s into a window that began before "
+                f"the house's fault ({t.fault_from / 1000:.3f}s): D32 gives it {window / 1000:.1f}s and the "
+                f"{self.cfg.grace_ms / 1000:.1f}s grace"
             )
         return None
 
