@@ -72,8 +72,10 @@ async def shares(two: WorkerServer) -> tuple[int, dict[str | None, int]]:
     return sum(held.values()), held
 
 
-async def settled_tables(s: aiohttp.ClientSession, two: WorkerServer, count: int) -> list[str]:
-    """``count`` new tables, once the workers have shared them out: every open table of
+async def settled_tables(
+    s: aiohttp.ClientSession, two: WorkerServer, count: int, rules: dict[str, int] | None = None
+) -> list[str]:
+    """``count`` new tables (four seats, and ``rules``), once the workers have shared them out: every open table of
     the server owned and no worker above an even share (so no hand-over is due: a
     worker hands tables over only while it holds more than its share,
     service.cluster), the same in two looks in a row.  Settled by what the workers
@@ -81,7 +83,7 @@ async def settled_tables(s: aiohttp.ClientSession, two: WorkerServer, count: int
     came (a table then moved between workers while a test used it)."""
     tables = []
     for _ in range(count):
-        async with s.post(two.url + "/api/tables", json={"seats": 4}, headers=auth(two.token)) as r:
+        async with s.post(two.url + "/api/tables", json={"seats": 4, **(rules or {})}, headers=auth(two.token)) as r:
             assert r.status == 201, await r.text()
             tables.append((await r.json())["id"])
     workers = len(two.worker_pids())
