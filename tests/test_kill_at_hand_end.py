@@ -105,24 +105,14 @@ async def test_a_worker_killed_at_its_hands_end_leaves_the_hand_settled_once(
                     await wait_for(lambda: proxy.holding > 0, timeout=60)  # PostgreSQL answered: held back
                     assert await hand_row(dsn, table, hand_no) == status
                     os.kill(pid, signal.SIGKILL)
-                await until(f"worker {index} started again", lambda: ready_again(server, index))
-                assert f"worker {index} exited (-9); starting it again" in server.text()
-                proxy.let_go()  # nobody waits for the held answer any more
-                await until("the table taken at a new epoch", lambda: taken_again(dsn, table, epoch))
-                hand_id = await until("the hand settled", lambda: ended(dsn, table, hand_no))
-                t = await api.call("GET", f"/api/hands/{hand_id}/transcript", expect=200)
-                key = load_public_key((await api.call("GET", "/api/fairness/key"))["public_key_hex"])
-                report = verify_transcript(t, key)
-                assert report.ok, report.failure
+                proxy.let_go()  # the worker is gone: nobody waits for the held answer any more
+                hand_id, t = await settled_after_the_kill(server, api, dsn, table, hand_no, index, epoch)
                 conn = await asyncpg.connect(dsn)
                 try:
                     stored = await conn.fetchval("SELECT count(*) FROM hand_records WHERE hand_id = $1", hand_id)
-                    settled = await conn.fetchval("SELECT count(*) FROM settlements WHERE hand_id = $1", hand_id)
                 finally:
                     await conn.close()
-                assert settled == 1
                 assert [r["i"] for r in t["log"]] == list(range(stored)) and t["log"][-1]["action"]["kind"] == "leave"
-                assert (await api.call("GET", "/api/ledger"))["ok"] is True
                 # The table deals on: a new player sits beside ann, and the next hand begins.
                 c = await api.player("cy")
                 async with (
@@ -138,6 +128,31 @@ async def test_a_worker_killed_at_its_hands_end_leaves_the_hand_settled_once(
         finally:
             await proxy.stop()
             shutil.rmtree(sock_dir, ignore_errors=True)
+
+
+async def settled_after_the_kill(
+    server: WorkerServer, api: ServerApi, dsn: str, table: str, hand_no: int, index: int, epoch: int
+) -> tuple[int, dict[str, Any]]:
+    """After the table's owner, worker ``index``, was killed: the supervisor started it
+    again, the table was taken at a higher epoch than ``epoch``, and the hand ended with
+    exactly one settlement; its transcript verifies under the server's key and the
+    ledger balances.  The hand's id and its transcript."""
+    await until(f"worker {index} started again", lambda: ready_again(server, index))
+    assert f"worker {index} exited (-9); starting it again" in server.text()
+    await until("the table taken at a new epoch", lambda: taken_again(dsn, table, epoch))
+    hand_id = await until("the hand settled", lambda: ended(dsn, table, hand_no))
+    t: dict[str, Any] = await api.call("GET", f"/api/hands/{hand_id}/transcript", expect=200)
+    key = load_public_key((await api.call("GET", "/api/fairness/key"))["public_key_hex"])
+    report = verify_transcript(t, key)
+    assert report.ok, report.failure
+    conn = await asyncpg.connect(dsn)
+    try:
+        settled = await conn.fetchval("SELECT count(*) FROM settlements WHERE hand_id = $1", hand_id)
+    finally:
+        await conn.close()
+    assert settled == 1
+    assert (await api.call("GET", "/api/ledger"))["ok"] is True
+    return hand_id, t
 
 
 async def hand_row(dsn: str, table: str, hand_no: int) -> str | None:

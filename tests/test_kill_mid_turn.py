@@ -18,18 +18,15 @@ import time
 from pathlib import Path
 
 import aiohttp
-import asyncpg
 import pytest
 
 from tests.conftest import fresh_database
-from tests.test_kill_at_hand_end import ServerApi, ended, ready_again, taken_again, until
+from tests.test_kill_at_hand_end import ServerApi, settled_after_the_kill
 from tests.test_one_port import settled_tables
 from tests.test_server import latest_view, through_seeds
 from tests.test_siblings import lease_rows
 from tests.workerserver import worker_server
 from tests.wsclient import Client
-from verifier.signing import load_public_key
-from verifier.transcript import verify_transcript
 
 TURN = 4  # seconds: turn_seconds of the table
 GRACE = 3  # seconds: the server's --resume-grace (D32)
@@ -58,13 +55,7 @@ async def test_a_worker_killed_mid_turn_charges_nobody_for_its_downtime_and_the_
             index = int(owner.rsplit("/w", 1)[1])
             killed_at = time.time() * 1000  # ms, the clock the server stamps records with
             os.kill(server.worker_pids()[index], signal.SIGKILL)
-        await until(f"worker {index} started again", lambda: ready_again(server, index))
-        await until("the table taken at a new epoch", lambda: taken_again(dsn, table, epoch))
-        hand_id = await until("the hand settled", lambda: ended(dsn, table, hand_no))
-        t = await api.call("GET", f"/api/hands/{hand_id}/transcript", expect=200)
-        key = load_public_key((await api.call("GET", "/api/fairness/key"))["public_key_hex"])
-        report = verify_transcript(t, key)
-        assert report.ok, report.failure
+        _, t = await settled_after_the_kill(server, api, dsn, table, hand_no, index, epoch)
         assert t["log"][0]["header"]["rules"]["turn_seconds"] == TURN
         played = t["log"][4:]  # after the deal
         assert played, "the hand ended with no move after the deal"
@@ -78,10 +69,3 @@ async def test_a_worker_killed_mid_turn_charges_nobody_for_its_downtime_and_the_
         deal = t["log"][3]
         assert first["t"] >= deal["t"] + 1000 * (TURN + GRACE), (first["t"] - deal["t"], TURN, GRACE)
         assert first["t"] >= killed_at + 1000 * TURN, (first["t"] - killed_at, TURN)
-        conn = await asyncpg.connect(dsn)
-        try:
-            settled = await conn.fetchval("SELECT count(*) FROM settlements WHERE hand_id = $1", hand_id)
-        finally:
-            await conn.close()
-        assert settled == 1
-        assert (await api.call("GET", "/api/ledger"))["ok"] is True

@@ -15,7 +15,7 @@ import pytest
 
 from service.tablecore.steps import Steps
 from tests.sim.run import Figures, worlds
-from tests.sim.shrink import simulate
+from tests.sim.shrink import Failure, simulate
 from tests.sim.world import World
 
 
@@ -44,6 +44,16 @@ def test_a_connection_lost_while_the_node_stood_still_gets_its_grace_from_its_re
     assert failure is None, failure
 
 
+def first_failure() -> tuple[World, Failure | None]:
+    """Small worlds of many faults, seeds 1 to 5, until one fails: that world and its
+    shrunk failure (or the last world and None)."""
+    for seed in range(1, 6):
+        w, found = simulate(seed, tables=10, duration=200_000, fault_rate=4.0)
+        if found is not None:
+            break
+    return w, found
+
+
 def test_a_clock_that_ignores_the_grace_is_caught_and_shrunk_to_its_seed_and_trace(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -54,11 +64,7 @@ def test_a_clock_that_ignores_the_grace_is_caught_and_shrunk_to_its_seed_and_tra
         return hand.base_deadline(phase)  # type: ignore[attr-defined, no-any-return]
 
     monkeypatch.setattr(Steps, "deadline", no_grace)
-    found = None
-    for seed in range(1, 6):
-        w, found = simulate(seed, tables=10, duration=200_000, fault_rate=4.0)
-        if found is not None:
-            break
+    w, found = first_failure()
     assert found is not None, "five seeds of faults and no clock charge within a grace"
     report = found.report()
     assert f"seed {found.seed}" in report and "charged" in report
@@ -76,11 +82,7 @@ def test_a_clock_that_takes_a_fault_out_of_the_turn_is_caught(monkeypatch: pytes
         return end
 
     monkeypatch.setattr(Steps, "after_fault", no_extension)
-    found = None
-    for seed in range(1, 6):
-        _, found = simulate(seed, tables=10, duration=200_000, fault_rate=4.0)
-        if found is not None:
-            break
+    _, found = first_failure()
     assert found is not None, "five seeds of faults and no window cut short by a fault"
     assert "D32" in found.violation.what, found.violation
 
