@@ -4,9 +4,9 @@ table is killed (SIGKILL) while the first seat's turn runs, and neither player c
 back.  A worker of the same server takes the table and resumes the hand from the
 store.  Nobody is charged for the downtime: the clock's move for the seat comes no
 earlier than the turn's stored deadline plus the whole grace, nor than a whole turn
-after the kill (the table resumed after it).  And the table is not left hanging: that seat is charged, dropped
-(``max_missed_turns`` 1) and the hand settled once; its transcript verifies and the
-ledger balances.  The simulator (tests/test_sim.py) checks D32 and D37 exactly on
+after the kill (the table resumed after it).  And the table is not left hanging:
+that seat is charged, dropped (``max_missed_turns`` 1) and the hand settled once;
+its transcript verifies and the ledger balances.  The simulator (tests/test_sim.py) checks D32 and D37 exactly on
 virtual time; this is the same rule across a real process's death and a new
 process's clock."""
 
