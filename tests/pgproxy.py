@@ -12,6 +12,10 @@ statements, which asyncpg uses), so a test can ask it to:
   ``seconds`` late (PostgreSQL hung while committing: the client's timeout fires
   first); ``hold_reply(pattern, seconds)`` — the answer to the next statement
   matching ``pattern`` arrives late (hung inside the transaction);
+* ``withhold(pattern)`` — the next statement matching ``pattern`` never reaches
+  PostgreSQL: the connection stalls before it (the client waits for an answer that
+  cannot come) until ``let_go()``, which cuts that connection, so the statement is
+  never run whatever became of the client;
 * ``let_go()`` — every answer held back goes on at once;
 * ``cut()`` — close every connection at once (PostgreSQL went away);
 * ``refuse = True`` — close new connections at once (PostgreSQL is still away).
@@ -36,6 +40,7 @@ class _Conn:
     explicit: bool = False  # inside BEGIN … COMMIT
     doomed: bool = False  # the COMMIT went through: drop the answer and cut
     hold: float = 0.0  # seconds the next answer is held back
+    withheld: bool = False  # a statement the proxy will not forward: stall, then cut
 
 
 class PgProxy:
@@ -55,6 +60,7 @@ class PgProxy:
         self.refuse = False
         self.commit_traps: list[tuple[re.Pattern[str], Callable[[], bool], float]] = []  # (…, hold: 0 drops)
         self.statement_holds: list[tuple[re.Pattern[str], float]] = []
+        self.withholds: list[re.Pattern[str]] = []
         self.dropped: list[str] = []  # the transactions whose COMMIT answer was dropped
         self._held: set[asyncio.Future[None]] = set()  # answers being held back (let_go ends them)
         self._server: asyncio.Server | None = None
@@ -94,6 +100,11 @@ class PgProxy:
     def hold_reply(self, pattern: str, seconds: float) -> None:
         """The answer to the next statement matching ``pattern`` is ``seconds`` late."""
         self.statement_holds.append((re.compile(pattern, re.IGNORECASE), seconds))
+
+    def withhold(self, pattern: str) -> None:
+        """The next statement matching ``pattern`` is never sent to PostgreSQL; its
+        connection stalls (counted in ``holding``) until ``let_go()`` cuts it."""
+        self.withholds.append(re.compile(pattern, re.IGNORECASE))
 
     def let_go(self) -> None:
         """Every answer being held back goes on now."""
@@ -148,6 +159,14 @@ class PgProxy:
             (length,) = struct.unpack(">I", head)
             body = await reader.readexactly(length - 4)
             self._note(conn, kind, body)
+            if conn.withheld:  # never forwarded: stall until let go, then cut the connection
+                stalled: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+                self._held.add(stalled)
+                try:
+                    await stalled
+                finally:
+                    self._held.discard(stalled)
+                return
             conn.server.write(kind + head + body)
             await conn.server.drain()
 
@@ -180,6 +199,11 @@ class PgProxy:
             conn.in_tx = []
             conn.explicit = False
         else:
+            for w in self.withholds:
+                if w.search(sql):
+                    self.withholds.remove(w)
+                    conn.withheld = True
+                    return
             conn.in_tx.append(sql)
             for hold in self.statement_holds:
                 if hold[0].search(sql):

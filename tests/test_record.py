@@ -152,6 +152,12 @@ def test_moves_need_the_seats_own_signature_over_the_current_head() -> None:
     record, _ = rec.act(draw, {"prev": head, "sig": sign(keys, rec, seat, head, action_to_json(draw))}, 4000)
     ack = rec.ack(seat, action_to_json(draw), head, "ab" * 64, arrived=4000, i=record["i"])
     assert (ack["body"]["i"], ack["body"]["h"]) == (4, record["h"])  # the accepted action's record: its head
+    # The same draw sent again (its reply lost: a crash, a cut connection) is stale
+    # before it is illegal: judged by the head it was signed over, not by the rules in
+    # a state it was not signed for ("already drawn").
+    with pytest.raises(RuleError) as e:
+        rec.prepare(draw, {"prev": head, "sig": sign(keys, rec, seat, head, action_to_json(draw))}, 4100)
+    assert e.value.code == "stale_head"
     # A leave is signed over the record it follows, like every action (issue 16: it
     # used to be allowed over any earlier record, so the server chose when it counted).
     other = 1 - seat

@@ -336,12 +336,14 @@ async def test_bad_messages_get_typed_errors_and_change_nothing(api: Api, server
         await wait_for(lambda: latest_view(on_turn)["phase"] == "discard")
         assert await records(pool, table) == n0 + 1
         # Once the connection has forgotten the reply (service.replies: 5 s after sending it),
-        # the same id is judged again: refused (the draw is made), not applied twice.
+        # the same id is judged again: refused as signed over an older record (the draw
+        # is made), not applied twice, and not judged by the rules in a state it was not
+        # signed for.
         mover = a["id"] if on_turn is ca else b["id"]
         (held,) = [c for c in server.app[SOCKETS].values() if c.player_id == mover]
         held.replies.clear()
         late = await on_turn.request(draw, msg_id="draw-1")
-        assert late["type"] == "error" and late["error"]["code"] == "already_drawn" and "replayed" not in late, late
+        assert late["type"] == "error" and late["error"]["code"] == "stale_head" and "replayed" not in late, late
         assert await records(pool, table) == n0 + 1
         # A card in another seat's hand is not yours to discard.
         other_card = next(iter(set(range(106)) - set(latest_view(on_turn)["me"]["cards"])))

@@ -357,6 +357,16 @@ class HandRecorder:
         return self._append({"type": "deal", "events": [e.to_json() for e in events], "t": t}), events
 
     # -- records 4…: actions ---------------------------------------------------------
+    def check_fresh(self, action: Action, psig: Mapping[str, Any] | None) -> None:
+        """A player's move signed over another record than the newest is ``stale_head``
+        before the rules judge it: the rules would judge it in a state the player did
+        not sign for (a move sent again after it was stored is stale, not "not your
+        turn").  A signature that is not ``{prev, sig}`` is :meth:`check_move`'s."""
+        if isinstance(action, TimeOut) or not isinstance(psig, Mapping) or "prev" not in psig:
+            return
+        if psig["prev"] != self.head:
+            raise RuleError("stale_head", f"the move must be signed over the current head {self.head}")
+
     def check_move(self, action: Action, psig: Mapping[str, Any] | None) -> None:
         """The player's signature on an action (§9); the clock's moves carry none."""
         if isinstance(action, TimeOut):
@@ -378,6 +388,7 @@ class HandRecorder:
         stores the record, then calls :meth:`accept`."""
         if self.state is None or self.voided or len(self.records) < 4:
             raise RuleError("wrong_phase", "actions come after the deal")
+        self.check_fresh(action, psig)  # judged in the state it was signed for, or not at all
         state, events = apply_action(self.state, action, reshuffler(self.key))
         self.check_move(action, psig)
         record: dict[str, Any] = {
