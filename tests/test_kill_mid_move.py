@@ -21,11 +21,14 @@ in-process; this is the same fault with the process really gone.)"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import signal
 import tempfile
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -42,6 +45,8 @@ from tests.test_server import draw_and_discard, latest_view, seat_of, through_se
 from tests.test_siblings import lease_rows
 from tests.workerserver import WorkerServer, worker_server
 from tests.wsclient import Client
+from verifier.chain import reveal_move
+from verifier.fairness import player_commit
 from verifier.signing import load_public_key
 from verifier.transcript import verify_transcript
 
@@ -49,11 +54,48 @@ INSTANTS = ("stored, not told", "never stored")
 RECORDS = r"INSERT INTO hand_records"  # the group commit's statement (service.tablestore.BATCH_SQL)
 
 
-@pytest.mark.timeout(300)
-@pytest.mark.parametrize("instant", INSTANTS)
-async def test_a_worker_killed_while_a_move_is_written_neither_loses_it_nor_charges_the_mover(
-    instant: str, pg_dsn: str, tmp_path: Path
-) -> None:
+@dataclass
+class Room:
+    """A server of two workers behind the proxy, one table, ann and bo."""
+
+    server: WorkerServer
+    api: ServerApi
+    dsn: str
+    proxy: PgProxy
+    table: str
+    a: dict[str, Any]
+    b: dict[str, Any]
+
+    def client(self, player: dict[str, Any]) -> Client:
+        return Client(self.server.url, player["token"], player["signer"], table=self.table)
+
+    def arm(self, instant: str) -> None:
+        """The next write of the table's records and seeds (one statement) is stored
+        with its answer held back, or never reaches PostgreSQL."""
+        if instant == "stored, not told":
+            self.proxy.hold_commit_reply(RECORDS, 120)
+        else:
+            self.proxy.withhold(RECORDS)
+
+    async def owner(self) -> tuple[int, int]:
+        """The worker that holds the table's lease, and the lease's epoch."""
+        [(owner, epoch)] = (await lease_rows(self.dsn, [self.table])).values()
+        return int(owner.rsplit("/w", 1)[1]), epoch
+
+    def kill(self, index: int) -> None:
+        """SIGKILL worker ``index``, with what the proxy holds still held."""
+        os.kill(self.server.worker_pids()[index], signal.SIGKILL)
+
+    async def back(self, index: int, epoch: int) -> None:
+        """Once the killed worker's clients are gone: it was started again, and the
+        table was taken at a higher epoch than ``epoch``."""
+        self.proxy.let_go()  # the worker is gone: nobody waits for what was held
+        await until(f"worker {index} started again", lambda: ready_again(self.server, index))
+        await until("the table taken at a new epoch", lambda: taken_again(self.dsn, self.table, epoch))
+
+
+@contextlib.asynccontextmanager
+async def room(pg_dsn: str, tmp_path: Path) -> AsyncIterator[Room]:
     async with fresh_database(pg_dsn, "killmove") as dsn:
         sock_dir = tempfile.mkdtemp(prefix="pgm-", dir="/tmp")  # a short path: Unix sockets have a length limit
         proxy = await PgProxy(pg_dsn, sock_dir).start()
@@ -66,86 +108,149 @@ async def test_a_worker_killed_while_a_move_is_written_neither_loses_it_nor_char
                 api = ServerApi(server, s)
                 [table] = await settled_tables(s, server, 1)
                 a, b = await api.player("ann"), await api.player("bo")
-                async with (
-                    Client(server.url, a["token"], a["signer"], table=table) as ca,
-                    Client(server.url, b["token"], b["signer"], table=table) as cb,
-                ):
-                    hand_no = await through_seeds(table, ca, cb)
-                    await draw_and_discard(table, hand_no, ca, cb, 1)
-                    view = latest_view(ca)
-                    mover_is_a = view["turn"] == view["me"]["seat"]
-                    mover = ca if mover_is_a else cb
-                    seat = seat_of(mover)
-                    drawn = await mover.act(table, hand_no, seat, {"kind": "draw_closed"})
-                    assert drawn["type"] == "reply", drawn
-                    drawn_i = int(drawn["result"]["i"])
-                    await wait_for(lambda: latest_view(mover)["phase"] == "discard")
-                    card = latest_view(mover)["me"]["cards"][0]
-                    discard = signed_discard(mover, table, hand_no, seat, card)
-                    [(owner, epoch)] = (await lease_rows(dsn, [table])).values()
-                    index = int(owner.rsplit("/w", 1)[1])
-                    if instant == "stored, not told":
-                        proxy.hold_commit_reply(RECORDS, 120)
-                    else:
-                        proxy.withhold(RECORDS)
-                    await mover.send_raw(json.dumps({"id": "the-discard", **discard}))
-                    await wait_for(lambda: proxy.holding > 0, timeout=60)
-                    stored = await stored_records(dsn, table, hand_no)
-                    assert stored == (drawn_i + 2 if instant == "stored, not told" else drawn_i + 1), stored
-                    os.kill(server.worker_pids()[index], signal.SIGKILL)
-                proxy.let_go()  # the worker is gone: nobody waits for what was held
-                await until(f"worker {index} started again", lambda: ready_again(server, index))
-                await until("the table taken at a new epoch", lambda: taken_again(dsn, table, epoch))
-                # Both come back; the snapshot tells the mover what became of its discard.
-                ann_again = Client(server.url, a["token"], a["signer"], table=table)
-                bo_again = Client(server.url, b["token"], b["signer"], table=table)
-                async with ann_again as ca, bo_again as cb:
-                    mover, other = (ca, cb) if mover_is_a else (cb, ca)
-                    snap = await rejoined(server, mover, table)
-                    await rejoined(server, other, table)
-                    again = await mover.request(discard)
-                    if instant == "stored, not told":
-                        assert snap["i"] == drawn_i + 1, snap
-                        assert [e for e in snap["events"] if e["kind"] == "discard" and e["seat"] == seat][-1:] == [
-                            {"kind": "discard", "seat": seat, "card": card, "by_clock": False, "i": drawn_i + 1}
-                        ], snap["events"]
-                        assert snap["view"]["turn"] != seat
-                        assert again["type"] == "error" and again["error"]["code"] == "stale_head", again
-                        kept = again["error"]["ack"]
-                    else:
-                        assert snap["i"] == drawn_i and snap["view"]["phase"] == "discard", snap
-                        assert snap["view"]["turn"] == seat
-                        assert again["type"] == "reply" and again["result"]["i"] == drawn_i + 1, again
-                        assert again["result"]["ack"]["body"]["outcome"] == "accepted"
-                        kept = again["result"]["ack"]
-                    assert await stored_records(dsn, table, hand_no) == drawn_i + 2
-                    # The hand plays on: the other seat takes its turn, the mover leaves.
-                    other_seat = next(x for x in snap["view"]["seats"] if x["seat"] != seat)["seat"]
-                    r = await other.act(table, hand_no, other_seat, {"kind": "draw_closed"})
-                    assert r["type"] == "reply", r
-                    r = await other.act(table, hand_no, other_seat, {"kind": "discard", "card": drawn_card(r)})
-                    assert r["type"] == "reply", r
-                    await mover.wait_frame(lambda f: f.get("type") == "update" and f.get("i") == drawn_i + 3)
-                    assert (await mover.leave(table, hand_no, seat))["type"] == "reply"
-                _, t = await settled_after_the_kill(server, api, dsn, table, hand_no, index, epoch)
-                moves = [r["action"] for r in t["log"][drawn_i:]]
-                assert moves == [
-                    {"kind": "draw_closed", "seat": seat},
-                    {"kind": "discard", "seat": seat, "card": card},
-                    {"kind": "draw_closed", "seat": other_seat},
-                    {"kind": "discard", "seat": other_seat, "card": moves[3].get("card")},
-                    {"kind": "leave", "seat": seat},
-                ], moves
-                assert not [r for r in t["log"] if r.get("action", {}).get("kind") == "timeout"]
-                # The mover's evidence (§15) — the draw's ack, and the answer to the move
-                # sent again: a justified refusal (1) or its acceptance (2) — holds
-                # against the published transcript.
-                key = load_public_key((await api.call("GET", "/api/fairness/key"))["public_key_hex"])
-                report = verify_transcript(t, key, evidence=[drawn["result"]["ack"], kept])
-                assert report.ok and "evidence" in report.checks_passed, report.to_json()
+                yield Room(server, api, dsn, proxy, table, a, b)
         finally:
             await proxy.stop()
             shutil.rmtree(sock_dir, ignore_errors=True)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("instant", INSTANTS)
+async def test_a_worker_killed_while_a_move_is_written_neither_loses_it_nor_charges_the_mover(
+    instant: str, pg_dsn: str, tmp_path: Path
+) -> None:
+    async with room(pg_dsn, tmp_path) as r:
+        table = r.table
+        async with r.client(r.a) as ca, r.client(r.b) as cb:
+            hand_no = await through_seeds(table, ca, cb)
+            await draw_and_discard(table, hand_no, ca, cb, 1)
+            view = latest_view(ca)
+            mover_is_a = view["turn"] == view["me"]["seat"]
+            mover = ca if mover_is_a else cb
+            seat = seat_of(mover)
+            drawn = await mover.act(table, hand_no, seat, {"kind": "draw_closed"})
+            assert drawn["type"] == "reply", drawn
+            drawn_i = int(drawn["result"]["i"])
+            await wait_for(lambda: latest_view(mover)["phase"] == "discard")
+            card = latest_view(mover)["me"]["cards"][0]
+            discard = signed_discard(mover, table, hand_no, seat, card)
+            index, epoch = await r.owner()
+            r.arm(instant)
+            await mover.send_raw(json.dumps({"id": "the-discard", **discard}))
+            await wait_for(lambda: r.proxy.holding > 0, timeout=60)
+            stored = await stored_records(r.dsn, table, hand_no)
+            assert stored == (drawn_i + 2 if instant == "stored, not told" else drawn_i + 1), stored
+            r.kill(index)
+        await r.back(index, epoch)
+        # Both come back; the snapshot tells the mover what became of its discard.
+        async with r.client(r.a) as ca, r.client(r.b) as cb:
+            mover, other = (ca, cb) if mover_is_a else (cb, ca)
+            snap = await rejoined(r.server, mover, table)
+            await rejoined(r.server, other, table)
+            again = await mover.request(discard)
+            if instant == "stored, not told":
+                assert snap["i"] == drawn_i + 1, snap
+                assert [e for e in snap["events"] if e["kind"] == "discard" and e["seat"] == seat][-1:] == [
+                    {"kind": "discard", "seat": seat, "card": card, "by_clock": False, "i": drawn_i + 1}
+                ], snap["events"]
+                assert snap["view"]["turn"] != seat
+                assert again["type"] == "error" and again["error"]["code"] == "stale_head", again
+                kept = again["error"]["ack"]
+            else:
+                assert snap["i"] == drawn_i and snap["view"]["phase"] == "discard", snap
+                assert snap["view"]["turn"] == seat
+                assert again["type"] == "reply" and again["result"]["i"] == drawn_i + 1, again
+                assert again["result"]["ack"]["body"]["outcome"] == "accepted"
+                kept = again["result"]["ack"]
+            assert await stored_records(r.dsn, table, hand_no) == drawn_i + 2
+            # The hand plays on: the other seat takes its turn, the mover leaves.
+            other_seat = next(x for x in snap["view"]["seats"] if x["seat"] != seat)["seat"]
+            got = await other.act(table, hand_no, other_seat, {"kind": "draw_closed"})
+            assert got["type"] == "reply", got
+            got = await other.act(table, hand_no, other_seat, {"kind": "discard", "card": drawn_card(got)})
+            assert got["type"] == "reply", got
+            await mover.wait_frame(lambda f: f.get("type") == "update" and f.get("i") == drawn_i + 3)
+            assert (await mover.leave(table, hand_no, seat))["type"] == "reply"
+        t = await settled(r, hand_no, index, epoch, [drawn["result"]["ack"], kept])
+        moves = [x["action"] for x in t["log"][drawn_i:]]
+        assert moves == [
+            {"kind": "draw_closed", "seat": seat},
+            {"kind": "discard", "seat": seat, "card": card},
+            {"kind": "draw_closed", "seat": other_seat},
+            {"kind": "discard", "seat": other_seat, "card": moves[3].get("card")},
+            {"kind": "leave", "seat": seat},
+        ], moves
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("instant", INSTANTS)
+async def test_a_worker_killed_while_a_reveal_is_written_never_charges_it_as_withheld(
+    instant: str, pg_dsn: str, tmp_path: Path
+) -> None:
+    """The same two instants for a seed: bo's reveal, sent in time, is in flight at the
+    kill.  Lost, it would be charged as withheld (D29: a first drop, 20 points); bo
+    rejoins, sends the same signed reveal again, and the hand deals with both seeds."""
+    async with room(pg_dsn, tmp_path) as r:
+        table = r.table
+        async with r.client(r.a) as ca, r.client(r.b) as cb:
+            for c in (ca, cb):
+                await c.request({"type": "join", "table_id": table})
+                assert (await c.request({"type": "sit", "table_id": table}))["type"] == "reply"
+            seeds = {}
+            for c in (ca, cb):
+                header = (await c.wait_frame(lambda f: f.get("type") == "hand" and f.get("phase") == "commit"))[
+                    "record"
+                ]
+                seat = c.seat_in(header)
+                seeds[c] = (seat, bytes([seat + 7]) * 32)
+                assert (await c.commit(header, player_commit(*seeds[c])))["type"] == "reply"
+            hand_no = int(header["header"]["hand_no"])
+            commitments = (await cb.wait_frame(lambda f: f.get("type") == "hand" and f.get("phase") == "reveal"))[
+                "record"
+            ]
+            assert (await ca.reveal(commitments, *seeds[ca]))["type"] == "reply"
+            bo_seat, bo_seed = seeds[cb]
+            sig = cb.sign(table, hand_no, commitments["h"], reveal_move(bo_seat, bo_seed))
+            reveal = {"type": "reveal", "table_id": table, "hand_no": hand_no, "seed": bo_seed.hex(), "sig": sig}
+            index, epoch = await r.owner()
+            r.arm(instant)
+            await cb.send_raw(json.dumps({"id": "the-reveal", **reveal}))
+            await wait_for(lambda: r.proxy.holding > 0, timeout=60)
+            assert await stored_seed(r.dsn, table, hand_no, bo_seat) == (
+                bo_seed if instant == "stored, not told" else None
+            )
+            r.kill(index)
+        await r.back(index, epoch)
+        async with r.client(r.a) as ca, r.client(r.b) as cb:
+            ann = await rejoined(r.server, ca, table)
+            snap = await rejoined(r.server, cb, table)
+            if snap["i"] < 3:  # in the reveal phase; else both seeds were in and the new owner dealt
+                assert snap["phase"] == "reveal" and snap["revealed"] is (instant == "stored, not told"), snap
+                again = await cb.request(reveal)
+                if instant == "never stored":
+                    assert again["type"] == "reply" and again["result"]["ack"]["body"]["outcome"] == "accepted"
+                await ca.wait_frame(lambda f: f.get("type") == "update" and f.get("i") == 3, timeout=60)
+            else:
+                assert instant == "stored, not told" and snap["revealed"] is True, snap
+            assert (await ca.leave(table, hand_no, ann["seat"]))["type"] == "reply"
+        t = await settled(r, hand_no, index, epoch, [])
+        assert t["log"][2]["reveals"] == [
+            {"seat": s, "seed": seed.hex(), "status": "revealed", "psig": t["log"][2]["reveals"][k]["psig"]}
+            for k, (s, seed) in enumerate(sorted(seeds.values()))
+        ], t["log"][2]
+        assert t["result"]["points"][str(bo_seat)] == 0, t["result"]  # bo was charged nothing: ann left
+
+
+async def settled(r: Room, hand_no: int, index: int, epoch: int, evidence: list[dict[str, Any]]) -> dict[str, Any]:
+    """The hand settled once after the kill, its transcript verified (with ``evidence``
+    held against it, §15, when there is any); nobody was timed out."""
+    _, t = await settled_after_the_kill(r.server, r.api, r.dsn, r.table, hand_no, index, epoch)
+    assert not [x for x in t["log"] if x.get("action", {}).get("kind") == "timeout"]
+    if evidence:
+        key = load_public_key((await r.api.call("GET", "/api/fairness/key"))["public_key_hex"])
+        report = verify_transcript(t, key, evidence=evidence)
+        assert report.ok and "evidence" in report.checks_passed, report.to_json()
+    return t
 
 
 def signed_discard(c: Client, table: str, hand_no: int, seat: int, card: int) -> dict[str, Any]:
@@ -168,6 +273,21 @@ async def rejoined(server: WorkerServer, c: Client, table: str) -> dict[str, Any
     hand: dict[str, Any] = j["result"]["hand"]
     assert hand is not None, j
     return hand
+
+
+async def stored_seed(dsn: str, table: str, hand_no: int, seat: int) -> bytes | None:
+    conn = await asyncpg.connect(dsn)  # not through the proxy
+    try:
+        seed = await conn.fetchval(
+            "SELECT s.seed FROM hand_seeds s JOIN hands h ON h.id = s.hand_id "
+            "WHERE h.table_id = $1 AND h.hand_no = $2 AND s.seat = $3",
+            table,
+            hand_no,
+            seat,
+        )
+    finally:
+        await conn.close()
+    return None if seed is None else bytes(seed)
 
 
 async def stored_records(dsn: str, table: str, hand_no: int) -> int:
