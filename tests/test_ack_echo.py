@@ -188,7 +188,7 @@ async def test_honest_acks_echo_every_move(api: Api, server: Running) -> None:
     _, bots = await two_bots_play_a_hand(api, server, "honest")
     for b in bots:
         acks = [e for e in b.evidence if e["purpose"] == "ack"]
-        assert len(acks) >= 3 and b.echoed == len(acks), (b.echoed, len(acks))
+        assert len(acks) >= 3 and b.echoed == len(acks), (b.echoed, len(acks), b.errors, b.hands_seen)
         assert b.disputes == []
 
 
