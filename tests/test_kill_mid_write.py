@@ -1,22 +1,22 @@
-"""kill -9 while a move is being written, with real processes: ``serve --workers 2`` in
-a process of its own, on a database reached through a proxy.  A seat on turn has drawn
-and sends its discard; the worker that owns the table is killed (SIGKILL) while the
-discard's record is in one of two states:
+"""kill -9 while a write of the table is in flight, with real processes: ``serve
+--workers 2`` in a process of its own, on a database reached through a proxy.  The
+worker that owns the table is killed (SIGKILL) while a write is in one of two states:
 
-1. **stored, not told** — PostgreSQL has committed the record, and the proxy holds its
-   answer back: the move happened, nobody was told;
-2. **never stored** — the proxy withholds the statement from PostgreSQL: the move did
-   not happen, and the worker is gone before it could know either way.
+1. **stored, not told** — PostgreSQL has committed it, and the proxy holds its answer
+   back: it happened, nobody was told;
+2. **never stored** — the proxy withholds the statement from PostgreSQL: it did not
+   happen, and the worker is gone before it could know either way.
 
-Both players reconnect once a worker has taken the table again.  What a player must be
-able to rely on (docs/api.md, "Error codes": ``moved``; D32): the snapshot tells the
-mover which it was — its discard is in the hand's events (1) or the hand still waits
-for it (2); the same signed move sent again is refused as ``stale_head`` and changes
-nothing (1), or is accepted as the record the dead worker never wrote (2).  Nobody is
-charged for the crash (no timeout in the transcript), the discard is recorded exactly
-once, and the hand plays on to its end: settled once, its transcript verifies, the
-ledger balances, and the mover's acks hold as evidence against it (§15: the refusal
-of (1) is justified, as a stale move).  (``tests/test_store_faults.py`` loses a move's COMMIT answer
+The writes: a seat's discard, a seat's reveal (lost, it would be charged as withheld,
+D29), and the start of a hand (its row, each seat's hold, its header).  The players
+reconnect once a worker has taken the table again.  What they must be able to rely on
+(docs/api.md, "Error codes": ``moved``; D32): the snapshot tells them which it was; the
+same signed move sent again is refused as ``stale_head`` and changes nothing (1), or is
+accepted as the record the dead worker never wrote (2); nobody is charged for the crash
+(no timeout in the transcript), nothing is recorded twice, each stake is held once, and
+the hand plays on to its end: settled once, its transcript verifies, the ledger
+balances, and the mover's acks hold as evidence against it (§15: the refusal of (1) is
+justified, as a stale move).  (``tests/test_store_faults.py`` loses a COMMIT answer
 in-process; this is the same fault with the process really gone.)"""
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ from verifier.transcript import verify_transcript
 
 INSTANTS = ("stored, not told", "never stored")
 RECORDS = r"INSERT INTO hand_records"  # the group commit's statement (service.tablestore.BATCH_SQL)
+HANDS = r"INSERT INTO hands \("  # a hand's start (service.tablestore's _deal)
 
 
 @dataclass
@@ -69,13 +70,14 @@ class Room:
     def client(self, player: dict[str, Any]) -> Client:
         return Client(self.server.url, player["token"], player["signer"], table=self.table)
 
-    def arm(self, instant: str) -> None:
-        """The next write of the table's records and seeds (one statement) is stored
-        with its answer held back, or never reaches PostgreSQL."""
+    def arm(self, instant: str, pattern: str = RECORDS) -> None:
+        """The next write that runs SQL matching ``pattern`` (by default: the table's
+        records and seeds, one statement) is stored with its answer held back, or never
+        reaches PostgreSQL."""
         if instant == "stored, not told":
-            self.proxy.hold_commit_reply(RECORDS, 120)
+            self.proxy.hold_commit_reply(pattern, 120)
         else:
-            self.proxy.withhold(RECORDS)
+            self.proxy.withhold(pattern)
 
     async def owner(self) -> tuple[int, int]:
         """The worker that holds the table's lease, and the lease's epoch."""
@@ -241,6 +243,66 @@ async def test_a_worker_killed_while_a_reveal_is_written_never_charges_it_as_wit
         assert t["result"]["points"][str(bo_seat)] == 0, t["result"]  # bo was charged nothing: ann left
 
 
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("instant", INSTANTS)
+async def test_a_worker_killed_while_a_hand_starts_holds_each_stake_once_and_deals_it(
+    instant: str, pg_dsn: str, tmp_path: Path
+) -> None:
+    """The same two instants for the start of a hand (one transaction: the hand's row
+    with its sealed server seed, each seat's hold, D20, the header as record 0, the
+    table's next hand number): stored and not told, the new owner resumes that very
+    hand in its commit window; never stored, it starts hand 1 afresh.  Either way there
+    is one hand 1 and no hand 2 yet, each stake is held once and released once, the
+    hand is played to its end and settled once, and the ledger balances."""
+    async with room(pg_dsn, tmp_path) as r:
+        table = r.table
+        async with r.client(r.a) as ca, r.client(r.b) as cb:
+            for c in (ca, cb):
+                assert (await c.request({"type": "join", "table_id": table}))["type"] == "reply"
+            assert (await ca.request({"type": "sit", "table_id": table}))["type"] == "reply"
+            index, epoch = await r.owner()
+            r.arm(instant, HANDS)
+            assert (await cb.request({"type": "sit", "table_id": table}))["type"] == "reply"  # the hand starts
+            await wait_for(lambda: r.proxy.holding > 0, timeout=60)
+            assert await hands_of(r.dsn, table) == ([1] if instant == "stored, not told" else [])
+            r.kill(index)
+        await r.back(index, epoch)
+        async with r.client(r.a) as ca, r.client(r.b) as cb:
+            snaps = {c: await rejoined(r.server, c, table, hand=False) for c in (ca, cb)}  # both back: D37
+            seeds = {}
+            for c, snap in snaps.items():
+                if snap is not None and snap["phase"] == "commit":
+                    header = snap["header"]  # the stored hand, resumed
+                else:
+                    frame = await c.wait_frame(lambda f: f.get("type") == "hand" and f.get("phase") == "commit", 60)
+                    header = frame["record"]
+                assert header["header"]["hand_no"] == 1
+                seat = c.seat_in(header)
+                seeds[c] = (seat, bytes([seat + 11]) * 32)
+                assert (await c.commit(header, player_commit(*seeds[c])))["type"] == "reply"
+            for c in (ca, cb):
+                frame = await c.wait_frame(lambda f: f.get("type") == "hand" and f.get("phase") == "reveal", 60)
+                assert (await c.reveal(frame["record"], *seeds[c]))["type"] == "reply"
+            await ca.wait_frame(lambda f: f.get("type") == "update" and f.get("i") == 3, timeout=60)
+            assert (await ca.leave(table, 1, seeds[ca][0]))["type"] == "reply"
+        await settled(r, 1, index, epoch, [])
+        assert await hands_of(r.dsn, table) in ([1], [1, 2])  # the next hand may have begun since
+        conn = await asyncpg.connect(r.dsn)
+        try:
+            held = await conn.fetch(
+                "SELECT p.player_id, p.hold FROM hand_players p JOIN hands h ON h.id = p.hand_id "
+                "WHERE h.table_id = $1 AND h.hand_no = 1",
+                table,
+            )
+        finally:
+            await conn.close()
+        assert sorted(x["player_id"] for x in held) == sorted([r.a["id"], r.b["id"]])  # one hold a seat
+        ann = await r.api.call("GET", f"/api/admin/players/{r.a['id']}")
+        bo = await r.api.call("GET", f"/api/admin/players/{r.b['id']}")
+        assert (ann["available"], ann["held"]) == (100_000 - 40, 0), ann  # D15: a leave costs 40
+        assert bo["available"] + bo["held"] == 100_000 + 40, bo  # what ann paid (no commission); bo may sit in hand 2
+
+
 async def settled(r: Room, hand_no: int, index: int, epoch: int, evidence: list[dict[str, Any]]) -> dict[str, Any]:
     """The hand settled once after the kill, its transcript verified (with ``evidence``
     held against it, §15, when there is any); nobody was timed out."""
@@ -266,13 +328,22 @@ def drawn_card(reply: dict[str, Any]) -> int:
     return int(reply["update"]["changes"]["me"]["drawn_this_turn"])
 
 
-async def rejoined(server: WorkerServer, c: Client, table: str) -> dict[str, Any]:
-    """``join`` answered by the table's new owner: its snapshot's hand."""
+async def rejoined(server: WorkerServer, c: Client, table: str, *, hand: bool = True) -> Any:
+    """``join`` answered by the table's new owner: its snapshot's hand (which must be
+    there unless ``hand`` is False)."""
     j = await c.request({"type": "join", "table_id": table})
     assert j["type"] == "reply", (j, server.text()[-2000:])
-    hand: dict[str, Any] = j["result"]["hand"]
-    assert hand is not None, j
-    return hand
+    assert j["result"]["hand"] is not None or not hand, j
+    return j["result"]["hand"]
+
+
+async def hands_of(dsn: str, table: str) -> list[int]:
+    conn = await asyncpg.connect(dsn)  # not through the proxy
+    try:
+        rows = await conn.fetch("SELECT hand_no FROM hands WHERE table_id = $1 ORDER BY hand_no", table)
+    finally:
+        await conn.close()
+    return [int(x["hand_no"]) for x in rows]
 
 
 async def stored_seed(dsn: str, table: str, hand_no: int, seat: int) -> bytes | None:
