@@ -21,7 +21,7 @@ import aiohttp
 import pytest
 
 from tests.conftest import fresh_database
-from tests.test_kill_at_hand_end import ServerApi, settled_after_the_kill
+from tests.killroom import ServerApi, settled_after_the_kill
 from tests.test_one_port import settled_tables
 from tests.test_server import latest_view, through_seeds
 from tests.test_siblings import lease_rows

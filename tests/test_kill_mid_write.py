@@ -21,99 +21,24 @@ in-process; this is the same fault with the process really gone.)"""
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import shutil
-import signal
-import tempfile
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
-import aiohttp
-import asyncpg
 import pytest
 
-from tests.conftest import fresh_database, wait_for
-from tests.pgproxy import PgProxy
-from tests.test_kill_at_hand_end import ServerApi, ready_again, settled_after_the_kill, taken_again, until
-from tests.test_one_port import settled_tables
+from tests.conftest import wait_for
+from tests.killroom import NEVER, STORED, Room, room, settled_after_the_kill, value
 from tests.test_server import draw_and_discard, latest_view, seat_of, through_seeds
-from tests.test_siblings import lease_rows
-from tests.workerserver import WorkerServer, worker_server
+from tests.workerserver import WorkerServer
 from tests.wsclient import Client
 from verifier.chain import reveal_move
 from verifier.fairness import player_commit
 from verifier.signing import load_public_key
 from verifier.transcript import verify_transcript
 
-INSTANTS = ("stored, not told", "never stored")
-RECORDS = r"INSERT INTO hand_records"  # the group commit's statement (service.tablestore.BATCH_SQL)
+INSTANTS = (STORED, NEVER)
 HANDS = r"INSERT INTO hands \("  # a hand's start (service.tablestore's _deal)
-
-
-@dataclass
-class Room:
-    """A server of two workers behind the proxy, one table, ann and bo."""
-
-    server: WorkerServer
-    api: ServerApi
-    dsn: str
-    proxy: PgProxy
-    table: str
-    a: dict[str, Any]
-    b: dict[str, Any]
-
-    def client(self, player: dict[str, Any]) -> Client:
-        return Client(self.server.url, player["token"], player["signer"], table=self.table)
-
-    def arm(self, instant: str, pattern: str = RECORDS) -> None:
-        """The next write that runs SQL matching ``pattern`` (by default: the table's
-        records and seeds, one statement) is stored with its answer held back, or never
-        reaches PostgreSQL."""
-        if instant == "stored, not told":
-            self.proxy.hold_commit_reply(pattern, 120)
-        else:
-            self.proxy.withhold(pattern)
-
-    async def owner(self) -> tuple[int, int]:
-        """The worker that holds the table's lease, and the lease's epoch."""
-        [(owner, epoch)] = (await lease_rows(self.dsn, [self.table])).values()
-        return int(owner.rsplit("/w", 1)[1]), epoch
-
-    def kill(self, index: int) -> None:
-        """SIGKILL worker ``index``, with what the proxy holds still held."""
-        os.kill(self.server.worker_pids()[index], signal.SIGKILL)
-
-    async def back(self, index: int, epoch: int) -> None:
-        """Once the killed worker's clients are gone: it was started again, and the
-        table was taken at a higher epoch than ``epoch``."""
-        self.proxy.let_go()  # the worker is gone: nobody waits for what was held
-        await until(f"worker {index} started again", lambda: ready_again(self.server, index))
-        await until("the table taken at a new epoch", lambda: taken_again(self.dsn, self.table, epoch))
-
-
-@contextlib.asynccontextmanager
-async def room(pg_dsn: str, tmp_path: Path) -> AsyncIterator[Room]:
-    async with fresh_database(pg_dsn, "killmove") as dsn:
-        sock_dir = tempfile.mkdtemp(prefix="pgm-", dir="/tmp")  # a short path: Unix sockets have a length limit
-        proxy = await PgProxy(pg_dsn, sock_dir).start()
-        try:
-            proxied = proxy.dsn(urlsplit(dsn).path.lstrip("/"))
-            async with (
-                worker_server(tmp_path / "data", dsn=proxied, extra=("--lease-seconds", "2")) as server,
-                aiohttp.ClientSession() as s,
-            ):
-                api = ServerApi(server, s)
-                [table] = await settled_tables(s, server, 1)
-                a, b = await api.player("ann"), await api.player("bo")
-                yield Room(server, api, dsn, proxy, table, a, b)
-        finally:
-            await proxy.stop()
-            shutil.rmtree(sock_dir, ignore_errors=True)
 
 
 @pytest.mark.timeout(300)
@@ -121,7 +46,7 @@ async def room(pg_dsn: str, tmp_path: Path) -> AsyncIterator[Room]:
 async def test_a_worker_killed_while_a_move_is_written_neither_loses_it_nor_charges_the_mover(
     instant: str, pg_dsn: str, tmp_path: Path
 ) -> None:
-    async with room(pg_dsn, tmp_path) as r:
+    async with room(pg_dsn, tmp_path, "killwrite") as r:
         table = r.table
         async with r.client(r.a) as ca, r.client(r.b) as cb:
             hand_no = await through_seeds(table, ca, cb)
@@ -141,7 +66,7 @@ async def test_a_worker_killed_while_a_move_is_written_neither_loses_it_nor_char
             await mover.send_raw(json.dumps({"id": "the-discard", **discard}))
             await wait_for(lambda: r.proxy.holding > 0, timeout=60)
             stored = await stored_records(r.dsn, table, hand_no)
-            assert stored == (drawn_i + 2 if instant == "stored, not told" else drawn_i + 1), stored
+            assert stored == (drawn_i + 2 if instant == STORED else drawn_i + 1), stored
             r.kill(index)
         await r.back(index, epoch)
         # Both come back; the snapshot tells the mover what became of its discard.
@@ -150,7 +75,7 @@ async def test_a_worker_killed_while_a_move_is_written_neither_loses_it_nor_char
             snap = await rejoined(r.server, mover, table)
             await rejoined(r.server, other, table)
             again = await mover.request(discard)
-            if instant == "stored, not told":
+            if instant == STORED:
                 assert snap["i"] == drawn_i + 1, snap
                 assert [e for e in snap["events"] if e["kind"] == "discard" and e["seat"] == seat][-1:] == [
                     {"kind": "discard", "seat": seat, "card": card, "by_clock": False, "i": drawn_i + 1}
@@ -192,7 +117,7 @@ async def test_a_worker_killed_while_a_reveal_is_written_never_charges_it_as_wit
     """The same two instants for a seed: bo's reveal, sent in time, is in flight at the
     kill.  Lost, it would be charged as withheld (D29: a first drop, 20 points); bo
     rejoins, sends the same signed reveal again, and the hand deals with both seeds."""
-    async with room(pg_dsn, tmp_path) as r:
+    async with room(pg_dsn, tmp_path, "killwrite") as r:
         table = r.table
         async with r.client(r.a) as ca, r.client(r.b) as cb:
             for c in (ca, cb):
@@ -218,22 +143,20 @@ async def test_a_worker_killed_while_a_reveal_is_written_never_charges_it_as_wit
             r.arm(instant)
             await cb.send_raw(json.dumps({"id": "the-reveal", **reveal}))
             await wait_for(lambda: r.proxy.holding > 0, timeout=60)
-            assert await stored_seed(r.dsn, table, hand_no, bo_seat) == (
-                bo_seed if instant == "stored, not told" else None
-            )
+            assert await stored_seed(r.dsn, table, hand_no, bo_seat) == (bo_seed if instant == STORED else None)
             r.kill(index)
         await r.back(index, epoch)
         async with r.client(r.a) as ca, r.client(r.b) as cb:
             ann = await rejoined(r.server, ca, table)
             snap = await rejoined(r.server, cb, table)
             if snap["i"] < 3:  # in the reveal phase; else both seeds were in and the new owner dealt
-                assert snap["phase"] == "reveal" and snap["revealed"] is (instant == "stored, not told"), snap
+                assert snap["phase"] == "reveal" and snap["revealed"] is (instant == STORED), snap
                 again = await cb.request(reveal)
-                if instant == "never stored":
+                if instant == NEVER:
                     assert again["type"] == "reply" and again["result"]["ack"]["body"]["outcome"] == "accepted"
                 await ca.wait_frame(lambda f: f.get("type") == "update" and f.get("i") == 3, timeout=60)
             else:
-                assert instant == "stored, not told" and snap["revealed"] is True, snap
+                assert instant == STORED and snap["revealed"] is True, snap
             assert (await ca.leave(table, hand_no, ann["seat"]))["type"] == "reply"
         t = await settled(r, hand_no, index, epoch, [])
         assert t["log"][2]["reveals"] == [
@@ -254,7 +177,7 @@ async def test_a_worker_killed_while_a_hand_starts_holds_each_stake_once_and_dea
     hand in its commit window; never stored, it starts hand 1 afresh.  Either way there
     is one hand 1 and no hand 2 yet, each stake is held once and released once, the
     hand is played to its end and settled once, and the ledger balances."""
-    async with room(pg_dsn, tmp_path) as r:
+    async with room(pg_dsn, tmp_path, "killwrite") as r:
         table = r.table
         async with r.client(r.a) as ca, r.client(r.b) as cb:
             for c in (ca, cb):
@@ -264,7 +187,7 @@ async def test_a_worker_killed_while_a_hand_starts_holds_each_stake_once_and_dea
             r.arm(instant, HANDS)
             assert (await cb.request({"type": "sit", "table_id": table}))["type"] == "reply"  # the hand starts
             await wait_for(lambda: r.proxy.holding > 0, timeout=60)
-            assert await hands_of(r.dsn, table) == ([1] if instant == "stored, not told" else [])
+            assert await hands_of(r.dsn, table) == ([1] if instant == STORED else [])
             r.kill(index)
         await r.back(index, epoch)
         async with r.client(r.a) as ca, r.client(r.b) as cb:
@@ -287,16 +210,13 @@ async def test_a_worker_killed_while_a_hand_starts_holds_each_stake_once_and_dea
             assert (await ca.leave(table, 1, seeds[ca][0]))["type"] == "reply"
         await settled(r, 1, index, epoch, [])
         assert await hands_of(r.dsn, table) in ([1], [1, 2])  # the next hand may have begun since
-        conn = await asyncpg.connect(r.dsn)
-        try:
-            held = await conn.fetch(
-                "SELECT p.player_id, p.hold FROM hand_players p JOIN hands h ON h.id = p.hand_id "
-                "WHERE h.table_id = $1 AND h.hand_no = 1",
-                table,
-            )
-        finally:
-            await conn.close()
-        assert sorted(x["player_id"] for x in held) == sorted([r.a["id"], r.b["id"]])  # one hold a seat
+        held = await value(
+            r.dsn,
+            "SELECT array_agg(p.player_id ORDER BY p.player_id) FROM hand_players p JOIN hands h ON h.id = p.hand_id "
+            "WHERE h.table_id = $1 AND h.hand_no = 1",
+            table,
+        )
+        assert held == sorted([r.a["id"], r.b["id"]])  # one hold a seat
         ann = await r.api.call("GET", f"/api/admin/players/{r.a['id']}")
         bo = await r.api.call("GET", f"/api/admin/players/{r.b['id']}")
         assert (ann["available"], ann["held"]) == (100_000 - 40, 0), ann  # D15: a leave costs 40
@@ -338,39 +258,24 @@ async def rejoined(server: WorkerServer, c: Client, table: str, *, hand: bool = 
 
 
 async def hands_of(dsn: str, table: str) -> list[int]:
-    conn = await asyncpg.connect(dsn)  # not through the proxy
-    try:
-        rows = await conn.fetch("SELECT hand_no FROM hands WHERE table_id = $1 ORDER BY hand_no", table)
-    finally:
-        await conn.close()
-    return [int(x["hand_no"]) for x in rows]
+    got = await value(dsn, "SELECT array_agg(hand_no ORDER BY hand_no) FROM hands WHERE table_id = $1", table)
+    return [] if got is None else [int(x) for x in got]
 
 
 async def stored_seed(dsn: str, table: str, hand_no: int, seat: int) -> bytes | None:
-    conn = await asyncpg.connect(dsn)  # not through the proxy
-    try:
-        seed = await conn.fetchval(
-            "SELECT s.seed FROM hand_seeds s JOIN hands h ON h.id = s.hand_id "
-            "WHERE h.table_id = $1 AND h.hand_no = $2 AND s.seat = $3",
-            table,
-            hand_no,
-            seat,
-        )
-    finally:
-        await conn.close()
+    seed = await value(
+        dsn,
+        "SELECT s.seed FROM hand_seeds s JOIN hands h ON h.id = s.hand_id "
+        "WHERE h.table_id = $1 AND h.hand_no = $2 AND s.seat = $3",
+        table,
+        hand_no,
+        seat,
+    )
     return None if seed is None else bytes(seed)
 
 
 async def stored_records(dsn: str, table: str, hand_no: int) -> int:
-    conn = await asyncpg.connect(dsn)  # not through the proxy
-    try:
-        return int(
-            await conn.fetchval(
-                "SELECT count(*) FROM hand_records r JOIN hands h ON h.id = r.hand_id "
-                "WHERE h.table_id = $1 AND h.hand_no = $2",
-                table,
-                hand_no,
-            )
-        )
-    finally:
-        await conn.close()
+    sql = (
+        "SELECT count(*) FROM hand_records r JOIN hands h ON h.id = r.hand_id WHERE h.table_id = $1 AND h.hand_no = $2"
+    )
+    return int(await value(dsn, sql, table, hand_no))
