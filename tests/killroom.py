@@ -114,17 +114,17 @@ class Room:
 
 
 @contextlib.asynccontextmanager
-async def room(pg_dsn: str, tmp_path: Path, name: str) -> AsyncIterator[Room]:
+async def room(pg_dsn: str, tmp_path: Path, name: str, extra: tuple[str, ...] = ()) -> AsyncIterator[Room]:
     """A fresh database (``name`` its prefix), the proxy in front of it, ``serve
     --workers 2 --lease-seconds 2`` on it, one four-seat table once the workers have
-    shared the tables out, and two players."""
+    shared the tables out, and two players; ``extra``: more options of ``serve``."""
     async with fresh_database(pg_dsn, name) as dsn:
         sock_dir = tempfile.mkdtemp(prefix="pgk-", dir="/tmp")  # a short path: Unix sockets have a length limit
         proxy = await PgProxy(pg_dsn, sock_dir).start()
         try:
             proxied = proxy.dsn(urlsplit(dsn).path.lstrip("/"))
             async with (
-                worker_server(tmp_path / "data", dsn=proxied, extra=("--lease-seconds", "2")) as server,
+                worker_server(tmp_path / "data", dsn=proxied, extra=("--lease-seconds", "2", *extra)) as server,
                 aiohttp.ClientSession() as s,
             ):
                 api = ServerApi(server, s)

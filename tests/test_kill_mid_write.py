@@ -8,7 +8,8 @@ worker that owns the table is killed (SIGKILL) while a write is in one of two st
    happen, and the worker is gone before it could know either way.
 
 The writes: a seat's discard, a seat's reveal (lost, it would be charged as withheld,
-D29), and the start of a hand (its row, each seat's hold, its header).  The players
+D29), the start of a hand (its row, each seat's hold, its header), and the commitment
+list as the commit window closes without a seat (D21, D32).  The players
 reconnect once a worker has taken the table again.  What they must be able to rely on
 (docs/api.md, "Error codes": ``moved``; D32): the snapshot tells them which it was; the
 same signed move sent again is refused as ``stale_head`` and changes nothing (1), or is
@@ -221,6 +222,56 @@ async def test_a_worker_killed_while_a_hand_starts_holds_each_stake_once_and_dea
         bo = await r.api.call("GET", f"/api/admin/players/{r.b['id']}")
         assert (ann["available"], ann["held"]) == (100_000 - 40, 0), ann  # D15: a leave costs 40
         assert bo["available"] + bo["held"] == 100_000 + 40, bo  # what ann paid (no commission); bo may sit in hand 2
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("instant", INSTANTS)
+async def test_a_worker_killed_while_the_commit_window_closes_gives_the_late_seat_its_window_again(
+    instant: str, pg_dsn: str, tmp_path: Path
+) -> None:
+    """The same two instants for the commitment list (record 1), written as the commit
+    window closes with bo's commitment missing (seed windows of 3 s).  Stored, the
+    window was closed before the crash: bo plays with the empty seed (D21) and its late
+    commitment is refused.  Never stored, the window was not closed: the new owner gives
+    it again from the resume (D32), and bo's commitment, sent once it is back, is in
+    the list.  Either way the hand is dealt, played to its end and settled once."""
+    async with room(pg_dsn, tmp_path, "killcommits", ("--seed-seconds", "3")) as r:
+        table = r.table
+        async with r.client(r.a) as ca, r.client(r.b) as cb:
+            for c in (ca, cb):
+                assert (await c.request({"type": "join", "table_id": table}))["type"] == "reply"
+                assert (await c.request({"type": "sit", "table_id": table}))["type"] == "reply"
+            header = (await ca.wait_frame(lambda f: f.get("type") == "hand" and f.get("phase") == "commit"))["record"]
+            seat_a, seat_b = ca.seat_in(header), cb.seat_in(header)
+            index, epoch = await r.owner()
+            assert (await ca.commit(header, player_commit(seat_a, b"a" * 32)))["type"] == "reply"
+            r.arm(instant)  # the next write of records: the list, as the window closes without bo
+            await wait_for(lambda: r.proxy.holding > 0, timeout=60)
+            assert await stored_records(r.dsn, table, 1) == (2 if instant == STORED else 1)
+            r.kill(index)
+        await r.back(index, epoch)
+        async with r.client(r.a) as ca, r.client(r.b) as cb:
+            snaps = {c: await rejoined(r.server, c, table) for c in (ca, cb)}
+            assert snaps[cb]["phase"] == ("reveal" if instant == STORED else "commit"), snaps[cb]
+            late = await cb.commit(header, player_commit(seat_b, b"b" * 32))
+            if instant == STORED:
+                assert late["type"] == "error", late  # the window had closed: D21
+            else:
+                assert late["type"] == "reply" and late["result"]["ack"]["body"]["outcome"] == "accepted", late
+            commitments = snaps[ca]["commitments"]
+            if commitments is None:
+                frame = await ca.wait_frame(lambda f: f.get("type") == "hand" and f.get("phase") == "reveal", 60)
+                commitments = frame["record"]
+            assert (await ca.reveal(commitments, seat_a, b"a" * 32))["type"] == "reply"
+            if instant == NEVER:
+                assert (await cb.reveal(commitments, seat_b, b"b" * 32))["type"] == "reply"
+            await ca.wait_frame(lambda f: f.get("type") == "update" and f.get("i") == 3, timeout=60)
+            assert (await ca.leave(table, 1, seat_a))["type"] == "reply"
+        t = await settled(r, 1, index, epoch, [])
+        listed = {c["seat"]: c["commit"] for c in t["log"][1]["commitments"]["commits"]}
+        assert listed[seat_a] == player_commit(seat_a, b"a" * 32).hex()
+        bo_commit = None if instant == STORED else player_commit(seat_b, b"b" * 32).hex()
+        assert listed[seat_b] == bo_commit, listed
 
 
 async def settled(r: Room, hand_no: int, index: int, epoch: int, evidence: list[dict[str, Any]]) -> dict[str, Any]:
