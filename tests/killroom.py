@@ -109,8 +109,7 @@ class Room:
         """Once the killed worker's clients are gone: it was started again, and the
         table was taken at a higher epoch than ``epoch``."""
         self.proxy.let_go()  # the worker is gone: nobody waits for what was held
-        await until(f"worker {index} started again", lambda: ready_again(self.server, index))
-        await until("the table taken at a new epoch", lambda: taken_again(self.dsn, self.table, epoch))
+        await taken_after_the_kill(self.server, self.dsn, self.table, index, epoch)
 
 
 @contextlib.asynccontextmanager
@@ -143,9 +142,7 @@ async def settled_after_the_kill(
     again, the table was taken at a higher epoch than ``epoch``, and the hand ended with
     exactly one settlement; its transcript verifies under the server's key and the
     ledger balances.  The hand's id and its transcript."""
-    await until(f"worker {index} started again", lambda: ready_again(server, index))
-    assert f"worker {index} exited (-9); starting it again" in server.text()
-    await until("the table taken at a new epoch", lambda: taken_again(dsn, table, epoch))
+    await taken_after_the_kill(server, dsn, table, index, epoch)
     hand_id = await until("the hand settled", lambda: ended(dsn, table, hand_no))
     t: dict[str, Any] = await api.call("GET", f"/api/hands/{hand_id}/transcript", expect=200)
     key = load_public_key((await api.call("GET", "/api/fairness/key"))["public_key_hex"])
@@ -154,6 +151,14 @@ async def settled_after_the_kill(
     assert await value(dsn, "SELECT count(*) FROM settlements WHERE hand_id = $1", hand_id) == 1
     assert (await api.call("GET", "/api/ledger"))["ok"] is True
     return hand_id, t
+
+
+async def taken_after_the_kill(server: WorkerServer, dsn: str, table: str, index: int, epoch: int) -> None:
+    """Worker ``index``, killed, was started again by the supervisor, and the table was
+    taken at a higher epoch than ``epoch``."""
+    await until(f"worker {index} started again", lambda: ready_again(server, index))
+    assert f"worker {index} exited (-9); starting it again" in server.text()
+    await until("the table taken at a new epoch", lambda: taken_again(dsn, table, epoch))
 
 
 async def ended(dsn: str, table: str, hand_no: int) -> int | None:

@@ -30,7 +30,7 @@ import pytest
 
 from tests.conftest import wait_for
 from tests.killroom import NEVER, STORED, Room, room, settled_after_the_kill, value
-from tests.test_server import draw_and_discard, latest_view, seat_of, through_seeds
+from tests.test_server import draw_and_discard, latest_view, seat_of, seated, through_seeds
 from tests.workerserver import WorkerServer
 from tests.wsclient import Client
 from verifier.chain import reveal_move
@@ -121,9 +121,7 @@ async def test_a_worker_killed_while_a_reveal_is_written_never_charges_it_as_wit
     async with room(pg_dsn, tmp_path, "killwrite") as r:
         table = r.table
         async with r.client(r.a) as ca, r.client(r.b) as cb:
-            for c in (ca, cb):
-                await c.request({"type": "join", "table_id": table})
-                assert (await c.request({"type": "sit", "table_id": table}))["type"] == "reply"
+            await seated(table, ca, cb)
             seeds = {}
             for c in (ca, cb):
                 header = (await c.wait_frame(lambda f: f.get("type") == "hand" and f.get("phase") == "commit"))[
@@ -176,8 +174,8 @@ async def test_a_worker_killed_while_a_hand_starts_holds_each_stake_once_and_dea
     with its sealed server seed, each seat's hold, D20, the header as record 0, the
     table's next hand number): stored and not told, the new owner resumes that very
     hand in its commit window; never stored, it starts hand 1 afresh.  Either way there
-    is one hand 1 and no hand 2 yet, each stake is held once and released once, the
-    hand is played to its end and settled once, and the ledger balances."""
+    is one hand 1, each stake is held once and released once, the hand is played to
+    its end and settled once, and the ledger balances."""
     async with room(pg_dsn, tmp_path, "killwrite") as r:
         table = r.table
         async with r.client(r.a) as ca, r.client(r.b) as cb:
@@ -238,9 +236,7 @@ async def test_a_worker_killed_while_the_commit_window_closes_gives_the_late_sea
     async with room(pg_dsn, tmp_path, "killcommits", ("--seed-seconds", "3")) as r:
         table = r.table
         async with r.client(r.a) as ca, r.client(r.b) as cb:
-            for c in (ca, cb):
-                assert (await c.request({"type": "join", "table_id": table}))["type"] == "reply"
-                assert (await c.request({"type": "sit", "table_id": table}))["type"] == "reply"
+            await seated(table, ca, cb)
             header = (await ca.wait_frame(lambda f: f.get("type") == "hand" and f.get("phase") == "commit"))["record"]
             seat_a, seat_b = ca.seat_in(header), cb.seat_in(header)
             index, epoch = await r.owner()

@@ -197,12 +197,17 @@ async def seat_two(api: Api, server: Running, **rules: int) -> tuple[str, dict[s
     return table, a, b
 
 
-async def through_seeds(table: str, *clients: Client) -> int:
-    """Join, sit, commit and reveal (signed) for every client; returns the hand number."""
+async def seated(table: str, *clients: Client) -> None:
+    """Each client joins the table and sits (in order)."""
     for c in clients:
         await c.request({"type": "join", "table_id": table})
         r = await c.request({"type": "sit", "table_id": table})
         assert r["type"] == "reply", r
+
+
+async def through_seeds(table: str, *clients: Client) -> int:
+    """Join, sit, commit and reveal (signed) for every client; returns the hand number."""
+    await seated(table, *clients)
     hand = await clients[0].wait_frame(lambda f: f.get("type") == "hand" and f.get("phase") == "commit")
     hand_no = hand["hand_no"]
     seeds = {}

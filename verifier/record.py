@@ -364,7 +364,7 @@ class HandRecorder:
         turn").  A signature that is not ``{prev, sig}`` is :meth:`check_move`'s."""
         if isinstance(action, TimeOut) or not isinstance(psig, Mapping) or "prev" not in psig:
             return
-        if psig["prev"] != self.head:
+        if psig["prev"] != self.head:  # a leave too: it is recorded where it was signed (§9)
             raise RuleError("stale_head", f"the move must be signed over the current head {self.head}")
 
     def check_move(self, action: Action, psig: Mapping[str, Any] | None) -> None:
@@ -375,10 +375,8 @@ class HandRecorder:
             return
         if not isinstance(psig, Mapping) or set(psig) != {"prev", "sig"}:
             raise RuleError("bad_signature", "a move carries the player's signature: {prev, sig}")
-        prev = psig["prev"]
-        if prev != self.head:  # a leave too: it is recorded where it was signed (§9)
-            raise RuleError("stale_head", f"the move must be signed over the current head {self.head}")
-        self._check_action_signature(action.seat, str(prev), action_to_json(action), psig["sig"])
+        self.check_fresh(action, psig)  # prepare checked it first; here for a caller of this check alone
+        self._check_action_signature(action.seat, str(psig["prev"]), action_to_json(action), psig["sig"])
 
     def prepare(
         self, action: Action, psig: Mapping[str, Any] | None, t: int
