@@ -16,6 +16,14 @@ statements, which asyncpg uses), so a test can ask it to:
   PostgreSQL: the connection stalls before it (the client waits for an answer that
   cannot come) until ``let_go()``, which cuts that connection, so the statement is
   never run whatever became of the client;
+* ``withhold(pattern, forward=True)`` — the same stall, but ``let_go()`` sends the
+  statement on to PostgreSQL, late (a frozen node's write that reaches the database
+  after its table was taken over); ``late_answers`` counts such statements PostgreSQL has finished with;
+* ``skip=N`` (``hold_commit_reply``, ``withhold``): the first ``N`` matches pass
+  untouched and the trap takes the one after them (a table's second write of
+  records, where the first is the seed that leads to it);
+* ``hang()`` — PostgreSQL hangs: nothing goes either way on any connection, old or
+  new, until ``let_go()``;
 * ``let_go()`` — every answer held back goes on at once;
 * ``cut()`` — close every connection at once (PostgreSQL went away);
 * ``refuse = True`` — close new connections at once (PostgreSQL is still away).
@@ -25,10 +33,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import re
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
+
+def _after(skip: int) -> Callable[[], bool]:
+    """A trap's ``when``, asked at each match: false for the first ``skip``, then true."""
+    seen = itertools.count()
+    return lambda: next(seen) >= skip
 
 
 @dataclass(eq=False)
@@ -41,6 +56,8 @@ class _Conn:
     doomed: bool = False  # the COMMIT went through: drop the answer and cut
     hold: float = 0.0  # seconds the next answer is held back
     withheld: bool = False  # a statement the proxy will not forward: stall, then cut
+    late: bool = False  # … or stall, then forward it (withhold(forward=True))
+    sent_late: bool = False  # the stalled statement went on: its end (ReadyForQuery) is counted
 
 
 class PgProxy:
@@ -60,9 +77,12 @@ class PgProxy:
         self.refuse = False
         self.commit_traps: list[tuple[re.Pattern[str], Callable[[], bool], float]] = []  # (…, hold: 0 drops)
         self.statement_holds: list[tuple[re.Pattern[str], float]] = []
-        self.withholds: list[re.Pattern[str]] = []
+        self.withholds: list[tuple[re.Pattern[str], Callable[[], bool], bool]] = []  # (…, forward at let_go)
+        self.late_answers = 0  # statements withheld, then forwarded, that PostgreSQL has finished with
         self.dropped: list[str] = []  # the transactions whose COMMIT answer was dropped
         self._held: set[asyncio.Future[None]] = set()  # answers being held back (let_go ends them)
+        self._hung: asyncio.Future[None] | None = None  # hang(): nothing goes either way until it is done
+        self._hung_waiting = 0  # the sides of connections waiting on it
         self._server: asyncio.Server | None = None
 
     async def start(self) -> PgProxy:
@@ -77,8 +97,9 @@ class PgProxy:
 
     @property
     def holding(self) -> int:
-        """Answers PostgreSQL gave that are being held back now."""
-        return len(self._held)
+        """What is being held back now: answers, withheld statements, and the sides of
+        connections with something to send while PostgreSQL hangs."""
+        return len(self._held) + self._hung_waiting
 
     def dsn(self, database: str | None = None) -> str:
         """The target DSN pointed at the proxy (and at ``database`` if given)."""
@@ -92,25 +113,45 @@ class PgProxy:
         ``pattern``, at a moment when ``when()`` holds, loses its answer."""
         self.commit_traps.append((re.compile(pattern, re.IGNORECASE), when, 0.0))
 
-    def hold_commit_reply(self, pattern: str, seconds: float) -> None:
-        """The next COMMIT of a transaction that ran SQL matching ``pattern`` reaches
-        PostgreSQL; its answer reaches the client ``seconds`` later."""
-        self.commit_traps.append((re.compile(pattern, re.IGNORECASE), lambda: True, seconds))
+    def hold_commit_reply(self, pattern: str, seconds: float, skip: int = 0) -> None:
+        """The next COMMIT of a transaction that ran SQL matching ``pattern`` (after
+        ``skip`` such commits) reaches PostgreSQL; its answer reaches the client
+        ``seconds`` later."""
+        self.commit_traps.append((re.compile(pattern, re.IGNORECASE), _after(skip), seconds))
 
     def hold_reply(self, pattern: str, seconds: float) -> None:
         """The answer to the next statement matching ``pattern`` is ``seconds`` late."""
         self.statement_holds.append((re.compile(pattern, re.IGNORECASE), seconds))
 
-    def withhold(self, pattern: str) -> None:
-        """The next statement matching ``pattern`` is never sent to PostgreSQL; its
-        connection stalls (counted in ``holding``) until ``let_go()`` cuts it."""
-        self.withholds.append(re.compile(pattern, re.IGNORECASE))
+    def withhold(self, pattern: str, skip: int = 0, *, forward: bool = False) -> None:
+        """The next statement matching ``pattern`` (after ``skip`` such statements) is
+        not sent to PostgreSQL; its connection stalls (counted in ``holding``) until
+        ``let_go()``, which cuts it (the statement never runs) or, with ``forward``,
+        sends the statement on and lets the connection go on."""
+        self.withholds.append((re.compile(pattern, re.IGNORECASE), _after(skip), forward))
+
+    def hang(self) -> None:
+        """From now on nothing is forwarded either way (counted in ``holding``, one a
+        side that has something to send) until ``let_go()``."""
+        if self._hung is None or self._hung.done():
+            self._hung = asyncio.get_running_loop().create_future()
 
     def let_go(self) -> None:
         """Every answer being held back goes on now."""
         for f in self._held:
             if not f.done():
                 f.set_result(None)
+        if self._hung is not None and not self._hung.done():
+            self._hung.set_result(None)
+
+    async def _unless_hung(self) -> None:
+        hung = self._hung
+        if hung is not None and not hung.done():
+            self._hung_waiting += 1
+            try:
+                await asyncio.shield(hung)
+            finally:
+                self._hung_waiting -= 1
 
     def cut(self) -> None:
         for c in list(self.conns):
@@ -159,14 +200,18 @@ class PgProxy:
             (length,) = struct.unpack(">I", head)
             body = await reader.readexactly(length - 4)
             self._note(conn, kind, body)
-            if conn.withheld:  # never forwarded: stall until let go, then cut the connection
+            if conn.withheld:  # stall until let go, then cut the connection or send it on late
                 stalled: asyncio.Future[None] = asyncio.get_running_loop().create_future()
                 self._held.add(stalled)
                 try:
                     await stalled
                 finally:
                     self._held.discard(stalled)
-                return
+                if not conn.late:
+                    return
+                conn.withheld = conn.late = False
+                conn.sent_late = True
+            await self._unless_hung()
             conn.server.write(kind + head + body)
             await conn.server.drain()
 
@@ -200,10 +245,12 @@ class PgProxy:
             conn.explicit = False
         else:
             for w in self.withholds:
-                if w.search(sql):
+                if w[0].search(sql) and w[1]():
                     self.withholds.remove(w)
-                    conn.withheld = True
-                    return
+                    conn.withheld, conn.late = True, w[2]
+                    if not conn.late:
+                        return
+                    break
             conn.in_tx.append(sql)
             for hold in self.statement_holds:
                 if hold[0].search(sql):
@@ -231,6 +278,9 @@ class PgProxy:
             data = await reader.read(65536)
             if not data:
                 return
+            if conn.sent_late and data[-6:-1] == b"Z\x00\x00\x00\x05":  # ReadyForQuery: the statement is over
+                conn.sent_late = False
+                self.late_answers += 1
             if conn.doomed:  # PostgreSQL answered the COMMIT: it is done; the client never hears
                 conn.client.transport.abort()
                 conn.server.transport.abort()
@@ -243,5 +293,6 @@ class PgProxy:
                     await asyncio.wait([held], timeout=hold)
                 finally:
                     self._held.discard(held)
+            await self._unless_hung()
             conn.client.write(data)
             await conn.client.drain()

@@ -39,16 +39,28 @@ class WorkerServer:
 
 @contextlib.asynccontextmanager
 async def worker_server(
-    data_dir: Path, *, workers: int = 2, dsn: str | None = None, extra: tuple[str, ...] = ()
+    data_dir: Path,
+    *,
+    workers: int = 2,
+    dsn: str | None = None,
+    extra: tuple[str, ...] = (),
+    node: str | None = None,
+    token: str | None = None,
 ) -> AsyncIterator[WorkerServer]:
     """Start the server (its own embedded PostgreSQL unless ``dsn``), wait until it
-    says it serves, yield it, and stop it with SIGTERM (it must exit 0)."""
-    token = "op-" + os.urandom(12).hex()
+    says it serves, yield it, and stop it with SIGTERM (it must exit 0).  ``node``: a
+    node of a cluster instead (``--node-id node``, one worker, its public URL its own
+    port: docs/deploy.md), which needs ``dsn``; ``token``: the operator token (the
+    other nodes' on their database), else a new one."""
+    token = token or "op-" + os.urandom(12).hex()
     port = free_port()
     log = data_dir.parent / f"{data_dir.name}.log"
     env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
     env["RUMMY_OPERATOR_TOKEN"] = token
     db = ["--database-url", dsn] if dsn else []
+    shape = (
+        ["--workers", str(workers)] if node is None else ["--node-id", node, "--public-url", f"http://127.0.0.1:{port}"]
+    )
     with log.open("ab") as out:
         proc = subprocess.Popen(
             [
@@ -56,8 +68,7 @@ async def worker_server(
                 "-m",
                 "service.cli",
                 "serve",
-                "--workers",
-                str(workers),
+                *shape,
                 "--port",
                 str(port),
                 "--data-dir",
@@ -79,8 +90,11 @@ async def worker_server(
     finally:
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
+            # Waited for without blocking the loop: what the test runs on it (a proxy
+            # to the database, tests/pgproxy.py) must go on serving the server's
+            # shutdown, which releases its leases and closes its connections.
             try:
-                proc.wait(60)
+                await asyncio.to_thread(proc.wait, 60)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(10)
