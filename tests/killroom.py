@@ -87,14 +87,14 @@ class Room:
     def client(self, player: dict[str, Any]) -> Client:
         return Client(self.server.url, player["token"], player["signer"], table=self.table)
 
-    def arm(self, instant: str, pattern: str = RECORDS) -> None:
+    def arm(self, instant: str, pattern: str = RECORDS, skip: int = 0) -> None:
         """The next write that runs SQL matching ``pattern`` (by default: the table's
-        records and seeds, one statement) is stored with its answer held back, or never
-        reaches PostgreSQL."""
+        records and seeds, one statement), after ``skip`` such writes, is stored with
+        its answer held back, or never reaches PostgreSQL."""
         if instant == STORED:
-            self.proxy.hold_commit_reply(pattern, 120)
+            self.proxy.hold_commit_reply(pattern, 120, skip)
         else:
-            self.proxy.withhold(pattern)
+            self.proxy.withhold(pattern, skip)
 
     async def owner(self) -> tuple[int, int]:
         """The worker that holds the table's lease, and the lease's epoch."""

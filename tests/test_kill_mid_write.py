@@ -8,8 +8,9 @@ worker that owns the table is killed (SIGKILL) while a write is in one of two st
    happen, and the worker is gone before it could know either way.
 
 The writes: a seat's discard, a seat's reveal (lost, it would be charged as withheld,
-D29), the start of a hand (its row, each seat's hold, its header), and the commitment
-list as the commit window closes without a seat (D21, D32).  The players
+D29), the reveals and the deal once both seeds are in, the start of a hand (its row,
+each seat's hold, its header), and the commitment list as the commit window closes
+without a seat (D21, D32).  The players
 reconnect once a worker has taken the table again.  What they must be able to rely on
 (docs/api.md, "Error codes": ``moved``; D32): the snapshot tells them which it was; the
 same signed move sent again is refused as ``stale_head`` and changes nothing (1), or is
@@ -163,6 +164,68 @@ async def test_a_worker_killed_while_a_reveal_is_written_never_charges_it_as_wit
             for k, (s, seed) in enumerate(sorted(seeds.values()))
         ], t["log"][2]
         assert t["result"]["points"][str(bo_seat)] == 0, t["result"]  # bo was charged nothing: ann left
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("instant", INSTANTS)
+async def test_a_worker_killed_while_the_deal_is_written_deals_the_same_cards_once(
+    instant: str, pg_dsn: str, tmp_path: Path
+) -> None:
+    """The same two instants for the deal: both seeds are stored, and the reveals and
+    the deal (records 2 and 3, one write) are in flight at the kill.  Nobody was shown
+    a card before the deal was stored.  Stored, the new owner resumes the hand dealt;
+    never stored, it finds both seeds in and deals from them (D32: the resume is
+    where the hand went on).  Either way each seat's cards are the ones the seeds
+    give (the transcript's deal, which the verifier derives again), nobody is charged
+    a withheld seed or a turn, and the hand settles once."""
+    async with room(pg_dsn, tmp_path, "killdeal") as r:
+        table = r.table
+        async with r.client(r.a) as ca, r.client(r.b) as cb:
+            await seated(table, ca, cb)
+            seeds = {}
+            for c in (ca, cb):
+                header = (await c.wait_frame(lambda f: f.get("type") == "hand" and f.get("phase") == "commit"))[
+                    "record"
+                ]
+                seeds[c] = (c.seat_in(header), bytes([c.seat_in(header) + 3]) * 32)
+                assert (await c.commit(header, player_commit(*seeds[c])))["type"] == "reply"
+            hand_no = int(header["header"]["hand_no"])
+            commitments = (await cb.wait_frame(lambda f: f.get("type") == "hand" and f.get("phase") == "reveal"))[
+                "record"
+            ]
+            assert (await ca.reveal(commitments, *seeds[ca]))["type"] == "reply"
+            index, epoch = await r.owner()
+            r.arm(instant, skip=1)  # bo's seed goes through; the write it leads to is caught
+            assert (await cb.reveal(commitments, *seeds[cb]))["type"] == "reply"
+            await wait_for(lambda: r.proxy.holding > 0, timeout=60)
+            for seat, seed in seeds.values():
+                assert await stored_seed(r.dsn, table, hand_no, seat) == seed
+            assert await stored_records(r.dsn, table, hand_no) == (4 if instant == STORED else 2)
+            for c in (ca, cb):  # told nothing of a deal that was not (known to be) stored
+                assert not [f for f in c.frames if f.get("type") == "update"], c.frames[-2:]
+            r.kill(index)
+        await r.back(index, epoch)
+        seat_a, seat_b = seeds[ca][0], seeds[cb][0]
+        async with r.client(r.a) as ca, r.client(r.b) as cb:
+            shown = {}
+            for c, seat in ((ca, seat_a), (cb, seat_b)):
+                snap = await rejoined(r.server, c, table)
+                if instant == STORED:
+                    assert snap["i"] == 3, snap
+                else:
+                    assert snap["i"] in (1, 3), snap  # the reveal phase with both seeds in, or dealt since
+                    assert snap["i"] == 3 or snap["revealed"] is True, snap
+                view = snap["view"]
+                if snap["i"] < 3:
+                    view = (await c.wait_frame(lambda f: f.get("type") == "update" and f.get("i") == 3, 60))["view"]
+                assert view["me"]["seat"] == seat, view
+                shown[seat] = sorted(view["me"]["cards"])
+            assert (await ca.leave(table, hand_no, seat_a))["type"] == "reply"
+        t = await settled(r, hand_no, index, epoch, [])
+        assert [x["status"] for x in t["log"][2]["reveals"]] == ["revealed", "revealed"], t["log"][2]
+        dealt = {e["seat"]: sorted(e["private"]["cards"]) for e in t["log"][3]["events"] if e["kind"] == "hand"}
+        assert shown == dealt, (shown, dealt)
+        assert t["result"]["points"][str(seat_b)] == 0, t["result"]  # bo was charged nothing: ann left
 
 
 @pytest.mark.timeout(300)
