@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import asyncpg
@@ -41,6 +41,43 @@ from service.worker import worker_id
 
 log = logging.getLogger("rummy.app")
 
+#: how long the way out (SIGTERM) waits on a database that does not answer, a step at
+#: a time (handing the leases over, giving the kept connections back, closing each
+#: pool): the clients are told and the tables stopped before any of it, and a lease
+#: not handed over runs out, so a hung database delays the exit by seconds, not by the
+#: pools' 30 s statement timeout a connection
+CLOSING_SECONDS = 2.0
+
+
+async def bounded(step: Awaitable[Any], what: str, cut: Callable[[], None]) -> None:
+    """One database step of the way out.  Not done within :data:`CLOSING_SECONDS`, the
+    database is taken for hung: ``cut()`` aborts the pools' connections, so that what
+    waits on them ends now (a cancelled query alone would wait for its connection's
+    release, which asks the hung database to reset it), and the step is given up."""
+    task = asyncio.ensure_future(step)
+    done, _ = await asyncio.wait({task}, timeout=CLOSING_SECONDS)
+    if not done:
+        log.warning(
+            "on the way out, the database did not answer %s in %.0f s: its connections cut", what, CLOSING_SECONDS
+        )
+        cut()
+        task.cancel()
+        await asyncio.wait({task}, timeout=CLOSING_SECONDS)
+    if task.done() and not task.cancelled() and task.exception() is not None:
+        log.warning("on the way out, %s failed: %r", what, task.exception())
+
+
+def pools_cut(*pools: asyncpg.Pool | None) -> Callable[[], None]:
+    """What :func:`bounded` calls when the database hangs: every connection of
+    ``pools`` aborted (asyncpg's ``Pool.terminate``; a closed pool stays closed)."""
+
+    def cut() -> None:
+        for p in pools:
+            if p is not None:
+                p.terminate()
+
+    return cut
+
 
 async def database(app: web.Application) -> AsyncIterator[None]:
     """The pool and the group commit (the database was prepared before the app:
@@ -71,9 +108,10 @@ async def database(app: web.Application) -> AsyncIterator[None]:
                 with contextlib.suppress(asyncio.CancelledError):
                     await watchdog
     finally:
-        await kept.close()  # a batch still in flight gives its connection back itself
-        await writes.close()
-        await pool.close()
+        cut = pools_cut(writes, pool)
+        await bounded(kept.close(), "as the kept connections went back", cut)  # a batch in flight gives its own back
+        await bounded(writes.close(), "as the writers' pool closed", cut)
+        await bounded(pool.close(), "as the pool closed", cut)
 
 
 async def keep_lock(app: web.Application, lock: ServerLock, every: float = 2.0) -> None:
@@ -138,7 +176,8 @@ async def tables_and_leases(app: web.Application) -> AsyncIterator[None]:
         with contextlib.suppress(asyncio.CancelledError):
             await beat
         await stop_tables(app)
-        await cluster.leave()
+        cut = pools_cut(app.get(POOL), app.get(WRITER_POOL))
+        await bounded(cluster.leave(), "as the leases were handed over", cut)  # else they run out
 
 
 def live_siblings(app: web.Application) -> LiveSiblings | None:
