@@ -326,11 +326,29 @@ async def writer_pool(dsn: str) -> asyncpg.Pool:
     return await create_pool(dsn, max_size=WRITER_POOL_SIZE, settings=WRITER_SETTINGS)
 
 
+#: how long a connection whose use was cut short may take to be given back (asyncpg
+#: first has the database cancel the query it ran, then resets the connection)
+#: before it is closed instead: a database that hangs answers neither
+RELEASE_CUT_SHORT_SECONDS = 0.5
+
+
 @contextlib.asynccontextmanager
 async def connection(pool: asyncpg.Pool, wait: float = ACQUIRE_TIMEOUT) -> AsyncIterator[asyncpg.Connection]:
-    """A pooled connection, acquired with a timeout (``wait`` seconds)."""
-    async with pool.acquire(timeout=wait) as conn:
+    """A pooled connection, acquired with a timeout (``wait`` seconds).  A use cut short
+    (cancelled: a timeout around it, a request or a task given up) gives the
+    connection back within :data:`RELEASE_CUT_SHORT_SECONDS`, else closes it: asyncpg
+    would otherwise wait, with no bound, for the database to cancel the query and
+    reset the connection — as long as a hung database hangs (a health check bounded
+    at 2 s took 14 s: tests/test_hung_database.py)."""
+    conn = await pool.acquire(timeout=wait)
+    cut_short = False
+    try:
         yield conn
+    except asyncio.CancelledError:
+        cut_short = True
+        raise
+    finally:
+        await pool.release(conn, timeout=RELEASE_CUT_SHORT_SECONDS if cut_short else None)
 
 
 class Connections(Protocol):

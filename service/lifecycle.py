@@ -108,6 +108,7 @@ async def database(app: web.Application) -> AsyncIterator[None]:
                 with contextlib.suppress(asyncio.CancelledError):
                     await watchdog
     finally:
+        await app[LEDGER_AUDIT].close()  # an audit under way holds a connection of the pool
         cut = pools_cut(writes, pool)
         await bounded(kept.close(), "as the kept connections went back", cut)  # a batch in flight gives its own back
         await bounded(writes.close(), "as the writers' pool closed", cut)
@@ -287,6 +288,9 @@ def live_metrics(app: web.Application) -> None:
                 out[f"rummy_ledger_{key}"] = (f"Ledger: {key.replace('_', ' ')} (HT minor units)", totals[key])
         if "ok" in totals:
             out["rummy_ledger_ok"] = ("1 when every ledger invariant holds", int(bool(totals["ok"])))
+        age = app[LEDGER_AUDIT].age()
+        if age is not None:  # the figures above are this old (a hung database: older than a minute)
+            out["rummy_ledger_audit_age_seconds"] = ("Seconds since the ledger's last completed audit", round(age, 3))
         return out
 
     app[METRICS].add_live(read)
