@@ -113,26 +113,35 @@ class Room:
 
 
 @contextlib.asynccontextmanager
-async def room(pg_dsn: str, tmp_path: Path, name: str, extra: tuple[str, ...] = ()) -> AsyncIterator[Room]:
-    """A fresh database (``name`` its prefix), the proxy in front of it, ``serve
-    --workers 2 --lease-seconds 2`` on it, one four-seat table once the workers have
-    shared the tables out, and two players; ``extra``: more options of ``serve``."""
+async def proxied_database(pg_dsn: str, name: str) -> AsyncIterator[tuple[str, PgProxy, str]]:
+    """A fresh database (``name`` its prefix) and a proxy in front of it: (its DSN, the
+    proxy, the DSN through the proxy).  Whatever the proxy still holds is let go at
+    the end."""
     async with fresh_database(pg_dsn, name) as dsn:
         sock_dir = tempfile.mkdtemp(prefix="pgk-", dir="/tmp")  # a short path: Unix sockets have a length limit
         proxy = await PgProxy(pg_dsn, sock_dir).start()
         try:
-            proxied = proxy.dsn(urlsplit(dsn).path.lstrip("/"))
-            async with (
-                worker_server(tmp_path / "data", dsn=proxied, extra=("--lease-seconds", "2", *extra)) as server,
-                aiohttp.ClientSession() as s,
-            ):
-                api = ServerApi(server, s)
-                [table] = await settled_tables(s, server, 1)
-                a, b = await api.player("ann"), await api.player("bo")
-                yield Room(server, api, dsn, proxy, table, a, b)
+            yield dsn, proxy, proxy.dsn(urlsplit(dsn).path.lstrip("/"))
         finally:
+            proxy.let_go()
             await proxy.stop()
             shutil.rmtree(sock_dir, ignore_errors=True)
+
+
+@contextlib.asynccontextmanager
+async def room(pg_dsn: str, tmp_path: Path, name: str, extra: tuple[str, ...] = ()) -> AsyncIterator[Room]:
+    """A fresh database (``name`` its prefix), the proxy in front of it, ``serve
+    --workers 2 --lease-seconds 2`` on it, one four-seat table once the workers have
+    shared the tables out, and two players; ``extra``: more options of ``serve``."""
+    async with (
+        proxied_database(pg_dsn, name) as (dsn, proxy, proxied),
+        worker_server(tmp_path / "data", dsn=proxied, extra=("--lease-seconds", "2", *extra)) as server,
+        aiohttp.ClientSession() as s,
+    ):
+        api = ServerApi(server, s)
+        [table] = await settled_tables(s, server, 1)
+        a, b = await api.player("ann"), await api.player("bo")
+        yield Room(server, api, dsn, proxy, table, a, b)
 
 
 async def settled_after_the_kill(

@@ -24,19 +24,17 @@ import contextlib
 import json
 import shutil
 import signal
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import aiohttp
 import psutil
 import pytest
 
 from service.keys import SEED_KEY_FILE, SIGNING_KEY_FILE, ServerKeys
-from tests.conftest import fresh_database, wait_for
-from tests.killroom import RECORDS, ServerApi, ended, taken_again, until, value
+from tests.conftest import wait_for
+from tests.killroom import RECORDS, ServerApi, ended, proxied_database, taken_again, until, value
 from tests.pgproxy import PgProxy
 from tests.test_kill_mid_write import drawn_card, rejoined, signed_discard, stored_records
 from tests.test_server import draw_and_discard, latest_view, seat_of, through_seeds
@@ -92,26 +90,19 @@ async def test_a_frozen_nodes_late_write_is_refused_after_the_takeover_and_the_h
     late: str, pg_dsn: str, tmp_path: Path
 ) -> None:
     d1, d2 = node_dirs(tmp_path)
-    async with fresh_database(pg_dsn, "zombie") as dsn:
-        sock_dir = tempfile.mkdtemp(prefix="pgz-", dir="/tmp")  # a short path: Unix sockets have a length limit
-        proxy = await PgProxy(pg_dsn, sock_dir).start()
-        try:
-            proxied = proxy.dsn(urlsplit(dsn).path.lstrip("/"))
-            extra = ("--lease-seconds", LEASE)
-            async with (
-                worker_server(d1, dsn=proxied, extra=extra, node="n1") as n1,
-                aiohttp.ClientSession() as s,
-            ):
-                api = ServerApi(n1, s)
-                table = (await api.call("POST", "/api/tables", body={"seats": 4}, expect=201))["id"]
-                await until("n1 holds the table", lambda: owned_by(dsn, table, "n1"))
-                a, b = await api.player("ann"), await api.player("bo")
-                async with worker_server(d2, dsn=proxied, extra=extra, node="n2", token=n1.token) as n2:
-                    await play_through_the_freeze(n1, n2, api, dsn, proxy, table, a, b, late)
-                assert "letting go" in n1.text() or "lost the lease" in n1.text(), n1.text()[-3000:]
-        finally:
-            await proxy.stop()
-            shutil.rmtree(sock_dir, ignore_errors=True)
+    extra = ("--lease-seconds", LEASE)
+    async with (
+        proxied_database(pg_dsn, "zombie") as (dsn, proxy, proxied),
+        worker_server(d1, dsn=proxied, extra=extra, node="n1") as n1,
+        aiohttp.ClientSession() as s,
+    ):
+        api = ServerApi(n1, s)
+        table = (await api.call("POST", "/api/tables", body={"seats": 4}, expect=201))["id"]
+        await until("n1 holds the table", lambda: owned_by(dsn, table, "n1"))
+        a, b = await api.player("ann"), await api.player("bo")
+        async with worker_server(d2, dsn=proxied, extra=extra, node="n2", token=n1.token) as n2:
+            await play_through_the_freeze(n1, n2, api, dsn, proxy, table, a, b, late)
+        assert "letting go" in n1.text() or "lost the lease" in n1.text(), n1.text()[-3000:]
 
 
 async def play_through_the_freeze(

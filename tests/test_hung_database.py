@@ -16,26 +16,49 @@ real processes behind tests/pgproxy.py's ``hang()``:
 from __future__ import annotations
 
 import asyncio
-import shutil
+import contextlib
 import signal
-import tempfile
 import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import aiohttp
 import pytest
 
-from tests.conftest import fresh_database
-from tests.killroom import ServerApi, until
+from tests.killroom import ServerApi, proxied_database, until
 from tests.pgproxy import PgProxy
 from tests.test_server import through_seeds
 from tests.test_siblings import lease_rows
-from tests.workerserver import worker_server
+from tests.workerserver import WorkerServer, worker_server
 from tests.wsclient import Client
 
 #: only a hang exceeds it: the way out waits at most a few 2 s steps on the database
 HANG = 45.0
+
+
+@dataclass
+class Hung:
+    server: WorkerServer
+    api: ServerApi
+    session: aiohttp.ClientSession
+    proxy: PgProxy
+    table: str
+
+
+@contextlib.asynccontextmanager
+async def served(pg_dsn: str, tmp_path: Path, name: str, node: str | None = None) -> AsyncIterator[Hung]:
+    """A server (``serve --workers 2``, or the node ``node``) on a fresh database
+    behind the proxy, with one table it holds."""
+    async with (
+        proxied_database(pg_dsn, name) as (dsn, proxy, proxied),
+        worker_server(tmp_path / "data", dsn=proxied, extra=("--lease-seconds", "2"), node=node) as server,
+        aiohttp.ClientSession() as s,
+    ):
+        api = ServerApi(server, s)
+        table = (await api.call("POST", "/api/tables", body={"seats": 4}, expect=201))["id"]
+        await until("the table is held", lambda: held(dsn, table))
+        yield Hung(server, api, s, proxy, table)
 
 
 @pytest.mark.timeout(300)
@@ -43,90 +66,59 @@ HANG = 45.0
 async def test_sigterm_while_the_database_hangs_still_goes_down_cleanly(
     shape: str, pg_dsn: str, tmp_path: Path
 ) -> None:
-    async with fresh_database(pg_dsn, "hungstop") as dsn:
-        sock_dir = tempfile.mkdtemp(prefix="pgh-", dir="/tmp")  # a short path: Unix sockets have a length limit
-        proxy = await PgProxy(pg_dsn, sock_dir).start()
-        try:
-            proxied = proxy.dsn(urlsplit(dsn).path.lstrip("/"))
-            node = "n1" if shape == "a node" else None
-            async with (
-                worker_server(tmp_path / "data", dsn=proxied, extra=("--lease-seconds", "2"), node=node) as server,
-                aiohttp.ClientSession() as s,
-            ):
-                api = ServerApi(server, s)
-                table = (await api.call("POST", "/api/tables", body={"seats": 4}, expect=201))["id"]
-                await until("the table is held", lambda: held(dsn, table))
-                a, b = await api.player("ann"), await api.player("bo")
-                ca = Client(server.url, a["token"], a["signer"], table=table)
-                cb = Client(server.url, b["token"], b["signer"], table=table)
-                async with ca, cb:
-                    await through_seeds(table, ca, cb)  # a hand in play
-                    proxy.hang()
-                    began = time.monotonic()
-                    server.proc.send_signal(signal.SIGTERM)
-                    code = await asyncio.to_thread(server.proc.wait, HANG)
-                    took = time.monotonic() - began
-                    for c in (ca, cb):
-                        notice = await c.wait_frame(lambda f: f.get("type") == "shutdown", timeout=10)
-                        assert notice["servers"] == []
-                    text = server.text()
-                    assert code == 0, (took, text[-3000:])
-                    assert "internal error" not in text, text[-3000:]
-                    assert proxy.holding > 0  # the database really hung throughout
-                    if shape == "a node":  # a worker of two is stopped by its supervisor first
-                        assert "the database did not answer" in text, text[-3000:]
-                proxy.let_go()
-        finally:
-            await proxy.stop()
-            shutil.rmtree(sock_dir, ignore_errors=True)
+    async with served(pg_dsn, tmp_path, "hungstop", "n1" if shape == "a node" else None) as h:
+        server, table = h.server, h.table
+        a, b = await h.api.player("ann"), await h.api.player("bo")
+        ca = Client(server.url, a["token"], a["signer"], table=table)
+        cb = Client(server.url, b["token"], b["signer"], table=table)
+        async with ca, cb:
+            await through_seeds(table, ca, cb)  # a hand in play
+            h.proxy.hang()
+            began = time.monotonic()
+            server.proc.send_signal(signal.SIGTERM)
+            code = await asyncio.to_thread(server.proc.wait, HANG)
+            took = time.monotonic() - began
+            for c in (ca, cb):
+                notice = await c.wait_frame(lambda f: f.get("type") == "shutdown", timeout=10)
+                assert notice["servers"] == []
+            text = server.text()
+            assert code == 0, (took, text[-3000:])
+            assert "internal error" not in text, text[-3000:]
+            assert h.proxy.holding > 0  # the database really hung throughout
+            if shape == "a node":  # a worker of two is stopped by its supervisor first
+                assert "the database did not answer" in text, text[-3000:]
 
 
 @pytest.mark.timeout(300)
 async def test_while_the_database_hangs_health_names_it_and_the_metrics_still_answer(
     pg_dsn: str, tmp_path: Path
 ) -> None:
-    async with fresh_database(pg_dsn, "hungmetrics") as dsn:
-        sock_dir = tempfile.mkdtemp(prefix="pgh-", dir="/tmp")  # a short path: Unix sockets have a length limit
-        proxy = await PgProxy(pg_dsn, sock_dir).start()
-        try:
-            proxied = proxy.dsn(urlsplit(dsn).path.lstrip("/"))
-            async with (
-                worker_server(tmp_path / "data", dsn=proxied, extra=("--lease-seconds", "2")) as server,
-                aiohttp.ClientSession() as s,
-            ):
-                api = ServerApi(server, s)
-                table = (await api.call("POST", "/api/tables", body={"seats": 4}, expect=201))["id"]
-                await until("the table is held", lambda: held(dsn, table))
-                async with s.get(server.url + "/healthz") as r:
-                    assert r.status == 200, await r.text()
-                proxy.hang()
-                async with s.get(server.url + "/healthz", timeout=aiohttp.ClientTimeout(total=HANG)) as r:
-                    body = await r.json()
-                assert r.status == 503 and body["status"] == "degraded", body
-                workers = sorted(server.worker_pids())
-                assert len(workers) == 2
-                for index in workers:  # each worker answered, and named its database
-                    assert any(p.startswith(f"solo/w{index}: the database did not answer") for p in body["problems"]), (
-                        body
-                    )
-                # No scrape yet: the ledger's audit of whichever worker answers must
-                # run now, on the hung database; the scrape answers without it.
-                async with s.get(server.url + "/metrics", timeout=aiohttp.ClientTimeout(total=HANG)) as r:
-                    text = await r.text()
-                assert r.status == 200, text[:500]
-                assert "rummy_connections" in text and "rummy_ledger_ok" not in text, text[:500]
-                proxy.let_go()
+    async with served(pg_dsn, tmp_path, "hungmetrics") as h:
+        server, s = h.server, h.session
+        async with s.get(server.url + "/healthz") as r:
+            assert r.status == 200, await r.text()
+        h.proxy.hang()
+        async with s.get(server.url + "/healthz", timeout=aiohttp.ClientTimeout(total=HANG)) as r:
+            body = await r.json()
+        assert r.status == 503 and body["status"] == "degraded", body
+        workers = sorted(server.worker_pids())
+        assert len(workers) == 2
+        for index in workers:  # each worker answered, and named its database
+            assert any(p.startswith(f"solo/w{index}: the database did not answer") for p in body["problems"]), body
+        # No scrape yet: the ledger's audit of whichever worker answers must run now,
+        # on the hung database; the scrape answers without it.
+        async with s.get(server.url + "/metrics", timeout=aiohttp.ClientTimeout(total=HANG)) as r:
+            text = await r.text()
+        assert r.status == 200, text[:500]
+        assert "rummy_connections" in text and "rummy_ledger_ok" not in text, text[:500]
+        h.proxy.let_go()
 
-                async def audited() -> bool:  # the database back, an audit completes and its age shows
-                    async with s.get(server.url + "/metrics") as r:
-                        got = await r.text()
-                    return "rummy_ledger_ok 1.0" in got and "rummy_ledger_audit_age_seconds" in got
+        async def audited() -> bool:  # the database back, an audit completes and its age shows
+            async with s.get(server.url + "/metrics") as r:
+                got = await r.text()
+            return "rummy_ledger_ok 1.0" in got and "rummy_ledger_audit_age_seconds" in got
 
-                await until("the ledger audited once the database answers", audited)
-        finally:
-            proxy.let_go()
-            await proxy.stop()
-            shutil.rmtree(sock_dir, ignore_errors=True)
+        await until("the ledger audited once the database answers", audited)
 
 
 async def held(dsn: str, table: str) -> bool:

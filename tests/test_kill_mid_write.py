@@ -122,20 +122,7 @@ async def test_a_worker_killed_while_a_reveal_is_written_never_charges_it_as_wit
     async with room(pg_dsn, tmp_path, "killwrite") as r:
         table = r.table
         async with r.client(r.a) as ca, r.client(r.b) as cb:
-            await seated(table, ca, cb)
-            seeds = {}
-            for c in (ca, cb):
-                header = (await c.wait_frame(lambda f: f.get("type") == "hand" and f.get("phase") == "commit"))[
-                    "record"
-                ]
-                seat = c.seat_in(header)
-                seeds[c] = (seat, bytes([seat + 7]) * 32)
-                assert (await c.commit(header, player_commit(*seeds[c])))["type"] == "reply"
-            hand_no = int(header["header"]["hand_no"])
-            commitments = (await cb.wait_frame(lambda f: f.get("type") == "hand" and f.get("phase") == "reveal"))[
-                "record"
-            ]
-            assert (await ca.reveal(commitments, *seeds[ca]))["type"] == "reply"
+            seeds, hand_no, commitments = await ann_revealed(table, ca, cb, 7)
             bo_seat, bo_seed = seeds[cb]
             sig = cb.sign(table, hand_no, commitments["h"], reveal_move(bo_seat, bo_seed))
             reveal = {"type": "reveal", "table_id": table, "hand_no": hand_no, "seed": bo_seed.hex(), "sig": sig}
@@ -181,19 +168,7 @@ async def test_a_worker_killed_while_the_deal_is_written_deals_the_same_cards_on
     async with room(pg_dsn, tmp_path, "killdeal") as r:
         table = r.table
         async with r.client(r.a) as ca, r.client(r.b) as cb:
-            await seated(table, ca, cb)
-            seeds = {}
-            for c in (ca, cb):
-                header = (await c.wait_frame(lambda f: f.get("type") == "hand" and f.get("phase") == "commit"))[
-                    "record"
-                ]
-                seeds[c] = (c.seat_in(header), bytes([c.seat_in(header) + 3]) * 32)
-                assert (await c.commit(header, player_commit(*seeds[c])))["type"] == "reply"
-            hand_no = int(header["header"]["hand_no"])
-            commitments = (await cb.wait_frame(lambda f: f.get("type") == "hand" and f.get("phase") == "reveal"))[
-                "record"
-            ]
-            assert (await ca.reveal(commitments, *seeds[ca]))["type"] == "reply"
+            seeds, hand_no, commitments = await ann_revealed(table, ca, cb, 3)
             index, epoch = await r.owner()
             r.arm(instant, skip=1)  # bo's seed goes through; the write it leads to is caught
             assert (await cb.reveal(commitments, *seeds[cb]))["type"] == "reply"
@@ -331,6 +306,24 @@ async def test_a_worker_killed_while_the_commit_window_closes_gives_the_late_sea
         assert listed[seat_a] == player_commit(seat_a, b"a" * 32).hex()
         bo_commit = None if instant == STORED else player_commit(seat_b, b"b" * 32).hex()
         assert listed[seat_b] == bo_commit, listed
+
+
+async def ann_revealed(
+    table: str, ca: Client, cb: Client, salt: int
+) -> tuple[dict[Client, tuple[int, bytes]], int, dict[str, Any]]:
+    """Both seated, both commit a seed (the byte ``seat + salt``, 32 times), and ann
+    (``ca``) reveals hers: the seats and seeds by client, the hand's number, and the
+    commitments (record 1) bo reveals over."""
+    await seated(table, ca, cb)
+    seeds = {}
+    for c in (ca, cb):
+        header = (await c.wait_frame(lambda f: f.get("type") == "hand" and f.get("phase") == "commit"))["record"]
+        seat = c.seat_in(header)
+        seeds[c] = (seat, bytes([seat + salt]) * 32)
+        assert (await c.commit(header, player_commit(*seeds[c])))["type"] == "reply"
+    commitments = (await cb.wait_frame(lambda f: f.get("type") == "hand" and f.get("phase") == "reveal"))["record"]
+    assert (await ca.reveal(commitments, *seeds[ca]))["type"] == "reply"
+    return seeds, int(header["header"]["hand_no"]), commitments
 
 
 async def settled(r: Room, hand_no: int, index: int, epoch: int, evidence: list[dict[str, Any]]) -> dict[str, Any]:
