@@ -49,6 +49,7 @@ from service.worker import PLAN_ENV, WorkerPlan
 log = logging.getLogger("rummy.workers")
 RESTART_BACKOFF = (0.5, 1.0, 2.0, 5.0)
 STOP_GRACE = 2.5  # seconds the workers have to stop before they are killed
+SIGNAL_SETTLE_SECONDS = 0.2  # a worker gone while starting: time for the same signal's handler here to run
 
 
 @dataclass
@@ -86,15 +87,25 @@ class Supervisor:
         )
         w.started_at = time.monotonic()
 
-    async def wait_ready(self, timeout: float = 60) -> None:
-        """Until every worker answers on its internal socket."""
+    async def wait_ready(self, stop: asyncio.Event, timeout: float = 60) -> bool:
+        """Until every worker answers on its internal socket: True; False as soon as a
+        signal has asked the server to stop.  A terminal's Ctrl-C and systemd's stop
+        reach every process of the server, the workers too: a worker that exits then
+        has done as it was told, and is no failure to report."""
         end = time.monotonic() + timeout
         for w in self.workers:
             path = str(w.plan.sock(w.plan.index))
             async with aiohttp.ClientSession(connector=aiohttp.UnixConnector(path=path)) as s:
                 while True:
                     assert w.proc is not None
+                    if stop.is_set():
+                        return False
                     if w.proc.poll() is not None:
+                        # The signal that ended it reached this process at the same
+                        # moment; its handler runs once the loop turns.
+                        await asyncio.sleep(SIGNAL_SETTLE_SECONDS)
+                        if stop.is_set():
+                            return False
                         raise CliError(
                             EXIT_INTERNAL,
                             f"worker {w.plan.index} exited with {w.proc.returncode} while starting (its message above)",
@@ -106,6 +117,7 @@ class Supervisor:
                     if time.monotonic() > end:
                         raise CliError(EXIT_INTERNAL, f"worker {w.plan.index} did not start within {timeout:g} s")
                     await asyncio.sleep(0.05)
+        return True
 
     async def watch(self, stop: asyncio.Event) -> None:
         """Start again a worker that died (its tables move to the others meanwhile)."""
@@ -224,7 +236,9 @@ def serve_workers(
             sup = Supervisor(plans, env)
             for w in sup.workers:
                 sup.start(w)
-            await sup.wait_ready()
+            if not await sup.wait_ready(stop):  # a signal during start-up: stop, as after it
+                print("shutting down", flush=True)
+                return
             announce(
                 f"http://{args.host}:{port}",
                 data_dir=data_dir,
