@@ -69,6 +69,9 @@ async def test_the_going_down_notice_stays_until_the_page_is_back(
             async with person_page(browser) as (_context, page, _console):
                 await sign_in(page, first.url, person["token"], "Ines")
                 await page.goto(first.url + f"/#/table/{table}")
+                # The seats come over REST; a click before the socket is open is refused
+                # "not connected to the table" (the page's own message): the CI saw it once.
+                await page.wait_for_function(conn("open"), timeout=30_000)
                 await page.locator("#seats button.sit-here").first.click()
                 await page.wait_for_function("() => Object.keys(RummyTable.state.t.seats).length === 1")
                 await first.stop()
@@ -165,6 +168,7 @@ async def test_a_closed_table_and_a_moved_table_are_said(server: Running, api: A
     async with person_page(browser) as (_context, page, _console):
         await sign_in(page, server.url, person["token"], "Wen")
         await page.goto(server.url + f"/#/table/{table_id}")
+        await page.wait_for_function(conn("open"), timeout=30_000)  # as above
         await page.locator("#seats button.sit-here").first.click()
         await page.wait_for_function("() => Object.keys(RummyTable.state.t.seats).length === 1")
         # the table moved to another node (as a node that loses its lease says, then closes)
