@@ -245,8 +245,13 @@ async def on_shutdown(app: web.Application) -> None:
     await stop_tables(app)
     servers: list[str] = []
     if CLUSTER in app:
-        with contextlib.suppress(Exception):  # the database may be away: the leases then run out
-            await asyncio.wait_for(app[CLUSTER].leave(), 2.0)
+        # The database may be away or hung: the leases then run out, and a hung one's
+        # connections are cut here, so the clean-up's own try (tables_and_leases) and
+        # the pools' close meet closed pools at once.
+        await bounded(
+            app[CLUSTER].leave(), "as the leases were handed over", pools_cut(app.get(POOL), app.get(WRITER_POOL))
+        )
+        with contextlib.suppress(Exception):
             servers = await asyncio.wait_for(app[CLUSTER].others(), 1.0)
     sockets = list(app[SOCKETS].items())
     for _, conn in sockets:
