@@ -92,10 +92,13 @@ class HandRun:
         """When the current seed window closes (ms): its announced end, or later when
         the house owes a seat that has not sent its move yet its whole window (D35)."""
         rec = self.recorder
-        if len(rec.records) == 1:
-            end, waiting = int(rec.records[0]["t"]) + rec.commit_ms, [s for s in self.players if s not in self.commits]
+        phase = HandPhase.COMMIT if len(rec.records) == 1 else HandPhase.REVEAL
+        began = self.began(phase)
+        assert began is not None
+        end = began + self.window_ms(phase)
+        if phase is HandPhase.COMMIT:
+            waiting = [s for s in self.players if s not in self.commits]
         else:
-            end = int(rec.records[1]["t"]) + rec.reveal_ms
             waiting = [s for s in self.players if rec.commit_of(s) is not None and s not in self.seeds]
         if not self.owed:
             return end
@@ -130,9 +133,13 @@ class HandRun:
             return int(self.recorder.records[1]["t"])
         return None
 
-    def window_ms(self) -> int:
-        """The whole window of the clock that runs now (ms)."""
-        phase, rec = self.phase, self.recorder
+    def window_ms(self, phase: HandPhase | None = None) -> int:
+        """The whole window of the clock that runs now (ms), as this hand's header
+        signed it (``commit_ms``, ``reveal_ms``) or its rules (the turn), never the
+        table's settings of today.  ``phase``: this hand's, when the caller has it."""
+        if phase is None:
+            phase = self.phase
+        rec = self.recorder
         if phase is HandPhase.COMMIT:
             return rec.commit_ms
         if phase is HandPhase.REVEAL:

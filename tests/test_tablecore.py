@@ -517,3 +517,52 @@ def test_a_window_whose_record_was_stored_late_runs_from_when_it_was_told() -> N
         h.answer_all()
     assert hand.phase is HandPhase.REVEAL
     assert all(c["commit"] is not None for c in hand.recorder.records[1]["commitments"]["commits"])
+
+
+def test_a_seed_move_the_house_refused_keeps_the_window_its_hand_signed() -> None:
+    """D35 after the table's settings changed (a restart with shorter seed windows): a
+    seat whose commit the house refused keeps the whole commit window its hand's header
+    signed, from the refusal, not today's setting.  Here the table is waiting to reload
+    after another write failed (a newcomer's sit), so the commit is refused at once and
+    only the table's note of the refusal keeps the seat's window; it used the configured
+    500 ms, and the window closed on the seat 1.5 s early (D32's end after the fault,
+    with no grace, is the signed window's)."""
+    h = Harness()
+    h.advance(h.now + CFG.next_hand_ms + 500)
+    hand = h.core.hand
+    assert hand is not None and hand.phase is HandPhase.COMMIT
+    assert hand.recorder.commit_ms == CFG.commit_ms
+    h.core.cfg = dataclasses.replace(CFG, commit_ms=500, grace_ms=0)  # today's settings
+    began = int(hand.recorder.records[0]["t"])
+
+    def commit(seat: int) -> None:
+        hand = h.core.hand
+        assert hand is not None
+        pid = hand.players[seat]
+        c = player_commit(seat, bytes([seat + 1]) * 32)
+        body = move_body("t0", hand.hand_no, hand.recorder.records[0]["h"], commit_move(seat, c))
+        sig = h.signers[pid].sign("move", body, PROTOCOL_V2)
+        h.send(pid, "commit", {"hand_no": hand.hand_no, "commit": c.hex(), "sig": sig})
+
+    h.advance(began + 1500)  # late in the signed window
+    newcomer = Signer(Ed25519PrivateKey.from_private_bytes(bytes(range(32))))
+    h.store.add_player("p9", newcomer.public_bytes, 10**6)
+    h.send("p9", "sit", {})
+    (op_id,) = h.inflight
+    h.answer(op_id, io.Result.FAILED)  # the table waits, then reloads
+    assert h.core.mode is Mode.WAITING
+    commit(0)
+    refused = h.now
+    reply = h.of(io.Reply)[-1]
+    assert reply.error is not None and reply.error.code == "unavailable"  # refused at once
+    h.advance(refused + CFG.commit_ms - 500)  # past today's window, and D32's end
+    hand = h.core.hand
+    assert hand is not None and hand.phase is HandPhase.COMMIT, "the window closed on the refused seat"
+    assert h.charges() == []
+    commit(0)
+    commit(1)
+    h.answer_all()
+    assert h.of(io.Reply)[-1].error is None
+    hand = h.core.hand
+    assert hand is not None and hand.phase is HandPhase.REVEAL
+    assert all(c["commit"] is not None for c in hand.recorder.records[1]["commitments"]["commits"])

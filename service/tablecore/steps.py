@@ -95,13 +95,7 @@ class Steps:
         base = hand.base_deadline(phase)
         if base is None:
             return None
-        window = (
-            self.cfg.commit_ms
-            if phase is HandPhase.COMMIT
-            else self.cfg.reveal_ms
-            if phase is HandPhase.REVEAL
-            else 1000 * hand.recorder.rules.turn_seconds
-        )
+        window = hand.window_ms(phase)  # the hand's own, not today's settings (D35)
         charged = self.charged(hand, phase)
         if charged:
             base = self.after_fault(hand, phase, base)
@@ -116,7 +110,7 @@ class Steps:
         began = hand.began(phase)
         if began is None or began >= self.reach.recovered_at:
             return end
-        return max(end, began + hand.window_ms() + self.cfg.grace_ms)
+        return max(end, began + hand.window_ms(phase) + self.cfg.grace_ms)
 
     def due(self, now: int) -> int | None:
         """When the clock runs out next; None while the house is at fault or nothing waits."""
