@@ -20,6 +20,7 @@ from service.edge import require_player
 from service.errors import ServiceError
 from service.handover import MARK, HandedOver, hand_over
 from service.internal import SIBLINGS
+from service.pace import Pace
 from service.routing import elsewhere, where
 from service.table import LOGGED, ClientError, TableActor
 from service.telling import Connection, Route, answer, dumps, iso
@@ -42,7 +43,9 @@ async def websocket(request: web.Request) -> web.StreamResponse:
     """One authenticated player per socket.  Messages are JSON objects with a client
     message ``id``; on this connection a repeated id gets the original reply and is
     never applied twice (``join`` is never replayed).  Frames go straight to the
-    socket, or through its bounded outbox when one is waiting (service.telling).
+    socket, or through its bounded outbox when one is waiting (service.telling).  A
+    socket's messages are read at its pace: beyond its burst, a message waits for its
+    turn before it is read (service.pace).
 
     A socket names its table in its URL (``/ws?table=ID``, as the page, the bots and
     every client of this server do): when another worker of this server serves that
@@ -83,9 +86,16 @@ async def websocket(request: web.Request) -> web.StreamResponse:
     conn.push(
         {"type": "hello", "player_id": player.id, "name": player.name, "protocol": PROTOCOL, "now": iso(time.time())}
     )
+    config, metrics = request.app[CONFIG], request.app[METRICS]
+    loop = asyncio.get_running_loop()
+    paced = Pace.full(loop.time(), config.message_rate, config.message_burst)
     try:
         async for msg in ws:
-            request.app[METRICS].ws_messages.inc()
+            metrics.ws_messages.inc()
+            wait = paced.take(loop.time())
+            if wait > 0.0:  # beyond its burst and rate: read when its turn comes (service.pace)
+                metrics.ws_slowed.inc()
+                await asyncio.sleep(wait)
             if msg.type == WSMsgType.TEXT:
                 await _on_text(request, conn, player, msg.data, joined)
             elif msg.type == WSMsgType.BINARY:

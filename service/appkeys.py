@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import asyncpg
 from aiohttp import web
 
+from service import pace
 from service.cluster import Cluster, NodeSettings
 from service.db import ServerLock
 from service.handshakes import HandshakeQueue
@@ -42,6 +43,13 @@ class Config:
     #: (one more is answered 503 at once); every 503 carries Retry-After
     handshake_wait: float = 30.0
     handshake_queue: int = 512
+    #: a socket may send ``message_burst`` messages at once, then ``message_rate`` a
+    #: second; one beyond is read when its turn comes, not refused (service.pace)
+    message_rate: float = pace.RATE
+    message_burst: int = pace.BURST
+
+    def __post_init__(self) -> None:
+        pace.Pace.full(0.0, self.message_rate, self.message_burst)  # a bad pace is refused here, not per socket
 
     def own_urls(self) -> tuple[str, ...]:
         """Where people open this card room's pages on this node: its public URL."""

@@ -56,6 +56,11 @@ class Metrics:
         self.ws_messages = Counter(
             "rummy_ws_messages_received", "WebSocket messages received from clients", registry=self.registry
         )
+        self.ws_slowed = Counter(
+            "rummy_ws_messages_slowed",
+            "WebSocket messages read late: their socket sent beyond its burst and rate (service.pace)",
+            registry=self.registry,
+        )
         self.tables_taken = Counter(
             "rummy_tables_taken",
             "Tables this server began to serve: at start, created, or taken over (a lease won)",
