@@ -4,8 +4,8 @@ Every message a client sends costs the server work before anything can refuse it
 frame read and parsed, a move's signature checked, the answer written), and a socket's
 messages are taken one at a time as they come: with nothing to hold it back, one
 authenticated client sending pings or bad moves as fast as it can took the worker's
-CPU from the tables of everyone else (bench/flood.py: four such sockets cut the honest
-tables' actions by about a third and took the server from 15 % to 70 % of a core).
+CPU from the tables of everyone else (bench/flood.py: four such sockets took a worker
+from 15 % of a core to all of it; paced, sixteen cost it about a tenth).
 
 A socket may send ``burst`` messages at once, and then ``rate`` a second: a message
 beyond that is read only when its turn comes (the handler waits before taking it, so
