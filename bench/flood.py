@@ -17,9 +17,13 @@ actions whose signature does not verify.  Windows, in this order:
   billion), as every socket was read before service.pace;
 - ``quiet`` again.
 
-Each prints the honest tables' stored actions a second, the server's CPU (this
-process: the server's threads, not the clients', not PostgreSQL's) as a share of a
-core, the flood's frames answered a second, and the machine's load.  The figures move
+With ``--kind rest`` each flooding player sends four ``GET /api/me/hands`` at a time
+instead (REST is not paced: both flood windows are the same).  Each window prints the
+honest tables' stored actions a second, the server's CPU (this process: the server's
+threads, not the clients', not PostgreSQL's) as a share of a core, the flood's frames
+(or responses) answered a second, how long a new socket of another player took from
+its upgrade request to the server's hello (one every half second, from this process),
+and the machine's load.  The figures move
 with the machine's load: compare the windows of one run.
 """
 
@@ -30,6 +34,7 @@ import asyncio
 import json
 import multiprocessing
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -47,7 +52,24 @@ from bench.action_profile import OPERATOR, Client, actions_stored, bench_server
 from service.appkeys import CONFIG
 
 
+async def _rest(url: str, token: str, answered: Any) -> None:
+    """Four requests at a time, each sent as the last is answered: ``GET /api/me/hands``."""
+    async with aiohttp.ClientSession() as s:
+
+        async def one_after_another() -> None:
+            while True:
+                async with s.get(f"{url}/api/me/hands", headers={"Authorization": f"Bearer {token}"}) as r:
+                    await r.read()
+                with answered.get_lock():
+                    answered.value += 1
+
+        await asyncio.gather(*(one_after_another() for _ in range(4)))
+
+
 async def _flood(url: str, token: str, table_id: str, kind: str, answered: Any) -> None:
+    if kind == "rest":
+        await _rest(url, token, answered)
+        return
     async with (
         aiohttp.ClientSession() as s,
         s.ws_connect(
@@ -89,6 +111,21 @@ def flood_main(url: str, tokens: list[str], table_id: str, kind: str, answered: 
     asyncio.run(every())
 
 
+async def handshakes(url: str, token: str, seconds: float) -> list[float]:
+    """A new socket every half second for ``seconds``: ms from the upgrade's request
+    to the server's hello (a player coming back to its table meets this)."""
+    took: list[float] = []
+    end = time.monotonic() + seconds
+    async with aiohttp.ClientSession() as s:
+        while time.monotonic() < end:
+            t0 = time.monotonic()
+            async with s.ws_connect(f"{url}/ws", headers={"Authorization": f"Bearer {token}"}) as ws:
+                await ws.receive(timeout=60)
+                took.append(1000 * (time.monotonic() - t0))
+            await asyncio.sleep(0.5)
+    return took
+
+
 async def run(args: argparse.Namespace) -> None:
     ctx = multiprocessing.get_context("spawn")
     with tempfile.TemporaryDirectory(prefix="flood-") as tmp:
@@ -103,6 +140,10 @@ async def run(args: argparse.Namespace) -> None:
                 auth = {"Authorization": f"Bearer {OPERATOR}"}
                 async with s.post(f"{running.url}/api/tables", json={"seats": 6, "point_value": 1}, headers=auth) as r:
                     table = await r.json()
+                async with s.post(
+                    f"{running.url}/api/players", json={"name": "probe", "deposit": 1000}, headers=auth
+                ) as r:
+                    spare = (await r.json())["token"]
                 tokens = []
                 for k in range(args.flooders):
                     body = {"name": f"flood-{k}", "deposit": 1000}
@@ -123,15 +164,18 @@ async def run(args: argparse.Namespace) -> None:
                 await client.idle(2)  # the flood under way (and the sockets paced afresh)
                 load = os.getloadavg()[0]
                 a0, c0, w0, f0 = actions_stored(running.app), time.process_time(), time.monotonic(), answered.value
+                probe = asyncio.create_task(handshakes(running.url, spare, args.seconds))
                 await client.idle(args.seconds)
                 a1, c1, w1, f1 = actions_stored(running.app), time.process_time(), time.monotonic(), answered.value
+                took = await probe
                 if proc is not None:
                     proc.kill()
                     proc.join()
                 wall = w1 - w0
                 print(
                     f"{label:>15}: honest {(a1 - a0) / wall:5.0f} actions/s, server CPU {100 * (c1 - c0) / wall:3.0f} %"
-                    f" of a core, flood frames answered {(f1 - f0) / wall:6.0f}/s; load {load:.1f}->"
+                    f" of a core, flood answered {(f1 - f0) / wall:6.0f}/s, a handshake {statistics.median(took):.0f}"
+                    f" (max {max(took):.0f}) ms; load {load:.1f}->"
                     f"{os.getloadavg()[0]:.1f}",
                     flush=True,
                 )
@@ -144,7 +188,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tables", type=int, default=4, help="honest six-seat tables (default 4)")
     ap.add_argument("--flooders", type=int, default=4, help="flooding sockets (default 4)")
-    ap.add_argument("--kind", choices=("ping", "move"), default="ping", help="what they send (default ping)")
+    ap.add_argument(
+        "--kind",
+        choices=("ping", "move", "rest"),
+        default="ping",
+        help="what they send (default ping; rest: four GET /api/me/hands at a time each, not paced)",
+    )
     ap.add_argument("--seconds", type=float, default=8.0, help="each window (default 8)")
     ap.add_argument("--warmup", type=float, default=4.0)
     ap.add_argument("--seed", type=int, default=1)

@@ -15,7 +15,7 @@ from typing import Any
 from aiohttp import WSCloseCode, WSMsgType, web
 
 from service import auth, replies, store, wire
-from service.appkeys import CONFIG, HANDSHAKES, METRICS, SOCKETS, TABLES
+from service.appkeys import CONFIG, HANDSHAKES, METRICS, PLAYER_SOCKETS, SOCKETS, TABLES
 from service.edge import require_player
 from service.errors import ServiceError
 from service.handover import MARK, HandedOver, hand_over
@@ -58,6 +58,23 @@ async def websocket(request: web.Request) -> web.StreamResponse:
             if to is not None and await hand_over(request, request.app[SIBLINGS].plan.handoff(to)):
                 return HandedOver(to)
         player = await require_player(request, websocket=True, wait=wait)
+    sockets = request.app[PLAYER_SOCKETS]
+    if not sockets.add(player.id):  # the pace bounds a socket; this, a player's sockets (service.pace)
+        request.app[METRICS].ws_too_many.inc()
+        raise ServiceError(
+            f"you have {sockets.limit} sockets open to this server already: close one and try again (a socket"
+            " whose network went away is closed within about 30 s)",
+            code="too_many_sockets",
+            status=429,
+        )
+    try:
+        return await _serve(request, player)
+    finally:
+        sockets.discard(player.id)
+
+
+async def _serve(request: web.Request, player: store.Player) -> web.StreamResponse:
+    """The socket of ``player``, from its handshake to its close."""
     ws = TableSocket(  # aiohttp's, its heartbeat's attributes in slots (service.wsocket)
         heartbeat=request.app[CONFIG].heartbeat,
         max_msg_size=WS_HARD_LIMIT,

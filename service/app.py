@@ -22,6 +22,7 @@ from service.appkeys import (
     LEDGER_AUDIT,
     LOADS,
     METRICS,
+    PLAYER_SOCKETS,
     POOL,
     SOCKETS,
     TABLES,
@@ -33,6 +34,7 @@ from service.ledgeraudit import LedgerAudit
 from service.measure import measure
 from service.metrics import Metrics
 from service.middleware import access_log, errors
+from service.pace import PlayerSockets
 from service.pages import add_page_routes
 from service.routing import node_urls
 
@@ -62,6 +64,7 @@ def make_app(config: Config) -> web.Application:
     lifecycle.live_metrics(app)
     app[TABLES] = {}
     app[SOCKETS] = {}
+    app[PLAYER_SOCKETS] = PlayerSockets(config.sockets_per_player)
     app.cleanup_ctx.append(lifecycle.database)
     app.cleanup_ctx.append(lifecycle.tables_and_leases)
     app.cleanup_ctx.append(memtrim.trimming)

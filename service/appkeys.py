@@ -47,9 +47,13 @@ class Config:
     #: second; one beyond is read when its turn comes, not refused (service.pace)
     message_rate: float = pace.RATE
     message_burst: int = pace.BURST
+    #: a process serves at most this many open sockets of one player (service.pace)
+    sockets_per_player: int = pace.SOCKETS_PER_PLAYER
 
     def __post_init__(self) -> None:
-        pace.Pace.full(0.0, self.message_rate, self.message_burst)  # a bad pace is refused here, not per socket
+        # refused here, not at each socket
+        pace.Pace.full(0.0, self.message_rate, self.message_burst)
+        pace.PlayerSockets(self.sockets_per_player)
 
     def own_urls(self) -> tuple[str, ...]:
         """Where people open this card room's pages on this node: its public URL."""
@@ -67,6 +71,7 @@ TABLES = web.AppKey("tables", dict)  # table id -> TableActor
 
 
 SOCKETS = web.AppKey("sockets", dict)  # WebSocketResponse -> Connection
+PLAYER_SOCKETS = web.AppKey("player_sockets", pace.PlayerSockets)  # open sockets per player (service.pace)
 
 
 CLUSTER = web.AppKey("cluster", Cluster)

@@ -61,6 +61,11 @@ class Metrics:
             "WebSocket messages read late: their socket sent beyond its burst and rate (service.pace)",
             registry=self.registry,
         )
+        self.ws_too_many = Counter(
+            "rummy_ws_refused_too_many_sockets",
+            "WebSocket handshakes refused: the player had its share of open sockets (service.pace)",
+            registry=self.registry,
+        )
         self.tables_taken = Counter(
             "rummy_tables_taken",
             "Tables this server began to serve: at start, created, or taken over (a lease won)",

@@ -37,8 +37,9 @@ def error_response(
         body["error"]["rule"] = rule
     if ack is not None:  # a move the table judged and refused: the server's signed ack (§15)
         body["error"]["ack"] = ack
-    # a 503 is a server busy or between states: the client is told when to come back
-    headers = {"Retry-After": str(RETRY_AFTER_SECONDS)} if status == 503 else None
+    # a 503 is a server busy or between states, a 429 a client over its share: the
+    # client is told when to come back
+    headers = {"Retry-After": str(RETRY_AFTER_SECONDS)} if status in (429, 503) else None
     return web.json_response(body, status=status, headers=headers)
 
 

@@ -13,6 +13,13 @@ the socket's unread frames fill aiohttp's buffer and then TCP's window, and the 
 is slowed at its own end).  Nothing is refused or lost, every message is answered in
 order; a person at a table, a bot, or the page after a reconnect sends a handful a
 second and is never held back.
+
+A pace per socket bounds a player only if the player's sockets are bounded too: a
+process serves at most ``SOCKETS_PER_PLAYER`` open sockets of one player
+(:class:`PlayerSockets`), and refuses one more at its handshake (``429
+too_many_sockets``), so one token costs a worker at most that many times the pace.  A
+person plays a few tables from a few tabs; a socket whose network went away is
+closed by the heartbeat within about 30 s and frees its place.
 """
 
 from __future__ import annotations
@@ -24,6 +31,8 @@ from typing import Final
 RATE: Final = 50.0
 #: messages a socket may send at once before the rate applies
 BURST: Final = 100
+#: open sockets of one player a process serves at once
+SOCKETS_PER_PLAYER: Final = 16
 
 
 @dataclass(slots=True)
@@ -50,3 +59,33 @@ class Pace:
             self.at = now
         self.tokens -= 1.0
         return 0.0 if self.tokens >= 0.0 else -self.tokens / self.rate
+
+
+class PlayerSockets:
+    """The open sockets of each player in this process, at most ``limit`` each."""
+
+    def __init__(self, limit: int = SOCKETS_PER_PLAYER) -> None:
+        if limit < 1:
+            raise ValueError(f"a player needs room for at least one socket, not {limit}")
+        self.limit = limit
+        self._open: dict[str, int] = {}
+
+    def add(self, player_id: str) -> bool:
+        """One more socket of ``player_id``: False (and nothing counted) when it has
+        ``limit`` open already."""
+        n = self._open.get(player_id, 0)
+        if n >= self.limit:
+            return False
+        self._open[player_id] = n + 1
+        return True
+
+    def discard(self, player_id: str) -> None:
+        """A socket ``add`` counted has closed."""
+        n = self._open.get(player_id, 0) - 1
+        if n > 0:
+            self._open[player_id] = n
+        else:
+            self._open.pop(player_id, None)
+
+    def of(self, player_id: str) -> int:
+        return self._open.get(player_id, 0)

@@ -1,6 +1,8 @@
 """A socket's pace (service.pace): a burst at once, then a rate; a message beyond it is
 read late, never refused or lost.  The bucket on a virtual clock, then a real server's
-socket flooded with pings (bench/flood.py measures what the pace saves)."""
+socket flooded with pings (bench/flood.py measures what the pace saves).  And a
+player's sockets: at most so many open in a process, one more refused at its
+handshake."""
 
 from __future__ import annotations
 
@@ -11,11 +13,11 @@ from typing import Any
 import aiohttp
 import pytest
 
-from service.appkeys import CONFIG, METRICS, Config
+from service.appkeys import CONFIG, METRICS, PLAYER_SOCKETS, Config
 from service.keys import ServerKeys
-from service.pace import Pace
+from service.pace import Pace, PlayerSockets
 from service.startup import Running
-from tests.conftest import Api
+from tests.conftest import Api, wait_for
 from verifier.signing import Signer
 
 
@@ -79,6 +81,19 @@ async def _pings(server: Running, api: Api, n: int) -> tuple[list[dict[str, Any]
         return got, time.monotonic() - started
 
 
+#: the headers of a WebSocket upgrade, sent as a plain GET to read the refusal
+UPGRADE = {
+    "Connection": "Upgrade",
+    "Upgrade": "websocket",
+    "Sec-WebSocket-Version": "13",
+    "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==",
+}
+
+
+def _refused(server: Running) -> float:
+    return server.app[METRICS].registry.get_sample_value("rummy_ws_refused_too_many_sockets_total") or 0.0
+
+
 def _slowed(server: Running) -> float:
     return server.app[METRICS].registry.get_sample_value("rummy_ws_messages_slowed_total") or 0.0
 
@@ -105,3 +120,51 @@ async def test_a_socket_within_its_burst_is_never_held(server: Running, api: Api
     got, _ = await _pings(server, api, 20)  # the default burst is far above 20
     assert [m["id"] for m in got] == [f"m{k}" for k in range(20)]
     assert _slowed(server) == before
+
+
+def test_a_players_sockets_are_counted_up_to_the_limit_and_freed_as_they_close() -> None:
+    socks = PlayerSockets(limit=2)
+    assert socks.add("a") and socks.add("a")
+    assert not socks.add("a")  # the third is refused, and not counted
+    assert socks.add("b")  # another player has room of its own
+    socks.discard("a")
+    assert socks.of("a") == 1 and socks.add("a")
+    for _ in range(2):
+        socks.discard("a")
+    assert socks.of("a") == 0 and socks._open == {"b": 1}  # nothing kept for a player with none open
+    with pytest.raises(ValueError, match="at least one socket"):
+        PlayerSockets(limit=0)
+
+
+async def test_one_socket_beyond_a_players_share_is_refused_before_the_upgrade(server: Running, api: Api) -> None:
+    socks = server.app[PLAYER_SOCKETS]
+    limit = socks.limit
+    p, other = await api.player("many"), await api.player("other")
+    auth = {"Authorization": f"Bearer {p['token']}"}
+    refused = _refused(server)
+    async with aiohttp.ClientSession() as s:
+        opened = [await s.ws_connect(f"{server.url}/ws", headers=auth) for _ in range(limit)]
+        try:
+            assert socks.of(p["id"]) == limit
+            async with s.get(f"{server.url}/ws", headers={**auth, **UPGRADE}) as r:
+                assert r.status == 429
+                assert r.headers["Retry-After"]
+                assert (await r.json())["error"]["code"] == "too_many_sockets"
+            assert socks.of(p["id"]) == limit  # the refused one is not counted
+            # another player is not held by this one's share
+            async with s.ws_connect(f"{server.url}/ws", headers={"Authorization": f"Bearer {other['token']}"}) as ws:
+                assert json.loads((await ws.receive()).data)["type"] == "hello"
+            # every socket counted still serves
+            for ws in opened:
+                await ws.send_str(json.dumps({"id": "x", "type": "ping"}))
+                assert json.loads((await ws.receive()).data)["type"] == "hello"
+                assert json.loads((await ws.receive(timeout=30)).data)["result"] == {"pong": True}
+            await opened.pop().close()
+            await wait_for(lambda: socks.of(p["id"]) == limit - 1)  # a closed socket frees its place
+            async with s.ws_connect(f"{server.url}/ws", headers=auth) as ws:
+                assert json.loads((await ws.receive()).data)["type"] == "hello"
+        finally:
+            for ws in opened:
+                await ws.close()
+    await wait_for(lambda: socks.of(p["id"]) == 0)
+    assert _refused(server) == refused + 1
