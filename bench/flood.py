@@ -89,7 +89,9 @@ async def _flood(url: str, token: str, table_id: str, kind: str, answered: Any) 
             for _ in range(50):
                 n += 1
                 msg: dict[str, Any] = {"id": f"f{n}", "type": "ping"}
-                if kind == "move":
+                if kind == "join":  # a snapshot of the table each time
+                    msg.update(type="join", table_id=table_id)
+                elif kind == "move":
                     msg.update(
                         type="action",
                         table_id=table_id,
@@ -190,7 +192,7 @@ def main() -> None:
     ap.add_argument("--flooders", type=int, default=4, help="flooding sockets (default 4)")
     ap.add_argument(
         "--kind",
-        choices=("ping", "move", "rest"),
+        choices=("ping", "move", "join", "rest"),
         default="ping",
         help="what they send (default ping; rest: four GET /api/me/hands at a time each, not paced)",
     )
