@@ -75,8 +75,9 @@ async def websocket(request: web.Request) -> web.StreamResponse:
 
 async def _serve(request: web.Request, player: store.Player) -> web.StreamResponse:
     """The socket of ``player``, from its handshake to its close."""
+    config, metrics = request.app[CONFIG], request.app[METRICS]
     ws = TableSocket(  # aiohttp's, its heartbeat's attributes in slots (service.wsocket)
-        heartbeat=request.app[CONFIG].heartbeat,
+        heartbeat=config.heartbeat,
         max_msg_size=WS_HARD_LIMIT,
         timeout=1.0,
         protocols=(auth.WS_PROTOCOL,),
@@ -89,21 +90,18 @@ async def _serve(request: web.Request, player: store.Player) -> web.StreamRespon
         compress=False,
     )
     await ws.prepare(request)
-    request.app[METRICS].ws_opened.inc()
+    metrics.ws_opened.inc()
     closing: list[asyncio.Task[bool]] = []
 
     def drop_slow_client() -> None:
         closing.append(asyncio.create_task(ws.close(code=WSCloseCode.POLICY_VIOLATION, message=b"too slow")))
 
-    conn = Connection(
-        player.id, request.app[CONFIG].settings.queue_size, drop_slow_client, send=ws.send_str, shut=ws.close
-    )
+    conn = Connection(player.id, config.settings.queue_size, drop_slow_client, send=ws.send_str, shut=ws.close)
     request.app[SOCKETS][ws] = conn
     joined: set[str] = set()
     conn.push(
         {"type": "hello", "player_id": player.id, "name": player.name, "protocol": PROTOCOL, "now": iso(time.time())}
     )
-    config, metrics = request.app[CONFIG], request.app[METRICS]
     loop = asyncio.get_running_loop()
     paced = Pace.full(loop.time(), config.message_rate, config.message_burst)
     try:

@@ -90,12 +90,8 @@ UPGRADE = {
 }
 
 
-def _refused(server: Running) -> float:
-    return server.app[METRICS].registry.get_sample_value("rummy_ws_refused_too_many_sockets_total") or 0.0
-
-
-def _slowed(server: Running) -> float:
-    return server.app[METRICS].registry.get_sample_value("rummy_ws_messages_slowed_total") or 0.0
+def _counted(server: Running, name: str) -> float:
+    return server.app[METRICS].registry.get_sample_value(f"rummy_ws_{name}_total") or 0.0
 
 
 async def test_a_flood_of_pings_is_read_at_the_pace_and_every_one_answered(server: Running, api: Api) -> None:
@@ -103,7 +99,7 @@ async def test_a_flood_of_pings_is_read_at_the_pace_and_every_one_answered(serve
     kept = config.message_rate, config.message_burst
     config.message_rate, config.message_burst = 100.0, 5  # read when the socket opens
     try:
-        before = _slowed(server)
+        before = _counted(server, "messages_slowed")
         got, seconds = await _pings(server, api, 25)
     finally:
         config.message_rate, config.message_burst = kept
@@ -112,14 +108,14 @@ async def test_a_flood_of_pings_is_read_at_the_pace_and_every_one_answered(serve
     # the 25th could not be read before 20 more tokens had come, at 100 a second (a
     # lower bound: a busy machine is only slower)
     assert seconds >= 0.9 * (25 - 5) / 100.0
-    assert _slowed(server) - before >= 1
+    assert _counted(server, "messages_slowed") - before >= 1
 
 
 async def test_a_socket_within_its_burst_is_never_held(server: Running, api: Api) -> None:
-    before = _slowed(server)
+    before = _counted(server, "messages_slowed")
     got, _ = await _pings(server, api, 20)  # the default burst is far above 20
     assert [m["id"] for m in got] == [f"m{k}" for k in range(20)]
-    assert _slowed(server) == before
+    assert _counted(server, "messages_slowed") == before
 
 
 def test_a_players_sockets_are_counted_up_to_the_limit_and_freed_as_they_close() -> None:
@@ -141,7 +137,7 @@ async def test_one_socket_beyond_a_players_share_is_refused_before_the_upgrade(s
     limit = socks.limit
     p, other = await api.player("many"), await api.player("other")
     auth = {"Authorization": f"Bearer {p['token']}"}
-    refused = _refused(server)
+    refused = _counted(server, "refused_too_many_sockets")
     async with aiohttp.ClientSession() as s:
         opened = [await s.ws_connect(f"{server.url}/ws", headers=auth) for _ in range(limit)]
         try:
@@ -167,4 +163,4 @@ async def test_one_socket_beyond_a_players_share_is_refused_before_the_upgrade(s
             for ws in opened:
                 await ws.close()
     await wait_for(lambda: socks.of(p["id"]) == 0)
-    assert _refused(server) == refused + 1
+    assert _counted(server, "refused_too_many_sockets") == refused + 1
