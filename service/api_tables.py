@@ -26,7 +26,7 @@ from service.edge import (
 from service.internal import RemoteTable
 from service.lifecycle import new_actor
 from service.once import run_once
-from service.routing import actor
+from service.routing import actor, nobody, served
 from service.table import TableActor
 from verifier.hand import TableRules
 
@@ -104,12 +104,20 @@ def describe(a: TableActor) -> dict[str, Any]:
 
 
 async def table_detail(request: web.Request) -> web.Response:
-    a = await actor(request, request.match_info["table_id"])
+    """A table served now, with what its task knows; a closed one from the database
+    alone (its task has ended: no hand is in progress), never an error."""
+    table_id = request.match_info["table_id"]
+    a = await served(request, table_id)
+    if isinstance(a, str) and a != "closed":
+        raise ApiError(*nobody(table_id, a))
     async with connection(request.app[POOL]) as conn:
-        row = next((t for t in await store.list_tables(conn) if t["id"] == a.table_id), None)
+        row = next((t for t in await store.list_tables(conn) if t["id"] == table_id), None)
     if row is None:
-        raise ApiError(404, "no_such_table", f"no table {a.table_id}")
-    row.update(await a.describe() if isinstance(a, RemoteTable) else describe(a))
+        raise ApiError(404, "no_such_table", f"no table {table_id}")
+    if isinstance(a, str):
+        row["hand"] = None
+    else:
+        row.update(await a.describe() if isinstance(a, RemoteTable) else describe(a))
     return web.json_response(row)
 
 

@@ -49,7 +49,7 @@ async def where(app: web.Application, table_id: str, wait: float = ACQUIRE_TIMEO
     return Where(status="closed" if row["status"] == "closed" else "between")
 
 
-def _nobody(table_id: str, status: str) -> tuple[int, str, str]:
+def nobody(table_id: str, status: str) -> tuple[int, str, str]:
     if status == "missing":
         return 404, "no_such_table", f"no table {table_id}"
     if status == "closed":
@@ -57,10 +57,11 @@ def _nobody(table_id: str, status: str) -> tuple[int, str, str]:
     return 503, "unavailable", f"table {table_id} is between servers right now; try again in a moment"
 
 
-async def actor(request: web.Request, table_id: str) -> TableActor | RemoteTable:
-    """The table, for a REST command: its task here, or the sibling worker that
-    serves it (the command is forwarded there); a table another node serves is a
-    redirect to that node's public URL (307: the method and body are sent again)."""
+async def served(request: web.Request, table_id: str) -> TableActor | RemoteTable | str:
+    """The table's task here, or the sibling worker that serves it (a command is
+    forwarded there); a table another node serves is a redirect to that node's public
+    URL (307: the method and body are sent again).  Served by nobody right now: why
+    ("missing", "closed" or "between")."""
     table_id = wire.path_id(table_id, "a table id")
     w = await where(request.app, table_id)
     if w.here is not None:
@@ -69,7 +70,16 @@ async def actor(request: web.Request, table_id: str) -> TableActor | RemoteTable
         return RemoteTable(request.app[SIBLINGS], w.sibling, table_id)
     if w.node_url is not None:
         raise web.HTTPTemporaryRedirect(w.node_url + request.path_qs)
-    raise ApiError(*_nobody(table_id, w.status))
+    return w.status
+
+
+async def actor(request: web.Request, table_id: str) -> TableActor | RemoteTable:
+    """The table, for a REST command (:func:`served`); served by nobody, an error
+    that says why."""
+    a = await served(request, table_id)
+    if isinstance(a, str):
+        raise ApiError(*nobody(table_id, a))
+    return a
 
 
 async def elsewhere(request: web.Request, table_id: str) -> ClientError:
@@ -83,7 +93,7 @@ async def elsewhere(request: web.Request, table_id: str) -> ClientError:
         err = ClientError("wrong_node", f"table {table_id} is served by {url}/ws?table={table_id}: connect there")
         err.redirect = url  # type: ignore[attr-defined]
         return err
-    return ClientError(*_nobody(table_id, w.status)[1:])
+    return ClientError(*nobody(table_id, w.status)[1:])
 
 
 def own_url(request: web.Request) -> str:

@@ -70,3 +70,25 @@ async def wait_for_waiting(conn: asyncpg.Connection) -> None:
             return
         await asyncio.sleep(0.05)
     raise AssertionError("nobody waited for the lock")
+
+
+async def test_a_closed_table_nobody_serves_is_still_described(api: Api, server: Running) -> None:
+    """A closed table is never taken again (cluster.take), so once its lease is lost (a
+    renewal too late on a starved machine) no task serves it.  Its description comes
+    from the database then: ``GET /api/tables/{id}`` answered 409 ``table_closed`` (CI
+    saw ``admin table`` fail so on a two-worker server), now its row, no hand."""
+    table = await api.table(seats=4, point_value=1)
+    closed = await api.call("POST", f"/api/tables/{table}/close", body={}, expect=200)
+    assert closed["status"] == "closed"
+    served = await api.call("GET", f"/api/tables/{table}", token=None, expect=200)
+    assert (served["status"], served["hand"]) == ("closed", None)
+    async with server.app[POOL].acquire() as conn:  # the lease ran out unrenewed
+        await conn.execute("UPDATE table_leases SET owner = NULL, expires_at = now() WHERE table_id = $1", table)
+    await server.app[CLUSTER].renew()  # the heartbeat finds it gone
+    assert table not in server.app[TABLES]
+    detail = await api.call("GET", f"/api/tables/{table}", token=None, expect=200)
+    assert detail == served  # the same description, from the database alone
+    sit = await api.call("POST", f"/api/tables/{table}/sit", token=(await api.player("late"))["token"], expect=409)
+    assert sit["error"]["code"] == "table_closed"  # a command still says why it is not served
+    missing = await api.call("GET", "/api/tables/t_000000000000", token=None, expect=404)
+    assert missing["error"]["code"] == "no_such_table"
