@@ -192,16 +192,16 @@ def add_arguments(
 UNAVAILABLE_PAUSES = (0.25, 0.5, 1.0, 2.0, 4.0)
 #: The answers a command that may be sent again is sent again after: ``unavailable``
 #: (nothing was done) and ``outcome_unknown`` (it may have been: a read changes
-#: nothing, a close or a void done is refused the second time, a keyed command is
-#: answered as the first time).
+#: nothing, a close done answers ``closed`` again, a void done is refused the second
+#: time, a keyed command is answered as the first time).
 AGAIN_AFTER = frozenset({"unavailable", "outcome_unknown"})
 
 
 class Client:
     """Requests with the operator token and a timeout (:mod:`service.httpclient`: a
     307 from a node to another is followed, POST included); failures as AdminError.
-    A read, or a command with ``again`` (closing a table, voiding a hand: done once,
-    each is refused after), refused as ``unavailable`` or ``outcome_unknown`` is tried again
+    A read, or a command with ``again`` (closing a table: closed, it answers so again;
+    voiding a hand: done once, refused after), refused as ``unavailable`` or ``outcome_unknown`` is tried again
     (:data:`UNAVAILABLE_PAUSES`, through ``pause``): a table handed from one worker
     to another between hands is served again a moment later.  Any other command is
     reported at once: when the database's connection broke during the COMMIT, the

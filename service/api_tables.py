@@ -122,10 +122,20 @@ async def table_detail(request: web.Request) -> web.Response:
 
 
 async def close_table(request: web.Request) -> web.Response:
+    """Closing a closed table answers that it is closed, as its task does, also once
+    the task has let it go (a closed table is never served again): the same answer
+    whichever worker, and whenever, the request reaches."""
     await require_operator(request)
-    a = await actor(request, request.match_info["table_id"])
-    result = await audited(request, "close_table", a.table_id, {}, a.submit("close", "operator", {}))
-    return web.json_response(result)
+    table_id = request.match_info["table_id"]
+    a = await served(request, table_id)
+    if isinstance(a, str) and a != "closed":
+        raise ApiError(*nobody(table_id, a))
+    work = _closed(table_id) if isinstance(a, str) else a.submit("close", "operator", {})
+    return web.json_response(await audited(request, "close_table", table_id, {}, work))
+
+
+async def _closed(table_id: str) -> dict[str, Any]:
+    return {"id": table_id, "status": "closed"}
 
 
 async def stand_seat(request: web.Request) -> web.Response:

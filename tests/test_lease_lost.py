@@ -15,6 +15,7 @@ import pytest
 from service.app import CLUSTER, POOL, TABLES
 from service.startup import Running
 from tests.conftest import Api, server_of_its_own, wait_for
+from tests.test_operator import audit_actions
 from tests.test_server import seat_two, through_seeds
 from tests.wsclient import Client
 
@@ -76,10 +77,12 @@ async def test_a_closed_table_nobody_serves_is_still_described(api: Api, server:
     """A closed table is never taken again (cluster.take), so once its lease is lost (a
     renewal too late on a starved machine) no task serves it.  Its description comes
     from the database then: ``GET /api/tables/{id}`` answered 409 ``table_closed`` (CI
-    saw ``admin table`` fail so on a two-worker server), now its row, no hand."""
+    saw ``admin table`` fail so on a two-worker server), now its row, no hand; and a
+    close of it answers ``closed`` as its task did, not 409."""
     table = await api.table(seats=4, point_value=1)
     closed = await api.call("POST", f"/api/tables/{table}/close", body={}, expect=200)
     assert closed["status"] == "closed"
+    assert await api.call("POST", f"/api/tables/{table}/close", body={}, expect=200) == closed
     served = await api.call("GET", f"/api/tables/{table}", token=None, expect=200)
     assert (served["status"], served["hand"]) == ("closed", None)
     async with server.app[POOL].acquire() as conn:  # the lease ran out unrenewed
@@ -88,6 +91,9 @@ async def test_a_closed_table_nobody_serves_is_still_described(api: Api, server:
     assert table not in server.app[TABLES]
     detail = await api.call("GET", f"/api/tables/{table}", token=None, expect=200)
     assert detail == served  # the same description, from the database alone
+    again = await api.call("POST", f"/api/tables/{table}/close", body={}, expect=200)
+    assert again == {"id": table, "status": "closed"}  # as its task answered a second close
+    assert (await audit_actions(api)).count(("close_table", table, "done")) == 3  # each close audited
     sit = await api.call("POST", f"/api/tables/{table}/sit", token=(await api.player("late"))["token"], expect=409)
     assert sit["error"]["code"] == "table_closed"  # a command still says why it is not served
     missing = await api.call("GET", "/api/tables/t_000000000000", token=None, expect=404)
