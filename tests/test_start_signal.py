@@ -34,7 +34,8 @@ async def test_a_signal_to_every_process_while_the_workers_start_stops_cleanly(
 ) -> None:
     async with fresh_database(pg_dsn, "startsig") as dsn:
         for attempt in range(ATTEMPTS):
-            caught, code, text = await start_and_signal(sig, dsn, tmp_path / f"try{attempt}")
+            # every try the same data directory: the database keeps the card room's key
+            caught, code, text = await start_and_signal(sig, dsn, tmp_path / f"try{attempt}", tmp_path / "data")
             assert code == 0, text
             assert "shutting down" in text and "while starting" not in text, text
             if caught:
@@ -42,7 +43,7 @@ async def test_a_signal_to_every_process_while_the_workers_start_stops_cleanly(
         pytest.fail(f"in {ATTEMPTS} starts the supervisor was never caught waiting for its workers")
 
 
-async def start_and_signal(sig: signal.Signals, dsn: str, where: Path) -> tuple[bool, int, str]:
+async def start_and_signal(sig: signal.Signals, dsn: str, where: Path, data: Path) -> tuple[bool, int, str]:
     """One start of ``serve --workers 2``: once a worker says it is ready, its
     supervisor is stopped, ``sig`` goes to every process of the server, the workers
     end, the supervisor runs on.  (Whether the supervisor was caught before it said it
@@ -52,7 +53,7 @@ async def start_and_signal(sig: signal.Signals, dsn: str, where: Path) -> tuple[
     with out.open("wb") as o:
         proc = subprocess.Popen(
             [sys.executable, "-m", "service.cli", "serve", "--workers", "2", "--port", "0"]
-            + ["--data-dir", str(where / "data"), "--database-url", dsn],
+            + ["--data-dir", str(data), "--database-url", dsn],
             cwd=where,
             env=clean_env(),
             stdout=o,
