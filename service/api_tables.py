@@ -104,8 +104,9 @@ def describe(a: TableActor) -> dict[str, Any]:
 
 
 async def table_detail(request: web.Request) -> web.Response:
-    """A table served now, with what its task knows; a closed one from the database
-    alone (its task has ended: no hand is in progress), never an error."""
+    """A table served now, with what its task knows; a closed one whose task has let
+    it go (it is never served again) from its row alone, with no hand in progress —
+    not refused as ``table_closed``."""
     table_id = request.match_info["table_id"]
     a = await served(request, table_id)
     if isinstance(a, str) and a != "closed":
