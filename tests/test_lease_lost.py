@@ -85,6 +85,10 @@ async def test_a_closed_table_nobody_serves_is_still_described(api: Api, server:
     assert await api.call("POST", f"/api/tables/{table}/close", body={}, expect=200) == closed
     served = await api.call("GET", f"/api/tables/{table}", token=None, expect=200)
     assert (served["status"], served["hand"]) == ("closed", None)
+    watcher = await api.player("watcher")
+    async with Client(server.url, watcher["token"], watcher["signer"]) as c:  # its task's snapshot says closed
+        snap = (await c.request({"type": "join", "table_id": table}))["result"]
+        assert (snap["status"], snap["hand"], snap["seats"]) == ("closed", None, {})
     async with server.app[POOL].acquire() as conn:  # the lease ran out unrenewed
         await conn.execute("UPDATE table_leases SET owner = NULL, expires_at = now() WHERE table_id = $1", table)
     await server.app[CLUSTER].renew()  # the heartbeat finds it gone
@@ -94,6 +98,9 @@ async def test_a_closed_table_nobody_serves_is_still_described(api: Api, server:
     again = await api.call("POST", f"/api/tables/{table}/close", body={}, expect=200)
     assert again == {"id": table, "status": "closed"}  # as its task answered a second close
     assert (await audit_actions(api)).count(("close_table", table, "done")) == 3  # each close audited
+    async with Client(server.url, watcher["token"], watcher["signer"]) as c:  # nobody serves it: refused, not a retry
+        refusal = await c.request({"type": "join", "table_id": table})
+        assert (refusal["type"], refusal["error"]["code"]) == ("error", "table_closed"), refusal
     sit = await api.call("POST", f"/api/tables/{table}/sit", token=(await api.player("late"))["token"], expect=409)
     assert sit["error"]["code"] == "table_closed"  # a command still says why it is not served
     missing = await api.call("GET", "/api/tables/t_000000000000", token=None, expect=404)

@@ -16,7 +16,7 @@ import aiohttp
 import pytest
 from playwright.async_api import Browser
 
-from service.app import TABLES
+from service.app import CLUSTER, POOL, TABLES
 from service.bots import Bot
 from service.startup import Running, start_server
 from service.table import Settings
@@ -191,6 +191,25 @@ async def test_a_closed_table_and_a_moved_table_are_said(server: Running, api: A
         text = await page.text_content("#situation-text") or ""
         assert "closed this table" in text, text
         assert "You are watching" in (await page.text_content("#mine-title") or "")
+        # opened again while its task lives: the snapshot says closed, and no seat is offered
+        await page.reload()
+        await page.wait_for_function(conn("open"), timeout=30_000)
+        await page.wait_for_selector("#situation:not([hidden])")
+        assert "closed this table" in (await page.text_content("#situation-text") or "")
+        assert await page.locator("#seats .seat.free").count() == 4
+        assert await page.locator("#seats button.sit-here").count() == 0
+        # its task lets it go (a lost lease; after a restart it is never loaded): the page
+        # says the table is closed and goes back to the lobby, instead of trying forever
+        async with server.app[POOL].acquire() as c:
+            await c.execute("UPDATE table_leases SET owner = NULL, expires_at = now() WHERE table_id = $1", table_id)
+        await server.app[CLUSTER].renew()
+        assert table_id not in server.app[TABLES]
+        await page.reload()
+        await page.wait_for_function("() => document.body.dataset.view === 'lobby'", timeout=30_000)
+        await page.wait_for_selector("#alert:not([hidden])")
+        alert = await page.text_content("#alert-text") or ""
+        assert "This table is closed" in alert, alert
+        assert await page.evaluate("RummyTable.state.t === null || RummyTable.state.t.conn === 'gone'")
 
 
 async def test_the_log_speaks_to_you_in_the_second_person(server: Running, browser: Browser) -> None:

@@ -291,6 +291,7 @@ class Commands(Steps):
         assert facts is not None
         out: dict[str, Any] = {
             "table_id": self.table_id,
+            "status": facts.status,  # open, closing (no new hand) or closed
             "rules": facts.rules.to_json(),
             "seats": {str(s): p for s, p in sorted(facts.seats.items())},
             "paused": self.paused,

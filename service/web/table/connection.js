@@ -90,7 +90,8 @@ export class TableSocket {
         this.onSnapshot(snap, { reconnected });
       } catch (e) {
         if (this.ws !== ws) return;
-        if (e instanceof ServerError && e.code === "no_such_table") {
+        if (e instanceof ServerError && (e.code === "no_such_table" || e.code === "table_closed")) {
+          // gone for good: a closed table is never served again (trying again would loop)
           this.stop();
           this.onState("gone", e);
         } else if (e instanceof ServerError && e.code === "wrong_node" && e.redirect) {

@@ -36,7 +36,7 @@ export function renderSeats(t, onSit) {
     const inHand = hand && hand.header ? hand.header.header.seats.find((s) => s.seat === seat) : null;
     const entry = seatEntry(hand, seat);
     if (!pid && !inHand) {
-      const free = mine === null && t.conn === "open" && !t.busy;
+      const free = mine === null && t.conn === "open" && !t.busy && t.status !== "closed";
       boxes.push(
         el(
           "div",

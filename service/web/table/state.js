@@ -11,6 +11,7 @@ import { store } from "./store.js";
 import { shownOf } from "./evidence.js";
 
 const LOG_KEPT = 150;
+const CLOSED_WORDS = "The operator closed this table: no hand is dealt here any more.";
 
 export const S = {
   me: null, // GET /api/me
@@ -46,6 +47,7 @@ export function newTable(id) {
     results: null, // {push, transcript, transcriptText, hand_no, hand_id, error} of the last hand
     resultsMode: "closed", // "open" (the panel), "docked" (a bar over the table), "closed"
     situation: null, // {kind, parts, rule}: why the player's seat is gone, the table closed…
+    status: "open", // the table's: "open", "closing" (no new hand) or "closed" (its snapshot, its "closed" push)
     satDuring: null, // the hand in progress when the player sat (dealt without them)
     snapshot: null,
     shown: new Map(), // hand_no -> record -> what the player was shown then (saw)
@@ -218,7 +220,8 @@ export function update(m) {
       logLine(t, "The table moved to another server of the card room; the page follows it.", "sys");
       break;
     case "closed":
-      if (!t.situation || t.situation.kind !== "stood") t.situation = { kind: "closed", parts: ["The operator closed this table: no hand is dealt here any more."], rule: null };
+      t.status = "closed";
+      if (!t.situation || t.situation.kind !== "stood") t.situation = { kind: "closed", parts: [CLOSED_WORDS], rule: null };
       logLine(t, "The operator closed the table.", "sys");
       break;
     case "replaced":
@@ -275,6 +278,7 @@ function fromSnapshot(t, snap, how, fx) {
   const before = t.hand;
   const remembered = S.me ? store.get(seatName(t.id)) : null;
   t.snapshot = snap;
+  t.status = snap.status || "open";
   t.rules = snap.rules;
   t.seats = snap.seats;
   t.paused = snap.paused;
@@ -289,6 +293,7 @@ function fromSnapshot(t, snap, how, fx) {
     t.situation = { kind: "stood", parts: words.parts, rule: words.rule };
     logLine(t, words.parts, "bad");
   }
+  if (t.status === "closed" && (!t.situation || t.situation.kind !== "stood")) t.situation = { kind: "closed", parts: [CLOSED_WORDS], rule: null };
   rememberSeat(t);
   const h = snap.hand;
   let missed = null;
