@@ -249,6 +249,8 @@ class Bot:
             if m.get("id") == self._joining:
                 if code == "no_such_table":
                     raise BotStop(f"no table {self.table_id}")
+                if code == "table_closed":  # never served again: asking again would loop
+                    raise BotStop(f"table {self.table_id} is closed")
                 raise _JoinLater()  # without a join nothing would ever come: ask again
             if m.get("id") == self._leaving:
                 if code == "not_seated":

@@ -13,6 +13,7 @@ import asyncpg
 import pytest
 
 from service.app import CLUSTER, POOL, TABLES
+from service.bots import Bot, BotStop
 from service.startup import Running
 from tests.conftest import Api, server_of_its_own, wait_for
 from tests.test_operator import audit_actions
@@ -101,6 +102,9 @@ async def test_a_closed_table_nobody_serves_is_still_described(api: Api, server:
     async with Client(server.url, watcher["token"], watcher["signer"]) as c:  # nobody serves it: refused, not a retry
         refusal = await c.request({"type": "join", "table_id": table})
         assert (refusal["type"], refusal["error"]["code"]) == ("error", "table_closed"), refusal
+    bot = Bot(server.url, watcher["token"], table, key=watcher["signer"])  # a bot stops, as the page does
+    with pytest.raises(BotStop, match="is closed"):
+        await asyncio.wait_for(bot.run(), 60)  # a bound only a bot that asks again forever reaches
     sit = await api.call("POST", f"/api/tables/{table}/sit", token=(await api.player("late"))["token"], expect=409)
     assert sit["error"]["code"] == "table_closed"  # a command still says why it is not served
     missing = await api.call("GET", "/api/tables/t_000000000000", token=None, expect=404)
