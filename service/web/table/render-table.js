@@ -36,7 +36,7 @@ export function renderSeats(t, onSit) {
     const inHand = hand && hand.header ? hand.header.header.seats.find((s) => s.seat === seat) : null;
     const entry = seatEntry(hand, seat);
     if (!pid && !inHand) {
-      const free = mine === null && t.conn === "open" && !t.busy && t.status !== "closed";
+      const free = mine === null && t.conn === "open" && !t.busy && t.status === "open"; // closing or closed: a sit is refused (table_closed)
       boxes.push(
         el(
           "div",
