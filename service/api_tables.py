@@ -26,7 +26,7 @@ from service.edge import (
 from service.internal import RemoteTable
 from service.lifecycle import new_actor
 from service.once import run_once
-from service.routing import actor, nobody, served
+from service.routing import actor, actor_unless_closed
 from service.table import TableActor
 from verifier.hand import TableRules
 
@@ -108,14 +108,12 @@ async def table_detail(request: web.Request) -> web.Response:
     it go (it is never served again) from its row alone, with no hand in progress —
     not refused as ``table_closed``."""
     table_id = request.match_info["table_id"]
-    a = await served(request, table_id)
-    if isinstance(a, str) and a != "closed":
-        raise ApiError(*nobody(table_id, a))
+    a = await actor_unless_closed(request, table_id)
     async with connection(request.app[POOL]) as conn:
         row = next((t for t in await store.list_tables(conn) if t["id"] == table_id), None)
     if row is None:
         raise ApiError(404, "no_such_table", f"no table {table_id}")
-    if isinstance(a, str):
+    if a is None:
         row["hand"] = None
     else:
         row.update(await a.describe() if isinstance(a, RemoteTable) else describe(a))
@@ -128,10 +126,8 @@ async def close_table(request: web.Request) -> web.Response:
     whichever worker, and whenever, the request reaches."""
     await require_operator(request)
     table_id = request.match_info["table_id"]
-    a = await served(request, table_id)
-    if isinstance(a, str) and a != "closed":
-        raise ApiError(*nobody(table_id, a))
-    work = _closed(table_id) if isinstance(a, str) else a.submit("close", "operator", {})
+    a = await actor_unless_closed(request, table_id)
+    work = _closed(table_id) if a is None else a.submit("close", "operator", {})
     return web.json_response(await audited(request, "close_table", table_id, {}, work))
 
 

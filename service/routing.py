@@ -49,7 +49,7 @@ async def where(app: web.Application, table_id: str, wait: float = ACQUIRE_TIMEO
     return Where(status="closed" if row["status"] == "closed" else "between")
 
 
-def nobody(table_id: str, status: str) -> tuple[int, str, str]:
+def _nobody(table_id: str, status: str) -> tuple[int, str, str]:
     if status == "missing":
         return 404, "no_such_table", f"no table {table_id}"
     if status == "closed":
@@ -57,11 +57,12 @@ def nobody(table_id: str, status: str) -> tuple[int, str, str]:
     return 503, "unavailable", f"table {table_id} is between servers right now; try again in a moment"
 
 
-async def served(request: web.Request, table_id: str) -> TableActor | RemoteTable | str:
+async def actor_unless_closed(request: web.Request, table_id: str) -> TableActor | RemoteTable | None:
     """The table's task here, or the sibling worker that serves it (a command is
     forwarded there); a table another node serves is a redirect to that node's public
-    URL (307: the method and body are sent again).  Served by nobody right now: why
-    ("missing", "closed" or "between")."""
+    URL (307: the method and body are sent again).  A closed table nobody serves any
+    more (it is never served again) is None: what can be said of it comes from its
+    row.  Missing, or between servers right now: an error that says so."""
     table_id = wire.path_id(table_id, "a table id")
     w = await where(request.app, table_id)
     if w.here is not None:
@@ -70,15 +71,17 @@ async def served(request: web.Request, table_id: str) -> TableActor | RemoteTabl
         return RemoteTable(request.app[SIBLINGS], w.sibling, table_id)
     if w.node_url is not None:
         raise web.HTTPTemporaryRedirect(w.node_url + request.path_qs)
-    return w.status
+    if w.status == "closed":
+        return None
+    raise ApiError(*_nobody(table_id, w.status))
 
 
 async def actor(request: web.Request, table_id: str) -> TableActor | RemoteTable:
-    """The table, for a REST command (:func:`served`); served by nobody, an error
-    that says why."""
-    a = await served(request, table_id)
-    if isinstance(a, str):
-        raise ApiError(*nobody(table_id, a))
+    """The table, for a REST command (:func:`actor_unless_closed`); a closed table
+    nobody serves is refused ``table_closed``."""
+    a = await actor_unless_closed(request, table_id)
+    if a is None:
+        raise ApiError(*_nobody(table_id, "closed"))
     return a
 
 
@@ -93,7 +96,7 @@ async def elsewhere(request: web.Request, table_id: str) -> ClientError:
         err = ClientError("wrong_node", f"table {table_id} is served by {url}/ws?table={table_id}: connect there")
         err.redirect = url  # type: ignore[attr-defined]
         return err
-    return ClientError(*nobody(table_id, w.status)[1:])
+    return ClientError(*_nobody(table_id, w.status)[1:])
 
 
 def own_url(request: web.Request) -> str:
