@@ -46,6 +46,7 @@ def main() -> int:
     ap.add_argument("--tables", type=int, default=100)
     ap.add_argument("--duration", type=int, default=660, help="virtual seconds a world")
     ap.add_argument("--fault-rate", type=float, default=2.0)
+    ap.add_argument("--clock-rate", type=float, default=1.0, help="a table's clock steps back (every 5 virtual min)")
     ap.add_argument("--verify-every", type=int, default=25)
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
@@ -53,6 +54,7 @@ def main() -> int:
         "tables": args.tables,
         "duration": args.duration * 1000,
         "fault_rate": args.fault_rate,
+        "clock_rate": args.clock_rate,
         "verify_every": args.verify_every,
     }
     started = time.perf_counter()

@@ -169,10 +169,11 @@ class TableActor:
         return self.core.refusing
 
     def now(self) -> int:
+        """The tables' clock (ms); the core keeps its own time on it (``TableCore._time``)."""
         return int(self.clock() * 1000)
 
     def snapshot_for(self, player_id: str, events_since: tuple[int, int] | None = None) -> dict[str, Any]:
-        return self.core.snapshot_for(player_id, events_since, self.now())
+        return self.core.snapshot_for(player_id, events_since, self.now() + self.core.skew)
 
     # -- inputs -------------------------------------------------------------------------
     def enqueue(

@@ -11,6 +11,7 @@ import secrets
 import shutil
 import tempfile
 from collections.abc import AsyncIterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -545,6 +546,35 @@ async def test_a_seat_that_draws_in_its_graced_turn_keeps_the_grace(api: Api, se
         assert kinds == ["draw_closed", "discard"]
         for cl in (ca, cb):
             await cl.leave(table, hand_no, seat_of(cl))
+
+
+async def test_a_table_started_again_on_a_clock_an_hour_behind_plays_on(api: Api, server: Running) -> None:
+    """D32, D37 over real sockets: the table is started again on a clock an hour behind
+    the one that wrote its hand (a server restarted after its clock was set back, or a
+    node whose clock is behind the one before it).  The hand's time goes on from its
+    log: the deadline the players are told is on the clock they have, the clock moves
+    for the seat on turn once its turn and grace are over (before, the turn waited an
+    hour for the clock to catch up with its record), and the hand verifies."""
+    table, a, b = await seat_two(api, server, turn_seconds=1, max_missed_turns=2)
+    async with Client(server.url, a["token"], a["signer"]) as ca, Client(server.url, b["token"], b["signer"]) as cb:
+        await through_seeds(table, ca, cb)
+        clock = SkipClock(-3600.0)
+        actor = await restart_table(server, table, clock=clock)
+        assert actor.core.skew >= 3_590_000
+        snap = (await ca.request({"type": "join", "table_id": table}))["result"]
+        await cb.request({"type": "join", "table_id": table})
+        told = datetime.fromisoformat(snap["hand"]["deadline"]).timestamp()
+        # the turn (1 s) after the other's reach and grace (D37: 10 s each), not an hour more
+        assert clock() < told <= clock() + 60, (told, clock())
+        await clock.skip([actor], 120, until=lambda: any(f.get("type") == "result" for f in ca.frames))
+        result = await ca.wait_frame(lambda f: f.get("type") == "result", timeout=30)
+    t = await api.call("GET", result["transcript"], expect=200)
+    assert verify_transcript(t, await key_of(api)).ok
+    times = [r["t"] for r in t["log"]]
+    assert times == sorted(times)
+    assert any(r["type"] == "action" and r["action"]["kind"] == "timeout" for r in t["log"])
+    for token in (a["token"], b["token"]):
+        await api.call("POST", f"/api/tables/{table}/leave", token=token)
 
 
 async def test_a_server_with_other_keys_than_the_card_rooms_is_refused(pg_dsn: str, tmp_path: Path) -> None:

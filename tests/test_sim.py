@@ -4,7 +4,8 @@ ledger sums to zero and is never negative, no hand is settled twice, every hand 
 or is voided by rule, no table with seated, connected players stalls, no clock charge
 while the house is at fault nor within a seat's grace after it could reach the table
 again (D37), nor before the ordinary end plus the grace of a window the house's fault
-cut into (D32), every verified transcript verifies."""
+cut into (D32), every verified transcript verifies; a clock that steps back holds no
+table (D37)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import time
 
 import pytest
 
+from service.tablecore.core import TableCore
 from service.tablecore.steps import Steps
 from tests.sim.run import Figures, worlds
 from tests.sim.shrink import Failure, simulate
@@ -87,10 +89,45 @@ def test_a_clock_that_takes_a_fault_out_of_the_turn_is_caught(monkeypatch: pytes
     assert "D32" in found.violation.what, found.violation
 
 
+def test_a_world_whose_clocks_step_back_keeps_every_invariant() -> None:
+    """D37: the clocks of the tables' nodes step back, a second to an hour at a time,
+    among the other faults: no table stalls, no charge comes before its time as the
+    world counts it, every verified transcript verifies (a record's ``t`` never goes
+    back)."""
+    w, failure = simulate(11, tables=10, duration=240_000, fault_rate=2.0, clock_rate=4.0)
+    assert failure is None, failure.report()
+    assert w.injected.get("clock_back", 0) >= 20 and w.hands_ended > 100 and w.verified > 10
+
+
+def test_a_core_that_takes_a_clock_that_stepped_back_as_it_is_stalls_and_is_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The check can fail: a core that runs on its clock as given (its time going back
+    with it, as before) holds the turn until the clock catches up: caught as a stalled
+    table, and shrunk to a step back of the clock."""
+    keep = TableCore._time
+
+    def as_given(self: TableCore, clock: int) -> int:
+        if self.last_now is not None:
+            self.last_now = min(self.last_now, clock)  # never behind: no skew is taken
+        return keep(self, clock)
+
+    monkeypatch.setattr(TableCore, "_time", as_given)
+    monkeypatch.setattr(TableCore, "_catch_up", lambda self, now: now)
+    _, found = simulate(1, tables=10, duration=240_000, fault_rate=2.0, clock_rate=4.0)
+    assert found is not None, "clocks stepped back an hour and no table stalled"
+    assert "stalled" in found.violation.what, found.violation
+    assert any(f.kind == "clock_back" for f in found.faults), found.faults
+
+
 # The CI-sized run: two worlds of 100 tables for 11 virtual minutes, each split by table
 # between as many processes as the machine has cores, two to four (tests/sim/run.py);
 # about 22,500 hands, 105-155 s of CPU (docs/benchmarks.md).
-CI_WORLDS = {"first": 1000, "count": 2, "kw": {"tables": 100, "duration": 660_000, "fault_rate": 2.0}}
+CI_WORLDS = {
+    "first": 1000,
+    "count": 2,
+    "kw": {"tables": 100, "duration": 660_000, "fault_rate": 2.0, "clock_rate": 1.0},
+}
 CI_PARTS = max(2, min(4, len(os.sched_getaffinity(0))))
 
 

@@ -18,6 +18,7 @@ from service.keys import ServerKeys
 from service.tablecore import io
 from service.tablecore.clock import backoff
 from service.tablecore.core import Mode, TableCore
+from service.tablecore.errors import unavailable
 from service.tablecore.phase import HandPhase
 from service.tablecore.state import CoreConfig
 from service.tablestore import outcome
@@ -26,6 +27,7 @@ from verifier.chain import commit_move, move_body, reveal_move
 from verifier.fairness import PROTOCOL_V2, player_commit
 from verifier.hand import TableRules
 from verifier.signing import Signer
+from verifier.transcript import verify_transcript
 
 CFG = CoreConfig(
     commit_ms=2000, reveal_ms=2000, next_hand_ms=500, grace_ms=5000, reach_ms=4000, hung_ms=1500, freeze_ms=3000
@@ -566,3 +568,97 @@ def test_a_seed_move_the_house_refused_keeps_the_window_its_hand_signed() -> Non
     hand = h.core.hand
     assert hand is not None and hand.phase is HandPhase.REVEAL
     assert all(c["commit"] is not None for c in hand.recorder.records[1]["commitments"]["commits"])
+
+
+# ----------------------------------------------------------------------------- a clock that steps
+HOUR = 3_600_000
+
+
+def _finish_by_the_clock(h: Harness) -> dict[str, Any]:
+    """Nobody moves: the clock drops the seat on turn (three missed turns) and the hand
+    ends; its transcript, as the store holds it, verified."""
+    hand = h.core.hand
+    assert hand is not None
+    h.advance(h.now + 4 * (TURN_MS + 500) + CFG.next_hand_ms)
+    stored = h.store.hands[hand.hand_id]
+    assert stored.transcript is not None, "the hand did not end"
+    report = verify_transcript(stored.transcript, h.keys.signer.public_bytes)
+    assert report.ok, report.failure
+    times = [int(r["t"]) for r in stored.transcript["log"]]
+    assert times == sorted(times)
+    return stored.transcript
+
+
+def test_a_clock_that_steps_back_holds_no_turn() -> None:
+    """D37: the wall clock steps back an hour in the middle of a turn (a corrected system
+    clock).  The table's time goes on from where it was: the turn ends at its ordinary
+    end (before, the seat on turn held the table for the hour, the records' times stood
+    still), the deadline clients are told and the wake-up the shell is asked for are on
+    the stepped clock (the moment it will read when the turn ends), and the hand that
+    the clock then ends verifies."""
+    h = Harness()
+    h.through_seeds()
+    began = turn_began(h)
+    h.advance(began + 1000)
+    h.now -= HOUR
+    h.step(io.Tick())
+    assert h.core.skew == HOUR
+    arm = [e for _, e in h.effects if isinstance(e, io.Arm)][-1]
+    assert arm.at == began + TURN_MS - HOUR
+    stepped = len(h.effects)
+    h.advance(began + TURN_MS - HOUR + 1000)
+    charges = h.charges()
+    assert len(charges) == 1 and charges[0][1].kind == "play", "the turn waited for the clock to catch up"
+    assert began + TURN_MS - HOUR <= charges[0][0] <= began + TURN_MS - HOUR + 500
+    (update, *_) = [e for _, e in h.effects[stepped:] if isinstance(e, io.TellUpdate)]
+    turn = h.core.hand
+    assert turn is not None and update.deadline == turn.turn_began + TURN_MS - HOUR  # on the clock clients have
+    transcript = _finish_by_the_clock(h)
+    assert int(transcript["log"][-1]["t"]) > began  # the table's time never went back
+
+
+def test_a_log_written_ahead_of_the_clock_holds_no_turn() -> None:
+    """D32, D37: the table is loaded by a fresh core (a restart, or a node taking it over)
+    whose clock is an hour behind the one that wrote its log.  The hand's time goes on
+    from its newest record: the seat on turn has its whole turn and the grace from the
+    load, not an hour more, and the hand the clock then ends verifies."""
+    h = Harness()
+    h.through_seeds()
+    began = turn_began(h)
+    h.advance(began + 1000)
+    h.core.refuse_all(unavailable())
+    h.inflight.clear()
+    h.now -= HOUR  # the new owner's clock
+    h.core = TableCore("t0", h.keys, CFG)
+    h.step(io.Tick())
+    h.answer_all()
+    for pid in h.signers:
+        h.step(io.Reach(pid, True))
+    loaded = h.now
+    assert h.core.skew >= HOUR - 1000
+    hand = h.core.hand
+    assert hand is not None and hand.phase is HandPhase.PLAY and turn_began(h) == began
+    told = h.core.told_deadline(hand)
+    assert told is not None and loaded + CFG.grace_ms <= told <= loaded + TURN_MS + CFG.grace_ms
+    h.advance(loaded + TURN_MS + CFG.grace_ms + 1000)
+    charges = h.charges()
+    assert charges and charges[0][1].kind == "play", "the turn waited for the clock to catch up"
+    assert loaded + CFG.grace_ms <= charges[0][0] <= loaded + TURN_MS + CFG.grace_ms + 500
+    _finish_by_the_clock(h)
+
+
+def test_a_clock_that_steps_forward_is_a_node_that_stood_still() -> None:
+    """The other way: a clock that jumps an hour ahead charges nobody for the hour — the
+    node stood still, every grace starts again (D37) — and the turn then ends a grace
+    later, on the clock as it is."""
+    h = Harness()
+    h.through_seeds()
+    began = turn_began(h)
+    h.advance(began + 1000)
+    h.now += HOUR
+    jumped = h.now
+    h.step(io.Tick())
+    assert h.charges() == [] and h.core.skew == 0
+    h.advance(jumped + CFG.grace_ms + 1000)
+    charges = h.charges()
+    assert len(charges) == 1 and jumped + CFG.grace_ms <= charges[0][0] <= jumped + CFG.grace_ms + 500

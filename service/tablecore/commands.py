@@ -132,12 +132,13 @@ class Commands(Steps):
             self.emit(io.TellSeats(facts.seats, told))
             for u in tell:
                 assert hand is not None
-                self.emit(io.TellUpdate(u.hand, u.record, u.events, self.deadline(hand), u.before, u.after, u.cmd_id))
+                due = self.told_deadline(hand)
+                self.emit(io.TellUpdate(u.hand, u.record, u.events, due, u.before, u.after, u.cmd_id))
             return result
 
         op = io.UnseatOp(player_id)
         if records and hand is not None:
-            op = io.UnseatOp(player_id, hand.hand_id, hand.hand_no, records, self.deadline(hand))
+            op = io.UnseatOp(player_id, hand.hand_id, hand.hand_no, records, self.told_deadline(hand))
         self.write(op, now, cmd=cmd, on_commit=left, settled=lambda: result if seat not in facts.seats else None)
         return None
 
@@ -304,7 +305,7 @@ class Commands(Steps):
             rec = hand.recorder
             seat = hand.seat_of(player_id)
             i = len(rec.records) - 1
-            deadline = self.deadline(hand)
+            deadline = self.told_deadline(hand)
             out["hand"] = {
                 "hand_no": hand.hand_no,
                 "hand_id": hand.hand_id,

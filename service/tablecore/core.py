@@ -65,8 +65,11 @@ class TableCore(Commands):
         self.retry_at: int | None = None
         self.next_start: int | None = None
         self.handoff = False
-        self.last_now: int | None = None
-        self.armed: int | None = None
+        self.last_now: int | None = None  # the table's time at its last step (ms)
+        #: how far the table's time runs ahead of the clock it is given (ms): the clock
+        #: stepped back, or the table's stored log is ahead of it (D37, :meth:`_time`)
+        self.skew = 0
+        self.armed: int | None = None  # the wake-up last asked for, on the given clock
         self.hands_finished = 0
         self.to_void: tuple[str, int | None] | None = None  # a restored hand to void (D33), keep
         self.unreadable: io.VoidUnreadableOp | None = None
@@ -75,9 +78,11 @@ class TableCore(Commands):
         self.stored_at = 0  # when the write being answered was stored (ms): the tells of its records are now
 
     # -- the one entry ------------------------------------------------------------------
-    def step(self, inp: io.Input, now: int) -> list[io.Effect]:
+    def step(self, inp: io.Input, clock: int) -> list[io.Effect]:
+        """``clock``: the shell's clock (ms, the wall clock); the table runs on its own
+        time, which never goes back (:meth:`_time`)."""
         self.fx = fx = list[io.Effect]()
-        self._time(now)
+        now = self._time(clock)
         if isinstance(inp, io.Command):
             self._command(inp, now)
         elif isinstance(inp, io.Outcome):
@@ -92,6 +97,7 @@ class TableCore(Commands):
                 self._let_go("the lease was lost", release=False)
             else:
                 self.handoff = True
+        now = max(now, self.last_now or now)  # a load may have moved the table's time on
         self._arm(now, self._pump(now))
         return fx
 
@@ -138,11 +144,25 @@ class TableCore(Commands):
                 self.reach.refused[cmd.player_id] = self.last_now  # D35: its whole window from now
 
     # -- time ---------------------------------------------------------------------------
-    def _time(self, now: int) -> None:
-        last, self.last_now = self.last_now, now if self.last_now is None else max(now, self.last_now)
+    def _time(self, clock: int) -> int:
+        """The table's time for a step on ``clock``.  It runs as the clock runs, but never
+        back: a clock that stepped back (a corrected system clock, a node whose clock is
+        behind the one before it) would otherwise hold every turn and window until it
+        caught up again — a table stalled for as long as the step, the records' ``t``
+        held still — so the table's time keeps running from where it was and stays
+        ahead of the clock by the step (``skew``; what clients are told of a deadline
+        is on their clock, :meth:`shown`).  A clock that stepped forward is a node that
+        stood still: every grace starts again (below, D37)."""
+        now = clock + self.skew
+        last = self.last_now
+        if last is not None and now < last:
+            log.warning("table %s: the clock went back %d ms; the table's time goes on", self.table_id, last - now)
+            self.skew += last - now
+            now = last
+        self.last_now = now
         if self.mode is Mode.NEW:
             self._load(now)
-            return
+            return now
         if last is not None and now - last >= self.cfg.freeze_ms and self.mode is Mode.SERVING:
             # This node stood still (frozen, or its loop blocked): nobody could reach it.
             log.warning("table %s: no beat for %d ms; every grace starts again", self.table_id, now - last)
@@ -152,6 +172,7 @@ class TableCore(Commands):
             log.warning("table %s: a write has not answered for %d ms; pausing", self.table_id, now - p.since)
             self.hung = True
             self._tell_paused()
+        return now
 
     def _arm(self, now: int, due: int | None) -> None:
         """The next wake-up: ``due`` is the clock's, as :meth:`_pump` left it."""
@@ -163,6 +184,7 @@ class TableCore(Commands):
                 at = None if self.hung else self.pending.since + self.cfg.hung_ms
             else:
                 at = due
+        at = self.shown(at)  # the shell's timer runs on its clock
         if at != self.armed:
             self.armed = at
             self.emit(io.Arm(at))
@@ -336,6 +358,7 @@ class TableCore(Commands):
                 elif run.phase is not HandPhase.FINISHING:
                     log.info("table %s: hand %d resumed in the %s phase", self.table_id, run.hand_no, run.phase)
         self.mode = Mode.SERVING
+        now = self._catch_up(now)
         self.reach.fault_over(now)
         hand = self.hand
         if old is not None and hand is not None and hand.hand_id == old.hand_id and old.owed:
@@ -354,6 +377,21 @@ class TableCore(Commands):
                 self.emit(io.TellResult(old, data.ended))
         if not first:
             self._tell_resumed()
+
+    def _catch_up(self, now: int) -> int:
+        """The table's time at a load: never before the newest record of the hand it
+        loaded.  A log written on a clock ahead of this one (a node whose clock is ahead
+        of this node's, or a restart after the clock stepped back) would otherwise hold
+        the hand's clock until this clock caught up with it (:meth:`_time`)."""
+        hand = self.hand
+        newest = None if hand is None else hand.recorder.records.newest()
+        ahead = 0 if newest is None else int(newest["t"]) - now
+        if ahead <= 0:
+            return now
+        log.warning("table %s: its log is %d ms ahead of the clock; its time goes on from it", self.table_id, ahead)
+        self.skew += ahead
+        self.last_now = now + ahead
+        return now + ahead
 
     def _owe_what_was_forgotten(self, hand: HandRun, now: int) -> None:
         """D32, D35: a hand loaded by a core of its own (a restart, a table taken over

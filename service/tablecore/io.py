@@ -149,6 +149,7 @@ class StartOp:
     min_players: int
     max_away: int
     begin: Callable[[Started], tuple[HandRun, int]]  # -> (hand, dealer)
+    skew: int = 0  # the table's time ahead of the clock: the hand's stored deadline is on the clock
 
 
 @dataclass(frozen=True, slots=True)

@@ -55,6 +55,7 @@ class Steps:
     to_void: tuple[str, int | None] | None
     unreadable: io.VoidUnreadableOp | None
     stored_at: int
+    skew: int
 
     def emit(self, effect: io.Effect) -> None:
         raise NotImplementedError
@@ -102,6 +103,15 @@ class Steps:
         for s in charged:
             base = max(base, self.reach.charge_from(hand.players[s], self.cfg, window))
         return base
+
+    def shown(self, at: int | None) -> int | None:
+        """A moment of the table's time on the shell's clock, which is the clock clients
+        are told about (the two differ once that clock stepped back: ``TableCore._time``)."""
+        return None if at is None else at - self.skew
+
+    def told_deadline(self, hand: HandRun) -> int | None:
+        """The hand's deadline as clients are told it, and as it is stored."""
+        return self.shown(self.deadline(hand))
 
     def after_fault(self, hand: HandRun, phase: HandPhase, end: int) -> int:
         """D32: when the house's last fault ended while this window or turn ran, it ends
@@ -257,7 +267,7 @@ class Steps:
         def refused(_: RuleError | None) -> None:
             self.next_start = now + max(1000, self.cfg.next_hand_ms)
 
-        op = io.StartOp(hand_no, candidates, absent, need, rules.min_players, facts.max_away, begin)
+        op = io.StartOp(hand_no, candidates, absent, need, rules.min_players, facts.max_away, begin, self.skew)
         self.write(op, now, on_commit=started, on_refused=refused)
 
     def _owe_if_told_late(self, hand: HandRun) -> None:
@@ -273,7 +283,7 @@ class Steps:
 
     # -- the seed phases and the deal -----------------------------------------------------
     def _store(self, hand: HandRun, records: list[dict[str, Any]], now: int, **kw: Any) -> io.Pending:
-        op = io.RecordsOp(hand.hand_no, hand.hand_id, tuple(records), self.deadline(hand), kw.pop("status", None))
+        op = io.RecordsOp(hand.hand_no, hand.hand_id, tuple(records), self.told_deadline(hand), kw.pop("status", None))
         return self.write(op, now, **kw)
 
     def close_commits(self, hand: HandRun, now: int) -> None:
@@ -283,7 +293,7 @@ class Steps:
 
     def _tell_phase(self, hand: HandRun) -> None:
         self._owe_if_told_late(hand)
-        self.emit(io.TellPhase(hand, self.deadline(hand)))
+        self.emit(io.TellPhase(hand, self.told_deadline(hand)))
 
     def close_reveals(self, hand: HandRun, now: int) -> None:
         rec = hand.recorder
@@ -323,7 +333,7 @@ class Steps:
         to ``cmd``."""
         cmd_id = None if cmd is None else cmd.cmd_id
         self._owe_if_told_late(hand)
-        self.emit(io.TellUpdate(hand, record, events, self.deadline(hand), before, after, cmd_id))
+        self.emit(io.TellUpdate(hand, record, events, self.told_deadline(hand), before, after, cmd_id))
 
     # -- moves ------------------------------------------------------------------------------
     def apply(

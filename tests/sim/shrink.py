@@ -114,6 +114,7 @@ def simulate(seed: int, **kw: Any) -> tuple[World, Failure | None]:
         kw.pop("only", None)
         kw.pop("fault_rate", None)
         kw.pop("store_fault_rate", None)
+        kw.pop("clock_rate", None)
         failure = shrink(seed, v, w, **kw)
         failure.transcripts = transcripts
         return w, failure

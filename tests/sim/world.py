@@ -44,7 +44,11 @@ LEASE = 8 * SECOND  # a frozen node loses its leases after this long
 TURN_MS = 4 * SECOND
 STORE_WIDE = ("unreachable", "hung", "slow", "full")  # the store's faults: every table meets them
 OWN = ("crash", "lost_reply", "takeover", "freeze", "drop", "slow_reader")  # one table's (or one player's)
-KINDS = STORE_WIDE + OWN
+#: the clock of the node serving a table steps back ``duration`` (D37: the table's time
+#: goes on); drawn from a stream of its own (``clock_rate``), so that the worlds of the
+#: other faults stay what they were for every seed
+CLOCK = ("clock_back",)
+KINDS = STORE_WIDE + OWN + CLOCK
 
 
 @dataclass(frozen=True, order=True)
@@ -88,6 +92,7 @@ class SimTable:
     held: deque[io.Input] = field(default_factory=deque)  # inputs held while frozen
     arm_gen: int = 0
     lost_reply: int = 0  # the next n ops are applied but answered ambiguous
+    clock_off: int = 0  # how far the clock of the table's nodes is behind the world's time (clock_back)
     # the house's fault, as the checker sees it (independently of the core)
     fault_open: bool = False
     fault_from: int = -(10**12)  # when the last fault began
@@ -118,6 +123,7 @@ class World:
         faults: list[Fault] | None = None,
         fault_rate: float = 1.0,
         store_fault_rate: float | None = None,
+        clock_rate: float = 0.0,
         only: set[int] | None = None,
         stop_after_hands: int | None = None,
         verify_every: int = 25,
@@ -126,6 +132,7 @@ class World:
     ) -> None:
         self.seed = seed
         self.rng = random.Random(seed)
+        self.clock_rate = clock_rate
         # The grace (1 s) is shorter than a turn (TURN_MS) and than the seed windows, as
         # with the defaults (10 s against 30 s): with a grace of 3 s the grace alone covered
         # every window the house owed after a refusal, and a restart that forgot them
@@ -171,7 +178,7 @@ class World:
                 t.players.append(Player(pid, signer, tid))
             self.tables.append(t)
         if faults is None:
-            faults = self.random_faults(fault_rate, store_fault_rate)
+            faults = self.random_faults(fault_rate, store_fault_rate) + self.clock_faults(clock_rate)
         self.by_index = {t.index: t for t in self.tables}
         self.faults = sorted(f for f in faults if f.kind in STORE_WIDE or f.table in self.by_index)
         for f in self.faults:
@@ -217,6 +224,22 @@ class World:
                 )
         return out
 
+    def clock_faults(self, rate: float) -> list[Fault]:
+        """About ``rate`` steps back of a table's clock every 5 virtual minutes, of a
+        second to an hour (none in the last minute), from a stream of their own."""
+        rng = random.Random(f"{self.seed}/clock")
+        end = max(1, self.duration - 60 * SECOND)
+        n = int(rate * self.n_tables * self.duration / (300 * SECOND))
+        return [
+            Fault(
+                rng.randrange(5 * SECOND, end),
+                "clock_back",
+                rng.randrange(self.n_tables),
+                rng.randrange(1, 3600) * SECOND,
+            )
+            for _ in range(n)
+        ]
+
     def at(self, when: int, fn: Callable[[], object], t: SimTable | None = None) -> None:
         """Run ``fn`` at ``when``; events of one table at one moment keep their order
         whatever the other tables do (a table replays alone)."""
@@ -251,7 +274,7 @@ class World:
         if core.gone and not isinstance(inp, io.Command):
             return
         self.steps += 1
-        fx = core.step(inp, self.now)
+        fx = core.step(inp, self.now - t.clock_off)  # the node's clock
         if not isinstance(inp, io.Tick) or any(not isinstance(e, io.Arm) for e in fx):
             t.trace.append((self.now, core is not t.core, inp, fx))  # a tick that did nothing is left out
         self._effects(t, core, fx)
@@ -269,7 +292,8 @@ class World:
                 if core is t.core and e.at is not None:
                     t.arm_gen += 1
                     gen = t.arm_gen
-                    self.at(max(e.at, self.now), lambda gen=gen: gen == t.arm_gen and self._tick(t), t)
+                    when = e.at + t.clock_off  # asked on the node's clock
+                    self.at(max(when, self.now), lambda gen=gen: gen == t.arm_gen and self._tick(t), t)
             elif isinstance(e, io.Reply):
                 sent = t.cmds.pop(e.cmd_id, None)
                 if e.error is not None and e.error.code in ("unavailable", "moved", "shutting_down"):
@@ -466,6 +490,8 @@ class World:
         elif k == "slow_reader":
             p = t.players[f.player % len(t.players)]
             p.slow_until = self.now + f.duration
+        elif k == "clock_back":
+            t.clock_off += f.duration
 
     def _takeover(self, t: SimTable, frozen: bool = False) -> None:
         old = t.core
@@ -623,22 +649,24 @@ class World:
         if hand is None:
             return None
         pid = hand.players[c.seat][0]
+        # the charge's times are the table's; the checker's are the world's: the table's
+        # time runs behind the world's by its node's step back less what it kept (D37)
+        lag = t.clock_off - core.skew
+        at, began = c.at + lag, None if c.began is None else c.began + lag
         reach = min(t.reached.get(pid, t.ok_at + self.cfg.reach_ms), t.ok_at + self.cfg.reach_ms)
         refused = t.refused.get(pid)
         window = {"commit": self.cfg.commit_ms, "reveal": self.cfg.reveal_ms}.get(c.kind, TURN_MS)
         if refused is not None:
-            if c.at < refused + window:
-                return (
-                    f"seat {c.seat} charged ({c.kind}) {(c.at - refused) / 1000:.3f}s after its move was refused (D35)"
-                )
-        if c.at < reach + self.cfg.grace_ms:
+            if at < refused + window:
+                return f"seat {c.seat} charged ({c.kind}) {(at - refused) / 1000:.3f}s after its move was refused (D35)"
+        if at < reach + self.cfg.grace_ms:
             return (
-                f"seat {c.seat} charged ({c.kind}) {(c.at - reach) / 1000:.3f}s after it could reach the table "
+                f"seat {c.seat} charged ({c.kind}) {(at - reach) / 1000:.3f}s after it could reach the table "
                 f"again (the house was back at {t.ok_at / 1000:.3f}s); its grace is {self.cfg.grace_ms / 1000:.1f}s"
             )
-        if c.began is not None and c.began < t.fault_from and c.at < c.began + window + self.cfg.grace_ms:
+        if began is not None and began < t.fault_from and at < began + window + self.cfg.grace_ms:
             return (
-                f"seat {c.seat} charged ({c.kind}) {(c.at - c.began) / 1000:.3f}s into a window that began before "
+                f"seat {c.seat} charged ({c.kind}) {(at - began) / 1000:.3f}s into a window that began before "
                 f"the house's fault ({t.fault_from / 1000:.3f}s): D32 gives it {window / 1000:.1f}s and the "
                 f"{self.cfg.grace_ms / 1000:.1f}s grace"
             )
