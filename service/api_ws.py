@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -100,7 +99,13 @@ async def _serve(request: web.Request, player: store.Player) -> web.StreamRespon
     request.app[SOCKETS][ws] = conn
     joined: set[str] = set()
     conn.push(
-        {"type": "hello", "player_id": player.id, "name": player.name, "protocol": PROTOCOL, "now": iso(time.time())}
+        {
+            "type": "hello",
+            "player_id": player.id,
+            "name": player.name,
+            "protocol": PROTOCOL,
+            "now": iso(config.settings.clock()),
+        }
     )
     loop = asyncio.get_running_loop()
     paced = Pace.full(loop.time(), config.message_rate, config.message_burst)

@@ -31,6 +31,7 @@ from service.handrun import HandRun
 from service.inbox import Inbox, Timeout
 from service.keys import ServerKeys
 from service.metrics import Metrics
+from service.steadyclock import STEADY
 from service.tablecore import io
 from service.tablecore.core import TableCore
 from service.tablecore.errors import ClientError, moved, shutting_down, unavailable
@@ -58,9 +59,10 @@ class Settings:
     write_hung_seconds: float = 2.0  # D37: a write unanswered this long pauses the table
     beat_seconds: float = 1.0  # the shell ticks its core at least this often (a longer gap: the node stood still)
     retry_max_seconds: float = 5.0  # the ceiling of the backoff between reloads
-    # The tables' clock (seconds): the wall clock, or a test's (tests/skipclock.py), which
-    # skips ahead instead of waiting for a turn or a window to run out.
-    clock: Callable[[], float] = field(default=time.time, compare=False, repr=False)
+    # The tables' clock (seconds): the wall clock run on by the monotonic clock
+    # (service.steadyclock: a step of the system clock moves no table), or a test's
+    # (tests/skipclock.py), which skips ahead instead of waiting for a turn or a window.
+    clock: Callable[[], float] = field(default=STEADY, compare=False, repr=False)
 
     def core(self) -> CoreConfig:
         def ms(s: float) -> int:
