@@ -223,7 +223,7 @@ def serve_workers(
                     lease_seconds=node.lease_seconds,
                     cluster=node.cluster,
                     # the numbers only: a clock (Settings.clock) cannot cross into another process,
-                    # and a worker runs on the wall clock anyway
+                    # and a worker runs on its own steady clock anyway (service/steadyclock.py)
                     settings={k: v for k, v in vars(settings).items() if k != "clock"},
                     verbose=bool(args.verbose),
                     log_format=args.log_format,
