@@ -232,13 +232,16 @@ class Teller(Watchers):
     """What a table tells its connections, each message built once (docs/api.md,
     "Server → client pushes")."""
 
-    def tell_seats(self, seats: dict[int, str], stood: list[dict[str, Any]] | None = None) -> None:
-        """Who sits where now; ``stood``: the seats this change stood up, and why
-        (:meth:`service.tablecore.state.TableFacts.stand`)."""
+    def tell_seats(
+        self, seats: dict[int, str], stood: list[dict[str, Any]] | None = None, status: str = "open"
+    ) -> None:
+        """Who sits where now, and the table's status; ``stood``: the seats this change
+        stood up, and why (:meth:`service.tablecore.state.TableFacts.stand`)."""
         self.broadcast(
             {
                 "type": "table",
                 "table_id": self.table_id,
+                "status": status,
                 "seats": {str(s): p for s, p in sorted(seats.items())},
                 "stood": stood or [],
             }

@@ -196,6 +196,8 @@ async def test_stand_close_and_void_a_hand_in_progress(server: Running, api: Api
         assert out.strip() == f"table {table} seat {seat_a} (player {a['id']}) stands up as the hand in progress ends"
         out = await adm(url, "close", table)
         assert out.startswith(f"table {table} is closing")
+        told = await ca.wait_frame(lambda f: f.get("type") == "table" and f.get("status") == "closing")
+        assert told["stood"] == []  # the players at the table are told: no hand after this one
         shown = await adm(url, "table", table)
         assert re.search(r"^status\s+closing$", shown, re.M)
         assert re.search(rf"^hand in progress\s+hand {hand['hand_id']} ", shown, re.M), shown

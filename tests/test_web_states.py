@@ -24,6 +24,7 @@ from tests.conftest import OPERATOR, Api, fresh_database, wait_for
 from tests.heldbot import no_declares
 from tests.test_cli_errors import free_port
 from tests.test_web_table import PatientBot, conn, new_person, person_page, sign_in, start_bots, stop_bots
+from tests.wsclient import Client
 
 GOING_DOWN = "The server is going down for a moment"
 
@@ -210,6 +211,36 @@ async def test_a_closed_table_and_a_moved_table_are_said(server: Running, api: A
         alert = await page.text_content("#alert-text") or ""
         assert "This table is closed" in alert, alert
         assert await page.evaluate("RummyTable.state.t === null || RummyTable.state.t.conn === 'gone'")
+
+
+async def test_a_table_the_operator_begins_to_close_offers_no_seat(server: Running, api: Api, browser: Browser) -> None:
+    """Nothing told an open page that its table was closing: a page open at a table
+    whose hand was in progress when the operator closed it went on offering "Sit here"
+    (a sit then refused ``table_closed``) until the hand ended.  The ``table`` push
+    carries the table's status now: the page stops offering seats, and says why."""
+    table_id = await api.table(seats=4)
+    a, b = await api.player("Ada"), await api.player("Bram")
+    person = await new_person(api, "Ode")
+    async with Client(server.url, a["token"], a["signer"]) as ca, Client(server.url, b["token"], b["signer"]) as cb:
+        for c in (ca, cb):
+            await c.request({"type": "join", "table_id": table_id})
+            assert (await c.request({"type": "sit", "table_id": table_id}))["type"] == "reply"
+        await ca.wait_frame(lambda f: f.get("type") == "hand")  # a hand is in progress
+        async with person_page(browser) as (_context, page, _console):
+            await sign_in(page, server.url, person["token"], "Ode")
+            await page.goto(server.url + f"/#/table/{table_id}")
+            await page.wait_for_function(conn("open"), timeout=30_000)
+            await page.wait_for_selector("#seats button.sit-here")
+            assert await page.locator("#seats button.sit-here").count() == 2
+            r = await api.call("POST", f"/api/tables/{table_id}/close", body={}, expect=200)
+            assert r["status"] == "closing"
+            await page.wait_for_function("() => RummyTable.state.t.status === 'closing'", timeout=15_000)
+            await page.wait_for_function("() => !document.querySelector('#seats button.sit-here')", timeout=15_000)
+            assert await page.locator("#seats .seat.free").count() == 2
+            log = await page.evaluate("RummyTable.state.t.log.map((l) => l.text)")
+            assert any("closing this table" in line for line in log), log
+        push = await ca.wait_frame(lambda f: f.get("type") == "table" and f.get("status") == "closing")
+        assert push["seats"] == {"0": a["id"], "1": b["id"]} and push["stood"] == []
 
 
 async def test_the_log_speaks_to_you_in_the_second_person(server: Running, browser: Browser) -> None:

@@ -270,6 +270,7 @@ class TellAll:
 class TellSeats:
     seats: dict[int, str]
     stood: list[dict[str, Any]] = field(default_factory=list)  # the seats this change stood up, and why
+    status: str = "open"  # the table's: open, closing (no new hand) or closed
 
 
 @dataclass(frozen=True, slots=True)

@@ -255,6 +255,8 @@ function connState(t, state, arg, fx) {
 function onSeats(t, m, fx) {
   const had = mySeat(t);
   t.seats = m.seats;
+  if (m.status === "closing" && t.status === "open") logLine(t, "The operator is closing this table: no hand is dealt here after the one in progress.", "sys");
+  if (m.status === "open" || m.status === "closing" || m.status === "closed") t.status = m.status; // a closing table offers no seat
   for (const entry of m.stood || []) {
     if (S.me && entry.player_id === S.me.id) {
       if (entry.reason !== "left" || !(t.leaving || t.leftAfterHand)) {
