@@ -132,7 +132,6 @@ class World:
     ) -> None:
         self.seed = seed
         self.rng = random.Random(seed)
-        self.clock_rate = clock_rate
         # The grace (1 s) is shorter than a turn (TURN_MS) and than the seed windows, as
         # with the defaults (10 s against 30 s): with a grace of 3 s the grace alone covered
         # every window the house owed after a refusal, and a restart that forgot them
