@@ -336,7 +336,7 @@ class TableActor:
         elif isinstance(e, io.TellPhase):
             w.tell_phase(e.hand, e.deadline)
         elif isinstance(e, io.TellSeats):
-            w.tell_seats(e.seats, e.stood, e.status)
+            w.tell_seats(e.seats, e.status, e.stood)
         elif isinstance(e, io.TellAll):
             w.broadcast(e.message)
         elif isinstance(e, io.TellResult):

@@ -232,9 +232,7 @@ class Teller(Watchers):
     """What a table tells its connections, each message built once (docs/api.md,
     "Server → client pushes")."""
 
-    def tell_seats(
-        self, seats: dict[int, str], stood: list[dict[str, Any]] | None = None, status: str = "open"
-    ) -> None:
+    def tell_seats(self, seats: dict[int, str], status: str, stood: list[dict[str, Any]] | None = None) -> None:
         """Who sits where now, and the table's status; ``stood``: the seats this change
         stood up, and why (:meth:`service.tablecore.state.TableFacts.stand`)."""
         self.broadcast(

@@ -78,7 +78,7 @@ class Commands(Steps):
         def seated(_: Any) -> dict[str, Any]:
             facts.seats[seat] = player_id
             facts.stood.pop(player_id, None)
-            self.emit(io.TellSeats(facts.seats, status=facts.status))
+            self.tell_seats()
             return result
 
         self.write(
@@ -129,7 +129,7 @@ class Commands(Steps):
 
         def left(_: Any) -> dict[str, Any]:
             told = facts.stand({player_id}, "left", "D15" if result["charged"] else None, None, now)
-            self.emit(io.TellSeats(facts.seats, told, facts.status))
+            self.tell_seats(told)
             for u in tell:
                 assert hand is not None
                 due = self.told_deadline(hand)
@@ -242,7 +242,7 @@ class Commands(Steps):
 
         def closing(_: Any) -> dict[str, Any]:
             facts.status = "closing"
-            self.emit(io.TellSeats(facts.seats, status=facts.status))  # the open pages stop offering seats
+            self.tell_seats()  # the open pages stop offering seats
             return {"id": self.table_id, "status": "closing"}
 
         self.write(io.StatusOp("closing"), now, cmd=cmd, on_commit=closing)
@@ -271,7 +271,7 @@ class Commands(Steps):
 
         def stood(_: Any) -> dict[str, Any]:
             told = facts.stand({player_id}, "operator", None, None, now)
-            self.emit(io.TellSeats(facts.seats, told, facts.status))
+            self.tell_seats(told)
             return result
 
         self.write(io.UnseatOp(player_id), now, cmd=cmd, on_commit=stood)

@@ -269,8 +269,8 @@ class TellAll:
 @dataclass(frozen=True, slots=True)
 class TellSeats:
     seats: dict[int, str]
+    status: str  # the table's: open, closing (no new hand) or closed
     stood: list[dict[str, Any]] = field(default_factory=list)  # the seats this change stood up, and why
-    status: str = "open"  # the table's: open, closing (no new hand) or closed
 
 
 @dataclass(frozen=True, slots=True)

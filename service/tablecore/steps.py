@@ -104,6 +104,13 @@ class Steps:
             base = max(base, self.reach.charge_from(hand.players[s], self.cfg, window))
         return base
 
+    def tell_seats(self, stood: list[dict[str, Any]] | None = None) -> None:
+        """Tell who sits where now, the table's status, and the seats this change stood
+        up (``stood``, from :meth:`TableFacts.stand`)."""
+        facts = self.facts
+        assert facts is not None
+        self.emit(io.TellSeats(facts.seats, facts.status, stood or []))
+
     def shown(self, at: int | None) -> int | None:
         """A moment of the table's time on the shell's clock, which is the clock clients
         are told about (the two differ once that clock stepped back: ``TableCore._time``)."""
@@ -261,7 +268,7 @@ class Steps:
             if stood:
                 log.info("table %s: stood up after %d hands away: %s", self.table_id, facts.max_away, stood)
                 told = facts.stand(stood, "away", "D34", hand_no, now)
-                self.emit(io.TellSeats(facts.seats, told, facts.status))
+                self.tell_seats(told)
             self._tell_phase(hand)
 
         def refused(_: RuleError | None) -> None:
@@ -432,7 +439,7 @@ class Steps:
                     # "after_hand" when this node did not hear why (a reload in between)
                     reason, rule = facts.after_hand.get(player_id, ("after_hand", None))
                     told += facts.stand({player_id}, reason, rule, hand.hand_no, now)
-                self.emit(io.TellSeats(facts.seats, told, facts.status))
+                self.tell_seats(told)
             facts.after_hand = {p: why for p, why in facts.after_hand.items() if p in facts.seats.values()}
             self.hand = None
             self.hands_finished += 1
@@ -486,7 +493,7 @@ class Steps:
         def closed(_: Any) -> dict[str, Any]:
             facts.status = "closed"
             told = facts.stand(set(facts.seats.values()), "closed", None, None, now)
-            self.emit(io.TellSeats(facts.seats, told, facts.status))
+            self.tell_seats(told)
             self.emit(io.TellAll({"type": "closed", "table_id": self.table_id, "message": "the table is closed"}))
             return {"id": self.table_id, "status": "closed"}
 
