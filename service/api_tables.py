@@ -110,7 +110,7 @@ async def table_detail(request: web.Request) -> web.Response:
     table_id = request.match_info["table_id"]
     a = await actor_unless_closed(request, table_id)
     async with connection(request.app[POOL]) as conn:
-        row = next((t for t in await store.list_tables(conn) if t["id"] == table_id), None)
+        row = await store.table_summary(conn, table_id)
     if row is None:
         raise ApiError(404, "no_such_table", f"no table {table_id}")
     if a is None:

@@ -295,18 +295,32 @@ async def list_tables(conn: asyncpg.Connection) -> list[dict[str, Any]]:
         by_table.setdefault(s["table_id"], []).append(
             {"seat": s["seat"], "player_id": s["player_id"], "name": s["name"]}
         )
-    return [
-        {
-            "id": r["id"],
-            **{k: int(r[k]) for k in RULE_FIELDS},
-            "max_away_hands": int(r["max_away_hands"]),
-            "status": r["status"],
-            "hold": hold_amount(int(r["point_value"])),
-            "seated": by_table.get(r["id"], []),
-            "next_hand_no": r["next_hand_no"],
-        }
-        for r in rows
-    ]
+    return [_summary(r, by_table.get(r["id"], [])) for r in rows]
+
+
+async def table_summary(conn: asyncpg.Connection, table_id: str) -> dict[str, Any] | None:
+    """One table as :func:`list_tables` lists it, reading that table's row and seats only."""
+    row = await table_row(conn, table_id)
+    if row is None:
+        return None
+    seats = await conn.fetch(
+        "SELECT s.seat, s.player_id, p.name FROM seats s JOIN players p "
+        "ON p.id = s.player_id WHERE s.table_id = $1 ORDER BY s.seat",
+        table_id,
+    )
+    return _summary(row, [{"seat": s["seat"], "player_id": s["player_id"], "name": s["name"]} for s in seats])
+
+
+def _summary(r: asyncpg.Record, seated: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "id": r["id"],
+        **{k: int(r[k]) for k in RULE_FIELDS},
+        "max_away_hands": int(r["max_away_hands"]),
+        "status": r["status"],
+        "hold": hold_amount(int(r["point_value"])),
+        "seated": seated,
+        "next_hand_no": r["next_hand_no"],
+    }
 
 
 async def hand_history(conn: asyncpg.Connection, player_id: str, limit: int = 50) -> list[dict[str, Any]]:

@@ -42,6 +42,12 @@ async def test_list_and_show_players_and_hands(api: Api, server: Running) -> Non
         assert [h["table_id"] for h in mine["hands"]] == [table]
         detail = await api.call("GET", f"/api/tables/{table}", token=None, expect=200)
         assert detail["status"] == "open" and detail["hand"]["hand_no"] == hand_no and detail["hand"]["phase"] == "play"
+        # the one table's row and seats, exactly as the list shows them, beside another table's
+        other = await api.table(seats=4)
+        listed_tables = {t["id"]: t for t in (await api.call("GET", "/api/tables"))["tables"]}
+        assert {k: v for k, v in detail.items() if k != "hand"} == listed_tables[table]
+        assert [s["player_id"] for s in detail["seated"]] == [a["id"], b["id"]]
+        assert (await api.call("GET", f"/api/tables/{other}", token=None))["seated"] == []
         bad = await api.call("GET", "/api/admin/hands?status=lost", expect=400)
         assert bad["error"]["code"] == "bad_request"
         assert (await api.call("GET", "/api/admin/players", token=a["token"], expect=401))["error"]["code"] == (
