@@ -288,6 +288,7 @@ class TableStore:
                 raise RuntimeError(f"table {self.table_id} is not in the database")
             seats = await store.seats_of(conn, self.table_id)
             stored = await load_hand(conn, self.table_id)
+            last_t = await last_record_t(conn, self.table_id)
             ended = None
             if ended_of is not None and (stored is None or stored.hand_id != ended_of):
                 got = await ended_hand(conn, ended_of)
@@ -302,7 +303,7 @@ class TableStore:
             next_hand_no=int(row["next_hand_no"]),
             status=str(row["status"]),
         )
-        return io.Loaded(facts, stored, ended)
+        return io.Loaded(facts, stored, ended, last_t)
 
     async def run(self, op: io.Op) -> Any:
         """Carry out ``op`` in the group commit (a :class:`io.LogOp` is a read, outside
@@ -610,6 +611,17 @@ async def load_hand(conn: asyncpg.Connection, table_id: str) -> StoredHand | Non
         )
     ]
     return out
+
+
+async def last_record_t(conn: asyncpg.Connection, table_id: str) -> int:
+    """The time (``t``, ms) of the newest record of the table's latest hand, ended or
+    not; 0 when it has none (D37: the table's time never goes back, across hands too)."""
+    t = await conn.fetchval(
+        "SELECT (record->>'t')::bigint FROM hand_records WHERE hand_id = "
+        "(SELECT id FROM hands WHERE table_id = $1 ORDER BY hand_no DESC LIMIT 1) ORDER BY i DESC LIMIT 1",
+        table_id,
+    )
+    return 0 if t is None else int(t)
 
 
 async def ended_hand(conn: asyncpg.Connection, hand_id: int) -> asyncpg.Record | None:

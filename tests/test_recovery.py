@@ -30,7 +30,7 @@ from service.table import Settings, TableActor
 from tests.conftest import OPERATOR, Api, fresh_database, wait_for
 from tests.pgproxy import PgProxy
 from tests.skipclock import SkipClock, clocked
-from tests.test_server import draw_and_discard, latest_view, seat_of, seat_two, through_seeds
+from tests.test_server import draw_and_discard, latest_view, seat_of, seat_two, seated, through_seeds
 from tests.wsclient import Client
 from verifier.signing import load_public_key
 from verifier.transcript import verify_transcript
@@ -573,6 +573,34 @@ async def test_a_table_started_again_on_a_clock_an_hour_behind_plays_on(api: Api
     times = [r["t"] for r in t["log"]]
     assert times == sorted(times)
     assert any(r["type"] == "action" and r["action"]["kind"] == "timeout" for r in t["log"])
+    for token in (a["token"], b["token"]):
+        await api.call("POST", f"/api/tables/{table}/leave", token=token)
+
+
+async def test_a_table_started_again_between_hands_on_a_clock_behind_dates_the_next_hand_after_the_last(
+    api: Api, server: Running
+) -> None:
+    """D37 across hands, with the real store: a hand ends, and the table is started
+    again between hands on a clock an hour behind the one that ended it.  The load
+    reads the last hand's newest record (``tablestore.last_record_t``) and the table's
+    time goes on from it, so the next hand's header is not dated an hour before the
+    end of the hand before it (the chain links hands by hash; their times now agree)."""
+    table, a, b = await seat_two(api, server)
+    async with Client(server.url, a["token"], a["signer"]) as ca, Client(server.url, b["token"], b["signer"]) as cb:
+        hand_no = await through_seeds(table, ca, cb)
+        await ca.leave(table, hand_no, seat_of(ca))  # D15: the hand ends, b wins
+        result = await cb.wait_frame(lambda f: f.get("type") == "result", timeout=30)
+        last = (await api.call("GET", result["transcript"], expect=200))["log"][-1]["t"]
+        clock = SkipClock(-3600.0)
+        actor = await restart_table(server, table, clock=clock)
+        assert actor.core.hand is None and actor.core.skew >= 3_590_000
+        await seated(table, ca)  # a sits again; b is still seated
+        await cb.request({"type": "join", "table_id": table})
+        await clock.skip(
+            [actor], 60, until=lambda: any(f.get("type") == "hand" and f["hand_no"] > hand_no for f in cb.frames)
+        )
+        header = await cb.wait_frame(lambda f: f.get("type") == "hand" and f["hand_no"] > hand_no, timeout=30)
+    assert header["record"]["t"] >= last, (header["record"]["t"], last)
     for token in (a["token"], b["token"]):
         await api.call("POST", f"/api/tables/{table}/leave", token=token)
 

@@ -103,8 +103,9 @@ def test_a_core_that_takes_a_clock_that_stepped_back_as_it_is_stalls_and_is_caug
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The check can fail: a core that runs on its clock as given (its time going back
-    with it, as before) holds the turn until the clock catches up: caught as a stalled
-    table, and shrunk to a step back of the clock."""
+    with it, as before) holds the turn until the clock catches up, and dates a hand
+    dealt after the step before the one that ended before it: caught as either, and
+    shrunk to a step back of the clock."""
     keep = TableCore._time
 
     def as_given(self: TableCore, clock: int) -> int:
@@ -113,11 +114,24 @@ def test_a_core_that_takes_a_clock_that_stepped_back_as_it_is_stalls_and_is_caug
         return keep(self, clock)
 
     monkeypatch.setattr(TableCore, "_time", as_given)
-    monkeypatch.setattr(TableCore, "_catch_up", lambda self, now: now)
+    monkeypatch.setattr(TableCore, "_catch_up", lambda self, now, last_t: now)
     _, found = simulate(1, tables=10, duration=240_000, fault_rate=2.0, clock_rate=4.0)
     assert found is not None, "clocks stepped back an hour and no table stalled"
-    assert "stalled" in found.violation.what, found.violation
+    what = found.violation.what
+    assert "stalled" in what or "ms before hand" in what, found.violation
     assert any(f.kind == "clock_back" for f in found.faults), found.faults
+
+
+def test_a_core_that_forgets_the_last_hands_time_at_a_load_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check can fail: a core loaded between hands on a clock that stepped back,
+    catching up only with a hand in progress (as before), dates its next hand before
+    the last one ended; caught, and shrunk to the step back and the load."""
+    keep = TableCore._catch_up
+    monkeypatch.setattr(TableCore, "_catch_up", lambda self, now, last_t: keep(self, now, 0))
+    _, found = simulate(2, tables=10, duration=240_000, fault_rate=2.0, clock_rate=4.0)
+    assert found is not None, "no hand was dated before the one before it ended"
+    assert "ms before hand" in found.violation.what, found.violation
+    assert "clock_back" in {f.kind for f in found.faults}, found.faults
 
 
 # The CI-sized run: two worlds of 100 tables for 11 virtual minutes, each split by table

@@ -647,6 +647,35 @@ def test_a_log_written_ahead_of_the_clock_holds_no_turn() -> None:
     _finish_by_the_clock(h)
 
 
+def test_a_hand_dealt_after_a_load_on_a_clock_behind_is_dated_after_the_last() -> None:
+    """D37 across hands: the table is loaded between hands by a fresh core (a restart,
+    or a node taking it over) whose clock is an hour behind the one that ended the
+    last hand.  No hand is in progress to catch up with, so the load goes on from the
+    last hand's newest record: the next hand's header is not dated an hour before the
+    end of the hand before it."""
+    h = Harness()
+    h.through_seeds()
+    h.advance(h.now + 2 * (TURN_MS + 500))
+    last = int(_finish_by_the_clock(h)["log"][-1]["t"])
+    assert h.core.hand is None
+    newcomer = Signer(Ed25519PrivateKey.from_private_bytes(bytes(range(32))))
+    h.store.add_player("p9", newcomer.public_bytes, 10**6)
+    h.store.tables["t0"].facts.seats[3] = "p9"  # the clock stood one seat up: a third player keeps a pair
+    h.core.refuse_all(unavailable())
+    h.inflight.clear()
+    h.now -= HOUR  # the new owner's clock
+    h.core = TableCore("t0", h.keys, CFG)
+    h.step(io.Tick())
+    h.answer_all()
+    assert h.core.skew == last - h.now > HOUR - 60_000  # its time goes on from the last record
+    for pid in h.store.tables["t0"].facts.seats.values():
+        h.step(io.Reach(pid, True))
+    h.advance(h.now + CFG.next_hand_ms + 1000)
+    hand = h.core.hand
+    assert hand is not None and hand.hand_no == 2, "no next hand was dealt"
+    assert int(hand.recorder.records[0]["t"]) >= last, "the next hand is dated before the last one ended"
+
+
 def test_a_clock_that_steps_forward_is_a_node_that_stood_still() -> None:
     """The other way: a clock that jumps an hour ahead charges nobody for the hour — the
     node stood still, every grace starts again (D37) — and the turn then ends a grace

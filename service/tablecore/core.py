@@ -358,7 +358,7 @@ class TableCore(Commands):
                 elif run.phase is not HandPhase.FINISHING:
                     log.info("table %s: hand %d resumed in the %s phase", self.table_id, run.hand_no, run.phase)
         self.mode = Mode.SERVING
-        now = self._catch_up(now)
+        now = self._catch_up(now, data.last_t)
         self.reach.fault_over(now)
         hand = self.hand
         if old is not None and hand is not None and hand.hand_id == old.hand_id and old.owed:
@@ -378,14 +378,16 @@ class TableCore(Commands):
         if not first:
             self._tell_resumed()
 
-    def _catch_up(self, now: int) -> int:
+    def _catch_up(self, now: int, last_t: int) -> int:
         """The table's time at a load: never before the newest record of the hand it
-        loaded.  A log written on a clock ahead of this one (a node whose clock is ahead
-        of this node's, or a restart after the clock stepped back) would otherwise hold
-        the hand's clock until this clock caught up with it (:meth:`_time`)."""
+        loaded, nor of the hand before when none is in progress (``last_t``).  A log
+        written on a clock ahead of this one (a node whose clock is ahead of this
+        node's, or a restart after the clock stepped back) would otherwise hold the
+        hand's clock until this clock caught up with it (:meth:`_time`), or date the
+        next hand's records before the last one's."""
         hand = self.hand
         newest = None if hand is None else hand.recorder.records.newest()
-        ahead = 0 if newest is None else int(newest["t"]) - now
+        ahead = max(last_t, 0 if newest is None else int(newest["t"])) - now
         if ahead <= 0:
             return now
         log.warning("table %s: its log is %d ms ahead of the clock; its time goes on from it", self.table_id, ahead)

@@ -222,11 +222,14 @@ Op = (
 @dataclass(frozen=True, slots=True)
 class Loaded:
     """What a load answers: the table's row and seats, its unfinished hand, and the
-    transcript of the hand memory last had if that one has ended meanwhile."""
+    transcript of the hand memory last had if that one has ended meanwhile; and the time
+    (``t``, ms) of the newest record of the table's latest hand, ended or not (0: none),
+    before which the table's time never goes (D37)."""
 
     facts: TableFacts
     stored: StoredHand | None
     ended: HandEnd | None = None
+    last_t: int = 0
 
 
 @dataclass(frozen=True, slots=True)

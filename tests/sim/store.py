@@ -106,7 +106,9 @@ class SimStore:
             old = self.hands.get(ended_of)
             if old is not None and old.status in ("ended", "void"):
                 ended = io.HandEnd.of(old.transcript)
-        return io.Loaded(facts, stored, ended)
+        latest = self.by_table[table_id][-1] if self.by_table[table_id] else None
+        last_t = int(latest.records[max(latest.records)]["t"]) if latest is not None and latest.records else 0
+        return io.Loaded(facts, stored, ended, last_t)
 
     # -- ops ------------------------------------------------------------------------------
     def run(self, table_id: str, epoch: int, op: io.Op) -> Any:

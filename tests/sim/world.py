@@ -13,6 +13,7 @@ first broken one); see tests/test_sim.py and bench/sim_soak.py.
 from __future__ import annotations
 
 import heapq
+import itertools
 import logging
 import random
 from collections import deque
@@ -29,7 +30,7 @@ from service.tablecore.core import TableCore
 from service.tablecore.phase import HandPhase
 from service.tablecore.state import CoreConfig
 from tests.sim.sigbook import BookedSigner, booked
-from tests.sim.store import SimStore
+from tests.sim.store import Hand, SimStore
 from verifier.chain import commit_move, move_body, reveal_move
 from verifier.fairness import PROTOCOL_V2, player_commit
 from verifier.hand import Discard, Drop, Phase, TableRules, action_to_json
@@ -679,6 +680,7 @@ class World:
             return  # a repeat: the hand had ended already
         if fastjson.canonical(h.transcript) != op.transcript:
             raise Violation(self.now, t.tid, f"hand {op.hand_id}'s transcript is not published as canonical JSON")
+        self._dated_in_order(t.tid, self.store.by_table[t.tid][-2:])
         self.hands_ended += 1
         if op.hand_id in t.touched:
             t.touched.discard(op.hand_id)
@@ -723,10 +725,22 @@ class World:
                 raise Violation(self.now, t.tid, f"stalled: no progress for {bound / 1000:.0f}s with players connected")
         self.at(self.now + 10 * SECOND, self._stall_check)
 
+    def _dated_in_order(self, tid: str, hands: list[Hand]) -> None:
+        """D37 across hands: a hand's records are dated no earlier than the newest record
+        of the table's hand before it (a table loaded between hands on a clock behind
+        dated its next hand before the last one ended)."""
+        for before, after in itertools.pairwise(hands):
+            if before.records and after.records:
+                end, start = int(before.records[max(before.records)]["t"]), int(after.records[min(after.records)]["t"])
+                if start < end:
+                    what = f"hand {after.hand_no} is dated {end - start} ms before hand {before.hand_no} ended"
+                    raise Violation(self.now, tid, what)
+
     def _final_check(self) -> None:
         for t in self.tables:
             if self.store.check_ledger() is not None:
                 raise Violation(self.now, t.tid, str(self.store.check_ledger()))
+            self._dated_in_order(t.tid, self.store.by_table[t.tid])
         for h in self.store.hands.values():
             if h.settlements > 1:
                 raise Violation(self.now, h.table_id, f"hand {h.hand_id} settled twice")
