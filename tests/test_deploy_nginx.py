@@ -6,6 +6,7 @@ fetched through it."""
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import ipaddress
 import json
@@ -160,6 +161,26 @@ async def test_a_hand_played_through_nginx_with_tls_and_websockets(pg_dsn: str, 
     assert codes == [0], [log.read_text()[-2000:] for _, log in server.servers]
 
 
+async def rest_is_paced(s: aiohttp.ClientSession, base: str) -> None:
+    """The proxy paces the REST API per address (the server paces sockets, not HTTP
+    requests): 600 requests at once from here are more than the burst of 100 and the
+    rate of 20 a second can pass in the seconds they take, and those beyond are
+    answered 429 in the API's error form, with Retry-After, before the server sees
+    them; the pages are not paced."""
+
+    async def one() -> tuple[int, str | None, str | None]:
+        async with s.get(base + "/api/tables") as r:
+            code = (await r.json())["error"]["code"] if r.status == 429 else None
+            return r.status, code, r.headers.get("Retry-After")
+
+    answers = await asyncio.gather(*(one() for _ in range(600)))
+    refused = [a for a in answers if a[0] == 429]
+    assert refused and {a[1:] for a in refused} == {("too_many_requests", "1")}, answers[:5]
+    assert {a[0] for a in answers} == {200, 429}
+    async with s.get(base + "/") as r:
+        assert r.status == 200, "the pages are paced with the API"
+
+
 async def play_through(base: str, plain: str, upstream: int, token: str, cert: Path, tmp_path: Path) -> None:
     tls = ssl.create_default_context(cafile=str(cert))
     auth = {"Authorization": f"Bearer {token}"}
@@ -191,6 +212,7 @@ async def play_through(base: str, plain: str, upstream: int, token: str, cert: P
         assert hands, "the hand ended"
         async with s.get(base + "/api/fairness/key") as r:
             public_key = (await r.json())["public_key_hex"]
+        await rest_is_paced(s, base)
     for evidence in sorted((tmp_path / "evidence").glob("*.json")):
         verified = subprocess.run(
             [sys.executable, "-m", "verifier.cli", base + hands[0]["transcript"]]
