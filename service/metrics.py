@@ -115,6 +115,11 @@ class Metrics:
             ["during"],
             registry=self.registry,
         )
+        self.log_reads = Counter(
+            "rummy_log_reads",
+            "Reads of a hand's stored records that memory forgot (a join asking for old events, a hand's end)",
+            registry=self.registry,
+        )
 
         self.live: list[Callable[[], dict[str, Any]]] = []
 

@@ -384,7 +384,10 @@ class TableActor:
             self._feed(outcome(e.op_id, err))
             return
         if self.metrics is not None:
-            self.metrics.store_seconds.observe(time.perf_counter() - started)
+            if isinstance(e.op, io.LogOp):
+                self.metrics.log_reads.inc()
+            else:
+                self.metrics.store_seconds.observe(time.perf_counter() - started)
             if isinstance(e.op, io.RecordsOp):
                 for r in e.op.records:
                     if r.get("type") == "action":

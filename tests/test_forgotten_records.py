@@ -8,6 +8,7 @@ lost or settled twice."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -104,7 +105,7 @@ def test_a_join_gets_the_events_of_forgotten_records_read_back_from_the_store() 
     assert seat is not None
     got = reply.result["hand"]["events"]
     assert got == events_for(stored(h), seat, -1) and len(got) > 2 * TURNS
-    assert hand.recorder.records.forgotten, "the records read back for the join are forgotten again"
+    assert not hand.recorder.records.forgotten, "held again until the next record is stored"
 
     # a join that asks only for what memory holds is answered at once, with no read
     last = len(hand.recorder.records) - 1
@@ -113,6 +114,54 @@ def test_a_join_gets_the_events_of_forgotten_records_read_back_from_the_store() 
     reply = h.of(io.Reply)[-1]
     assert reply.cmd_id == h.ids and reply.result["hand"]["events"] == events_for(stored(h), 0, last - 2)
     play_turns(h, 1)  # and the hand plays on
+    assert hand.recorder.records.forgotten, "the records read back for the join are forgotten again"
+
+
+def test_joins_that_ask_for_forgotten_records_cost_one_read_until_the_next_move() -> None:
+    """Any player may join a table, and a join may ask for every event of the hand.
+    Fifty such joins (one client's burst) cost the store one read, not fifty, and the
+    move queued among them is answered in its turn: the records read back stay in
+    memory until the next record is stored.  Before, each join read the whole log
+    again, and a client sending joins as fast as its pace allowed held the table's
+    moves behind its reads."""
+    h = a_hand_well_into_play()
+    hand = h.core.hand
+    assert hand is not None
+    before = h.now
+    pid, seat = h.on_turn()
+    head = hand.recorder.head
+    move = {"kind": "draw_closed", "seat": seat}
+    sig = h.signers[pid].sign("move", move_body("t0", hand.hand_no, head, move), PROTOCOL_V2)
+    joins = []
+    for k in range(50):
+        h.send("p1", "snapshot", {"since": None})
+        joins.append(h.ids)
+        if k == 10:
+            payload = {"hand_no": hand.hand_no, "action": {"kind": "draw_closed"}, "prev": head, "sig": sig}
+            h.send(pid, "action", payload)
+            draw = h.ids
+    h.answer_all()
+    replies = {r.cmd_id: r for r in h.of(io.Reply)}
+    assert replies[draw].error is None, replies[draw].error
+    other = hand.seat_of("p1")
+    assert other is not None
+    for cmd_id in joins:
+        assert replies[cmd_id].error is None, replies[cmd_id].error
+        got = replies[cmd_id].result["hand"]["events"]
+        assert got[0]["i"] <= FIRST_KEPT and got == events_for(stored(h), other, -1)[: len(got)]
+    # one read for the joins before the draw, one for those after it was stored
+    assert len(reads(h, before)) == 2, f"{len(reads(h, before))} reads for 50 joins"
+    assert not hand.recorder.records.forgotten
+    h.send("p0", "snapshot", {"since": None})  # nothing stored since: no read
+    assert len(reads(h, before)) == 2 and h.of(io.Reply)[-1].cmd_id == h.ids
+    _, seat = h.on_turn()
+    state = hand.recorder.state
+    assert state is not None
+    act(h, "discard", card=state.seat(seat).cards[0])
+    assert hand.recorder.records.forgotten, "forgotten again once the discard was stored"
+    h.send("p1", "snapshot", {"since": None})  # so the next such join reads again
+    h.answer_all()
+    assert len(reads(h, before)) == 3 and h.of(io.Reply)[-1].error is None
 
 
 def test_a_join_that_comes_while_a_move_is_stored_waits_for_it_then_reads() -> None:
@@ -337,7 +386,7 @@ async def test_over_a_real_socket_a_rejoin_gets_every_event_and_the_transcript_e
     connects again gets the events of the whole hand, exactly as its seat was sent
     them (the forgotten ones read back from the database), and the published
     transcript holds every record and verifies."""
-    from service.app import TABLES
+    from service.app import METRICS, TABLES
 
     table, a, b = await seat_two(api, server)
     async with Client(server.url, a["token"], a["signer"]) as ca, Client(server.url, b["token"], b["signer"]) as cb:
@@ -348,11 +397,18 @@ async def test_over_a_real_socket_a_rejoin_gets_every_event_and_the_transcript_e
         last = len(hand.recorder.records) - 1
         await ca.wait_frame(lambda f: f.get("type") == "update" and f["i"] == last)
         pushed = [{"i": f["i"], **e} for f in ca.frames if f.get("type") == "update" for e in f["events"]]
+        reads = server.app[METRICS].registry.get_sample_value("rummy_log_reads_total") or 0.0
         async with Client(server.url, a["token"], a["signer"]) as ca2:
             snap = await ca2.request({"type": "join", "table_id": table})
             assert snap["type"] == "reply", snap
             assert snap["result"]["hand"]["events"] == pushed and len(pushed) > 2 * TURNS
-            assert hand.recorder.records.forgotten, "forgotten again once the join is answered"
+            assert not hand.recorder.records.forgotten, "held again until the next record is stored"
+            # a spectator's burst of joins asking for the whole hand: answered from memory
+            watcher = await api.player("watcher")
+            async with Client(server.url, watcher["token"], watcher["signer"]) as cw:
+                answers = await asyncio.gather(*(cw.request({"type": "join", "table_id": table}) for _ in range(40)))
+            assert all(r["type"] == "reply" and len(r["result"]["hand"]["events"]) > 2 * TURNS for r in answers)
+            assert server.app[METRICS].registry.get_sample_value("rummy_log_reads_total") == reads + 1
             r = await ca2.leave(table, hand_no, seat_of(ca))
             assert r["type"] == "reply", r
         result = await cb.wait_frame(lambda f: f.get("type") == "result")

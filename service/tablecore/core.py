@@ -27,7 +27,7 @@ from service.tablecore.commands import Commands
 from service.tablecore.errors import ClientError, moved, unavailable
 from service.tablecore.phase import HandPhase
 from service.tablecore.state import CoreConfig, TableFacts
-from service.tablecore.steps import RECENT_KEPT, StoredLogError
+from service.tablecore.steps import StoredLogError
 from verifier.errors import RuleError
 from verifier.record import RestoreError
 
@@ -206,19 +206,17 @@ class TableCore(Commands):
         hand = self.hand
         if hand is not None and self.forgotten_since(hand, events_since):
             # the events asked for are in records memory forgot: read them back first,
-            # when no op is in flight (the join waits in the queue until then)
+            # when no op is in flight (the join waits in the queue until then).  Memory
+            # holds them again until the next record is stored (Steps.apply forgets
+            # them then), so the joins queued behind this one, and any that come before
+            # the next move, are answered without a read of their own: one read per
+            # stored record however many joins ask (before, each join read the whole
+            # log again, and a client sending joins held the table's moves behind them).
             if self.mode is not Mode.SERVING or self.pending is not None:
                 self.queue.append(cmd)
                 return
             self.judged = None
-            rec = hand.recorder
-
-            def answer() -> dict[str, Any]:
-                out = self.snapshot_for(cmd.player_id, events_since, now)
-                rec.forget_stored(len(rec.records), RECENT_KEPT)  # every record memory holds is stored
-                return out
-
-            self.read_log(hand, now, cmd, answer)
+            self.read_log(hand, now, cmd, lambda: self.snapshot_for(cmd.player_id, events_since, now))
             return
         self.reply(cmd, self.snapshot_for(cmd.player_id, events_since, now))
 
