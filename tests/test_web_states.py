@@ -243,6 +243,47 @@ async def test_a_table_the_operator_begins_to_close_offers_no_seat(server: Runni
         assert push["seats"] == {"0": a["id"], "1": b["id"]} and push["stood"] == []
 
 
+async def test_a_free_seats_button_is_not_swapped_under_a_click_by_an_update(
+    server: Running, api: Api, browser: Browser
+) -> None:
+    """The seats were drawn again whole on every push: a "Sit here" pressed while
+    another seat's box changed (someone sat, a hand was dealt, a move) was a new
+    button by its release, and the click was lost.  Now a seat's box that shows the
+    same is kept: the free seats' buttons are the same elements after two players sit
+    and their hand is dealt, and a click on one still seats the person."""
+    from tests.test_server import through_seeds
+
+    table_id = await api.table(seats=4)
+    a, b = await api.player("Ada"), await api.player("Bram")
+    person = await new_person(api, "Ode")
+    async with person_page(browser) as (_context, page, _console):
+        await sign_in(page, server.url, person["token"], "Ode")
+        await page.goto(server.url + f"/#/table/{table_id}")
+        await page.wait_for_function(conn("open"), timeout=30_000)
+        await page.wait_for_function("() => document.querySelectorAll('#seats button.sit-here').length === 4")
+        await page.evaluate(
+            "() => document.querySelectorAll('#seats .seat.free').forEach((box) => {"
+            " box.querySelector('button').__kept = box.dataset.seat; })"
+        )
+        async with Client(server.url, a["token"], a["signer"]) as ca, Client(server.url, b["token"], b["signer"]) as cb:
+            await through_seeds(table_id, ca, cb)  # two sit, commit and reveal: the hand is dealt
+            await page.wait_for_function(
+                "() => { const h = RummyTable.state.t.hand; return h && h.view && h.view.phase === 'draw'; }",
+                timeout=30_000,
+            )
+            await page.wait_for_function(
+                "() => document.querySelectorAll('#seats .seat:not(.free) .fan').length === 2"
+            )  # the players' boxes were drawn again, with their cards
+            kept = await page.evaluate(
+                "() => Array.from(document.querySelectorAll('#seats button.sit-here'), (b) => b.__kept || null)"
+            )
+            assert len(kept) == 2 and None not in kept, kept
+            await page.locator("#seats button.sit-here").first.click()
+            await page.wait_for_function("() => Object.keys(RummyTable.state.t.seats).length === 3", timeout=15_000)
+            for c in (ca, cb):
+                await api.call("POST", f"/api/tables/{table_id}/leave", token=a["token"] if c is ca else b["token"])
+
+
 async def test_the_log_speaks_to_you_in_the_second_person(server: Running, browser: Browser) -> None:
     """ "You plays first", found by the tester: the person's own seat takes the verbs
     and pronouns of "you"; another player's the third person, with the name isolated."""

@@ -42,6 +42,23 @@ export function fillIfChanged(node, ...kids) {
   return true;
 }
 
+/** fill, child by child: a child that would show the same as the one in its place is
+ * kept (it never leaves the page), any other put in its place.  A part with a button
+ * in each of its children (the seats' "Sit here") renders again on every update of
+ * the hand; the boxes that did not change keep their buttons, so a click pressed on
+ * one is not lost to an update that came before its release.  Use it only where a
+ * child's listeners depend on nothing but what its HTML shows. */
+export function fillEach(node, ...kids) {
+  const next = kids.flat().filter((k) => k !== null && k !== undefined && k !== false && k !== "");
+  const old = Array.from(node.childNodes);
+  next.forEach((k, i) => {
+    const o = old[i];
+    if (!o) node.appendChild(k);
+    else if (!(o.nodeType === 1 && k.nodeType === 1 && o.outerHTML === k.outerHTML)) node.replaceChild(k, o);
+  });
+  for (const o of old.slice(next.length)) o.remove();
+}
+
 const fmt = new Intl.NumberFormat("en-US");
 export const num = (n) => fmt.format(n);
 export const ht = (n) => fmt.format(n) + " HT";

@@ -1,6 +1,6 @@
 /* Drawing the felt: the other seats, the piles, what the hand waits for, the player's
    own header line and move buttons, and the situation box (why the seat is gone…). */
-import { $, el, fill, ht, nameEl, partsNodes, plural } from "./dom.js";
+import { $, el, fill, fillEach, ht, nameEl, partsNodes, plural } from "./dom.js";
 import { cardView, short, wildRankOf } from "./cardview.js";
 import { S, decksOf, mySeat, nameOf, who } from "./state.js";
 
@@ -86,7 +86,7 @@ export function renderSeats(t, onSit) {
       ),
     );
   }
-  fill(box, ...boxes);
+  fillEach(box, ...boxes); // a free seat's box, unchanged, keeps its "Sit here" under a click
 }
 
 export function renderPiles(t) {
