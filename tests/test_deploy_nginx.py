@@ -162,11 +162,11 @@ async def test_a_hand_played_through_nginx_with_tls_and_websockets(pg_dsn: str, 
 
 
 async def rest_is_paced(s: aiohttp.ClientSession, base: str) -> None:
-    """The proxy paces the REST API per address (the server paces sockets, not HTTP
-    requests): 600 requests at once from here are more than the burst of 100 and the
-    rate of 20 a second can pass in the seconds they take, and those beyond are
-    answered 429 in the API's error form, with Retry-After, before the server sees
-    them; the pages are not paced."""
+    """The proxy paces the REST API and the WebSocket handshakes per address (the
+    server paces each socket's messages, not HTTP requests): 600 requests at once
+    from here are more than the burst of 100 and the rate of 20 a second can pass in
+    the seconds they take, and those beyond are answered 429 in the API's error form,
+    with Retry-After, before the server sees them; the pages are not paced."""
 
     async def one() -> tuple[int, str | None, str | None]:
         async with s.get(base + "/api/tables") as r:
@@ -179,6 +179,19 @@ async def rest_is_paced(s: aiohttp.ClientSession, base: str) -> None:
     assert {a[0] for a in answers} == {200, 429}
     async with s.get(base + "/") as r:
         assert r.status == 200, "the pages are paced with the API"
+
+    # WebSocket handshakes with a wrong token, each a lookup for the server: 1,000 at
+    # once are more than the burst of 200 and the rate of 10 a second let through
+    async def handshake() -> tuple[int, str | None]:
+        try:
+            async with s.ws_connect(base.replace("https", "wss") + "/ws", headers={"Authorization": "Bearer nope"}):
+                return 101, None
+        except aiohttp.WSServerHandshakeError as e:
+            return e.status, e.headers.get("Retry-After") if e.headers else None
+
+    shakes = await asyncio.gather(*(handshake() for _ in range(1000)))
+    assert {st for st, _ in shakes} == {401, 429}, sorted({st for st, _ in shakes})
+    assert {after for st, after in shakes if st == 429} == {"1"}
 
 
 async def play_through(base: str, plain: str, upstream: int, token: str, cert: Path, tmp_path: Path) -> None:
