@@ -212,6 +212,8 @@ class TableCore(Commands):
             # the next move, are answered without a read of their own: one read per
             # stored record however many joins ask (before, each join read the whole
             # log again, and a client sending joins held the table's moves behind them).
+            # A client that joins after every move keeps the hand's log in memory: as
+            # much as every table held before stored records were forgotten, no more.
             if self.mode is not Mode.SERVING or self.pending is not None:
                 self.queue.append(cmd)
                 return
