@@ -589,6 +589,17 @@ def _finish_by_the_clock(h: Harness) -> dict[str, Any]:
     return stored.transcript
 
 
+def _load_on_a_clock_an_hour_behind(h: Harness) -> None:
+    """The table loaded by a fresh core (a restart, or a node taking it over) whose
+    clock is an hour behind the one that wrote its log."""
+    h.core.refuse_all(unavailable())
+    h.inflight.clear()
+    h.now -= HOUR  # the new owner's clock
+    h.core = TableCore("t0", h.keys, CFG)
+    h.step(io.Tick())
+    h.answer_all()
+
+
 def test_a_clock_that_steps_back_holds_no_turn() -> None:
     """D37: the wall clock steps back an hour in the middle of a turn (a corrected system
     clock).  The table's time goes on from where it was: the turn ends at its ordinary
@@ -626,12 +637,7 @@ def test_a_log_written_ahead_of_the_clock_holds_no_turn() -> None:
     h.through_seeds()
     began = turn_began(h)
     h.advance(began + 1000)
-    h.core.refuse_all(unavailable())
-    h.inflight.clear()
-    h.now -= HOUR  # the new owner's clock
-    h.core = TableCore("t0", h.keys, CFG)
-    h.step(io.Tick())
-    h.answer_all()
+    _load_on_a_clock_an_hour_behind(h)
     for pid in h.signers:
         h.step(io.Reach(pid, True))
     loaded = h.now
@@ -661,12 +667,7 @@ def test_a_hand_dealt_after_a_load_on_a_clock_behind_is_dated_after_the_last() -
     newcomer = Signer(Ed25519PrivateKey.from_private_bytes(bytes(range(32))))
     h.store.add_player("p9", newcomer.public_bytes, 10**6)
     h.store.tables["t0"].facts.seats[3] = "p9"  # the clock stood one seat up: a third player keeps a pair
-    h.core.refuse_all(unavailable())
-    h.inflight.clear()
-    h.now -= HOUR  # the new owner's clock
-    h.core = TableCore("t0", h.keys, CFG)
-    h.step(io.Tick())
-    h.answer_all()
+    _load_on_a_clock_an_hour_behind(h)
     assert h.core.skew == last - h.now > HOUR - 60_000  # its time goes on from the last record
     for pid in h.store.tables["t0"].facts.seats.values():
         h.step(io.Reach(pid, True))
