@@ -617,11 +617,14 @@ async def last_record_t(conn: asyncpg.Connection, table_id: str) -> int:
     """The time (``t``, ms) of the newest record of the table's latest hand, ended or
     not; 0 when it has none (D37: the table's time never goes back, across hands too)."""
     t = await conn.fetchval(
-        "SELECT (record->>'t')::bigint FROM hand_records WHERE hand_id = "
+        "SELECT record->>'t' FROM hand_records WHERE hand_id = "
         "(SELECT id FROM hands WHERE table_id = $1 ORDER BY hand_no DESC LIMIT 1) ORDER BY i DESC LIMIT 1",
         table_id,
     )
-    return 0 if t is None else int(t)
+    # read as text: a record whose ``t`` is not a whole number (a damaged row) must not
+    # make every load of the table fail; its hand is voided as unreadable (D33) if it
+    # is the one in progress, and the table's time is then the clock's
+    return int(t) if isinstance(t, str) and t.isascii() and t.isdigit() and len(t) <= 16 else 0
 
 
 async def ended_hand(conn: asyncpg.Connection, hand_id: int) -> asyncpg.Record | None:

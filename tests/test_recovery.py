@@ -27,6 +27,7 @@ from service.db import ServerLocked
 from service.keys import ServerKeys
 from service.startup import Running, start_server
 from service.table import Settings, TableActor
+from service.tablecore.core import Mode
 from tests.conftest import OPERATOR, Api, fresh_database, wait_for
 from tests.pgproxy import PgProxy
 from tests.skipclock import SkipClock, clocked
@@ -125,6 +126,35 @@ async def test_a_record_that_does_not_replay_voids_the_hand_and_the_chain_goes_o
         assert nxt["hand_no"] == hand_no + 1 and nxt["record"]["header"]["prev_head"] == t["head"]
         for c in (ca, cb):
             await c.leave(table)
+
+
+async def test_a_damaged_time_in_the_newest_record_does_not_stop_the_table_loading(api: Api, server: Running) -> None:
+    """A load reads the time of the table's newest record (D37: its time goes on from
+    it).  A row whose public copy says something else than a whole number there (a
+    damaged row) is not a time: the load goes on with the clock's, instead of failing
+    every time (a table that never served again), and the hand plays on from its
+    sealed records."""
+    table, a, b = await seat_two(api, server)
+    async with Client(server.url, a["token"], a["signer"]) as ca, Client(server.url, b["token"], b["signer"]) as cb:
+        hand_no = await through_seeds(table, ca, cb)
+        await play_two_moves(table, hand_no, ca, cb)
+        row = await hand_row(server, table)
+        await server.app[TABLES][table].stop()
+        async with server.app[POOL].acquire() as conn:
+            await conn.execute(
+                "UPDATE hand_records SET record = jsonb_set(record, '{t}', '\"soon\"') "
+                "WHERE hand_id = $1 AND i = (SELECT max(i) FROM hand_records WHERE hand_id = $1)",
+                row["id"],
+            )
+        actor = await restart_table(server, table)
+        assert actor.core.mode is Mode.SERVING and actor.core.skew == 0
+        hand = actor.core.hand
+        assert hand is not None and hand.hand_no == hand_no
+        for c in (ca, cb):
+            assert (await c.request({"type": "join", "table_id": table}))["type"] == "reply"
+        await play_two_moves(table, hand_no, ca, cb)  # and the hand plays on
+        for c in (ca, cb):
+            await c.leave(table, hand_no, seat_of(c))
 
 
 async def test_a_hand_whose_seed_cannot_be_opened_is_voided_without_its_seed(api: Api, server: Running) -> None:
