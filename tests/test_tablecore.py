@@ -677,6 +677,39 @@ def test_a_hand_dealt_after_a_load_on_a_clock_behind_is_dated_after_the_last() -
     assert int(hand.recorder.records[0]["t"]) >= last, "the next hand is dated before the last one ended"
 
 
+def test_a_log_loaded_on_a_clock_ahead_gives_the_seat_on_turn_its_whole_turn() -> None:
+    """D32, D35 the other way: the table is loaded mid-turn by a fresh core whose clock
+    is an hour ahead of the one that wrote its log (a node ahead, a restart after the
+    clock was set forward).  By that clock the turn ran out an hour ago; the seat on
+    turn is charged nothing for the hour: it keeps a whole turn from the load (not
+    only the grace), and the deadline it is told says so."""
+    turn = 20_000  # longer than the grace: the whole turn, not the grace, is what is owed
+    h = Harness(turn_ms=turn)
+    h.through_seeds()
+    began = turn_began(h)
+    h.advance(began + 1000)
+    h.core.refuse_all(unavailable())
+    h.inflight.clear()
+    h.now += HOUR  # the new owner's clock
+    h.core = TableCore("t0", h.keys, CFG)
+    h.step(io.Tick())
+    h.answer_all()
+    loaded = h.now
+    assert h.core.skew == 0 and h.charges() == []
+    for pid in h.signers:
+        h.step(io.Reach(pid, True))
+    hand = h.core.hand
+    assert hand is not None and turn_began(h) == began
+    told = h.core.told_deadline(hand)
+    assert told is not None and loaded + turn <= told <= loaded + turn + CFG.grace_ms + 1000, told - loaded
+    h.advance(loaded + turn - 500)
+    assert h.charges() == [], "charged before a whole turn from the load"
+    h.advance(loaded + turn + CFG.grace_ms + 1000)
+    charges = h.charges()
+    assert charges and charges[0][1].kind == "play"
+    assert loaded + turn <= charges[0][0] <= loaded + turn + CFG.grace_ms + 500
+
+
 def test_a_clock_that_steps_forward_is_a_node_that_stood_still() -> None:
     """The other way: a clock that jumps an hour ahead charges nobody for the hour — the
     node stood still, every grace starts again (D37) — and the turn then ends a grace
