@@ -125,7 +125,26 @@ async def withdraw(conn: asyncpg.Connection, player_id: str, amount: int) -> int
 
 async def hold(conn: asyncpg.Connection, player_id: str, amount: int, hand_id: int) -> None:
     """D20: move the most a hand can cost from available to held (caller's transaction)."""
-    await _post(conn, "hold", {available(player_id): -amount, held(player_id): amount}, hand_id=hand_id)
+    await hold_all(conn, {player_id: amount}, hand_id)
+
+
+async def hold_all(conn: asyncpg.Connection, holds: Mapping[str, int], hand_id: int) -> None:
+    """D20 for the players a hand deals in, as one ledger transaction: each amount from
+    the player's available balance to held.  If any cannot move, LedgerError and the
+    caller's transaction rolls it all back (the caller has checked each can)."""
+    entries: dict[str, int] = {}
+    for player_id, amount in holds.items():
+        entries[available(player_id)] = -amount
+        entries[held(player_id)] = amount
+    await _post(conn, "hold", entries, hand_id=hand_id)
+
+
+async def available_balances(conn: asyncpg.Connection, player_ids: list[str]) -> dict[str, int]:
+    """The players' available balances, by their accounts' ids (one statement)."""
+    ids = [available(p) for p in player_ids]
+    rows = await conn.fetch("SELECT id, balance FROM accounts WHERE id = ANY($1::text[])", ids)
+    by = {r["id"]: int(r["balance"]) for r in rows}
+    return {p: by.get(available(p), 0) for p in player_ids}
 
 
 async def release(conn: asyncpg.Connection, holds: Mapping[str, int], hand_id: int) -> None:

@@ -417,6 +417,52 @@ async def test_without_enough_balance_nobody_sits(api: Api, server: Running) -> 
     await api.call("POST", f"/api/tables/{table}/leave", token=poor["token"], expect=200)
 
 
+async def test_a_seat_that_cannot_cover_the_hold_sits_the_hand_out_and_the_rest_are_held_at_once(
+    api: Api, server: Running
+) -> None:
+    """D20 at the deal: a player seated with enough, who withdrew below the hold before
+    the hand began, sits it out; the players dealt in are held in one ledger
+    transaction of the hand (each amount from available to held), and nothing of the
+    one who sat out moves."""
+    from service.app import POOL
+
+    table = await api.table(seats=4, point_value=10)  # 1,300 held a seat
+    c = await api.player("short", deposit=5_000)
+    a, b = await api.player("ann", deposit=5_000), await api.player("bo", deposit=5_000)
+    async with (
+        Client(server.url, c["token"], c["signer"]) as cc,
+        Client(server.url, a["token"], a["signer"]) as ca,
+        Client(server.url, b["token"], b["signer"]) as cb,
+    ):
+        await cc.request({"type": "join", "table_id": table})  # connected: dealt in if it can cover the hold
+        assert (await cc.request({"type": "sit", "table_id": table, "seat": 2}))["type"] == "reply"
+        await api.call("POST", f"/api/players/{c['id']}/withdraw", body={"amount": 4_000}, expect=200)  # 1,000 left
+        for cl in (ca, cb):
+            await cl.request({"type": "join", "table_id": table})
+            assert (await cl.request({"type": "sit", "table_id": table}))["type"] == "reply"
+        hand = await ca.wait_frame(lambda f: f.get("type") == "hand" and f.get("phase") == "commit", timeout=30)
+        dealt = {s["player_id"] for s in hand["record"]["header"]["seats"]}
+        assert dealt == {a["id"], b["id"]}, dealt
+        async with server.app[POOL].acquire() as conn:
+            rows = await conn.fetch(
+                "SELECT x.id, e.account_id, e.amount FROM ledger_tx x JOIN ledger_entries e ON e.tx_id = x.id "
+                "WHERE x.kind = 'hold' AND x.hand_id = $1",
+                hand["hand_id"],
+            )
+            held = await conn.fetch("SELECT player_id, hold FROM hand_players WHERE hand_id = $1", hand["hand_id"])
+        assert len({r["id"] for r in rows}) == 1, rows  # one transaction for the hand
+        assert {(r["account_id"], r["amount"]) for r in rows} == {
+            (ledger.available(p["id"]), -1300) for p in (a, b)
+        } | {(ledger.held(p["id"]), 1300) for p in (a, b)}
+        assert {(r["player_id"], r["hold"]) for r in held} == {(a["id"], 1300), (b["id"], 1300)}
+        for p, available, on_hold in ((a, 3_700, 1_300), (b, 3_700, 1_300), (c, 1_000, 0)):
+            me = await api.call("GET", "/api/me", token=p["token"])
+            assert (me["available"], me["held"]) == (available, on_hold), (p["name"], me)
+        assert (await api.call("GET", "/api/ledger"))["ok"] is True
+    for p in (a, b, c):
+        await api.call("POST", f"/api/tables/{table}/leave", token=p["token"])
+
+
 async def test_auth_and_operator_only_routes(api: Api, server: Running) -> None:
     assert (await api.call("POST", "/api/tables", token="wrong", body={}, expect=401))["error"]["code"] == (
         "unauthorized"
