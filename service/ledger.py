@@ -140,11 +140,12 @@ async def hold_all(conn: asyncpg.Connection, holds: Mapping[str, int], hand_id: 
 
 
 async def available_balances(conn: asyncpg.Connection, player_ids: list[str]) -> dict[str, int]:
-    """The players' available balances, by their accounts' ids (one statement)."""
-    ids = [available(p) for p in player_ids]
+    """The players' available balances, by their accounts' ids (one statement); 0 for a
+    player without both accounts (a hold could not move there)."""
+    ids = [a for p in player_ids for a in (available(p), held(p))]
     rows = await conn.fetch("SELECT id, balance FROM accounts WHERE id = ANY($1::text[])", ids)
     by = {r["id"]: int(r["balance"]) for r in rows}
-    return {p: by.get(available(p), 0) for p in player_ids}
+    return {p: by[available(p)] if available(p) in by and held(p) in by else 0 for p in player_ids}
 
 
 async def release(conn: asyncpg.Connection, holds: Mapping[str, int], hand_id: int) -> None:

@@ -463,6 +463,31 @@ async def test_a_seat_that_cannot_cover_the_hold_sits_the_hand_out_and_the_rest_
         await api.call("POST", f"/api/tables/{table}/leave", token=p["token"])
 
 
+async def test_a_seat_whose_held_account_is_missing_sits_out_and_the_table_deals(api: Api, server: Running) -> None:
+    """A player whose held account is not there (a damaged database) cannot be held: it
+    sits the hand out, and the others are dealt in.  The holds of a hand are one ledger
+    transaction, so one account it could not move would have refused them all, and the
+    table would have tried to deal, and failed, for ever."""
+    from service.app import POOL
+
+    table = await api.table(seats=4, point_value=1)
+    a, b, c = await api.player("ann"), await api.player("bo"), await api.player("cy")
+    async with server.app[POOL].acquire() as conn:
+        await conn.execute("DELETE FROM accounts WHERE id = $1", ledger.held(c["id"]))
+    async with (
+        Client(server.url, c["token"], c["signer"]) as cc,
+        Client(server.url, a["token"], a["signer"]) as ca,
+        Client(server.url, b["token"], b["signer"]) as cb,
+    ):
+        for cl in (cc, ca, cb):
+            await cl.request({"type": "join", "table_id": table})
+            assert (await cl.request({"type": "sit", "table_id": table}))["type"] == "reply"
+        hand = await ca.wait_frame(lambda f: f.get("type") == "hand" and f.get("phase") == "commit", timeout=30)
+        assert {s["player_id"] for s in hand["record"]["header"]["seats"]} == {a["id"], b["id"]}
+    for p in (a, b, c):
+        await api.call("POST", f"/api/tables/{table}/leave", token=p["token"])
+
+
 async def test_auth_and_operator_only_routes(api: Api, server: Running) -> None:
     assert (await api.call("POST", "/api/tables", token="wrong", body={}, expect=401))["error"]["code"] == (
         "unauthorized"
