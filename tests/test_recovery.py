@@ -89,20 +89,32 @@ async def play_two_moves(table: str, hand_no: int, ca: Client, cb: Client) -> No
     assert (await c.act(table, hand_no, seat_of(c), {"kind": "discard", "card": card}))["type"] == "reply"
 
 
+async def stopped_with_a_damaged_row(
+    server: Running, table: str, ca: Client, cb: Client, damage: str
+) -> tuple[int, asyncpg.Record]:
+    """A hand dealt and two moves played; the table's task stopped, and ``damage`` (SQL
+    taking the hand's id as $1) run on its rows.  Returns the hand's number and row."""
+    hand_no = await through_seeds(table, ca, cb)
+    await play_two_moves(table, hand_no, ca, cb)
+    row = await hand_row(server, table)
+    await server.app[TABLES][table].stop()
+    async with server.app[POOL].acquire() as conn:
+        await conn.execute(damage, row["id"])
+    return hand_no, row
+
+
 # ----------------------------------------------------------------------------- void by rule (D33)
 async def test_a_record_that_does_not_replay_voids_the_hand_and_the_chain_goes_on(api: Api, server: Running) -> None:
     table, a, b = await seat_two(api, server)
     async with Client(server.url, a["token"], a["signer"]) as ca, Client(server.url, b["token"], b["signer"]) as cb:
-        hand_no = await through_seeds(table, ca, cb)
-        await play_two_moves(table, hand_no, ca, cb)
-        row = await hand_row(server, table)
-        await server.app[TABLES][table].stop()
-        async with server.app[POOL].acquire() as conn:  # record 5's sealed copy replaced by record 4's
-            await conn.execute(
-                "UPDATE hand_records SET sealed = (SELECT sealed FROM hand_records WHERE hand_id = $1 AND i = 4) "
-                "WHERE hand_id = $1 AND i = 5",
-                row["id"],
-            )
+        hand_no, row = await stopped_with_a_damaged_row(  # record 5's sealed copy replaced by record 4's
+            server,
+            table,
+            ca,
+            cb,
+            "UPDATE hand_records SET sealed = (SELECT sealed FROM hand_records WHERE hand_id = $1 AND i = 4) "
+            "WHERE hand_id = $1 AND i = 5",
+        )
         await restart_table(server, table)
     row = await hand_row(server, table)
     assert row["hand_no"] == hand_no and row["status"] == "void" and "record 5" in row["void_reason"]
@@ -136,16 +148,14 @@ async def test_a_damaged_time_in_the_newest_record_does_not_stop_the_table_loadi
     sealed records."""
     table, a, b = await seat_two(api, server)
     async with Client(server.url, a["token"], a["signer"]) as ca, Client(server.url, b["token"], b["signer"]) as cb:
-        hand_no = await through_seeds(table, ca, cb)
-        await play_two_moves(table, hand_no, ca, cb)
-        row = await hand_row(server, table)
-        await server.app[TABLES][table].stop()
-        async with server.app[POOL].acquire() as conn:
-            await conn.execute(
-                "UPDATE hand_records SET record = jsonb_set(record, '{t}', '\"soon\"') "
-                "WHERE hand_id = $1 AND i = (SELECT max(i) FROM hand_records WHERE hand_id = $1)",
-                row["id"],
-            )
+        hand_no, _ = await stopped_with_a_damaged_row(
+            server,
+            table,
+            ca,
+            cb,
+            "UPDATE hand_records SET record = jsonb_set(record, '{t}', '\"soon\"') "
+            "WHERE hand_id = $1 AND i = (SELECT max(i) FROM hand_records WHERE hand_id = $1)",
+        )
         actor = await restart_table(server, table)
         assert actor.core.mode is Mode.SERVING and actor.core.skew == 0
         hand = actor.core.hand
