@@ -589,12 +589,12 @@ def _finish_by_the_clock(h: Harness) -> dict[str, Any]:
     return stored.transcript
 
 
-def _load_on_a_clock_an_hour_behind(h: Harness) -> None:
+def _load_on_another_clock(h: Harness, offset: int) -> None:
     """The table loaded by a fresh core (a restart, or a node taking it over) whose
-    clock is an hour behind the one that wrote its log."""
+    clock is ``offset`` ms from the one that wrote its log."""
     h.core.refuse_all(unavailable())
     h.inflight.clear()
-    h.now -= HOUR  # the new owner's clock
+    h.now += offset  # the new owner's clock
     h.core = TableCore("t0", h.keys, CFG)
     h.step(io.Tick())
     h.answer_all()
@@ -637,7 +637,7 @@ def test_a_log_written_ahead_of_the_clock_holds_no_turn() -> None:
     h.through_seeds()
     began = turn_began(h)
     h.advance(began + 1000)
-    _load_on_a_clock_an_hour_behind(h)
+    _load_on_another_clock(h, -HOUR)
     for pid in h.signers:
         h.step(io.Reach(pid, True))
     loaded = h.now
@@ -667,7 +667,7 @@ def test_a_hand_dealt_after_a_load_on_a_clock_behind_is_dated_after_the_last() -
     newcomer = Signer(Ed25519PrivateKey.from_private_bytes(bytes(range(32))))
     h.store.add_player("p9", newcomer.public_bytes, 10**6)
     h.store.tables["t0"].facts.seats[3] = "p9"  # the clock stood one seat up: a third player keeps a pair
-    _load_on_a_clock_an_hour_behind(h)
+    _load_on_another_clock(h, -HOUR)
     assert h.core.skew == last - h.now > HOUR - 60_000  # its time goes on from the last record
     for pid in h.store.tables["t0"].facts.seats.values():
         h.step(io.Reach(pid, True))
@@ -688,12 +688,7 @@ def test_a_log_loaded_on_a_clock_ahead_gives_the_seat_on_turn_its_whole_turn() -
     h.through_seeds()
     began = turn_began(h)
     h.advance(began + 1000)
-    h.core.refuse_all(unavailable())
-    h.inflight.clear()
-    h.now += HOUR  # the new owner's clock
-    h.core = TableCore("t0", h.keys, CFG)
-    h.step(io.Tick())
-    h.answer_all()
+    _load_on_another_clock(h, HOUR)
     loaded = h.now
     assert h.core.skew == 0 and h.charges() == []
     for pid in h.signers:
