@@ -139,15 +139,6 @@ async def hold_all(conn: asyncpg.Connection, holds: Mapping[str, int], hand_id: 
     await _post(conn, "hold", entries, hand_id=hand_id)
 
 
-async def available_balances(conn: asyncpg.Connection, player_ids: list[str]) -> dict[str, int]:
-    """The players' available balances, by their accounts' ids (one statement); 0 for a
-    player without both accounts (a hold could not move there)."""
-    ids = [a for p in player_ids for a in (available(p), held(p))]
-    rows = await conn.fetch("SELECT id, balance FROM accounts WHERE id = ANY($1::text[])", ids)
-    by = {r["id"]: int(r["balance"]) for r in rows}
-    return {p: by[available(p)] if available(p) in by and held(p) in by else 0 for p in player_ids}
-
-
 async def release(conn: asyncpg.Connection, holds: Mapping[str, int], hand_id: int) -> None:
     """Return holds untouched (a void hand)."""
     entries: dict[str, int] = {}
@@ -184,16 +175,25 @@ async def settle(
 class Balance:
     available: int
     held: int
+    complete: bool = True  # both accounts are there
 
 
 async def balance(conn: asyncpg.Connection, player_id: str) -> Balance:
-    """The player's two balances, found by their accounts' ids (the primary key): no
-    query here reads every player's accounts."""
-    rows = await conn.fetch(
-        "SELECT id, balance FROM accounts WHERE id = ANY($1::text[])", [available(player_id), held(player_id)]
-    )
+    """The player's two balances (0 for an account that is not there)."""
+    return (await balances(conn, [player_id]))[player_id]
+
+
+async def balances(conn: asyncpg.Connection, player_ids: list[str]) -> dict[str, Balance]:
+    """Each player's two balances, found by their accounts' ids (the primary key), in
+    one statement: no query here reads every player's accounts.  ``complete`` is false
+    for a player without both accounts (a hold could not move there)."""
+    ids = [a for p in player_ids for a in (available(p), held(p))]
+    rows = await conn.fetch("SELECT id, balance FROM accounts WHERE id = ANY($1::text[])", ids)
     by = {r["id"]: int(r["balance"]) for r in rows}
-    return Balance(by.get(available(player_id), 0), by.get(held(player_id), 0))
+    return {
+        p: Balance(by.get(available(p), 0), by.get(held(p), 0), available(p) in by and held(p) in by)
+        for p in player_ids
+    }
 
 
 #: The operator's audit of the ledger (:func:`summary`): one statement per figure, each

@@ -479,13 +479,14 @@ async def _hold(
             "SELECT id, public_key FROM players WHERE id = ANY($1::text[]) AND public_key IS NOT NULL", ids
         )
     }
-    balances = await ledger.available_balances(conn, ids)
+    balances = await ledger.balances(conn, ids)
     players: dict[int, str] = {}
     for seat, player_id in candidates:
         key = keys.get(player_id)
         if key is None or key_problem(key) is not None or key in {keys[p] for p in players.values()}:
             continue
-        if balances[player_id] < need:
+        bal = balances[player_id]
+        if not bal.complete or bal.available < need:
             continue  # cannot cover the hold: sits this hand out
         players[seat] = player_id
     if players:
