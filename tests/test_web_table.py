@@ -817,6 +817,68 @@ async def test_a_move_out_of_turn_is_refused_and_a_dropped_connection_rejoins(
 
 
 # ----------------------------------------------------------------------------- a header with another key
+async def test_a_card_is_not_swapped_under_a_tap_by_another_seats_move(
+    server: Any, api: Api, browser: Browser, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hand was drawn again whole on every push: a card (or "Move here") pressed
+    while another seat moved was a new button by its release, and the tap was lost (a
+    lost tap can cost a turn on the clock).  Now a group that shows the same is kept:
+    the person's cards and a "Move here" are the same elements after the other seat
+    draws and discards, and a tap on each still does what it says."""
+    no_declares(monkeypatch)  # the bot's move must not end the hand
+    table_id = await api.table(seats=4, point_value=1, turn_seconds=TURN, min_players=2)
+    person = await new_person(api, "Ines")
+    p = await api.player("held-bot")
+    held = HeldBot(server.url, p["token"], table_id, fast=True, key=p["signer"], max_hands=1, drops=False)
+    tasks = start_bots([held])
+    try:
+        async with person_page(browser) as (_context, page, _console):
+            await sign_in(page, server.url, person["token"], "Ines")
+            await wait_for(lambda: held.seat is not None, timeout=60)
+            await page.goto(server.url + f"/#/table/{table_id}")
+            await page.locator("#seats button.sit-here").first.click()
+            await page.wait_for_function(
+                "() => { const t = RummyTable.state.t; return t && t.hand && t.hand.view && t.hand.view.me; }",
+                timeout=60_000,
+            )
+            st = await page_state(page)
+            if st["turn"] == st["seat"]:
+                assert (await play_my_turn(page, declare=False))[0] == "discard"
+            await page.wait_for_function(
+                "() => document.querySelector('#turn-status').dataset.myTurn === 'false'", timeout=60_000
+            )
+            arr = await arrangement(page)
+            assert len(arr) >= 2, arr
+            card = arr[0][0]
+            await select(page, str(card))  # "Move here" shows under the other groups
+            newest = (await page_state(page))["newest"]
+            marked = await page.evaluate(
+                "() => Array.from(document.querySelectorAll('#hand button'),"
+                " (b, i) => { b.__kept = i + 1; return i + 1; })"
+            )
+            assert len(marked) == 13 + len(arr) - 1, marked  # the cards and a "Move here" a group
+            held.go.set()  # the bot draws and discards: two pushes, the piles and its seat change
+            await page.wait_for_function(
+                f"() => RummyTable.state.t.hand.newest >= {newest + 2}"
+                " && document.querySelector('#turn-status').dataset.myTurn === 'true'",
+                timeout=60_000,
+            )
+            kept = await page.evaluate(
+                "() => Array.from(document.querySelectorAll('#hand button'), (b) => b.__kept || null)"
+            )
+            assert kept == marked, kept  # every button is the one that was there
+            # a kept "Move here" still moves the selected card, and a kept card still selects
+            await page.locator('#hand .move-here[data-group="1"]').click()
+            moved = await arrangement(page)
+            assert arr[1] + [card] in moved and sum(g.count(card) for g in moved) == 1, (arr, moved)
+            other = arr[1][0]
+            await page.locator(f'#hand button[data-card="{other}"]').click()
+            assert await page.evaluate("RummyTable.state.t.selected") == other
+    finally:
+        held.go.set()
+        await stop_bots(tasks)
+
+
 async def test_a_header_listing_another_key_gets_no_commitment_and_a_hand_ended_away_is_shown(
     server: Any, api: Api, browser: Browser, monkeypatch: pytest.MonkeyPatch
 ) -> None:
