@@ -284,6 +284,37 @@ async def test_a_free_seats_button_is_not_swapped_under_a_click_by_an_update(
                 await api.call("POST", f"/api/tables/{table_id}/leave", token=a["token"] if c is ca else b["token"])
 
 
+async def test_a_session_that_ended_is_said_and_not_retried_for_ever(
+    server: Running, api: Api, browser: Browser
+) -> None:
+    """The page's session ends while it shows a table (the person signed out in another
+    window; the same holds for a token replaced or a session expired).  A handshake the
+    server then refuses (401) looked to the page like a network that failed: it said
+    "reconnecting" for ever while the clock played for the seat.  Now it asks the REST
+    session after a failed handshake, stops trying, and says so, with a way to sign in
+    again."""
+    table_id = await api.table(seats=4)
+    person = await new_person(api, "Sami")
+    async with person_page(browser) as (context, page, _console):
+        await sign_in(page, server.url, person["token"], "Sami")
+        await page.goto(server.url + f"/#/table/{table_id}")
+        await page.wait_for_function(conn("open"), timeout=30_000)
+        other = await context.new_page()  # another window of the same browser signs out
+        await other.goto(server.url + "/")
+        status = await other.evaluate(
+            "async () => (await fetch('/api/session', {method: 'DELETE', credentials: 'same-origin'})).status"
+        )
+        assert status == 200
+        await other.close()
+        await page.evaluate("RummyTable.dropConnection()")
+        await page.wait_for_function(conn("signed_out"), timeout=30_000)
+        text = await page.text_content("#banner") or ""
+        assert "Your session has ended" in text, text
+        assert await page.evaluate("RummyTable.state.t.sock.stopped") is True
+        await page.click("#banner-sign-in")
+        await page.wait_for_function("() => document.body.dataset.view === 'signin'", timeout=15_000)
+
+
 async def test_the_log_speaks_to_you_in_the_second_person(server: Running, browser: Browser) -> None:
     """ "You plays first", found by the tester: the person's own seat takes the verbs
     and pronouns of "you"; another player's the third person, with the name isolated."""

@@ -14,7 +14,12 @@ const GATED = new Set(["table", "hand", "update", "result", "paused", "resumed"]
    onSnapshot(snapshot, {reconnected}); pushes go to onPush(message); replies settle
    the promise send() returned.  After a close it reconnects with backoff (at once
    when the browser says it is back online, or when the table moved), unless stop()
-   was called or another window took the seat over ("replaced"). */
+   was called or another window took the seat over ("replaced").  A handshake the
+   server refused looks to a page like any failed connection (a browser shows no
+   status), so after one it asks opts.signedOut() (the REST session): a session that
+   ended (signed out in another window, its token replaced, expired) is told as
+   "signed_out" and the socket stops trying, instead of "reconnecting" for ever while
+   the clock plays for the seat. */
 /** The signed items ({purpose, body, sig}) among an object's fields. */
 export function signedItems(obj) {
   if (!obj || typeof obj !== "object") return [];
@@ -28,6 +33,7 @@ export class TableSocket {
     this.onPush = opts.onPush;
     this.onState = opts.onState || (() => {});
     this.joinArgs = opts.joinArgs || (() => ({}));
+    this.signedOut = opts.signedOut || (async () => false);
     this.ws = null;
     this.node = null; // the node that serves the table, when not this page's own server
     this.moving = false;
@@ -78,8 +84,10 @@ export class TableSocket {
     }
     this.ws = ws;
     this.joined = false;
+    let opened = false;
     ws.onopen = async () => {
       if (this.ws !== ws) return;
+      opened = true;
       this.connections += 1;
       const reconnected = this.connections > 1;
       try {
@@ -144,7 +152,10 @@ export class TableSocket {
       if (!this.joined && GATED.has(m.type)) return;
       this.onPush(m);
     };
-    ws.onclose = () => this._closed(ws);
+    ws.onclose = () => {
+      if (this.ws === ws && !opened) this._refusedOrUnreachable();
+      this._closed(ws);
+    };
     ws.onerror = () => {
       /* onclose follows */
     };
@@ -172,6 +183,20 @@ export class TableSocket {
     this.retryAt = Date.now() + wait;
     this.onState("lost", wait);
     this.timer = setTimeout(() => this.connect(), wait);
+  }
+
+  /** The handshake failed: ask whether the session still holds (the retry goes on meanwhile). */
+  async _refusedOrUnreachable() {
+    let gone = false;
+    try {
+      gone = await this.signedOut();
+    } catch (e) {
+      gone = false; // unreachable: keep trying
+    }
+    if (gone && !this.stopped) {
+      this.stop();
+      this.onState("signed_out");
+    }
   }
 
   reconnectNow() {

@@ -245,6 +245,8 @@ function connState(t, state, arg, fx) {
     t.moving = false;
   } else if (state === "lost" && was === "open") {
     logLine(t, "The connection was lost.", "sys");
+  } else if (state === "signed_out") {
+    logLine(t, "Your session has ended: the page stopped reconnecting.", "sys");
   } else if (state === "refused") {
     fx.push({ do: "error", err: arg, context: "The table did not take you in" });
   } else if (state === "gone") {

@@ -39,10 +39,22 @@ export function openTable(id) {
     onPush: receive,
     joinArgs: () => (t.hand && t.hand.newest >= 0 ? { since: { hand_no: t.hand.hand_no, i: t.hand.newest } } : {}),
     onState: (state, arg) => receive({ type: "conn", state, arg }),
+    signedOut: sessionEnded,
   });
   t.sock.connect();
   refreshNames();
   renderTable();
+}
+
+/** The page's session no longer speaks for this player (null when the server cannot say). */
+async function sessionEnded() {
+  let s;
+  try {
+    s = await api("GET", "/api/session");
+  } catch (e) {
+    return false; // the server is not reachable: that is what the socket found too
+  }
+  return !s.player || !S.me || s.player.id !== S.me.id;
 }
 
 export function leaveTablePage() {
