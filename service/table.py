@@ -175,7 +175,7 @@ class TableActor:
         return int(self.clock() * 1000)
 
     def snapshot_for(self, player_id: str, events_since: tuple[int, int] | None = None) -> dict[str, Any]:
-        return self.core.snapshot_for(player_id, events_since, self.now() + self.core.skew)
+        return self.core.snapshot_for(player_id, events_since, self.core.time_at(self.now()))
 
     # -- inputs -------------------------------------------------------------------------
     def enqueue(

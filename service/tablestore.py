@@ -92,10 +92,6 @@ def _s(ms: int | None) -> float | None:
     return None if ms is None else ms / 1000
 
 
-def _minus(ms: int | None, skew: int) -> int | None:
-    return None if ms is None else ms - skew
-
-
 # ----------------------------------------------------------------------------- the batch
 Run = Callable[[asyncpg.Connection], Awaitable[Any]]
 
@@ -386,7 +382,7 @@ class TableStore:
             "UPDATE hands SET commit_s = $2, deadline = $3 WHERE id = $1",
             hand_id,
             rec.header["commit_s"],
-            ts(_s(_minus(hand.base_deadline(), op.skew))),
+            ts(_s(op.shown(hand.base_deadline()))),
         )
         await conn.execute(
             "UPDATE tables SET next_hand_no = $2, dealer = $3 WHERE id = $1", self.table_id, op.hand_no + 1, dealer

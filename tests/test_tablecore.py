@@ -25,7 +25,7 @@ from service.tablestore import outcome
 from tests.sim.store import SimStore
 from verifier.chain import commit_move, move_body, reveal_move
 from verifier.fairness import PROTOCOL_V2, player_commit
-from verifier.hand import TableRules
+from verifier.hand import Discard, TableRules, action_to_json
 from verifier.signing import Signer
 from verifier.transcript import verify_transcript
 
@@ -615,17 +615,118 @@ def test_a_clock_that_steps_back_holds_no_turn() -> None:
     h.step(io.Tick())
     assert h.core.skew == HOUR
     arm = [e for _, e in h.effects if isinstance(e, io.Arm)][-1]
-    assert arm.at == began + TURN_MS - HOUR
+    # the wake-up is the moment the clock reads when the table's time reaches the turn's
+    # end: a little later than the hour back, as the table's time gains on the clock
+    # from the step (D37, CFG.slew)
+    end = began + TURN_MS
+    assert h.core.time_at(arm.at) >= end > h.core.time_at(arm.at - 1)
+    assert end - HOUR < arm.at <= end - HOUR + TURN_MS // (CFG.slew - 1) + 1
     stepped = len(h.effects)
-    h.advance(began + TURN_MS - HOUR + 1000)
+    h.advance(arm.at + 1000)
     charges = h.charges()
     assert len(charges) == 1 and charges[0][1].kind == "play", "the turn waited for the clock to catch up"
-    assert began + TURN_MS - HOUR <= charges[0][0] <= began + TURN_MS - HOUR + 500
+    assert arm.at <= charges[0][0] <= arm.at + 500
     (update, *_) = [e for _, e in h.effects[stepped:] if isinstance(e, io.TellUpdate)]
     turn = h.core.hand
-    assert turn is not None and update.deadline == turn.turn_began + TURN_MS - HOUR  # on the clock clients have
+    assert turn is not None
+    end = turn.turn_began + TURN_MS
+    assert h.core.time_at(update.deadline) >= end > h.core.time_at(update.deadline - 1)  # on the clock clients have
     transcript = _finish_by_the_clock(h)
     assert int(transcript["log"][-1]["t"]) > began  # the table's time never went back
+
+
+def _play_after_a_miss(h: Harness) -> None:
+    """The seat on turn draws and discards when the clock closed its last turn (one
+    miss, never the three that drop it), and otherwise waits for the clock."""
+    hand = h.core.hand
+    if hand is None or hand.phase is not HandPhase.PLAY or h.core.pending is not None:
+        return
+    pid, seat = h.on_turn()
+    state = hand.recorder.state
+    assert state is not None
+    me = next(x for x in state.seats if x.seat == seat)
+    if me.missed == 0:
+        return
+    if me.drawn_this_turn is None:
+        h.draw()
+        h.answer_all()
+        state = hand.recorder.state
+        assert state is not None
+        me = next(x for x in state.seats if x.seat == seat)
+    card = next(c for c in me.cards if c != me.drawn_this_turn)
+    move = action_to_json(Discard(seat, card))
+    head = hand.recorder.head
+    sig = h.signers[pid].sign("move", move_body("t0", hand.hand_no, head, move), PROTOCOL_V2)
+    body = {k: v for k, v in move.items() if k != "seat"}
+    h.send(pid, "action", {"hand_no": hand.hand_no, "action": body, "prev": head, "sig": sig})
+    h.answer_all()
+
+
+def test_a_table_ahead_of_its_clock_comes_back_to_it() -> None:
+    """D37: the clock steps back a minute in the middle of a turn.  The table's time goes
+    on from where it was, then gains on the clock by a tenth of its pace (``slew``) until
+    the two meet, ten minutes later: the records come back to the clock's time and never
+    go back.  Meanwhile every window and turn the clock closes closes where the deadline
+    told to clients said it would (on their clock), and no later than a beat after."""
+    minute = 60_000
+    h = Harness()
+    h.through_seeds()
+    began = turn_began(h)
+    h.advance(began + 1000)
+    h.now -= minute
+    h.step(io.Tick())
+    stepped, since = h.now, len(h.effects)
+    assert h.core.skew == minute
+    skews = []
+    while h.core.skew > 0 and h.now < stepped + 2 * minute * CFG.slew:
+        h.advance(h.now + 500)
+        _play_after_a_miss(h)  # the clock closes every other turn of a seat; the hand goes on
+        skews.append(h.core.skew)
+    assert skews == sorted(skews, reverse=True) and skews[-1] == 0, "the table's time stays ahead of the clock"
+    assert stepped + minute * CFG.slew <= h.now <= stepped + minute * CFG.slew + 500
+    hand = h.core.hand
+    assert hand is not None and hand.hand_no == 1 and hand.phase is HandPhase.PLAY
+    transcript = _finish_by_the_clock(h)
+    times = [int(r["t"]) for r in transcript["log"]]
+    assert times[-1] - h.now < 5 * (TURN_MS + 500), "the records did not come back to the clock"
+    # each charge falls on the first beat at or after the deadline last told (from the
+    # step on: the turn in progress then was told its deadline on the clock before it)
+    told: int | None = None
+    checked = 0
+    for at, e in h.effects[since:]:
+        if isinstance(e, io.TellUpdate | io.TellPhase):
+            told = e.deadline
+        elif isinstance(e, io.Charge) and told is not None:
+            assert told <= at < told + 500, (told, at, e)
+            checked += 1
+    assert checked >= 50, checked
+
+
+def test_a_write_hung_on_a_table_ahead_of_its_clock_is_timed_on_the_clock() -> None:
+    """D37 while the table's time is ahead of its clock and gaining on it: a write
+    unanswered for ``hung_ms`` on the clock pauses the table (the house is at fault),
+    though less than ``hung_ms`` of the table's slower time has passed.  Timed on the
+    table's time (the simulator's world 61206016 found it), the write was not hung
+    yet, and a window that closed meanwhile charged its seat at once where D37 owes a
+    grace."""
+    h = Harness()
+    h.through_seeds()
+    h.advance(turn_began(h) + 500)
+    h.now -= HOUR
+    h.step(io.Tick())
+    assert h.core.skew == HOUR
+    since = len(h.effects)
+    h.draw()  # stored and not answered: the store hangs
+    assert h.core.pending is not None
+    sent = h.now
+    h.advance(sent + CFG.hung_ms - 100, answer=False)
+    assert not h.core.hung
+    h.advance(sent + CFG.hung_ms, answer=False)
+    assert h.core.hung, "a write unanswered for hung_ms on the clock did not pause the table"
+    paused = [t for t, e in h.effects[since:] if isinstance(e, io.TellAll) and e.message["type"] == "paused"]
+    assert paused == [sent + CFG.hung_ms]
+    arms = [e.at for _, e in h.effects[since:] if isinstance(e, io.Arm)]
+    assert arms and arms[0] == sent + CFG.hung_ms  # the wake-up asked for, on the clock
 
 
 def test_a_log_written_ahead_of_the_clock_holds_no_turn() -> None:

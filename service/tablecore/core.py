@@ -66,9 +66,12 @@ class TableCore(Commands):
         self.next_start: int | None = None
         self.handoff = False
         self.last_now: int | None = None  # the table's time at its last step (ms)
-        #: how far the table's time runs ahead of the clock it is given (ms): the clock
-        #: stepped back, or the table's stored log is ahead of it (D37, :meth:`_time`)
-        self.skew = 0
+        self.last_clock: int | None = None  # the clock it was given then
+        #: how far the table's time ran ahead of the clock it is given (ms) at the clock
+        #: ``_skew_clock``: the clock stepped back, or the table's stored log is ahead of
+        #: it (D37, :meth:`_time`); it shrinks from then on (:meth:`skew_at`)
+        self._skew = 0
+        self._skew_clock = 0
         self.armed: int | None = None  # the wake-up last asked for, on the given clock
         self.hands_finished = 0
         self.to_void: tuple[str, int | None] | None = None  # a restored hand to void (D33), keep
@@ -144,32 +147,81 @@ class TableCore(Commands):
                 self.reach.refused[cmd.player_id] = self.last_now  # D35: its whole window from now
 
     # -- time ---------------------------------------------------------------------------
+    @property
+    def skew(self) -> int:
+        """How far the table's time is ahead of the clock at the last step (ms)."""
+        return self.skew_at(self.last_clock)
+
+    def skew_at(self, clock: int | None) -> int:
+        """How far the table's time is ahead of ``clock``.  Once ahead, the table's time
+        runs at ``slew - 1`` of ``slew`` parts of the clock's pace until it meets the
+        clock again (D37): the records' times come back to the clock (an hour ahead
+        takes ten hours at the default), and a turn or a window lasts a little longer
+        on the clock, never less."""
+        s = self._skew
+        if s <= 0 or clock is None:
+            return s
+        return max(0, s - max(0, clock - self._skew_clock) // self.cfg.slew)
+
+    def _reskew(self, clock: int, skew: int) -> None:
+        self._skew, self._skew_clock = skew, clock
+
+    def time_at(self, clock: int) -> int:
+        """The table's time on ``clock`` (a read: nothing changes)."""
+        now = clock + self.skew_at(clock)
+        return now if self.last_now is None else max(now, self.last_now)
+
+    def shown(self, at: int | None) -> int | None:
+        """The moment the clock the table is given (the one clients are told about) will
+        read when the table's time reaches ``at``: they differ while the table's time is
+        ahead (:meth:`_time`), and it gains on the clock by one ``slew``-th of its pace
+        until the two meet (:meth:`skew_at`)."""
+        clock, skew = self.last_clock, self.skew
+        if at is None or skew <= 0 or clock is None or at <= clock + skew:
+            return None if at is None else at - skew
+        met = self._skew_clock + self._skew * self.cfg.slew  # the clock at which the two meet
+        if at >= met:
+            return at
+        # the fewest clock ms x after ``_skew_clock`` by which the table's time gains
+        # ``d``: x - x // slew >= d
+        base, slew = self._skew_clock, self.cfg.slew
+        d = at - base - self._skew
+        x = d + d // (slew - 1)
+        while x - x // slew < d:
+            x += 1
+        while x > 0 and (x - 1) - (x - 1) // slew >= d:
+            x -= 1
+        return base + x
+
     def _time(self, clock: int) -> int:
         """The table's time for a step on ``clock``.  It runs as the clock runs, but never
         back: a clock that stepped back (a corrected system clock, a node whose clock is
         behind the one before it) would otherwise hold every turn and window until it
         caught up again — a table stalled for as long as the step, the records' ``t``
-        held still — so the table's time keeps running from where it was and stays
-        ahead of the clock by the step (``skew``; what clients are told of a deadline
-        is on their clock, :meth:`shown`).  A clock that stepped forward is a node that
-        stood still: every grace starts again (below, D37)."""
-        now = clock + self.skew
-        last = self.last_now
+        held still — so the table's time keeps running from where it was, ahead of the
+        clock by the step (``skew``; what clients are told of a deadline is on their
+        clock, :meth:`shown`), and gains on the clock a little at a time until the two
+        meet (:meth:`skew_at`).  A clock that stepped forward is a node that stood
+        still: every grace starts again (below, D37)."""
+        now = clock + self.skew_at(clock)
+        last, last_clock = self.last_now, self.last_clock
         if last is not None and now < last:
             log.warning("table %s: the clock went back %d ms; the table's time goes on", self.table_id, last - now)
-            self.skew += last - now
+            self._reskew(clock, last - clock)
             now = last
-        self.last_now = now
+        self.last_now, self.last_clock = now, clock
         if self.mode is Mode.NEW:
             self._load(now)
             return now
-        if last is not None and now - last >= self.cfg.freeze_ms and self.mode is Mode.SERVING:
+        if last_clock is not None and clock - last_clock >= self.cfg.freeze_ms and self.mode is Mode.SERVING:
             # This node stood still (frozen, or its loop blocked): nobody could reach it.
-            log.warning("table %s: no beat for %d ms; every grace starts again", self.table_id, now - last)
+            # Measured on the clock: the table's time runs slower while it is ahead.
+            log.warning("table %s: no beat for %d ms; every grace starts again", self.table_id, clock - last_clock)
             self.reach.fault_over(now)
         p = self.pending
-        if p is not None and not self.hung and now - p.since >= self.cfg.hung_ms:
-            log.warning("table %s: a write has not answered for %d ms; pausing", self.table_id, now - p.since)
+        if p is not None and not self.hung and clock - p.clock >= self.cfg.hung_ms:
+            # on the clock, as the freeze: the table's time runs slower while it is ahead
+            log.warning("table %s: a write has not answered for %d ms; pausing", self.table_id, clock - p.clock)
             self.hung = True
             self._tell_paused()
         return now
@@ -178,13 +230,12 @@ class TableCore(Commands):
         """The next wake-up: ``due`` is the clock's, as :meth:`_pump` left it."""
         at = None
         if self.mode is Mode.WAITING:
-            at = self.retry_at
+            at = self.shown(self.retry_at)  # the shell's timer runs on its clock
         elif self.mode is Mode.SERVING:
             if self.pending is not None:
-                at = None if self.hung else self.pending.since + self.cfg.hung_ms
+                at = None if self.hung else self.pending.clock + self.cfg.hung_ms  # on the clock already
             else:
-                at = due
-        at = self.shown(at)  # the shell's timer runs on its clock
+                at = self.shown(due)
         if at != self.armed:
             self.armed = at
             self.emit(io.Arm(at))
@@ -255,7 +306,7 @@ class TableCore(Commands):
     # -- the store ------------------------------------------------------------------------
     def write(self, op: io.Op, now: int, **kw: Any) -> io.Pending:
         self._ops += 1
-        p = io.Pending(self._ops, op, now, **kw)
+        p = io.Pending(self._ops, op, now, self.last_clock if self.last_clock is not None else now, **kw)
         if p.cmd is not None:
             p.judged = self.judged
         self.pending = p
@@ -391,7 +442,8 @@ class TableCore(Commands):
         if ahead <= 0:
             return now
         log.warning("table %s: its log is %d ms ahead of the clock; its time goes on from it", self.table_id, ahead)
-        self.skew += ahead
+        clock = now - self.skew
+        self._reskew(clock, now + ahead - clock)
         self.last_now = now + ahead
         return now + ahead
 

@@ -149,7 +149,9 @@ class StartOp:
     min_players: int
     max_away: int
     begin: Callable[[Started], tuple[HandRun, int]]  # -> (hand, dealer)
-    skew: int = 0  # the table's time ahead of the clock: the hand's stored deadline is on the clock
+    #: a moment of the table's time on the clock (``TableCore.shown``): the hand's stored
+    #: deadline is on the clock (the two differ while the table's time is ahead, D37)
+    shown: Callable[[int | None], int | None] = lambda at: at
 
 
 @dataclass(frozen=True, slots=True)
@@ -374,6 +376,7 @@ class Pending:
     op_id: int
     op: Op
     since: int
+    clock: int  # ``since`` on the clock the table is given (D37 times a hung write on it)
     after: list[Effect] = field(default_factory=list)
     cmd: Command | None = None
     settled: Callable[[], dict[str, Any] | None] | None = None

@@ -61,6 +61,11 @@ class CoreConfig:
     reach_ms: int = 10_000  # D37: how long a client is given to find the table's owner again
     hung_ms: int = 2_000  # D37: a write unanswered this long means the store is hung
     freeze_ms: int = 3_000  # D37: a gap this long between the shell's beats means this node stood still
+    slew: int = 10  # D37: while ahead of its clock, the table's time runs at (slew - 1) / slew of its pace
     retry_first_ms: int = 200  # the first backoff step after repeated failures
     retry_max_ms: int = 5_000  # the backoff's ceiling
     refusing_ms: int = 10_000  # D37: a store that refused a table's write is reported this long after (2 backoffs)
+
+    def __post_init__(self) -> None:
+        if self.slew < 2:
+            raise ValueError(f"slew must be at least 2 (the table's time would stand still), not {self.slew}")

@@ -55,7 +55,6 @@ class Steps:
     to_void: tuple[str, int | None] | None
     unreadable: io.VoidUnreadableOp | None
     stored_at: int
-    skew: int
 
     def emit(self, effect: io.Effect) -> None:
         raise NotImplementedError
@@ -111,10 +110,14 @@ class Steps:
         assert facts is not None
         self.emit(io.TellSeats(facts.seats, facts.status, stood or []))
 
+    @property
+    def skew(self) -> int:
+        raise NotImplementedError
+
     def shown(self, at: int | None) -> int | None:
         """A moment of the table's time on the shell's clock, which is the clock clients
-        are told about (the two differ once that clock stepped back: ``TableCore._time``)."""
-        return None if at is None else at - self.skew
+        are told about (the two differ once that clock stepped back: ``TableCore.shown``)."""
+        raise NotImplementedError
 
     def told_deadline(self, hand: HandRun) -> int | None:
         """The hand's deadline as clients are told it, and as it is stored."""
@@ -274,7 +277,7 @@ class Steps:
         def refused(_: RuleError | None) -> None:
             self.next_start = now + max(1000, self.cfg.next_hand_ms)
 
-        op = io.StartOp(hand_no, candidates, absent, need, rules.min_players, facts.max_away, begin, self.skew)
+        op = io.StartOp(hand_no, candidates, absent, need, rules.min_players, facts.max_away, begin, self.shown)
         self.write(op, now, on_commit=started, on_refused=refused)
 
     def _owe_if_told_late(self, hand: HandRun) -> None:
