@@ -1,5 +1,6 @@
 """The browser's session: signing in with a player token sets the HttpOnly cookie
-(:mod:`service.auth`), asking whom it speaks for, signing out."""
+(:mod:`service.auth`), asking whom it speaks for, a ticket for a socket at another
+node, signing out."""
 
 from __future__ import annotations
 
@@ -35,6 +36,23 @@ async def session_info(request: web.Request) -> web.Response:
         async with connection(request.app[POOL]) as conn:
             player = await store.player_by_session(conn, session)
     return web.json_response({"player": None if player is None else {"id": player.id, "name": player.name}})
+
+
+async def ticket(request: web.Request) -> web.Response:
+    """A one-time ticket for this session's player to open a WebSocket at another node
+    of the card room, one on another host name, where this node's cookie does not go
+    (offered as the subprotocol ``ticket.<ticket>``, good for one socket within a
+    minute).  Needs the session and a page of this card room."""
+    session = auth.session_of(request)
+    if session is None:
+        raise ApiError(401, "unauthorized", "no session: sign in first")
+    await auth.check_origin(request, request.app[POOL], request.app[CONFIG].own_urls(), required=True)
+    async with connection(request.app[POOL]) as conn:
+        player = await store.player_by_session(conn, session)
+        if player is None:
+            raise ApiError(401, "unauthorized", "this session has ended: sign in again")
+        value = await store.create_ticket(conn, player.id)
+    return web.json_response({"ticket": value, "expires_in": store.TICKET_SECONDS})
 
 
 async def sign_out(request: web.Request) -> web.Response:

@@ -86,6 +86,7 @@ def make_app(config: Config) -> web.Application:
     add.add_get("/api/session", api_sessions.session_info)
     add.add_post("/api/session", api_sessions.sign_in)
     add.add_delete("/api/session", api_sessions.sign_out)
+    add.add_post("/api/session/ticket", api_sessions.ticket)
     add.add_get("/api/me", api_players.me)
     add.add_get("/api/me/hands", api_players.my_hands)
     add.add_get("/api/hands/{hand_id}/transcript", api_public.transcript)

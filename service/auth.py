@@ -8,6 +8,11 @@ the browser whatever page made the request, so every request it authenticates th
 changes something, and every WebSocket it opens (cross-site WebSocket hijacking),
 must come from an origin of this card room: this server's own host, or a node of its
 cluster (``nodes.public_url``).  docs/api.md, "Sessions".
+
+A cookie goes only to the host that set it: a page whose table is served by a node on
+another host name asks its own node for a one-time ticket (``POST
+/api/session/ticket``) and offers it in that node's handshake as a subprotocol,
+``ticket.<ticket>`` (the Origin checked as for the cookie).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from service.errors import ServiceError
 __all__ = [
     "COOKIE",
     "WS_PROTOCOL",
+    "WS_TICKET_PREFIX",
     "WS_TOKEN_PREFIX",
     "OriginRefused",
     "check_origin",
@@ -43,6 +49,7 @@ SAFE_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS"})
 #: page sends none: its cookie goes with the upgrade
 WS_PROTOCOL: Final = "rummy.v2"
 WS_TOKEN_PREFIX: Final = "bearer."  # noqa: S105 - a prefix, not a secret
+WS_TICKET_PREFIX: Final = "ticket."  # a one-time ticket from the page's own node (store.create_ticket)
 
 
 class OriginRefused(ServiceError):
@@ -52,13 +59,17 @@ class OriginRefused(ServiceError):
     status = 403
 
 
+def _offered(request: web.Request, prefix: str) -> str | None:
+    """The one subprotocol offered with ``prefix``, when it carries a plausible token."""
+    offered = [p.strip() for p in request.headers.get("Sec-WebSocket-Protocol", "").split(",")]
+    given = [p[len(prefix) :] for p in offered if p.startswith(prefix)]
+    return wire.bearer_token("Bearer " + given[0]) if len(given) == 1 else None
+
+
 def _bearer(request: web.Request, *, websocket: bool) -> str | None:
     token = wire.bearer_token(request.headers.get("Authorization"))
     if token is None and websocket:
-        offered = [p.strip() for p in request.headers.get("Sec-WebSocket-Protocol", "").split(",")]
-        given = [p[len(WS_TOKEN_PREFIX) :] for p in offered if p.startswith(WS_TOKEN_PREFIX)]
-        if len(given) == 1:
-            token = wire.bearer_token("Bearer " + given[0])
+        token = _offered(request, WS_TOKEN_PREFIX)
     return token
 
 
@@ -110,13 +121,19 @@ async def player_of(
     websocket: bool = False,
     wait: float = ACQUIRE_TIMEOUT,
 ) -> store.Player | None:
-    """The player a request speaks for: by its bearer token, else by its session
-    cookie (the Origin checked: required for a WebSocket and for a request that
-    changes something, and refused when it names another site); None when neither."""
+    """The player a request speaks for: by its bearer token, else (a WebSocket) by a
+    ticket, else by its session cookie (the Origin checked: required for a ticket, a
+    WebSocket and a request that changes something, and refused when it names another
+    site); None when none."""
     token = _bearer(request, websocket=websocket)
     if token is not None:
         async with connection(pool, wait) as conn:
             return await store.player_by_token(conn, token)
+    ticket = _offered(request, WS_TICKET_PREFIX) if websocket else None
+    if ticket is not None:  # a page of this card room, served by another of its nodes
+        await check_origin(request, pool, own, required=True)
+        async with connection(pool, wait) as conn:
+            return await store.player_by_ticket(conn, ticket)
     session = session_of(request)
     if session is None:
         return None

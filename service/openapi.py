@@ -247,6 +247,7 @@ ANSWERS: dict[tuple[str, str], dict[str, Any]] = {
     ("get", "/api/session"): _obj({"player": _nullable(_obj({"id": TEXT, "name": TEXT}))}),
     ("post", "/api/session"): _obj({"id": TEXT, "name": TEXT}),
     ("delete", "/api/session"): _obj({"signed_out": BOOL}),
+    ("post", "/api/session/ticket"): _obj({"ticket": TEXT, "expires_in": INT}),
     ("get", "/api/me"): _obj(
         {
             "id": TEXT,
@@ -317,6 +318,13 @@ ROUTES: list[tuple[str, str, str, str, wire.Obj | None]] = [
     ("get", "/api/session", ANYONE, "Whom this browser's session cookie speaks for (null: nobody)", None),
     ("post", "/api/session", ANYONE, "Sign in with a player token: an HttpOnly session cookie", wire.SIGN_IN),
     ("delete", "/api/session", ANYONE, "Sign out: the session ends, its cookie is cleared", None),
+    (
+        "post",
+        "/api/session/ticket",
+        ANYONE,
+        "A one-time ticket (one socket, a minute) for a WebSocket at another node of the card room",
+        None,
+    ),
     ("get", "/api/me", PLAYER, "Balance, holds, seats and key", None),
     ("get", "/api/me/hands", PLAYER, "The player's hand history", None),
     ("get", "/api/hands/{hand_id}/transcript", ANYONE, "The signed transcript of an ended hand", None),
@@ -409,6 +417,8 @@ def _refusals(method: str, path: str, who: str, body: wire.Obj | None) -> list[s
         codes.add("409")  # key_in_use
     if path == "/api/session" and method != "get":
         codes |= {"403"} | ({"401"} if method == "post" else set())  # another site's page; a bad token
+    if path == "/api/session/ticket":
+        codes |= {"401", "403"}  # no live session; another site's page
     if path in ("/api/tables", "/api/players") and method == "post":
         codes.add("503")
     if method == "post" and path in KEYED:

@@ -137,6 +137,37 @@ async def player_by_session(conn: asyncpg.Connection, session: str) -> Player | 
     return Player(row["id"], row["name"], row["is_bot"])
 
 
+TICKET_SECONDS = 60
+
+
+async def create_ticket(conn: asyncpg.Connection, player_id: str, seconds: int = TICKET_SECONDS) -> str:
+    """A one-time ticket for the player's WebSocket to another node of the card room
+    (returned once; only its hash is kept); tickets past their expiry are swept on
+    the way."""
+    ticket = new_token()
+    await conn.execute("DELETE FROM ws_tickets WHERE expires_at < now()")
+    await conn.execute(
+        "INSERT INTO ws_tickets (id_hash, player_id, expires_at) VALUES ($1, $2, now() + make_interval(secs => $3))",
+        token_hash(ticket),
+        player_id,
+        seconds,
+    )
+    return ticket
+
+
+async def player_by_ticket(conn: asyncpg.Connection, ticket: str) -> Player | None:
+    """The player of a live ticket, or None (unknown, used or expired).  A ticket
+    opens one socket: it is used up here."""
+    row = await conn.fetchrow(
+        "WITH t AS (DELETE FROM ws_tickets WHERE id_hash = $1 AND expires_at > now() RETURNING id_hash, player_id) "
+        "SELECT p.id, p.name, p.is_bot, t.id_hash FROM t JOIN players p ON p.id = t.player_id",
+        token_hash(ticket),
+    )
+    if row is None or not same_hash(bytes(row["id_hash"]), token_hash(ticket)):
+        return None
+    return Player(row["id"], row["name"], row["is_bot"])
+
+
 async def end_session(conn: asyncpg.Connection, session: str) -> None:
     await conn.execute("DELETE FROM sessions WHERE id_hash = $1", token_hash(session))
 

@@ -34,8 +34,11 @@ from tests.wsclient import Client
 FAST = Settings(commit_seconds=2, reveal_seconds=2, next_hand_delay=0.3, resume_grace=5.0)
 
 
-async def node(dsn: str, data_dir: Path, node_id: str, database_url: str | None = None) -> Running:
-    """A cluster node on ``dsn`` (reached through ``database_url`` when given)."""
+async def node(
+    dsn: str, data_dir: Path, node_id: str, database_url: str | None = None, public_host: str = "127.0.0.1"
+) -> Running:
+    """A cluster node on ``dsn`` (reached through ``database_url`` when given), its
+    public URL on ``public_host``."""
     port = free_port()
     return await start_server(
         host="127.0.0.1",
@@ -46,7 +49,7 @@ async def node(dsn: str, data_dir: Path, node_id: str, database_url: str | None 
         settings=FAST,
         node=NodeSettings(
             node_id=node_id,
-            public_url=f"http://127.0.0.1:{port}",
+            public_url=f"http://{public_host}:{port}",
             cluster=True,
             lease_seconds=3.0,
             heartbeat_seconds=0.5,
@@ -160,6 +163,45 @@ async def test_the_table_page_follows_a_departing_node_to_another(
             assert table in b.app[TABLES]
             seats = await page.evaluate("() => RummyTable.state.t.seats")
             assert list(seats.values()) == [person["id"]]
+
+
+async def test_a_page_joins_its_table_on_a_node_of_another_host_name(
+    pg_dsn: str, tmp_path: Path, browser: Browser
+) -> None:
+    """The page was served by node a; its table is served by node b, whose public URL
+    is on another host name (here ``localhost`` beside ``127.0.0.1``, as
+    ``b.room.example`` beside ``a.room.example``).  a's session cookie does not go to
+    b, so b refused the handshake (401) and the page tried again for ever.  Now it asks
+    a for a one-time ticket and offers it to b: it joins there, sits and is told its
+    seat."""
+    async with fresh_database(pg_dsn, "hos") as dsn:
+        b = await node(dsn, tmp_path / "b", "b", public_host="localhost")
+        try:
+            (tmp_path / "a").mkdir()
+            for f in (SIGNING_KEY_FILE, SEED_KEY_FILE):
+                shutil.copy2(tmp_path / "b" / f, tmp_path / "a" / f)
+            a = await node(dsn, tmp_path / "a", "a")
+            try:
+                async with aiohttp.ClientSession() as session:
+                    table = await Api(b.url, session).table(seats=4, point_value=1, turn_seconds=30)
+                    assert table in b.app[TABLES]  # the node that creates a table owns it
+                    person = await new_person(Api(a.url, session), "Ines")
+                async with person_page(browser) as (_context, page, _console):
+                    await sign_in(page, a.url, person["token"], "Ines")
+                    await page.goto(a.url + f"/#/table/{table}")
+                    await page.wait_for_function(conn("open"), timeout=60_000)
+                    node_url = await page.evaluate("() => RummyTable.state.t.sock.node")
+                    assert node_url is not None and node_url.startswith("http://localhost:"), node_url
+                    await page.locator("#seats button.sit-here").first.click()
+                    await page.wait_for_function(
+                        "() => RummyTable.state.t.seats && Object.keys(RummyTable.state.t.seats).length === 1"
+                    )
+                    seats = await page.evaluate("() => RummyTable.state.t.seats")
+                    assert list(seats.values()) == [person["id"]]
+            finally:
+                await a.stop()
+        finally:
+            await b.stop()
 
 
 async def test_a_node_whose_database_is_gone_still_goes_down_and_tells_its_clients(pg_dsn: str, tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ import base64
 import hashlib
 import json
 import re
+from typing import Any
 
 import aiohttp
 import pytest
@@ -244,6 +245,75 @@ async def test_a_websocket_opened_by_another_site_with_the_cookie_is_refused(api
             assert reply["type"] == "reply" and reply["result"]["table_id"] == table
         finally:
             await ws.close()
+    finally:
+        await s.close()
+
+
+async def test_a_ticket_opens_one_socket_for_its_player_from_this_card_rooms_pages(api: Api, server: Running) -> None:
+    """A page whose table is served by a node on another host name, where its cookie
+    does not go, asks its own node for a ticket (``POST /api/session/ticket``: the
+    session and a page of this card room needed) and offers it in the handshake
+    (``ticket.<ticket>``).  A ticket opens one socket, for its player, from this card
+    room's pages, within its minute; a used, unknown, expired or foreign one is
+    refused like a wrong token, and a ticket is never a token for REST."""
+    p = await api.player("ticket")
+    s = await signed_in(server, p["token"])
+    try:
+
+        async def ticket() -> str:
+            async with s.post(server.url + "/api/session/ticket") as r:
+                assert r.status == 200, await r.text()
+                body = await r.json()
+                assert body["expires_in"] == 60 and body["ticket"] != p["token"]
+                return str(body["ticket"])
+
+        def handshake(value: str, origin: str | None = server.url) -> Any:
+            bare = aiohttp.ClientSession()  # no cookie: as on another host
+            headers = {"Origin": origin} if origin else {}
+            return bare, bare.ws_connect(server.url + "/ws", headers=headers, protocols=("rummy.v2", "ticket." + value))
+
+        one = await ticket()
+        bare, opening = handshake(one)
+        try:
+            ws = await opening
+            assert ws.protocol == "rummy.v2"
+            hello = json.loads((await ws.receive()).data)
+            assert hello["type"] == "hello" and hello["player_id"] == p["id"]
+            await ws.close()
+            again, opening = handshake(one)  # used up
+            async with again:
+                with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+                    await opening
+                assert refused.value.status == 401
+        finally:
+            await bare.close()
+        for value, origin, status in (
+            (await ticket(), "https://evil.example", 403),  # another site's page
+            (await ticket(), None, 403),  # no Origin: not a page
+            ("x" * 43, server.url, 401),  # unknown
+        ):
+            other, opening = handshake(value, origin)
+            async with other:
+                with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+                    await opening
+                assert refused.value.status == status, (value, origin)
+        late = await ticket()
+        async with server.app[POOL].acquire() as conn:
+            await conn.execute("UPDATE ws_tickets SET expires_at = now() - interval '1 second'")
+        other, opening = handshake(late)
+        async with other:
+            with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+                await opening
+            assert refused.value.status == 401
+        async with aiohttp.ClientSession() as bare2:  # a ticket is not a token
+            async with bare2.get(server.url + "/api/me", headers={"Authorization": "Bearer " + await ticket()}) as r:
+                assert r.status == 401
+        # no session, or a page of another site: no ticket
+        async with aiohttp.ClientSession(headers={"Origin": server.url}) as nobody:
+            async with nobody.post(server.url + "/api/session/ticket") as r:
+                assert r.status == 401
+        async with s.post(server.url + "/api/session/ticket", headers={"Origin": "https://evil.example"}) as r:
+            assert r.status == 403
     finally:
         await s.close()
 

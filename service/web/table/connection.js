@@ -17,9 +17,11 @@ const GATED = new Set(["table", "hand", "update", "result", "paused", "resumed"]
    was called or another window took the seat over ("replaced").  A handshake the
    server refused looks to a page like any failed connection (a browser shows no
    status), so after one it asks opts.signedOut() (the REST session): a session that
-   ended (signed out in another window, its token replaced, expired) is told as
-   "signed_out" and the socket stops trying, instead of "reconnecting" for ever while
-   the clock plays for the seat. */
+   ended (signed out in another window, expired) is told as "signed_out" and the
+   socket stops trying, instead of "reconnecting" for ever while the clock plays for
+   the seat.  The session cookie goes only to the host that set it: a socket to a node
+   of the card room on another host name carries a one-time ticket from the page's own
+   server instead (opts.ticket(), offered as the subprotocol "ticket.<ticket>"). */
 /** The signed items ({purpose, body, sig}) among an object's fields. */
 export function signedItems(obj) {
   if (!obj || typeof obj !== "object") return [];
@@ -34,6 +36,7 @@ export class TableSocket {
     this.onState = opts.onState || (() => {});
     this.joinArgs = opts.joinArgs || (() => ({}));
     this.signedOut = opts.signedOut || (async () => false);
+    this.ticket = opts.ticket || (async () => null);
     this.ws = null;
     this.node = null; // the node that serves the table, when not this page's own server
     this.moving = false;
@@ -75,9 +78,29 @@ export class TableSocket {
     this.timer = null;
     this.retryAt = null;
     this.onState("connecting");
+    const url = this.url();
+    let host = null;
+    try {
+      host = new URL(url).host;
+    } catch (e) {
+      host = null;
+    }
+    if (host === null || host === window.location.host) {
+      this._open(url, null);
+      return;
+    }
+    // another host name: its handshake needs a ticket (the cookie does not go there)
+    this.ticket()
+      .catch(() => null) // the page's own server is away: try without (refused, then again)
+      .then((ticket) => {
+        if (!this.stopped && !this.ws) this._open(url, ticket);
+      });
+  }
+
+  _open(url, ticket) {
     let ws;
     try {
-      ws = new WebSocket(this.url(), [SUBPROTOCOL]);
+      ws = new WebSocket(url, ticket ? [SUBPROTOCOL, "ticket." + ticket] : [SUBPROTOCOL]);
     } catch (e) {
       this._closed(null);
       return;

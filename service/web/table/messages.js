@@ -53,7 +53,7 @@ export function renderBanner(t, reconnect) {
   const again = (label) => el("button", { type: "button", class: "ghost", id: "banner-reconnect", on: { click: reconnect } }, label);
   if (t.conn === "signed_out") {
     const signIn = el("button", { type: "button", class: "ghost", id: "banner-sign-in", on: { click: () => $("sign-out").click() } }, "Sign in again");
-    say("bad", "Your session has ended (you signed out in another window, or your token was replaced), so this page cannot reach the table. Sign in again to return to your seat; until then the clock plays for you (rule D16).", signIn);
+    say("bad", "Your session has ended (you signed out in another window, or it expired), so this page cannot reach the table. Sign in again to return to your seat; until then the clock plays for you (rule D16).", signIn);
   } else if (t.conn === "replaced") {
     say("bad", "This table was opened in another window or tab; this one has stopped.", again("Use it here"));
   } else if (t.goingDown) {

@@ -40,6 +40,7 @@ export function openTable(id) {
     joinArgs: () => (t.hand && t.hand.newest >= 0 ? { since: { hand_no: t.hand.hand_no, i: t.hand.newest } } : {}),
     onState: (state, arg) => receive({ type: "conn", state, arg }),
     signedOut: sessionEnded,
+    ticket: async () => (await api("POST", "/api/session/ticket")).ticket,
   });
   t.sock.connect();
   refreshNames();
