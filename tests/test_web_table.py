@@ -363,8 +363,10 @@ async def test_lobby_lists_tables_with_stakes_and_players(server: Any, api: Api,
             # a token the server does not know
             await page.fill("#token-input", "not-a-real-token")
             await page.get_by_role("button", name="Sign in").click()
-            await page.wait_for_selector("#alert:not([hidden])")
-            assert "This token was not accepted" in (await page.text_content("#alert-text") or "")
+            # what the alert says, not whether it still shows (it hides itself after 15 s)
+            await page.wait_for_function(
+                "() => document.getElementById('alert-text').textContent.includes('This token was not accepted')"
+            )
             assert await page.evaluate("document.body.dataset.view") == "signin"
             # the operator creates a player with a deposit, and the page signs in as them
             await page.click("#operator-panel summary")
@@ -702,7 +704,7 @@ async def test_a_move_out_of_turn_is_refused_and_a_dropped_connection_rejoins(
             # a move out of turn (as a click would send it in a race): refused in plain words
             ok = await page.evaluate("RummyTable.act('draw_closed')")
             assert ok is False
-            await page.wait_for_selector("#alert:not([hidden])")
+            await page.wait_for_function("() => document.getElementById('alert').dataset.code === 'not_your_turn'")
             assert "It is not your turn" in (await page.text_content("#alert-text") or "")
             assert "not_your_turn" in (await page.text_content("#alert-detail") or "")
             assert await page.get_attribute("#alert", "data-code") == "not_your_turn"
@@ -728,7 +730,9 @@ async def test_a_move_out_of_turn_is_refused_and_a_dropped_connection_rejoins(
             slow.go.clear()
             await context.set_offline(False)
             await page.wait_for_function(conn("open"), timeout=60_000)
-            await page.wait_for_selector("#notice:not([hidden])")
+            await page.wait_for_function(
+                "() => document.getElementById('notice').textContent.startsWith('Reconnected')"
+            )
             note = await page.text_content("#notice") or ""
             assert note.startswith("Reconnected — ") and "moves happened while you were away" in note, note
             missed = int(note.split("— ")[1].split(" ")[0])
@@ -907,8 +911,10 @@ async def test_a_header_listing_another_key_gets_no_commitment_and_a_hand_ended_
             substitute = Signer.generate().public_bytes.hex()  # a strict key: the server refuses others (bad_key)
             await api.call("PUT", "/api/me/key", token=person["token"], body={"public_key": substitute}, expect=200)
             tasks = start_bots([other])
-            await page.wait_for_selector("#alert:not([hidden])", timeout=60_000)
-            assert "does not list your key" in (await page.text_content("#alert-text") or "")
+            await page.wait_for_function(
+                "() => document.getElementById('alert-text').textContent.includes('does not list your key')",
+                timeout=60_000,
+            )
             assert "The header lists another key for you" in (await page.text_content("#key-check") or "")
             async with page.expect_download() as dl:  # the signed proof of the substitution
                 await page.click("#download-header")
@@ -931,8 +937,9 @@ async def test_a_header_listing_another_key_gets_no_commitment_and_a_hand_ended_
             assert "log" in transcript, transcript
             await context.set_offline(False)
             await page.wait_for_function(conn("open"), timeout=60_000)
-            await page.wait_for_selector("#notice:not([hidden])")
-            assert "the hand ended while you were away" in (await page.text_content("#notice") or "")
+            await page.wait_for_function(
+                "() => document.getElementById('notice').textContent.includes('the hand ended while you were away')"
+            )
             await page.locator("#results-table").wait_for(timeout=60_000)
             assert await page.locator("#results-table tbody tr").count() == 2
             assert verify_transcript(transcript, await server_key(api)).ok
