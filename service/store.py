@@ -9,7 +9,8 @@ import json
 import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from datetime import timedelta
+from typing import Any, Final
 
 import asyncpg
 
@@ -111,18 +112,32 @@ async def player_by_token(conn: asyncpg.Connection, token: str) -> Player | None
 SESSION_DAYS = 30
 
 
+#: the two kinds of a player's secrets with a life: a browser session, a socket's ticket
+_ISSUE: Final = {
+    "sessions": (
+        "DELETE FROM sessions WHERE expires_at < now()",
+        "INSERT INTO sessions (id_hash, player_id, expires_at) VALUES ($1, $2, now() + $3)",
+    ),
+    "ws_tickets": (
+        "DELETE FROM ws_tickets WHERE expires_at < now()",
+        "INSERT INTO ws_tickets (id_hash, player_id, expires_at) VALUES ($1, $2, now() + $3)",
+    ),
+}
+
+
+async def _issue(conn: asyncpg.Connection, kind: str, player_id: str, life: timedelta) -> str:
+    """A new secret of ``kind`` for the player, good for ``life`` (returned once; only
+    its hash is kept); those past their expiry are swept on the way."""
+    sweep, insert = _ISSUE[kind]
+    value = new_token()
+    await conn.execute(sweep)
+    await conn.execute(insert, token_hash(value), player_id, life)
+    return value
+
+
 async def create_session(conn: asyncpg.Connection, player_id: str, days: int = SESSION_DAYS) -> str:
-    """A new browser session for the player (its id, returned once; only its hash is
-    kept); sessions past their expiry are swept on the way."""
-    session = new_token()
-    await conn.execute("DELETE FROM sessions WHERE expires_at < now()")
-    await conn.execute(
-        "INSERT INTO sessions (id_hash, player_id, expires_at) VALUES ($1, $2, now() + make_interval(days => $3))",
-        token_hash(session),
-        player_id,
-        days,
-    )
-    return session
+    """A new browser session for the player (its id)."""
+    return await _issue(conn, "sessions", player_id, timedelta(days=days))
 
 
 async def player_by_session(conn: asyncpg.Connection, session: str) -> Player | None:
@@ -132,7 +147,13 @@ async def player_by_session(conn: asyncpg.Connection, session: str) -> Player | 
         "WHERE s.id_hash = $1 AND s.expires_at > now()",
         token_hash(session),
     )
-    if row is None or not same_hash(bytes(row["id_hash"]), token_hash(session)):
+    return _holder(row, session)
+
+
+def _holder(row: asyncpg.Record | None, secret: str) -> Player | None:
+    """The player of a row found by ``secret``'s hash, its hash compared again in
+    constant time; None for no row."""
+    if row is None or not same_hash(bytes(row["id_hash"]), token_hash(secret)):
         return None
     return Player(row["id"], row["name"], row["is_bot"])
 
@@ -141,18 +162,8 @@ TICKET_SECONDS = 60
 
 
 async def create_ticket(conn: asyncpg.Connection, player_id: str, seconds: int = TICKET_SECONDS) -> str:
-    """A one-time ticket for the player's WebSocket to another node of the card room
-    (returned once; only its hash is kept); tickets past their expiry are swept on
-    the way."""
-    ticket = new_token()
-    await conn.execute("DELETE FROM ws_tickets WHERE expires_at < now()")
-    await conn.execute(
-        "INSERT INTO ws_tickets (id_hash, player_id, expires_at) VALUES ($1, $2, now() + make_interval(secs => $3))",
-        token_hash(ticket),
-        player_id,
-        seconds,
-    )
-    return ticket
+    """A one-time ticket for the player's WebSocket to another node of the card room."""
+    return await _issue(conn, "ws_tickets", player_id, timedelta(seconds=seconds))
 
 
 async def player_by_ticket(conn: asyncpg.Connection, ticket: str) -> Player | None:
@@ -163,9 +174,7 @@ async def player_by_ticket(conn: asyncpg.Connection, ticket: str) -> Player | No
         "SELECT p.id, p.name, p.is_bot, t.id_hash FROM t JOIN players p ON p.id = t.player_id",
         token_hash(ticket),
     )
-    if row is None or not same_hash(bytes(row["id_hash"]), token_hash(ticket)):
-        return None
-    return Player(row["id"], row["name"], row["is_bot"])
+    return _holder(row, ticket)
 
 
 async def end_session(conn: asyncpg.Connection, session: str) -> None:

@@ -600,6 +600,19 @@ def _load_on_another_clock(h: Harness, offset: int) -> None:
     h.answer_all()
 
 
+def _stepped_back_mid_turn(ms: int) -> tuple[Harness, int]:
+    """A hand dealt and, a second into its first turn, the clock steps back ``ms``:
+    the harness and when that turn began (on the table's time)."""
+    h = Harness()
+    h.through_seeds()
+    began = turn_began(h)
+    h.advance(began + 1000)
+    h.now -= ms
+    h.step(io.Tick())
+    assert h.core.skew == ms
+    return h, began
+
+
 def test_a_clock_that_steps_back_holds_no_turn() -> None:
     """D37: the wall clock steps back an hour in the middle of a turn (a corrected system
     clock).  The table's time goes on from where it was: the turn ends at its ordinary
@@ -607,13 +620,7 @@ def test_a_clock_that_steps_back_holds_no_turn() -> None:
     still), the deadline clients are told and the wake-up the shell is asked for are on
     the stepped clock (the moment it will read when the turn ends), and the hand that
     the clock then ends verifies."""
-    h = Harness()
-    h.through_seeds()
-    began = turn_began(h)
-    h.advance(began + 1000)
-    h.now -= HOUR
-    h.step(io.Tick())
-    assert h.core.skew == HOUR
+    h, began = _stepped_back_mid_turn(HOUR)
     arm = [e for _, e in h.effects if isinstance(e, io.Arm)][-1]
     # the wake-up is the moment the clock reads when the table's time reaches the turn's
     # end: a little later than the hour back, as the table's time gains on the clock
@@ -669,14 +676,8 @@ def test_a_table_ahead_of_its_clock_comes_back_to_it() -> None:
     go back.  Meanwhile every window and turn the clock closes closes where the deadline
     told to clients said it would (on their clock), and no later than a beat after."""
     minute = 60_000
-    h = Harness()
-    h.through_seeds()
-    began = turn_began(h)
-    h.advance(began + 1000)
-    h.now -= minute
-    h.step(io.Tick())
+    h, _ = _stepped_back_mid_turn(minute)
     stepped, since = h.now, len(h.effects)
-    assert h.core.skew == minute
     skews = []
     while h.core.skew > 0 and h.now < stepped + 2 * minute * CFG.slew:
         h.advance(h.now + 500)
@@ -709,12 +710,7 @@ def test_a_write_hung_on_a_table_ahead_of_its_clock_is_timed_on_the_clock() -> N
     table's time (the simulator's world 61206016 found it), the write was not hung
     yet, and a window that closed meanwhile charged its seat at once where D37 owes a
     grace."""
-    h = Harness()
-    h.through_seeds()
-    h.advance(turn_began(h) + 500)
-    h.now -= HOUR
-    h.step(io.Tick())
-    assert h.core.skew == HOUR
+    h, _ = _stepped_back_mid_turn(HOUR)
     since = len(h.effects)
     h.draw()  # stored and not answered: the store hangs
     assert h.core.pending is not None

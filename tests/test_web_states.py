@@ -23,7 +23,7 @@ from service.table import Settings
 from tests.conftest import OPERATOR, Api, fresh_database, wait_for
 from tests.heldbot import no_declares
 from tests.test_cli_errors import free_port
-from tests.test_web_table import PatientBot, conn, new_person, person_page, sign_in, start_bots, stop_bots
+from tests.test_web_table import PatientBot, at_the_table, conn, new_person, person_page, sign_in, start_bots, stop_bots
 from tests.wsclient import Client
 
 GOING_DOWN = "The server is going down for a moment"
@@ -68,11 +68,7 @@ async def test_the_going_down_notice_stays_until_the_page_is_back(
                 table = await api.table(seats=4)
                 person = await new_person(api, "Ines")
             async with person_page(browser) as (_context, page, _console):
-                await sign_in(page, first.url, person["token"], "Ines")
-                await page.goto(first.url + f"/#/table/{table}")
-                # The seats come over REST; a click before the socket is open is refused
-                # "not connected to the table" (the page's own message): the CI saw it once.
-                await page.wait_for_function(conn("open"), timeout=30_000)
+                await at_the_table(page, first.url, person, table)
                 await page.locator("#seats button.sit-here").first.click()
                 await page.wait_for_function("() => Object.keys(RummyTable.state.t.seats).length === 1")
                 await first.stop()
@@ -170,9 +166,7 @@ async def test_a_closed_table_and_a_moved_table_are_said(server: Running, api: A
     table_id = await api.table(seats=4)
     person = await new_person(api, "Wen")
     async with person_page(browser) as (_context, page, _console):
-        await sign_in(page, server.url, person["token"], "Wen")
-        await page.goto(server.url + f"/#/table/{table_id}")
-        await page.wait_for_function(conn("open"), timeout=30_000)  # as above
+        await at_the_table(page, server.url, person, table_id)
         await page.locator("#seats button.sit-here").first.click()
         await page.wait_for_function("() => Object.keys(RummyTable.state.t.seats).length === 1")
         # the table moved to another node (as a node that loses its lease says, then closes)
@@ -230,9 +224,7 @@ async def test_a_table_the_operator_begins_to_close_offers_no_seat(server: Runni
             assert (await c.request({"type": "sit", "table_id": table_id}))["type"] == "reply"
         await ca.wait_frame(lambda f: f.get("type") == "hand")  # a hand is in progress
         async with person_page(browser) as (_context, page, _console):
-            await sign_in(page, server.url, person["token"], "Ode")
-            await page.goto(server.url + f"/#/table/{table_id}")
-            await page.wait_for_function(conn("open"), timeout=30_000)
+            await at_the_table(page, server.url, person, table_id)
             await page.wait_for_selector("#seats button.sit-here")
             assert await page.locator("#seats button.sit-here").count() == 2
             r = await api.call("POST", f"/api/tables/{table_id}/close", body={}, expect=200)
@@ -260,9 +252,7 @@ async def test_a_free_seats_button_is_not_swapped_under_a_click_by_an_update(
     a, b = await api.player("Ada"), await api.player("Bram")
     person = await new_person(api, "Ode")
     async with person_page(browser) as (_context, page, _console):
-        await sign_in(page, server.url, person["token"], "Ode")
-        await page.goto(server.url + f"/#/table/{table_id}")
-        await page.wait_for_function(conn("open"), timeout=30_000)
+        await at_the_table(page, server.url, person, table_id)
         await page.wait_for_function("() => document.querySelectorAll('#seats button.sit-here').length === 4")
         await page.evaluate(
             "() => document.querySelectorAll('#seats .seat.free').forEach((box) => {"
@@ -299,9 +289,7 @@ async def test_a_session_that_ended_is_said_and_not_retried_for_ever(
     table_id = await api.table(seats=4)
     person = await new_person(api, "Sami")
     async with person_page(browser) as (context, page, _console):
-        await sign_in(page, server.url, person["token"], "Sami")
-        await page.goto(server.url + f"/#/table/{table_id}")
-        await page.wait_for_function(conn("open"), timeout=30_000)
+        await at_the_table(page, server.url, person, table_id)
         other = await context.new_page()  # another window of the same browser signs out
         await other.goto(server.url + "/")
         status = await other.evaluate(

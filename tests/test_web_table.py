@@ -77,6 +77,15 @@ async def sign_in(page: Page, base: str, token: str, name: str) -> None:
     assert await page.text_content("#me-name") == name
 
 
+async def at_the_table(page: Page, base: str, person: dict[str, Any], table_id: str) -> None:
+    """Sign ``person`` in and open the table's page, its socket open.  The seats come
+    over REST: a click before the socket is open is refused "not connected to the
+    table" (the page's own message), which CI once saw."""
+    await sign_in(page, base, person["token"], person["name"])
+    await page.goto(base + f"/#/table/{table_id}")
+    await page.wait_for_function(conn("open"), timeout=30_000)
+
+
 async def shot(page: Page, name: str) -> None:
     SHOTS.mkdir(parents=True, exist_ok=True)
     path = SHOTS / f"{name}.png"
@@ -272,6 +281,34 @@ async def first_turn_with_keys_and_dragging(page: Page, before_discard: Callable
         timeout=60_000,
     )
     return "discard"
+
+
+async def table_with_a_held_bot(api: Api, base: str, name: str, bot_name: str) -> tuple[str, dict[str, Any], HeldBot]:
+    """A four-seat table with turns of ``TURN``, a person (no key yet: the page makes
+    it) and a bot that makes no move of its own until the test sets its ``go``."""
+    table_id = await api.table(seats=4, point_value=1, turn_seconds=TURN, min_players=2)
+    person = await new_person(api, name)
+    p = await api.player(bot_name)
+    bot = HeldBot(base, p["token"], table_id, fast=True, key=p["signer"], max_hands=1, drops=False)
+    return table_id, person, bot
+
+
+async def sit_with_the_bot_on_turn(page: Page, base: str, table_id: str) -> None:
+    """Sit at ``table_id`` beside a held bot and, when the person is first, play its
+    turn, so that the bot is on turn.  The person discards: a turn that declared would
+    end the hand with its view still on the person's turn (CI once failed that way)."""
+    await page.goto(base + f"/#/table/{table_id}")
+    await page.locator("#seats button.sit-here").first.click()
+    await page.wait_for_function(
+        "() => { const t = RummyTable.state.t; return t && t.hand && t.hand.view && t.hand.view.me; }",
+        timeout=60_000,
+    )
+    st = await page_state(page)
+    if st["turn"] == st["seat"]:
+        assert (await play_my_turn(page, declare=False))[0] == "discard"
+    await page.wait_for_function(
+        "() => document.querySelector('#turn-status').dataset.myTurn === 'false'", timeout=60_000
+    )
 
 
 def own_items_agree(evidence: list[Any], transcript: dict[str, Any], player_id: str, player_key: str) -> None:
@@ -657,12 +694,9 @@ async def test_a_move_out_of_turn_is_refused_and_a_dropped_connection_rejoins(
     # A turn of two minutes: the held bot's turn must not run out while the test looks
     # at the page (on a machine busy with other work a 30 s turn once did, and the
     # turn came back to the person before the out-of-turn move was tried).
-    table_id = await api.table(seats=4, point_value=1, turn_seconds=TURN, min_players=2)
-    person = await new_person(api, "Noor")
-    p = await api.player("slow-bot")
-    # it moves only when the test says (while the page is away), never on a timer that
-    # a busy machine outruns
-    slow = HeldBot(server.url, p["token"], table_id, fast=True, key=p["signer"], max_hands=1, drops=False)
+    # the bot moves only when the test says (while the page is away), never on a timer
+    # that a busy machine outruns
+    table_id, person, slow = await table_with_a_held_bot(api, server.url, "Noor", "slow-bot")
     tasks = start_bots([slow])
     try:
         async with person_page(browser) as (context, page, _console):
@@ -671,21 +705,7 @@ async def test_a_move_out_of_turn_is_refused_and_a_dropped_connection_rejoins(
             await context.add_init_script("Date.now = ((now) => () => now() + 600000)(Date.now);")
             await sign_in(page, server.url, person["token"], "Noor")
             await wait_for(lambda: slow.seat is not None, timeout=60)
-            await page.goto(server.url + f"/#/table/{table_id}")
-            await page.locator("#seats button.sit-here").first.click()
-            await page.wait_for_function(
-                "() => { const t = RummyTable.state.t; return t && t.hand && t.hand.view && t.hand.view.me; }",
-                timeout=60_000,
-            )
-            # if the person is first, they play a turn; then the bot is on turn (a turn
-            # that declared would end the hand, its view still on the person's turn:
-            # CI once failed below that way, so the person discards)
-            st = await page_state(page)
-            if st["turn"] == st["seat"]:
-                assert (await play_my_turn(page, declare=False))[0] == "discard"
-            await page.wait_for_function(
-                "() => document.querySelector('#turn-status').dataset.myTurn === 'false'", timeout=60_000
-            )
+            await sit_with_the_bot_on_turn(page, server.url, table_id)
             assert await page.is_disabled("#btn-draw-closed")
             assert await page.is_disabled("#btn-discard")
             before = await page_state(page)
@@ -830,27 +850,13 @@ async def test_a_card_is_not_swapped_under_a_tap_by_another_seats_move(
     the person's cards and a "Move here" are the same elements after the other seat
     draws and discards, and a tap on each still does what it says."""
     no_declares(monkeypatch)  # the bot's move must not end the hand
-    table_id = await api.table(seats=4, point_value=1, turn_seconds=TURN, min_players=2)
-    person = await new_person(api, "Ines")
-    p = await api.player("held-bot")
-    held = HeldBot(server.url, p["token"], table_id, fast=True, key=p["signer"], max_hands=1, drops=False)
+    table_id, person, held = await table_with_a_held_bot(api, server.url, "Ines", "held-bot")
     tasks = start_bots([held])
     try:
         async with person_page(browser) as (_context, page, _console):
             await sign_in(page, server.url, person["token"], "Ines")
             await wait_for(lambda: held.seat is not None, timeout=60)
-            await page.goto(server.url + f"/#/table/{table_id}")
-            await page.locator("#seats button.sit-here").first.click()
-            await page.wait_for_function(
-                "() => { const t = RummyTable.state.t; return t && t.hand && t.hand.view && t.hand.view.me; }",
-                timeout=60_000,
-            )
-            st = await page_state(page)
-            if st["turn"] == st["seat"]:
-                assert (await play_my_turn(page, declare=False))[0] == "discard"
-            await page.wait_for_function(
-                "() => document.querySelector('#turn-status').dataset.myTurn === 'false'", timeout=60_000
-            )
+            await sit_with_the_bot_on_turn(page, server.url, table_id)
             arr = await arrangement(page)
             assert len(arr) >= 2, arr
             card = arr[0][0]
