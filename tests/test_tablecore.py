@@ -725,6 +725,30 @@ def test_a_write_hung_on_a_table_ahead_of_its_clock_is_timed_on_the_clock() -> N
     assert arms and arms[0] == sent + CFG.hung_ms  # the wake-up asked for, on the clock
 
 
+def test_a_write_pending_when_the_clock_steps_back_is_still_found_hung() -> None:
+    """D37: the clock steps back an hour while a write is pending, and the store hangs.
+    The write is timed on the clock's forward run (``TableCore.steady``), so it is hung
+    ``hung_ms`` after it was sent, not an hour later when the clock has caught up
+    (then no pause is told, and the grace D37 owes after a hung write is not given)."""
+    h = Harness()
+    h.through_seeds()
+    h.advance(turn_began(h) + 500)
+    since = len(h.effects)
+    h.draw()
+    assert h.core.pending is not None
+    h.advance(h.now + 500, answer=False)
+    h.now -= HOUR
+    h.step(io.Tick())
+    assert h.core.skew >= HOUR - 1
+    back = h.now
+    h.advance(back + CFG.hung_ms - 600, answer=False)
+    assert not h.core.hung
+    h.advance(back + CFG.hung_ms, answer=False)
+    assert h.core.hung, "a write pending across a step back of the clock was not found hung"
+    paused = [e for _, e in h.effects[since:] if isinstance(e, io.TellAll) and e.message["type"] == "paused"]
+    assert len(paused) == 1
+
+
 def test_a_log_written_ahead_of_the_clock_holds_no_turn() -> None:
     """D32, D37: the table is loaded by a fresh core (a restart, or a node taking it over)
     whose clock is an hour behind the one that wrote its log.  The hand's time goes on

@@ -67,6 +67,10 @@ class TableCore(Commands):
         self.handoff = False
         self.last_now: int | None = None  # the table's time at its last step (ms)
         self.last_clock: int | None = None  # the clock it was given then
+        #: ms the clock has run forward over this core's steps, a step back counted as
+        #: none: the house's own timers run on it (a hung write; D37), neither slowed
+        #: while the table's time gains on the clock nor held by a step back
+        self.steady = 0
         #: how far the table's time ran ahead of the clock it is given (ms) at the clock
         #: ``_skew_clock``: the clock stepped back, or the table's stored log is ahead of
         #: it (D37, :meth:`_time`); it shrinks from then on (:meth:`skew_at`)
@@ -209,6 +213,8 @@ class TableCore(Commands):
             log.warning("table %s: the clock went back %d ms; the table's time goes on", self.table_id, last - now)
             self._reskew(clock, last - clock)
             now = last
+        if last_clock is not None:
+            self.steady += max(0, clock - last_clock)
         self.last_now, self.last_clock = now, clock
         if self.mode is Mode.NEW:
             self._load(now)
@@ -219,21 +225,24 @@ class TableCore(Commands):
             log.warning("table %s: no beat for %d ms; every grace starts again", self.table_id, clock - last_clock)
             self.reach.fault_over(now)
         p = self.pending
-        if p is not None and not self.hung and clock - p.clock >= self.cfg.hung_ms:
-            # on the clock, as the freeze: the table's time runs slower while it is ahead
-            log.warning("table %s: a write has not answered for %d ms; pausing", self.table_id, clock - p.clock)
+        if p is not None and not self.hung and self.steady - p.steady >= self.cfg.hung_ms:
+            # on the clock's run, as the freeze: the table's time runs slower while it is ahead
+            log.warning("table %s: a write has not answered for %d ms; pausing", self.table_id, self.steady - p.steady)
             self.hung = True
             self._tell_paused()
         return now
 
     def _arm(self, now: int, due: int | None) -> None:
-        """The next wake-up: ``due`` is the clock's, as :meth:`_pump` left it."""
+        """The next wake-up, on the clock the shell runs: ``due`` is the table's time of
+        the next deadline, as :meth:`_pump` left it."""
         at = None
         if self.mode is Mode.WAITING:
-            at = self.shown(self.retry_at)  # the shell's timer runs on its clock
+            at = self.shown(self.retry_at)
         elif self.mode is Mode.SERVING:
-            if self.pending is not None:
-                at = None if self.hung else self.pending.clock + self.cfg.hung_ms  # on the clock already
+            p = self.pending
+            if p is not None:
+                clock = self.last_clock if self.last_clock is not None else now
+                at = None if self.hung else clock + p.steady + self.cfg.hung_ms - self.steady
             else:
                 at = self.shown(due)
         if at != self.armed:
@@ -306,7 +315,7 @@ class TableCore(Commands):
     # -- the store ------------------------------------------------------------------------
     def write(self, op: io.Op, now: int, **kw: Any) -> io.Pending:
         self._ops += 1
-        p = io.Pending(self._ops, op, now, self.last_clock if self.last_clock is not None else now, **kw)
+        p = io.Pending(self._ops, op, now, self.steady, **kw)
         if p.cmd is not None:
             p.judged = self.judged
         self.pending = p

@@ -376,7 +376,7 @@ class Pending:
     op_id: int
     op: Op
     since: int
-    clock: int  # ``since`` on the clock the table is given (D37 times a hung write on it)
+    steady: int  # the core's steady time then (``TableCore.steady``: D37 times a hung write on it)
     after: list[Effect] = field(default_factory=list)
     cmd: Command | None = None
     settled: Callable[[], dict[str, Any] | None] | None = None
