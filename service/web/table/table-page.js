@@ -47,7 +47,7 @@ export function openTable(id) {
   renderTable();
 }
 
-/** The page's session no longer speaks for this player (null when the server cannot say). */
+/** The page's session no longer speaks for this player (false when the server cannot say). */
 async function sessionEnded() {
   let s;
   try {
