@@ -58,9 +58,39 @@ async def person_page(browser: Browser) -> AsyncIterator[tuple[BrowserContext, P
     page = await context.new_page()
     try:
         yield context, page, console
+    except BaseException as e:
+        # a test that failed (a wait that timed out, most often) says what the page was
+        # showing and what it logged: its errors are otherwise lost with the exception
+        e.add_note(f"the page: {await _page_said(page)}")
+        e.add_note(f"JavaScript errors on the page: {errors}\nconsole: {console[-30:]}")
+        raise
     finally:
         await context.close()
     assert not errors, f"JavaScript errors on the page: {errors}\nconsole: {console[-30:]}"
+
+
+async def _page_said(page: Page) -> Any:
+    """The table page's view, connection, banner and hand, as far as it can say them."""
+    try:
+        return await asyncio.wait_for(
+            page.evaluate(
+                """() => {
+                  const t = window.RummyTable && RummyTable.state.t, h = t && t.hand;
+                  const text = (id) => {
+                    const e = document.getElementById(id);
+                    return e && !e.hidden ? e.textContent : null;
+                  };
+                  const hand = h
+                    ? {hand_no: h.hand_no, phase: h.phase, me: !!(h.view && h.view.me), arr: !!h.arr}
+                    : null;
+                  return {view: document.body.dataset.view, conn: t ? t.conn : null, banner: text('banner'),
+                          alert: text('alert'), hand, log: t ? t.log.slice(-8).map((l) => l.text) : null};
+                }"""
+            ),
+            5,
+        )
+    except Exception as e:  # the page is gone or hangs: say so
+        return f"not readable ({e!r})"
 
 
 async def new_person(api: Api, name: str, deposit: int = 100_000) -> dict[str, Any]:
