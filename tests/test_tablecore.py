@@ -703,6 +703,20 @@ def test_a_table_ahead_of_its_clock_comes_back_to_it() -> None:
     assert checked >= 50, checked
 
 
+def _hang_a_draw(h: Harness) -> int:
+    """The seat on turn draws and the store does not answer: the index of the effects
+    from then on."""
+    since = len(h.effects)
+    h.draw()
+    assert h.core.pending is not None
+    return since
+
+
+def _paused(h: Harness, since: int) -> list[int]:
+    """When the table told its clients ``paused``, from effect ``since`` on."""
+    return [t for t, e in h.effects[since:] if isinstance(e, io.TellAll) and e.message["type"] == "paused"]
+
+
 def test_a_write_hung_on_a_table_ahead_of_its_clock_is_timed_on_the_clock() -> None:
     """D37 while the table's time is ahead of its clock and gaining on it: a write
     unanswered for ``hung_ms`` on the clock pauses the table (the house is at fault),
@@ -711,16 +725,13 @@ def test_a_write_hung_on_a_table_ahead_of_its_clock_is_timed_on_the_clock() -> N
     yet, and a window that closed meanwhile charged its seat at once where D37 owes a
     grace."""
     h, _ = _stepped_back_mid_turn(HOUR)
-    since = len(h.effects)
-    h.draw()  # stored and not answered: the store hangs
-    assert h.core.pending is not None
+    since = _hang_a_draw(h)
     sent = h.now
     h.advance(sent + CFG.hung_ms - 100, answer=False)
     assert not h.core.hung
     h.advance(sent + CFG.hung_ms, answer=False)
     assert h.core.hung, "a write unanswered for hung_ms on the clock did not pause the table"
-    paused = [t for t, e in h.effects[since:] if isinstance(e, io.TellAll) and e.message["type"] == "paused"]
-    assert paused == [sent + CFG.hung_ms]
+    assert _paused(h, since) == [sent + CFG.hung_ms]
     arms = [e.at for _, e in h.effects[since:] if isinstance(e, io.Arm)]
     assert arms and arms[0] == sent + CFG.hung_ms  # the wake-up asked for, on the clock
 
@@ -733,9 +744,7 @@ def test_a_write_pending_when_the_clock_steps_back_is_still_found_hung() -> None
     h = Harness()
     h.through_seeds()
     h.advance(turn_began(h) + 500)
-    since = len(h.effects)
-    h.draw()
-    assert h.core.pending is not None
+    since = _hang_a_draw(h)
     h.advance(h.now + 500, answer=False)
     h.now -= HOUR
     h.step(io.Tick())
@@ -745,8 +754,7 @@ def test_a_write_pending_when_the_clock_steps_back_is_still_found_hung() -> None
     assert not h.core.hung
     h.advance(back + CFG.hung_ms, answer=False)
     assert h.core.hung, "a write pending across a step back of the clock was not found hung"
-    paused = [e for _, e in h.effects[since:] if isinstance(e, io.TellAll) and e.message["type"] == "paused"]
-    assert len(paused) == 1
+    assert len(_paused(h, since)) == 1
 
 
 def test_a_log_written_ahead_of_the_clock_holds_no_turn() -> None:
