@@ -129,3 +129,32 @@ def test_a_v1_copy_beside_its_own_v2_hand_is_a_downgrade(tmp_path: Path) -> None
         out = json.loads(run("--json", "--key", KEY_HEX, *allow, str(tmp_path)).stdout)
         assert [f["check"] for f in out["tables"]] == ["downgrade", *also], out["tables"]
         assert out["tables"][0]["files"] == [str(tmp_path / "v1.json")]
+
+
+BACKDATED = sorted(n for n in TRANSCRIPTS if n.startswith("backdated-"))
+
+
+@pytest.mark.parametrize("name", BACKDATED)
+def test_a_record_dated_before_a_move_it_holds_arrived_is_refuted_by_the_ack(name: str) -> None:
+    """§15.7: the transcript alone is consistent (every window and turn whole, by its
+    own dates), and a seat is charged in it; the ack of the accepted move it holds,
+    signed by the house, says the move arrived after the record's date."""
+    data = load(name)
+    key = vectors.TEST_SIGNER.public_bytes
+    alone = verify_transcript(data["transcript"], key)
+    assert alone.ok, alone.failure
+    charged = [d for d in data["transcript"]["result"]["settlement"]["deltas"].values() if d < 0]
+    assert charged, "the vector charges nobody"
+    report = verify_transcript(data["transcript"], key, data["evidence"])
+    failure = report.failure
+    assert failure is not None and failure.check == "evidence", failure
+    record = data["transcript"]["log"][failure.record]
+    acked = [
+        it["body"]["arrived"]
+        for it in data["evidence"]
+        if it["purpose"] == "ack" and it["body"]["outcome"] == "accepted" and it["body"]["arrived"] > record["t"]
+    ]
+    assert acked, "no accepted ack arrived after the record it failed at"
+    assert failure.found == record["t"] and "dated" in failure.message, failure
+    assert failure.expected in {f">= {a}" for a in acked}, failure
+    assert len(BACKDATED) == 3

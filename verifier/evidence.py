@@ -173,6 +173,7 @@ def accepted_commit(j: Judge, body: Mapping[str, Any]) -> Outcome:
     want = {"commit": body["move"]["commit"], "psig": body["psig"]}
     if entry is None or entry["commit"] != want["commit"] or entry["psig"] != want["psig"]:
         fail(f"the server accepted seat {seat}'s commitment, record 1 says otherwise", 1, want, entry)
+    made_after_it_arrived(j, body, 1)
     return "checked"
 
 
@@ -185,6 +186,7 @@ def accepted_reveal(j: Judge, body: Mapping[str, Any]) -> Outcome:
     want = {"seed": body["move"]["seed"], "status": REVEALED, "psig": body["psig"]}
     if entry is None or {k: entry[k] for k in want} != want:
         fail(f"the server accepted seat {seat}'s seed, record 2 says otherwise", 2, want, entry)
+    made_after_it_arrived(j, body, 2)
     return "checked"
 
 
@@ -205,7 +207,25 @@ def accepted_action(j: Judge, body: Mapping[str, Any]) -> Outcome:
         fail(f"the server accepted this move as record {i}; the transcript's record {i} is another", i, want, found)
     if i == 0 or body["prev"] != j.ctx.h(i - 1):
         fail(f"the accepted move is signed over another record than record {i - 1}", i, j.ctx.h(i - 1), body["prev"])
+    made_after_it_arrived(j, body, i)
     return "checked"
+
+
+def made_after_it_arrived(j: Judge, body: Mapping[str, Any], record: int) -> None:
+    """§15.7: the record holding an accepted move (the action's own record, the
+    commitments' record 1, the reveals' record 2) is not dated before the move
+    arrived.  A house that dates it earlier moves back the start of the window or
+    turn that runs from it, and its clock charges a seat early while every window in
+    the log looks whole; its own signed ``arrived`` refutes it."""
+    t = j.log[record]["t"]
+    if t < body["arrived"]:
+        fail(
+            f"record {record} holds seat {body['seat']}'s {body['move']['kind']}, which the server acknowledged as"
+            f" arriving at {body['arrived']}, but is dated {body['arrived'] - t} ms before it",
+            record,
+            f">= {body['arrived']}",
+            t,
+        )
 
 
 ACCEPTED: Final[dict[str, Callable[[Judge, Mapping[str, Any]], Outcome]]] = {

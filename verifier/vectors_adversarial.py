@@ -31,10 +31,10 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from verifier import ed25519, vectors
 from verifier.chain import chain_link, commit_move, player_body, receipt_body, reveal_move
 from verifier.fairness import PROTOCOL_V1, PROTOCOL_V2, player_commit, sha256
-from verifier.hand import Action, Discard, DrawClosed, Leave, Phase, TableRules, TimeOut
+from verifier.hand import Action, Discard, DrawClosed, Leave, Phase, TableRules, TimeOut, action_to_json
 from verifier.record import HandRecorder
 from verifier.signing import Signer, signed_message
-from verifier.vectors import SEED_WINDOW_MS, TEST_SIGNER, VectorHand, greedy, play_hand
+from verifier.vectors import SEED_WINDOW_MS, T0, TEST_SIGNER, VectorHand, greedy, play_hand
 from verifier.vectors_strict import identity_r_signature
 
 SUBDIR: Final = "adversarial"
@@ -639,6 +639,163 @@ def refusals() -> list[Case]:
     return out
 
 
+def _commit_all(hand: VectorHand, arrivals: dict[int, int]) -> dict[int, tuple[bytes, str]]:
+    """Each seat's commitment, accepted and acknowledged at its arrival time."""
+    rec, out = hand.rec, {}
+    for s, arrived in arrivals.items():
+        c = player_commit(s, hand.seeds[s])
+        move = commit_move(s, c)
+        sig = hand.sign(s, rec.head, move)
+        rec.check_commit(s, c, sig)
+        hand.evidence[s].append(rec.ack(s, move, rec.head, sig, arrived=arrived))
+        out[s] = (c, sig)
+    return out
+
+
+def _reveal_all(hand: VectorHand, arrivals: dict[int, int]) -> dict[int, tuple[bytes, str]]:
+    """Each seat's seed, accepted and acknowledged at its arrival time."""
+    rec, out = hand.rec, {}
+    for s, arrived in arrivals.items():
+        move = reveal_move(s, hand.seeds[s])
+        sig = hand.sign(s, rec.head, move)
+        rec.check_reveal(s, hand.seeds[s], sig)
+        hand.evidence[s].append(rec.ack(s, move, rec.head, sig, arrived=arrived))
+        out[s] = (hand.seeds[s], sig)
+    return out
+
+
+def _act_at(hand: VectorHand, action: Action, t: int, arrived: int | None = None) -> dict[str, Any]:
+    """One move recorded at ``t``; a player's acknowledged as arriving at ``arrived``
+    (by default ``t``, as an honest table signs it)."""
+    rec = hand.rec
+    psig = None
+    if not isinstance(action, TimeOut):
+        psig = {"prev": rec.head, "sig": hand.sign(action.seat, rec.head, action_to_json(action))}
+    record, _ = rec.act(action, psig, t)
+    if psig is not None:
+        when = t if arrived is None else arrived
+        ack = rec.ack(action.seat, action_to_json(action), psig["prev"], psig["sig"], arrived=when, i=record["i"])
+        hand.evidence[action.seat].append(ack)
+    hand._heads(record)
+    return record
+
+
+def backdated() -> list[Case]:
+    """Records dated before a move they hold arrived (§15.7): the window or turn that
+    runs from such a record starts earlier than it did, and the clock charges a seat
+    early while every window in the log looks whole.  The house's own ``arrived``, in
+    the ack of the accepted move, refutes it."""
+    out: list[Case] = []
+    victim, other = 1, 3  # dealer 3: seat 1 draws first
+
+    # Record 1 dated at the header's time, though it lists a commitment acknowledged 9 s
+    # later: the reveal window "ran" 10 s from then, 1 s after anyone could see record 1.
+    hand = VectorHand("adv-backdated-commits", 0, TWO, [victim, other], 3)
+    rec = hand.rec
+    hand._heads(rec.open(T0))
+    hand.accept_header()
+    commits = _commit_all(hand, {other: T0 + 40, victim: T0 + 9_000})
+    hand._heads(rec.commitments(commits, T0))  # the lie: made at T0 + 9 000 or later
+    seeds = _reveal_all(hand, {other: T0 + 9_100})
+    hand._heads(rec.reveal(seeds, T0 + SEED_WINDOW_MS))  # the victim: withheld (D15, D29)
+    late = reveal_move(victim, hand.seeds[victim])
+    sig = hand.sign(victim, rec.records[1]["h"], late)
+    hand.evidence[victim].append(
+        rec.ack(victim, late, rec.records[1]["h"], sig, arrived=T0 + SEED_WINDOW_MS + 2, code="wrong_phase")
+    )
+    record, _ = rec.deal(T0 + SEED_WINDOW_MS + 5)  # one seat dealt in: it wins at once (D14)
+    hand._heads(record)
+    assert rec.ended
+    out.append(
+        Case(
+            "backdated-commitments-then-withheld",
+            "seat 1's commitment acknowledged 9 s into the commit window, record 1 (which lists it) dated at the "
+            "header's time, and the reveal window closed 10 s after that, 1 s after seat 1 could see record 1: "
+            "seat 1 recorded withheld and charged a first drop (§15.7: record 1 is not dated before a commitment "
+            "it holds arrived)",
+            failing("evidence", 1),
+            rec.transcript(),
+            hand.evidence[victim],
+        )
+    )
+
+    # Records 2 and 3 dated before the victim's seed arrived: its first turn "ran out"
+    # 22 s after it could see its cards, and the clock dropped it (max_missed_turns 1).
+    rules = TableRules(seats=4, point_value=10, commission_bps=500, turn_seconds=30, max_missed_turns=1)
+    hand = VectorHand("adv-backdated-reveals", 0, rules, [victim, other], 3)
+    rec = hand.rec
+    hand._heads(rec.open(T0))
+    hand.accept_header()
+    t1 = T0 + 1_500
+    hand._heads(rec.commitments(_commit_all(hand, {other: T0 + 40, victim: T0 + 80}), t1))
+    seeds = _reveal_all(hand, {other: t1 + 40, victim: t1 + 9_500})
+    hand._heads(rec.reveal(seeds, t1 + 1_200))  # the lie: made at t1 + 9 500 or later
+    record, _ = rec.deal(t1 + 1_205)
+    hand._heads(record)
+    dealt = record["h"]
+    draw = action_to_json(DrawClosed(victim))
+    sig = hand.sign(victim, dealt, draw)
+    timed_out = _act_at(hand, TimeOut(victim), t1 + 1_205 + 30_001)
+    hand.evidence[victim].append(rec.ack(victim, draw, dealt, sig, arrived=timed_out["t"] + 50, code="stale_head"))
+    assert rec.ended
+    out.append(
+        Case(
+            "backdated-reveals-then-first-turn-timed-out",
+            "seat 1's seed acknowledged 9.5 s into the reveal window, records 2 and 3 (the reveals and the deal) "
+            "dated 8.3 s before it arrived, and seat 1's first turn timed out 30 s after the deal's date, 22 s "
+            "after seat 1 could see its cards: a clock drop (§15.7: record 2 is not dated before a seed it holds "
+            "arrived, and the deal not before record 2)",
+            failing("evidence", 2),
+            rec.transcript(),
+            hand.evidence[victim],
+        )
+    )
+
+    # A discard's record dated at the draw before it, 24 s before the discard arrived:
+    # the next seat's turn "ran out" 6 s after it began.  The mover's ack refutes it,
+    # so the two seats' evidence pooled shows it.
+    for attempt in range(50):
+        hand = VectorHand("adv-backdated-action", attempt, rules, [victim, other], 3)
+        rec = hand.rec
+        hand.seed_phases()
+        first_turn_of(hand, other)
+        if rec.ended:
+            continue
+        began = hand.turn_began
+        state = rec.state
+        assert state is not None
+        drew = _act_at(hand, greedy(state, other), began + 1_000)
+        state = rec.state
+        if rec.ended or state is None:
+            continue
+        discard = greedy(state, other)
+        if not isinstance(discard, Discard):
+            continue
+        arrived = began + 25_000
+        record = _act_at(hand, discard, drew["t"], arrived=arrived)  # the lie: dated at the draw
+        state = rec.state
+        if rec.ended or state is None or state.turn != victim:
+            continue
+        _act_at(hand, TimeOut(victim), record["t"] + 30_001)
+        if not rec.ended:
+            continue
+        pooled = [*hand.evidence[victim], *(it for it in hand.evidence[other] if it["purpose"] == "ack")]
+        out.append(
+            Case(
+                "backdated-action-record-pooled-evidence",
+                "seat 3's discard acknowledged as arriving 25 s into its turn, its record dated at seat 3's draw "
+                "24 s earlier, and seat 1's turn, which that record began, timed out 30 s after the record's date: "
+                "6 s after seat 1 could see it (§15.7: an accepted action's record is dated when it arrived); the "
+                "ack is seat 3's, so the two seats' evidence pooled refutes it",
+                failing("evidence", record["i"]),
+                rec.transcript(),
+                pooled,
+            )
+        )
+        return out
+    raise RuntimeError("no hand where seat 3 discards before seat 1's turn")  # pragma: no cover
+
+
 def receipts_still_read(base: VectorHand) -> Case:
     """Receipts as the server sent them before acks (§15: still read)."""
     rec = base.rec
@@ -696,6 +853,7 @@ def cases() -> list[Case]:
         one_key_two_seats(),
         *void_without_seed(),
         *refusals(),
+        *backdated(),
         receipts_still_read(base),
     ]
     names = [c.name for c in out]

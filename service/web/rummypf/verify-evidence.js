@@ -194,6 +194,9 @@
     if (r.h !== b.h) fail("the signed h of record " + b.i + " is not that record's h", b.i, r.h, b.h);
     if (b.arrived < r.t) fail("the move arrived before record " + b.i + " was made", b.i, "arrived ≥ " + r.t, b.arrived);
     const m = b.move;
+    // an accepted move's record dated before the move arrived: the windows and turns that run from it are shortened
+    const backdated = (what, rec, t) =>
+      fail("the server accepted seat " + b.seat + "'s " + m.kind + " when it arrived at " + b.arrived + ", but dated the " + what + " record that holds it (record " + rec + ") earlier: a record cannot be made before a move it holds arrived", rec, "t ≥ " + b.arrived, t);
     if (b.outcome === "accepted") {
       if (m.kind === "commit") {
         if (b.i !== 0) fail("an accepted commit is judged at record 0", b.i, 0, b.i);
@@ -202,6 +205,9 @@
         if (!e || e.commit !== m.commit || e.psig !== b.psig) {
           fail("the server accepted seat " + b.seat + "'s commitment, but record 1 does not list it", 1, show({ commit: m.commit, psig: b.psig }), show(e));
         }
+        // a record cannot be made before a move it holds arrived: a record 1 dated earlier moves back the reveal window
+        const r1 = ctx.rec("commitments");
+        if (r1.t < b.arrived) backdated("commitments", 1, r1.t);
       } else if (m.kind === "reveal") {
         if (b.i !== 1) fail("an accepted reveal is judged at record 1", b.i, 1, b.i);
         if (b.prev !== log[1].h) fail("the reveal's prev is not the commitments' h", 1, log[1].h, b.prev);
@@ -209,12 +215,17 @@
         if (!e || e.status !== "revealed" || e.seed !== m.seed || e.psig !== b.psig) {
           fail("the server accepted seat " + b.seat + "'s seed, but record 2 does not show it revealed", 2, show({ seed: m.seed, status: "revealed", psig: b.psig }), show(e));
         }
+        // ... and a record 2 dated earlier moves back the deal, from which the first turn runs
+        const r2 = ctx.rec("reveals");
+        if (r2.t < b.arrived) backdated("reveals", 2, r2.t);
       } else {
         if (r.type !== "action" || !jsonEqual(r.action, m)) {
           fail("the server accepted this move as record " + b.i + ", but the log holds another record there", b.i, show(m), show(r.type === "action" ? r.action : r.type));
         }
         if (!jsonEqual(r.psig, { prev: b.prev, sig: b.psig })) fail("record " + b.i + "'s psig is not the one acknowledged", b.i, show({ prev: b.prev, sig: b.psig }), show(r.psig));
         if (b.i < 1 || b.prev !== log[b.i - 1].h) fail("the move's prev is not the h of the record before it", b.i, b.i >= 1 ? log[b.i - 1].h : null, b.prev);
+        // with arrived ≥ t above: t = arrived, the record was made when the table judged the move
+        if (r.t < b.arrived) backdated("action", b.i, r.t);
       }
       return;
     }
