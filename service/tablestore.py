@@ -143,15 +143,19 @@ WITH w AS (
     RETURNING hands.id
 ), sd AS (  -- the seats' commitments and seeds whose table's lease holds
     SELECT sd.* FROM unnest($12::text[], $13::bigint[], $14::bigint[], $15::int[], $16::text[], $17::bytea[],
-        $18::text[]) AS sd(table_id, epoch, hand_id, seat, kind, value, psig)
+        $18::text[], $19::bigint[]) AS sd(table_id, epoch, hand_id, seat, kind, value, psig, arrived)
     WHERE sd.epoch < 0 OR sd.table_id IN (SELECT table_id FROM lk)
 ), cins AS (  -- a commitment is written once ...
-    INSERT INTO hand_seeds (hand_id, seat, commit, commit_psig)
-    SELECT hand_id, seat, value, psig FROM sd WHERE kind = 'commit'
+    INSERT INTO hand_seeds (hand_id, seat, commit, commit_psig, commit_arrived)
+    SELECT hand_id, seat, value, psig, arrived FROM sd WHERE kind = 'commit'
     ON CONFLICT (hand_id, seat) DO NOTHING
     RETURNING hand_id, seat
-), rupd AS (  -- ... a seed set once (the same seed again changes nothing)
-    UPDATE hand_seeds s SET seed = sd.value, reveal_psig = sd.psig, revealed_at = now()
+), carr AS (  -- ... the same one again moves only its arrival on (the ack's, §15.7)
+    UPDATE hand_seeds s SET commit_arrived = GREATEST(s.commit_arrived, sd.arrived)
+    FROM sd WHERE sd.kind = 'commit' AND s.hand_id = sd.hand_id AND s.seat = sd.seat AND s.commit = sd.value
+), rupd AS (  -- ... a seed set once (the same seed again changes nothing but its arrival)
+    UPDATE hand_seeds s SET seed = sd.value, reveal_psig = sd.psig, revealed_at = now(),
+        reveal_arrived = GREATEST(s.reveal_arrived, sd.arrived)
     FROM sd WHERE sd.kind = 'reveal' AND s.hand_id = sd.hand_id AND s.seat = sd.seat
         AND (s.seed IS NULL OR s.seed = sd.value)
     RETURNING s.hand_id, s.seat
@@ -203,6 +207,7 @@ async def commit_batch(connections: Connections, batch: Sequence[Batched]) -> li
             [s.kind for _, s in seeds],
             [s.value for _, s in seeds],
             [s.psig for _, s in seeds],
+            [s.arrived for _, s in seeds],
         )
         assert row is not None
         held, ok, clash, seeded = set(row["held"]), set(row["ok"]), set(row["clash"]), set(row["seeded"])
@@ -616,17 +621,25 @@ async def load_hand(conn: asyncpg.Connection, table_id: str) -> StoredHand | Non
 
 
 async def last_record_t(conn: asyncpg.Connection, table_id: str) -> int:
-    """The time (``t``, ms) of the newest record of the table's latest hand, ended or
-    not; 0 when it has none (D37: the table's time never goes back, across hands too)."""
-    t = await conn.fetchval(
-        "SELECT record->>'t' FROM hand_records WHERE hand_id = "
-        "(SELECT id FROM hands WHERE table_id = $1 ORDER BY hand_no DESC LIMIT 1) ORDER BY i DESC LIMIT 1",
+    """The newest time (ms) the table signed in its latest hand, ended or not: the
+    ``t`` of its newest record, or a stored commitment's or seed's ``arrived`` when
+    that is later (records 1 and 2 are never dated before a move they hold arrived,
+    §15.7); 0 when it has none (D37: the table's time never goes back, across hands
+    too)."""
+    row = await conn.fetchrow(
+        "WITH h AS (SELECT id FROM hands WHERE table_id = $1 ORDER BY hand_no DESC LIMIT 1) "
+        "SELECT (SELECT record->>'t' FROM hand_records WHERE hand_id = (SELECT id FROM h) ORDER BY i DESC LIMIT 1)"
+        " AS t, (SELECT max(GREATEST(commit_arrived, reveal_arrived)) FROM hand_seeds"
+        " WHERE hand_id = (SELECT id FROM h)) AS arrived",
         table_id,
     )
-    # read as text: a record whose ``t`` is not a whole number (a damaged row) must not
-    # make every load of the table fail; its hand is voided as unreadable (D33) if it
+    assert row is not None
+    # ``t`` read as text: a record whose ``t`` is not a whole number (a damaged row) must
+    # not make every load of the table fail; its hand is voided as unreadable (D33) if it
     # is the one in progress, and the table's time is then the clock's
-    return int(t) if isinstance(t, str) and t.isascii() and t.isdigit() and len(t) <= 16 else 0
+    t = row["t"]
+    newest = int(t) if isinstance(t, str) and t.isascii() and t.isdigit() and len(t) <= 16 else 0
+    return max(newest, row["arrived"] or 0)
 
 
 async def ended_hand(conn: asyncpg.Connection, hand_id: int) -> asyncpg.Record | None:

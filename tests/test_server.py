@@ -670,7 +670,7 @@ async def test_migrations_applied_twice_change_nothing(pg_dsn: str) -> None:
         assert await migrate(conn) == []
         assert await migrate(conn) == []
         assert await schema() == first
-        assert [m[0] for m in first[2]] == [m.version for m in load_migrations()] == [1, 2, 3, 4, 5, 6, 7, 8, 9]
+        assert [m[0] for m in first[2]] == [m.version for m in load_migrations()] == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
     finally:
         await conn.close()
 

@@ -25,7 +25,7 @@ import pytest
 import pytest_asyncio
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from service import ledger
+from service import ledger, tablestore
 from service.cluster import RENEW_SQL, Fenced, Lease
 from service.db import Pooled
 from service.handstore import SealedRecord, StoreConflict
@@ -515,6 +515,46 @@ async def test_seats_commitments_and_seeds_in_the_batchs_statement(pool: asyncpg
         (hands[t2], 0): (b"c" * 32, None),
         (hands[t3], 0): (b"c" * 32, None),
     }
+
+
+async def test_a_load_goes_on_from_a_stored_seeds_arrival(pool: asyncpg.Pool, tmp_path: Path) -> None:
+    """§15.7, D37: a load goes on from the newest time the table signed in its latest
+    hand — a stored commitment's or seed's ``arrived`` when it is later than the newest
+    record — so a table loaded in the seed phases on a clock behind the one that
+    acknowledged them does not date record 1 or 2 before a move it holds.  The same
+    move again moves its arrival on; another commitment, refused, does not; nor does a
+    fenced write."""
+    keys = ServerKeys.load(tmp_path)
+    hands = await tables_with_hands(pool, "n1")
+    t1, t2 = sorted(hands)[:2]
+    writer = writer_of(pool)
+    store = {t: TableStore(t, pool, keys, Lease(t, "n1", 1), writer) for t in (t1, t2)}
+
+    async def last(table: str) -> int:
+        async with pool.acquire() as conn:
+            return await tablestore.last_record_t(conn, table)
+
+    base, other = await last(t1), await last(t2)
+    a = base + 9_000
+    await store[t1].run(io.SeedOp("commit", hands[t1], 0, b"a" * 32, "p1", a))
+    assert await last(t1) == a
+    await store[t1].run(io.SeedOp("commit", hands[t1], 0, b"a" * 32, "p1", a + 500))  # the same again, later
+    assert await last(t1) == a + 500
+    await store[t1].run(io.SeedOp("commit", hands[t1], 0, b"a" * 32, "p1", a + 100))  # an older ack: kept the latest
+    conflict: Any = await asyncio.gather(
+        store[t1].run(io.SeedOp("commit", hands[t1], 0, b"b" * 32, "p9", a + 90_000)), return_exceptions=True
+    )
+    assert isinstance(conflict[0], StoreConflict)
+    assert await last(t1) == a + 500
+    await store[t1].run(io.SeedOp("reveal", hands[t1], 0, b"s" * 32, "r1", a + 3_000))
+    assert await last(t1) == a + 3_000
+    assert await last(t2) == other  # another table's hand: untouched
+    async with pool.acquire() as conn:
+        await conn.execute("UPDATE table_leases SET owner = 'n2', epoch = 2 WHERE table_id = $1", t2)
+    fenced: Any = await asyncio.gather(
+        store[t2].run(io.SeedOp("commit", hands[t2], 0, b"e" * 32, "p4", other + 60_000)), return_exceptions=True
+    )
+    assert isinstance(fenced[0], Fenced) and await last(t2) == other
 
 
 @pytest.mark.timeout(120)

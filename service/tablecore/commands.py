@@ -186,8 +186,9 @@ class Commands(Steps):
         else:
             rec.check_reveal(seat, value, psig)
         result = {"committed" if commit else "revealed": seat, "ack": judged.signed()}
-        if earlier is not None:
-            return result  # the same move again: acknowledged again
+        # The same move again is stored again (nothing changes but its arrival): the
+        # record that will list it is never dated before an ack's ``arrived`` (§15.7),
+        # even when the table is loaded on a clock behind this one first (D37).
 
         def stored(_: Any) -> dict[str, Any]:
             held[seat] = (value, psig)
@@ -199,7 +200,8 @@ class Commands(Steps):
                 return None
             return result if seat in (now_hand.commits if commit else now_hand.seeds) else None
 
-        self.write(io.SeedOp(kind, hand.hand_id, seat, value, psig), now, cmd=cmd, on_commit=stored, settled=settled)
+        op = io.SeedOp(kind, hand.hand_id, seat, value, psig, judged.arrived)
+        self.write(op, now, cmd=cmd, on_commit=stored, settled=settled)
         return None
 
     def _commit(self, cmd: io.Command, now: int) -> dict[str, Any] | None:

@@ -172,6 +172,7 @@ class SeedOp:
     seat: int
     value: bytes
     psig: str
+    arrived: int = 0  # the ack's: the table's time when it judged the move (ms; the store keeps the latest)
 
 
 @dataclass(frozen=True, slots=True)

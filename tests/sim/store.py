@@ -33,6 +33,7 @@ class Hand:
     status: str = "seeding"
     records: dict[int, dict[str, Any]] = field(default_factory=dict)  # i -> record (sealed when loaded)
     seeds: dict[int, list[Any]] = field(default_factory=dict)  # seat -> [commit, psig, seed, psig]
+    arrived: dict[tuple[str, int], int] = field(default_factory=dict)  # (kind, seat) -> the latest ack's arrival
     transcript: dict[str, Any] | None = None  # as PostgreSQL's jsonb holds it: parsed
     transcript_text: bytes | None = None  # the text the table published (io.FinishOp)
     settlements: int = 0
@@ -107,8 +108,15 @@ class SimStore:
             if old is not None and old.status in ("ended", "void"):
                 ended = io.HandEnd.of(old.transcript)
         latest = self.by_table[table_id][-1] if self.by_table[table_id] else None
-        last_t = int(latest.records[max(latest.records)]["t"]) if latest is not None and latest.records else 0
-        return io.Loaded(facts, stored, ended, last_t)
+        return io.Loaded(facts, stored, ended, 0 if latest is None else self.last_t(latest))
+
+    @staticmethod
+    def last_t(latest: Hand) -> int:
+        """The newest time the table signed in its latest hand: its newest record's
+        ``t``, or a stored commitment's or seed's ``arrived`` when later
+        (service.tablestore.last_record_t)."""
+        newest = int(latest.records[max(latest.records)]["t"]) if latest.records else 0
+        return max(newest, *latest.arrived.values()) if latest.arrived else newest
 
     # -- ops ------------------------------------------------------------------------------
     def run(self, table_id: str, epoch: int, op: io.Op) -> Any:
@@ -135,6 +143,9 @@ class SimStore:
                 if row[0] is None or (row[2] is not None and row[2] != op.value):
                     raise handstore.StoreConflict("no commitment, or another seed")
                 row[2], row[3] = op.value, op.psig
+            key = (op.kind, op.seat)
+            h = self.hands[op.hand_id]
+            h.arrived[key] = max(h.arrived.get(key, 0), op.arrived)
         elif isinstance(op, io.SitOp):
             if self.available[op.player_id] < op.need:
                 raise ClientError("insufficient_balance", "not enough", "D20")

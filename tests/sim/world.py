@@ -681,6 +681,7 @@ class World:
         if fastjson.canonical(h.transcript) != op.transcript:
             raise Violation(self.now, t.tid, f"hand {op.hand_id}'s transcript is not published as canonical JSON")
         self._dated_in_order(t.tid, self.store.by_table[t.tid][-2:])
+        self._dated_after_arrivals(t.tid, h)
         self.hands_ended += 1
         if op.hand_id in t.touched:
             t.touched.discard(op.hand_id)
@@ -735,6 +736,26 @@ class World:
                 if start < end:
                     what = f"hand {after.hand_no} is dated {end - start} ms before hand {before.hand_no} ended"
                     raise Violation(self.now, tid, what)
+
+    def _dated_after_arrivals(self, tid: str, h: Hand) -> None:
+        """§15.7: record 1 is not dated before a commitment it lists arrived, nor
+        record 2 before a seed it lists as revealed (each ``arrived`` as its ack said
+        and the store kept it: a table loaded in the seed phases on a clock behind
+        dated them before the moves they hold)."""
+        for record, kind in ((1, "commit"), (2, "reveal")):
+            rec = h.records.get(record)
+            if rec is None or rec.get("type") not in ("commitments", "reveals"):
+                continue
+            if kind == "commit":
+                held = [c["seat"] for c in rec["commitments"]["commits"] if c["commit"] is not None]
+            else:
+                held = [r["seat"] for r in rec["reveals"] if r["status"] == "revealed"]
+            late = [(s, h.arrived[(kind, s)]) for s in held if h.arrived.get((kind, s), 0) > rec["t"]]
+            if late:
+                seat, arrived = max(late, key=lambda x: x[1])
+                ahead = arrived - rec["t"]
+                what = f"hand {h.hand_no}: record {record} is dated {ahead} ms before seat {seat}'s {kind} arrived"
+                raise Violation(self.now, tid, what)
 
     def _final_check(self) -> None:
         for t in self.tables:
