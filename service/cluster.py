@@ -29,7 +29,7 @@ from typing import Final
 import asyncpg
 
 from service import nodes
-from service.db import ACQUIRE_TIMEOUT, connection
+from service.db import ACQUIRE_TIMEOUT, connect, connection
 from service.worker import sibling_index
 
 log = logging.getLogger("rummy.cluster")
@@ -210,7 +210,7 @@ class Cluster:
         A connection that failed is closed and made again on the next beat."""
         async with self._heart_lock:
             if self._heart is None or self._heart.is_closed():
-                self._heart = await asyncpg.connect(self.dsn, timeout=ACQUIRE_TIMEOUT)
+                self._heart = await connect(self.dsn)
             try:
                 yield self._heart
             except BaseException:
@@ -439,7 +439,7 @@ class Cluster:
         if not self.node.cluster:
             return
         try:
-            self._listener = await asyncpg.connect(self.dsn, timeout=ACQUIRE_TIMEOUT)
+            self._listener = await connect(self.dsn)
             await self._listener.add_listener(CHANNEL, self._notified)
         except (OSError, asyncpg.PostgresError, TimeoutError) as e:
             log.warning("node %s: cannot listen (%s); relying on the heartbeat", self.node.node_id, e)

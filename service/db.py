@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import asyncpg
 
@@ -24,8 +24,23 @@ ACQUIRE_TIMEOUT = 10.0  # seconds: no pool acquire ever waits for an hour (PITFA
 POOL_SIZE = 10  # connections of each server's (each worker's) two pools at most: service/connbudget.py counts them
 WRITER_POOL_SIZE = 4  # of them, the group commit's own: two lanes of two batches (service.tablestore)
 MAIN_POOL_SIZE = POOL_SIZE - WRITER_POOL_SIZE  # the rest: loads, REST, the cluster, health
+#: Every session this server opens (its pools, its lock's, the heartbeat's, the
+#: listener's): PostgreSQL ends a session whose client is gone instead of keeping it,
+#: and its locks, for hours.  A network cut longer than a statement's timeout makes
+#: the server give the connection up, and its close can be lost with the network: the
+#: backend then sat "idle in transaction" holding the accounts a deal had locked (the
+#: table's next deal waited on them for ever), or idle holding the server's own
+#: advisory lock (taken for another server's: every table stopped).  A transaction
+#: idle 30 s is ended (no statement of ours leaves one idle for more than moments), and
+#: a TCP peer that stops answering is found in about 25 s (ignored on a Unix socket).
+SESSION_SETTINGS = {
+    "idle_in_transaction_session_timeout": "30s",
+    "tcp_keepalives_idle": "10",
+    "tcp_keepalives_interval": "5",
+    "tcp_keepalives_count": "3",
+}
 #: The group commit's connections plan without sequential scans (writer_pool).
-WRITER_SETTINGS = {"enable_seqscan": "off"}
+WRITER_SETTINGS = {**SESSION_SETTINGS, "enable_seqscan": "off"}
 # The database cannot serve right now — unreachable, shutting down, crashed and in
 # recovery (a full disk's PANIC ends there too), out of disk space (SQLSTATE 53100),
 # memory or connections: the house's fault, never the client's (D37).
@@ -151,6 +166,11 @@ NODE_LOCK = 7_133_003  # pg_advisory_lock(key, hashtext(node id)): one live proc
 NODE_LOCK_SQL = "SELECT pg_try_advisory_lock($1::int, hashtext($2))"
 
 
+async def connect(dsn: str, timeout: float = ACQUIRE_TIMEOUT) -> asyncpg.Connection:
+    """A connection of its own (not a pool's), with the server's session settings."""
+    return await asyncpg.connect(dsn, timeout=timeout, server_settings=SESSION_SETTINGS)
+
+
 class ServerLocked(ServiceError):
     """Another server already serves this database or data directory."""
 
@@ -172,13 +192,16 @@ class ServerLock:
         self.conn: asyncpg.Connection | None = conn
         self.shared = shared
         self.node = node
+        # the backend (pid, start) holding the locks: a session this server gave up is
+        # its own to end, never another server's (:meth:`_end_given_up`)
+        self.session: tuple[int, Any] | None = None
 
     @classmethod
     async def acquire(cls, dsn: str, *, shared: bool = False, node: str | None = None) -> ServerLock:
         """Exclusive for a server alone; shared for the nodes of a cluster (a server
         alone and a cluster never run on one database together), with ``node``'s own
         lock beside it."""
-        conn = await asyncpg.connect(dsn, timeout=ACQUIRE_TIMEOUT)
+        conn = await connect(dsn)
         try:
             if not await conn.fetchval(_TRY_LOCK[shared], SERVER_LOCK):
                 pid = await conn.fetchval(
@@ -196,10 +219,12 @@ class ServerLock:
                     f"node id {node} is taken: another live rummy-table process serves this database as {node}; "
                     "stop it first, or give this one another --node-id"
                 )
+            lock = cls(dsn, conn, shared, node)
+            lock.session = await _session_of(conn)
         except BaseException:
             await conn.close()
             raise
-        return cls(dsn, conn, shared, node)
+        return lock
 
     async def keep(self) -> bool:
         """True while this server holds the lock (re-taking it after a lost connection)."""
@@ -213,11 +238,13 @@ class ServerLock:
             if self.conn is not None:
                 self.conn.terminate()
         self.conn = None
-        conn = await asyncpg.connect(self.dsn, timeout=ACQUIRE_TIMEOUT)
+        conn = await connect(self.dsn)
         try:
+            await self._end_given_up(conn)
             if await conn.fetchval(_TRY_LOCK[self.shared], SERVER_LOCK) and (
                 self.node is None or await conn.fetchval(NODE_LOCK_SQL, NODE_LOCK, self.node)
             ):
+                self.session = await _session_of(conn)
                 self.conn = conn
                 return True
         except BaseException:
@@ -228,6 +255,28 @@ class ServerLock:
             raise
         await conn.close()
         return False
+
+    async def _end_given_up(self, conn: asyncpg.Connection) -> None:
+        """The session this server held its locks on, given up (its check failed), may
+        live on in PostgreSQL: the close was lost with the network, and the backend
+        keeps the locks until its TCP keepalive ends it.  Taking the lock again would
+        then fail against this server's own session, taken for another server's.  It
+        is ours: end it (PostgreSQL lets a role end its own sessions), and wait until
+        it has gone, with its locks."""
+        if self.session is None:
+            return
+        pid, started = self.session
+        alive = "SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND backend_start = $2"
+        if await conn.fetchval(alive, pid, started) is None:
+            self.session = None
+            return
+        log.warning("the database still holds this server's lock on the session it gave up (pid %d): ending it", pid)
+        await conn.fetchval("SELECT pg_terminate_backend($1)", pid)
+        for _ in range(int(ACQUIRE_TIMEOUT / 0.1)):
+            if await conn.fetchval(alive, pid, started) is None:
+                self.session = None
+                return
+            await asyncio.sleep(0.1)
 
     async def hold(self, every: float = 2.0) -> None:
         """Keep the lock while the database comes and goes (an embedded PostgreSQL
@@ -246,6 +295,14 @@ class ServerLock:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.conn.close(), 2)
             self.conn = None
+
+
+async def _session_of(conn: asyncpg.Connection) -> tuple[int, Any]:
+    """The connection's backend: its pid and when it started (a pid alone may be
+    another backend's later)."""
+    row = await conn.fetchrow("SELECT pid, backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()")
+    assert row is not None
+    return int(row["pid"]), row["backend_start"]
 
 
 class DataDirLock:
@@ -302,7 +359,7 @@ async def create_pool(
         max_size=max_size,
         command_timeout=30,
         reset=_keep_session,
-        server_settings=settings,
+        server_settings=SESSION_SETTINGS if settings is None else settings,
     )
     assert pool is not None
     return pool
