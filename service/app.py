@@ -11,6 +11,8 @@ docs/api.md documents every route and message.
 
 from __future__ import annotations
 
+import asyncio
+
 from aiohttp import web
 
 from service import api_admin, api_players, api_public, api_sessions, api_tables, api_ws, lifecycle, memtrim, wire
@@ -21,6 +23,7 @@ from service.appkeys import (
     HEARTBEAT,
     LEDGER_AUDIT,
     LOADS,
+    LOCK_LOST,
     METRICS,
     PLAYER_SOCKETS,
     POOL,
@@ -60,6 +63,7 @@ def make_app(config: Config) -> web.Application:
     app[CONFIG] = config
     app[METRICS] = Metrics()
     app[BACKGROUND] = set()
+    app[LOCK_LOST] = asyncio.Event()
     app[LEDGER_AUDIT] = LedgerAudit()
     lifecycle.live_metrics(app)
     app[TABLES] = {}

@@ -80,6 +80,11 @@ CLUSTER = web.AppKey("cluster", Cluster)
 BACKGROUND = web.AppKey("background", set)  # short tasks kept alive until done
 
 
+#: set when another server took the database's lock (service.lifecycle.keep_lock): the
+#: process's tables are stopped, and ``serve`` goes down with EXIT_LOCKED
+LOCK_LOST = web.AppKey("lock_lost", asyncio.Event)
+
+
 WRITER = web.AppKey[GroupCommit[Batched]]("writer")  # the group commit: every table write (service.tablestore)
 
 

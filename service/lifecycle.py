@@ -21,6 +21,7 @@ from service.appkeys import (
     HEARTBEAT,
     LEDGER_AUDIT,
     LOADS,
+    LOCK_LOST,
     METRICS,
     POOL,
     SOCKETS,
@@ -127,6 +128,7 @@ async def keep_lock(app: web.Application, lock: ServerLock, every: float = 2.0) 
         if not held:
             log.critical("another server took this database's lock: stopping every table")
             await stop_tables(app)
+            app[LOCK_LOST].set()  # serve goes down: its clients told, its leases let go (EXIT_LOCKED)
             return
 
 

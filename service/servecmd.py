@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from service.envnames import OPERATOR_TOKEN_ENV, database_url_from_env
-from service.errors import EXIT_OK, EXIT_USAGE, CliError
+from service.errors import EXIT_LOCKED, EXIT_OK, EXIT_USAGE, CliError
 from service.startchecks import DatabaseUrl, check_data_dir, check_listen, check_port
 
 if TYPE_CHECKING:
@@ -60,10 +60,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from service import gctune
     from service.app import CONFIG
+    from service.appkeys import LOCK_LOST
     from service.startup import announce, start_server
     from service.table import Settings
 
-    async def main() -> None:
+    async def main() -> bool:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -94,13 +95,20 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 fingerprint=running.app[CONFIG].keys.signer.fingerprint,
                 operator_token=running.new_operator_token,
             )
-            await stop.wait()
-            print("shutting down", flush=True)
+            lost = running.app[LOCK_LOST]
+            waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(lost.wait())]
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            for w in waits:
+                w.cancel()
+            if lost.is_set():  # another server serves this database: down, clients told, not restarted
+                print("another server took this database's lock: shutting down", flush=True)
+            else:
+                print("shutting down", flush=True)
         finally:
             await running.stop()
+        return lost.is_set()
 
-    asyncio.run(main())
-    return EXIT_OK
+    return EXIT_LOCKED if asyncio.run(main()) else EXIT_OK
 
 
 def default_workers() -> int:

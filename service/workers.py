@@ -38,7 +38,7 @@ import aiohttp
 
 from service.cluster import NodeSettings
 from service.envnames import OPERATOR_TOKEN_ENV
-from service.errors import EXIT_INTERNAL, EXIT_OK, CliError
+from service.errors import EXIT_INTERNAL, EXIT_LOCKED, EXIT_OK, CliError
 from service.metrics import MULTIPROC_ENV
 from service.rundir import run_dir
 from service.startchecks import listen
@@ -60,11 +60,13 @@ class Worker:
     started_at: float = 0.0
 
 
-def lost_lock(holder: asyncio.Task[None], stop: asyncio.Event) -> None:
-    """The supervisor's lock keeper ended: only a lock another server took stops us."""
+def lost_lock(holder: asyncio.Task[None], stop: asyncio.Event, lost: asyncio.Event) -> None:
+    """The supervisor's lock keeper ended: only a lock another server took stops us
+    (``lost``: the server exits EXIT_LOCKED, which its service manager does not restart)."""
     if holder.cancelled() or holder.exception() is not None:
         return
     log.critical("another server took this database's lock while it was away: stopping")
+    lost.set()
     stop.set()
 
 
@@ -163,6 +165,8 @@ def serve_workers(
 ) -> int:
     """The supervisor of ``count`` worker processes."""
 
+    lost = asyncio.Event()  # another server took the database's lock (lost_lock)
+
     async def main() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
@@ -252,7 +256,7 @@ def serve_workers(
             holder: asyncio.Task[None] | None = None
             if ground.db_lock is not None:  # the database's lock, held again after a restart of it
                 holder = asyncio.create_task(ground.db_lock.hold())
-                holder.add_done_callback(lambda t: lost_lock(t, stop))
+                holder.add_done_callback(lambda t: lost_lock(t, stop, lost))
             await stop.wait()
             if holder is not None:
                 holder.cancel()
@@ -268,4 +272,4 @@ def serve_workers(
             await ground.release(failed=sup is None)
 
     asyncio.run(main())
-    return EXIT_OK
+    return EXIT_LOCKED if lost.is_set() else EXIT_OK

@@ -46,12 +46,14 @@ async def worker_server(
     extra: tuple[str, ...] = (),
     node: str | None = None,
     token: str | None = None,
+    expect_exit: int = 0,
 ) -> AsyncIterator[WorkerServer]:
     """Start the server (its own embedded PostgreSQL unless ``dsn``), wait until it
     says it serves, yield it, and stop it with SIGTERM (it must exit 0).  ``node``: a
     node of a cluster instead (``--node-id node``, one worker, its public URL its own
     port: docs/deploy.md), which needs ``dsn``; ``token``: the operator token (the
-    other nodes' on their database), else a new one."""
+    other nodes' on their database), else a new one; ``expect_exit``: its exit status
+    (when the test makes it go down by itself)."""
     token = token or "op-" + os.urandom(12).hex()
     port = free_port()
     log = data_dir.parent / f"{data_dir.name}.log"
@@ -98,4 +100,4 @@ async def worker_server(
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(10)
-    assert proc.returncode == 0, server.text()[-3000:]
+    assert proc.returncode == expect_exit, server.text()[-3000:]
