@@ -217,13 +217,14 @@ async def browser() -> AsyncIterator[Browser]:
 TEST_SETTINGS = Settings(commit_seconds=3, reveal_seconds=3, next_hand_delay=1.0, queue_size=64)
 
 
-@pytest_asyncio.fixture(scope="session")
-async def server(pg_dsn: str, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Running]:
+@contextlib.asynccontextmanager
+async def server_on(dsn: str, data_dir: Path) -> AsyncIterator[Running]:
+    """A server like the session's (its operator token and settings) on ``dsn``."""
     running = await start_server(
         host="127.0.0.1",
         port=0,
-        data_dir=Path(tmp_path_factory.mktemp("data")),
-        database_url=pg_dsn,
+        data_dir=data_dir,
+        database_url=dsn,
         operator_token=OPERATOR,
         settings=TEST_SETTINGS,
     )
@@ -233,24 +234,19 @@ async def server(pg_dsn: str, tmp_path_factory: pytest.TempPathFactory) -> Async
         await running.stop()
 
 
+@pytest_asyncio.fixture(scope="session")
+async def server(pg_dsn: str, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Running]:
+    async with server_on(pg_dsn, Path(tmp_path_factory.mktemp("data"))) as running:
+        yield running
+
+
 @contextlib.asynccontextmanager
 async def server_of_its_own(pg_dsn: str, data_dir: Path, prefix: str) -> AsyncIterator[Running]:
-    """A server like the session's (same operator token and settings) on a fresh
-    database: for tests that count or fingerprint the whole database, which the
-    session server's other tables (still playing, in any order) would move."""
-    async with fresh_database(pg_dsn, prefix) as dsn:
-        running = await start_server(
-            host="127.0.0.1",
-            port=0,
-            data_dir=data_dir,
-            database_url=dsn,
-            operator_token=OPERATOR,
-            settings=TEST_SETTINGS,
-        )
-        try:
-            yield running
-        finally:
-            await running.stop()
+    """A server like the session's on a fresh database: for tests that count or
+    fingerprint the whole database, which the session server's other tables (still
+    playing, in any order) would move."""
+    async with fresh_database(pg_dsn, prefix) as dsn, server_on(dsn, data_dir) as running:
+        yield running
 
 
 class Api:

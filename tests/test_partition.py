@@ -26,8 +26,7 @@ import asyncpg
 import pytest
 
 from service.db import SERVER_LOCK, ServerLock, ServerLocked
-from service.startup import Running, start_server
-from tests.conftest import OPERATOR, TEST_SETTINGS, Api, fresh_database
+from tests.conftest import Api, fresh_database, server_on
 from tests.partition import Partition
 from tests.test_server import latest_view, seat_of, seated, through_seeds
 from tests.workerserver import worker_server
@@ -64,22 +63,6 @@ async def partitioned(pg_dsn: str, name: str) -> AsyncIterator[tuple[Partition, 
             shutil.rmtree(sock_dir, ignore_errors=True)
 
 
-@asynccontextmanager
-async def serving(tmp_path: Path, dsn: str) -> AsyncIterator[Running]:
-    running = await start_server(
-        host="127.0.0.1",
-        port=0,
-        data_dir=tmp_path / "data",
-        database_url=dsn,
-        operator_token=OPERATOR,
-        settings=TEST_SETTINGS,
-    )
-    try:
-        yield running
-    finally:
-        await running.stop()
-
-
 @pytest.mark.timeout(240)
 async def test_after_a_partition_the_server_ends_its_own_old_lock_session_and_serves_on(
     pg_dsn: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
@@ -89,7 +72,7 @@ async def test_after_a_partition_the_server_ends_its_own_old_lock_session_and_se
     finds its own old session holding the lock, ends it, takes the lock again, and the
     hand goes on."""
     caplog.set_level(logging.INFO)
-    async with partitioned(pg_dsn, "ghost") as (net, dsn, proxied), serving(tmp_path, proxied) as running:
+    async with partitioned(pg_dsn, "ghost") as (net, dsn, proxied), server_on(proxied, tmp_path / "data") as running:
         lock = running.ground.db_lock
         assert lock is not None and lock.conn is not None
         old = lock.conn.get_server_pid()
@@ -157,7 +140,7 @@ async def test_a_deal_cut_off_by_a_partition_does_not_keep_the_table_from_dealin
         return True
 
     monkeypatch.setattr(ServerLock, "keep", kept)
-    async with partitioned(pg_dsn, "ghosttx") as (net, _dsn, proxied), serving(tmp_path, proxied) as running:
+    async with partitioned(pg_dsn, "ghosttx") as (net, _dsn, proxied), server_on(proxied, tmp_path / "data") as running:
         async with aiohttp.ClientSession() as s:
             api = Api(running.url, s)
             table = await api.table()
