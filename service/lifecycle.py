@@ -118,7 +118,10 @@ async def database(app: web.Application) -> AsyncIterator[None]:
 
 async def keep_lock(app: web.Application, lock: ServerLock, every: float = 2.0) -> None:
     """Hold the one-server-per-database lock; if another server took it while the
-    database was away, stop every table at once: two servers never write one table."""
+    database was away, stop every table at once (two servers never write one table)
+    and set LOCK_LOST: ``serve`` then goes down as at SIGTERM, its clients told, and
+    exits EXIT_LOCKED.  This server's own session that the database kept is no other
+    server's (ServerLock ends it and holds on)."""
     while True:
         await asyncio.sleep(every)
         try:
