@@ -205,7 +205,8 @@ class ServerLock:
         try:
             if not await conn.fetchval(_TRY_LOCK[shared], SERVER_LOCK):
                 pid = await conn.fetchval(
-                    "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND granted LIMIT 1",
+                    "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND granted"
+                    " AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) LIMIT 1",
                     SERVER_LOCK,
                 )
                 raise ServerLocked(

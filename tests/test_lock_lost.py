@@ -27,7 +27,9 @@ from tests.wsclient import Client
 
 async def lock_holder(conn: asyncpg.Connection) -> int | None:
     pid = await conn.fetchval(
-        "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND granted LIMIT 1", SERVER_LOCK
+        "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND granted"
+        " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",  # not another test's
+        SERVER_LOCK,
     )
     return None if pid is None else int(pid)
 

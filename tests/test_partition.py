@@ -42,7 +42,9 @@ async def lock_holders(dsn: str) -> list[int]:
     conn = await asyncpg.connect(dsn)
     try:
         rows = await conn.fetch(
-            "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND granted", SERVER_LOCK
+            "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND granted"
+            " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+            SERVER_LOCK,
         )
         return [int(r["pid"]) for r in rows]
     finally:
