@@ -48,7 +48,12 @@ from service.worker import PLAN_ENV, WorkerPlan
 
 log = logging.getLogger("rummy.workers")
 RESTART_BACKOFF = (0.5, 1.0, 2.0, 5.0)
-STOP_GRACE = 2.5  # seconds the workers have to stop before they are killed
+# Seconds the workers have to stop before they are killed: their way out on a hung
+# database (service.lifecycle.on_shutdown) gives the leases' hand-over CLOSING_SECONDS,
+# then as long again once its connections are cut, and the other nodes' names 1 s, and
+# only then tells its clients; 2.5 s killed a worker on a busy machine before it told
+# them (a busy run, 2026-12-06).
+STOP_GRACE = 6.0
 SIGNAL_SETTLE_SECONDS = 0.2  # a worker gone while starting: time for the same signal's handler here to run
 
 
