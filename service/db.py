@@ -204,11 +204,7 @@ class ServerLock:
         conn = await connect(dsn)
         try:
             if not await conn.fetchval(_TRY_LOCK[shared], SERVER_LOCK):
-                pid = await conn.fetchval(
-                    "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND granted"
-                    " AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) LIMIT 1",
-                    SERVER_LOCK,
-                )
+                pid = next(iter(await lock_holders(conn)), None)
                 raise ServerLocked(
                     "another rummy-table server is already serving this database"
                     + (f" (its PostgreSQL backend pid is {pid})" if pid else "")
@@ -296,6 +292,17 @@ class ServerLock:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.conn.close(), 2)
             self.conn = None
+
+
+async def lock_holders(conn: asyncpg.Connection) -> list[int]:
+    """The backends (pids) holding this database's server lock: advisory locks are
+    per database, so another database's server on the same PostgreSQL is not one."""
+    rows = await conn.fetch(
+        "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND granted"
+        " AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) ORDER BY pid",
+        SERVER_LOCK,
+    )
+    return [int(r["pid"]) for r in rows]
 
 
 async def _session_of(conn: asyncpg.Connection) -> tuple[int, Any]:

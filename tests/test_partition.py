@@ -25,7 +25,7 @@ import aiohttp
 import asyncpg
 import pytest
 
-from service.db import SERVER_LOCK, ServerLock, ServerLocked
+from service.db import ServerLock, ServerLocked, lock_holders
 from tests.conftest import Api, fresh_database, server_on
 from tests.partition import Partition
 from tests.test_server import latest_view, seat_of, seated, through_seeds
@@ -38,15 +38,10 @@ PARTITION_SECONDS = 25.0  # longer than the lock's check (10 s), shorter than a 
 CUT_DEAL_SECONDS = 65.0  # longer than a statement's timeout (30 s) and the connection's close after it
 
 
-async def lock_holders(dsn: str) -> list[int]:
+async def holders(dsn: str) -> list[int]:
     conn = await asyncpg.connect(dsn)
     try:
-        rows = await conn.fetch(
-            "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND granted"
-            " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
-            SERVER_LOCK,
-        )
-        return [int(r["pid"]) for r in rows]
+        return await lock_holders(conn)
     finally:
         await conn.close()
 
@@ -95,7 +90,7 @@ async def test_after_a_partition_the_server_ends_its_own_old_lock_session_and_se
                 while lock.conn is None or lock.conn.is_closed() or lock.conn.get_server_pid() == old:
                     assert time.monotonic() - healed < 60, "the server never held the lock again"
                     await asyncio.sleep(0.2)
-                assert await lock_holders(dsn) == [lock.conn.get_server_pid()]
+                assert await holders(dsn) == [lock.conn.get_server_pid()]
                 assert "ending it" in caplog.text and "took this database's lock" not in caplog.text
                 view = latest_view(ca)
                 c = ca if view["turn"] == view["me"]["seat"] else cb
@@ -121,7 +116,7 @@ async def test_after_a_partition_a_server_of_workers_stays_up(pg_dsn: str, tmp_p
             await asyncio.sleep(5)  # the keeper's next checks find the lock held
             assert server.proc.poll() is None, server.text()[-3000:]
             assert "took this database's lock" not in server.text()
-            assert len(await lock_holders(dsn)) == 1
+            assert len(await holders(dsn)) == 1
             with pytest.raises(ServerLocked):  # the server holds it: another is refused
                 again = await ServerLock.acquire(proxied)
                 await again.release()
