@@ -265,33 +265,45 @@ class VectorHand:
             body = player_body(rec.table_id, rec.hand_no, s, self.keys[s].public_bytes)
             items.append({"purpose": "player", "body": body, "sig": self.keys[s].sign("player", body, PROTOCOL_V2)})
 
-    def seed_phases(self, *, no_commit: tuple[int, ...] = (), withhold: tuple[int, ...] = ()) -> None:
-        rec = self.rec
-        self._heads(rec.open(self.now))
-        self.accept_header()
-        commits: dict[int, tuple[bytes, str]] = {}
-        for s in rec.seat_numbers:
-            if s in no_commit:
-                continue
+    def commit_all(self, arrivals: dict[int, int]) -> dict[int, tuple[bytes, str]]:
+        """Each seat's commitment, accepted and acknowledged at its arrival time."""
+        rec, out = self.rec, {}
+        for s, arrived in arrivals.items():
             c = player_commit(s, self.seeds[s])
             move = commit_move(s, c)
             sig = self.sign(s, rec.head, move)
             rec.check_commit(s, c, sig)
-            self.now += 40
-            self.evidence[s].append(rec.ack(s, move, rec.head, sig, arrived=self.now))
-            commits[s] = (c, sig)
-        self.now = rec.records[0]["t"] + (SEED_WINDOW_MS if no_commit else 1_500)
-        self._heads(rec.commitments(commits, self.now))
-        seeds: dict[int, tuple[bytes, str]] = {}
-        for s in commits:
-            if s in withhold:
-                continue
+            self.evidence[s].append(rec.ack(s, move, rec.head, sig, arrived=arrived))
+            out[s] = (c, sig)
+        return out
+
+    def reveal_all(self, arrivals: dict[int, int]) -> dict[int, tuple[bytes, str]]:
+        """Each seat's seed, accepted and acknowledged at its arrival time."""
+        rec, out = self.rec, {}
+        for s, arrived in arrivals.items():
             move = reveal_move(s, self.seeds[s])
             sig = self.sign(s, rec.head, move)
             rec.check_reveal(s, self.seeds[s], sig)
+            self.evidence[s].append(rec.ack(s, move, rec.head, sig, arrived=arrived))
+            out[s] = (self.seeds[s], sig)
+        return out
+
+    def _every_40ms(self, seats: list[int]) -> dict[int, int]:
+        """Arrivals 40 ms apart, from now on."""
+        out = {}
+        for s in seats:
             self.now += 40
-            self.evidence[s].append(rec.ack(s, move, rec.head, sig, arrived=self.now))
-            seeds[s] = (self.seeds[s], sig)
+            out[s] = self.now
+        return out
+
+    def seed_phases(self, *, no_commit: tuple[int, ...] = (), withhold: tuple[int, ...] = ()) -> None:
+        rec = self.rec
+        self._heads(rec.open(self.now))
+        self.accept_header()
+        commits = self.commit_all(self._every_40ms([s for s in rec.seat_numbers if s not in no_commit]))
+        self.now = rec.records[0]["t"] + (SEED_WINDOW_MS if no_commit else 1_500)
+        self._heads(rec.commitments(commits, self.now))
+        seeds = self.reveal_all(self._every_40ms([s for s in commits if s not in withhold]))
         self.now = rec.records[1]["t"] + (SEED_WINDOW_MS if withhold else 1_200)
         self._heads(rec.reveal(seeds, self.now))
         self.now += 5
@@ -299,21 +311,23 @@ class VectorHand:
         self._heads(record)
         self.turn_began = self.now
 
-    def act(self, action: Action) -> dict[str, Any]:
-        """One move; a player's is signed over the head and acknowledged (§15)."""
+    def act(self, action: Action, *, at: int | None = None, arrived: int | None = None) -> dict[str, Any]:
+        """One move; a player's is signed over the head and acknowledged (§15).  ``at``:
+        its record's time (by default 0.7 s on, or when the turn runs out for the
+        clock's); ``arrived``: its ack's (by default the record's, as an honest table
+        signs it)."""
         rec = self.rec
         assert rec.state is not None
         if isinstance(action, TimeOut):
-            self.now = max(self.now, self.turn_began + 1000 * rec.rules.turn_seconds) + 1
+            self.now = max(self.now, self.turn_began + 1000 * rec.rules.turn_seconds) + 1 if at is None else at
             psig = None
         else:
-            self.now += 700
+            self.now = self.now + 700 if at is None else at
             psig = {"prev": rec.head, "sig": self.sign(action.seat, rec.head, action_to_json(action))}
         record, events = rec.act(action, psig, self.now)
         if psig is not None:
-            ack = rec.ack(
-                action.seat, action_to_json(action), psig["prev"], psig["sig"], arrived=self.now, i=record["i"]
-            )
+            when = self.now if arrived is None else arrived
+            ack = rec.ack(action.seat, action_to_json(action), psig["prev"], psig["sig"], arrived=when, i=record["i"])
             self.evidence[action.seat].append(ack)
         self._heads(record)
         if any(e.kind == "turn" for e in events):

@@ -639,47 +639,6 @@ def refusals() -> list[Case]:
     return out
 
 
-def _commit_all(hand: VectorHand, arrivals: dict[int, int]) -> dict[int, tuple[bytes, str]]:
-    """Each seat's commitment, accepted and acknowledged at its arrival time."""
-    rec, out = hand.rec, {}
-    for s, arrived in arrivals.items():
-        c = player_commit(s, hand.seeds[s])
-        move = commit_move(s, c)
-        sig = hand.sign(s, rec.head, move)
-        rec.check_commit(s, c, sig)
-        hand.evidence[s].append(rec.ack(s, move, rec.head, sig, arrived=arrived))
-        out[s] = (c, sig)
-    return out
-
-
-def _reveal_all(hand: VectorHand, arrivals: dict[int, int]) -> dict[int, tuple[bytes, str]]:
-    """Each seat's seed, accepted and acknowledged at its arrival time."""
-    rec, out = hand.rec, {}
-    for s, arrived in arrivals.items():
-        move = reveal_move(s, hand.seeds[s])
-        sig = hand.sign(s, rec.head, move)
-        rec.check_reveal(s, hand.seeds[s], sig)
-        hand.evidence[s].append(rec.ack(s, move, rec.head, sig, arrived=arrived))
-        out[s] = (hand.seeds[s], sig)
-    return out
-
-
-def _act_at(hand: VectorHand, action: Action, t: int, arrived: int | None = None) -> dict[str, Any]:
-    """One move recorded at ``t``; a player's acknowledged as arriving at ``arrived``
-    (by default ``t``, as an honest table signs it)."""
-    rec = hand.rec
-    psig = None
-    if not isinstance(action, TimeOut):
-        psig = {"prev": rec.head, "sig": hand.sign(action.seat, rec.head, action_to_json(action))}
-    record, _ = rec.act(action, psig, t)
-    if psig is not None:
-        when = t if arrived is None else arrived
-        ack = rec.ack(action.seat, action_to_json(action), psig["prev"], psig["sig"], arrived=when, i=record["i"])
-        hand.evidence[action.seat].append(ack)
-    hand._heads(record)
-    return record
-
-
 def backdated() -> list[Case]:
     """Records dated before a move they hold arrived (§15.7): the window or turn that
     runs from such a record starts earlier than it did, and the clock charges a seat
@@ -694,9 +653,9 @@ def backdated() -> list[Case]:
     rec = hand.rec
     hand._heads(rec.open(T0))
     hand.accept_header()
-    commits = _commit_all(hand, {other: T0 + 40, victim: T0 + 9_000})
+    commits = hand.commit_all({other: T0 + 40, victim: T0 + 9_000})
     hand._heads(rec.commitments(commits, T0))  # the lie: made at T0 + 9 000 or later
-    seeds = _reveal_all(hand, {other: T0 + 9_100})
+    seeds = hand.reveal_all({other: T0 + 9_100})
     hand._heads(rec.reveal(seeds, T0 + SEED_WINDOW_MS))  # the victim: withheld (D15, D29)
     late = reveal_move(victim, hand.seeds[victim])
     sig = hand.sign(victim, rec.records[1]["h"], late)
@@ -727,15 +686,15 @@ def backdated() -> list[Case]:
     hand._heads(rec.open(T0))
     hand.accept_header()
     t1 = T0 + 1_500
-    hand._heads(rec.commitments(_commit_all(hand, {other: T0 + 40, victim: T0 + 80}), t1))
-    seeds = _reveal_all(hand, {other: t1 + 40, victim: t1 + 9_500})
+    hand._heads(rec.commitments(hand.commit_all({other: T0 + 40, victim: T0 + 80}), t1))
+    seeds = hand.reveal_all({other: t1 + 40, victim: t1 + 9_500})
     hand._heads(rec.reveal(seeds, t1 + 1_200))  # the lie: made at t1 + 9 500 or later
     record, _ = rec.deal(t1 + 1_205)
     hand._heads(record)
     dealt = record["h"]
     draw = action_to_json(DrawClosed(victim))
     sig = hand.sign(victim, dealt, draw)
-    timed_out = _act_at(hand, TimeOut(victim), t1 + 1_205 + 30_001)
+    timed_out = hand.act(TimeOut(victim), at=t1 + 1_205 + 30_001)
     hand.evidence[victim].append(rec.ack(victim, draw, dealt, sig, arrived=timed_out["t"] + 50, code="stale_head"))
     assert rec.ended
     out.append(
@@ -764,7 +723,7 @@ def backdated() -> list[Case]:
         began = hand.turn_began
         state = rec.state
         assert state is not None
-        drew = _act_at(hand, greedy(state, other), began + 1_000)
+        drew = hand.act(greedy(state, other), at=began + 1_000)
         state = rec.state
         if rec.ended or state is None:
             continue
@@ -772,11 +731,11 @@ def backdated() -> list[Case]:
         if not isinstance(discard, Discard):
             continue
         arrived = began + 25_000
-        record = _act_at(hand, discard, drew["t"], arrived=arrived)  # the lie: dated at the draw
+        record = hand.act(discard, at=drew["t"], arrived=arrived)  # the lie: dated at the draw
         state = rec.state
         if rec.ended or state is None or state.turn != victim:
             continue
-        _act_at(hand, TimeOut(victim), record["t"] + 30_001)
+        hand.act(TimeOut(victim), at=record["t"] + 30_001)
         if not rec.ended:
             continue
         pooled = [*hand.evidence[victim], *(it for it in hand.evidence[other] if it["purpose"] == "ack")]
