@@ -39,6 +39,7 @@ import aiohttp
 from service.cluster import NodeSettings
 from service.envnames import OPERATOR_TOKEN_ENV
 from service.errors import EXIT_INTERNAL, EXIT_LOCKED, EXIT_OK, CliError
+from service.lifecycle import CLOSING_SECONDS
 from service.metrics import MULTIPROC_ENV
 from service.rundir import run_dir
 from service.startchecks import listen
@@ -52,8 +53,8 @@ RESTART_BACKOFF = (0.5, 1.0, 2.0, 5.0)
 # database (service.lifecycle.on_shutdown) gives the leases' hand-over CLOSING_SECONDS,
 # then as long again once its connections are cut, and the other nodes' names 1 s, and
 # only then tells its clients; 2.5 s killed a worker on a busy machine before it told
-# them (a busy run, 2026-12-06).
-STOP_GRACE = 6.0
+# them (a busy run, 2026-12-06).  A second to spare: 6 s.
+STOP_GRACE = 2 * CLOSING_SECONDS + 1.0 + 1.0
 SIGNAL_SETTLE_SECONDS = 0.2  # a worker gone while starting: time for the same signal's handler here to run
 
 
