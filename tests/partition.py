@@ -40,7 +40,6 @@ class Partition:
         statement containing ``sql`` (it ran: its locks are taken), before the client
         hears of it."""
         self._trap = sql
-        self.trapped_ghost = False
 
     def dsn(self, database: str) -> str:
         out = re.sub(r"host=[^&]+", f"host={self.listen_dir}", self.target_dsn)
@@ -85,8 +84,6 @@ class Partition:
         if ghost and a in done:  # the client's close was lost: PostgreSQL keeps its end
             self.writers.discard(sw)
             self.ghosts.append(sw)
-            if state.get("trapped"):
-                self.trapped_ghost = True
             cw.transport.abort()
             return
         for w in (cw, sw):
@@ -123,7 +120,7 @@ class Partition:
                     return "closed"
                 if up and self._trap is not None and self._trap in data:
                     self._trap = None
-                    state["armed"] = state["trapped"] = True
+                    state["armed"] = True
                 if not up and state.get("armed"):
                     if b"2\x00\x00\x00\x04" in data:  # BindComplete: the statement was executed
                         state["bound"] = True

@@ -134,6 +134,11 @@ def test_a_v1_copy_beside_its_own_v2_hand_is_a_downgrade(tmp_path: Path) -> None
 BACKDATED = sorted(n for n in TRANSCRIPTS if n.startswith("backdated-"))
 
 
+def test_the_three_backdated_vectors_are_there() -> None:
+    """One for record 1 (a commitment), one for record 2 (a seed), one for an action."""
+    assert len(BACKDATED) == 3, BACKDATED
+
+
 @pytest.mark.parametrize("name", BACKDATED)
 def test_a_record_dated_before_a_move_it_holds_arrived_is_refuted_by_the_ack(name: str) -> None:
     """§15.7: the transcript alone is consistent (every window and turn whole, by its
@@ -157,4 +162,3 @@ def test_a_record_dated_before_a_move_it_holds_arrived_is_refuted_by_the_ack(nam
     assert acked, "no accepted ack arrived after the record it failed at"
     assert failure.found == record["t"] and "dated" in failure.message, failure
     assert failure.expected in {f">= {a}" for a in acked}, failure
-    assert len(BACKDATED) == 3
