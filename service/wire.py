@@ -306,9 +306,10 @@ def frame(raw: str | bytes) -> tuple[str, dict[str, Any]]:
     """(message id or None, the checked frame).  A frame whose id could be read but
     whose fields are wrong raises a WireError carrying that id (``.msg_id``)."""
     data = parse_object(raw, what="message")
-    msg_id = data.get("id")
-    if not isinstance(msg_id, str) or not 1 <= len(msg_id) <= 64:
-        raise WireError("every message carries an 'id' string of 1 to 64 characters")
+    try:  # text the answer can echo: no lone surrogate (valid JSON, not UTF-8), no NUL
+        msg_id: str = FRAME_BASE["id"].check(data.get("id"), "message.id")
+    except WireError:
+        raise WireError("every message carries an 'id' string of 1 to 64 characters of text, without NUL") from None
     kind = data.get("type")
     spec = FRAMES.get(kind) if isinstance(kind, str) else None
     try:

@@ -319,7 +319,16 @@ async def test_bad_messages_get_typed_errors_and_change_nothing(api: Api, server
             assert await error_of(on_turn, bad) == "bad_message", bad
         assert await error_of(on_turn, frame(table_id="t_nope", action={"kind": "draw_closed"})) == "no_such_table"
         # Malformed frames with no usable id: a typed error all the same.
-        for raw in ["this is not json", "[1, 2]", json.dumps({"type": "ping"}), "x" * 9000, "[" * 2000, "1" * 5000]:
+        for raw in [
+            "this is not json",
+            "[1, 2]",
+            json.dumps({"type": "ping"}),
+            '{"id": "\\ud800", "type": "ping"}',  # a lone surrogate: JSON, but no text an answer can echo
+            json.dumps({"id": "a\u0000b", "type": "ping"}),
+            "x" * 9000,
+            "[" * 2000,
+            "1" * 5000,
+        ]:
             n = len(on_turn.frames)
             await on_turn.send_raw(raw)
             f = await on_turn.wait_frame(lambda f: f.get("type") == "error", start=n)
