@@ -11,7 +11,7 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
-from aiohttp import WSCloseCode, WSMsgType, web
+from aiohttp import ClientConnectionResetError, WSCloseCode, WSMsgType, web
 
 from service import auth, replies, store, wire
 from service.appkeys import CONFIG, HANDSHAKES, METRICS, PLAYER_SOCKETS, SOCKETS, TABLES
@@ -87,6 +87,11 @@ async def _serve(request: web.Request, player: store.Player) -> web.StreamRespon
         # context is ~200-260 KB of zlib state per connection and ~9 us per frame
         # (docs/api.md, docs/benchmarks.md).
         compress=False,
+        # Control frames are read and paced like any message (a PING answered here, below):
+        # aiohttp's autoping answers each PING inside ``receive`` and never returns it,
+        # so a client's flood of PINGs passed the pace, and a batch of them was answered
+        # without the loop being given back, holding up every table of this worker.
+        autoping=False,
     )
     await ws.prepare(request)
     metrics.ws_opened.inc()
@@ -120,8 +125,13 @@ async def _serve(request: web.Request, player: store.Player) -> web.StreamRespon
                 await _on_text(request, conn, player, msg.data, joined)
             elif msg.type == WSMsgType.BINARY:
                 conn.push(_error(None, "bad_message", "messages are JSON text"))
-            else:
+            elif msg.type == WSMsgType.PING:
+                with contextlib.suppress(ConnectionResetError):  # gone: the next read says so
+                    await ws.pong(msg.data)
+            elif msg.type != WSMsgType.PONG:  # a PONG: the heartbeat's answer (any frame read is)
                 break
+    except ClientConnectionResetError:  # its socket closed under a write: the client is gone, not
+        pass  # the database (the errors middleware would log it as the database away)
     finally:
         for table_id in joined:
             a = request.app[TABLES].get(table_id)

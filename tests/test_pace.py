@@ -111,6 +111,42 @@ async def test_a_flood_of_pings_is_read_at_the_pace_and_every_one_answered(serve
     assert _counted(server, "messages_slowed") - before >= 1
 
 
+async def test_a_flood_of_control_pings_is_read_at_the_pace_too_and_every_one_answered(
+    server: Running, api: Api
+) -> None:
+    """WebSocket PING control frames are messages like any other: aiohttp's autoping
+    answered them inside ``receive``, past the pace, and a batch of them without giving
+    the loop back (one flooding socket held every table of its worker ~0.6 s at a time)."""
+    config = server.app[CONFIG]
+    kept = config.message_rate, config.message_burst
+    config.message_rate, config.message_burst = 100.0, 5  # read when the socket opens
+    p = await api.player("pinger")
+    try:
+        before = _counted(server, "messages_slowed")
+        async with (
+            aiohttp.ClientSession() as s,
+            s.ws_connect(f"{server.url}/ws", headers={"Authorization": f"Bearer {p['token']}"}, autoping=False) as ws,
+        ):
+            assert json.loads((await ws.receive()).data)["type"] == "hello"
+            started = time.monotonic()
+            for k in range(25):
+                await ws.ping(f"p{k}".encode())
+            pongs = []
+            while len(pongs) < 25:
+                m = await ws.receive(timeout=30)
+                assert m.type == aiohttp.WSMsgType.PONG, m
+                pongs.append(m.data)
+            seconds = time.monotonic() - started
+            await ws.send_str(json.dumps({"id": "after", "type": "ping"}))
+            after = json.loads((await ws.receive(timeout=30)).data)
+    finally:
+        config.message_rate, config.message_burst = kept
+    assert pongs == [f"p{k}".encode() for k in range(25)]  # every one answered, in order
+    assert seconds >= 0.9 * (25 - 5) / 100.0  # a lower bound: a busy machine is only slower
+    assert _counted(server, "messages_slowed") - before >= 1
+    assert after["id"] == "after" and after["result"] == {"pong": True}
+
+
 async def test_a_socket_within_its_burst_is_never_held(server: Running, api: Api) -> None:
     before = _counted(server, "messages_slowed")
     got, _ = await _pings(server, api, 20)  # the default burst is far above 20
