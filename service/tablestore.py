@@ -19,7 +19,7 @@ only records and seeds):
    each in one order; a table's own rows are never in two batches, as a table has
    one write in flight at a time, io.Pending);
 3. each op whose lease is held runs under its own SAVEPOINT: an op refused by rule
-   (a ClientError, LedgerError, NotEnough, StoreConflict) rolls back only itself and
+   (a ClientError, LedgerError, StoreConflict) rolls back only itself and
    fails only its own write.
 
 A write whose lease is gone fails with :class:`Fenced` and runs nothing; a hand's
@@ -73,8 +73,6 @@ def outcome(op_id: int, error: BaseException | None, data: Any = None) -> io.Out
         return io.Outcome(op_id, io.Result.COMMITTED, data)
     if isinstance(error, RuleError):
         return io.Outcome(op_id, io.Result.REFUSED, error=error)
-    if isinstance(error, io.NotEnough):
-        return io.Outcome(op_id, io.Result.REFUSED)
     if isinstance(error, ledger.LedgerError):
         return io.Outcome(op_id, io.Result.REFUSED, error=ClientError(error.code, error.message, "D20"))
     if isinstance(error, Fenced):
@@ -366,9 +364,16 @@ class TableStore:
 
     async def _deal(
         self, conn: asyncpg.Connection, *, op: io.StartOp, seed: bytes, nonce: bytes, sealed: bytes
-    ) -> tuple[Any, int, list[str]]:
+    ) -> tuple[Any, int, list[str]] | io.NotDealt:
         """A new hand (io.StartOp): its row with the sealed server seed, the holds, the
-        header as record 0, the table's next hand and dealer, D34's count."""
+        header as record 0, the table's next hand and dealer, D34's count (a connected
+        seat not dealt in counts as one away).  When fewer than min_players can be
+        dealt in, no hand: the connected seats that cannot be are stood up instead
+        (D34), so that they hold no table up (io.NotDealt)."""
+        players, keys = await _dealable(conn, op.candidates, op.need)
+        if len(players) < op.min_players:
+            unable = [p for _, p in op.candidates if p not in players.values()]
+            return io.NotDealt(tuple(await _stand_up(conn, self.table_id, unable)))
         hand_id: int = await conn.fetchval(
             "INSERT INTO hands (table_id, hand_no, status, seed_nonce, seed_sealed, commit_s) "
             "VALUES ($1, $2, 'seeding', $3, $4, '') RETURNING id",
@@ -377,9 +382,7 @@ class TableStore:
             nonce,
             sealed,
         )
-        players, keys = await _hold(conn, hand_id, op.candidates, op.need)
-        if len(players) < op.min_players:
-            raise io.NotEnough()  # rolled back (the op's savepoint)
+        await _hold(conn, hand_id, players, op.need)
         hand, dealer = op.begin(io.Started(hand_id, seed, players, keys))
         rec = hand.recorder
         await _insert_records(conn, hand_id, self.seal(op.hand_no, (rec.records[0],)))
@@ -392,7 +395,9 @@ class TableStore:
         await conn.execute(
             "UPDATE tables SET next_hand_no = $2, dealer = $3 WHERE id = $1", self.table_id, op.hand_no + 1, dealer
         )
-        stood = await _count_away(conn, self.table_id, list(players.values()), list(op.absent), op.max_away)
+        dealt = set(players.values())
+        away = [*op.absent, *(p for _, p in op.candidates if p not in dealt)]
+        stood = await _count_away(conn, self.table_id, list(dealt), away, op.max_away)
         return hand, dealer, stood
 
 
@@ -463,16 +468,14 @@ async def _insert_records(conn: asyncpg.Connection, hand_id: int, records: Seque
                 raise StoreConflict(f"hand {hand_id} already holds another record {r.i}")
 
 
-async def _hold(
-    conn: asyncpg.Connection, hand_id: int, candidates: tuple[tuple[int, str], ...], need: int
+async def _dealable(
+    conn: asyncpg.Connection, candidates: tuple[tuple[int, str], ...], need: int
 ) -> tuple[dict[int, str], dict[str, bytes]]:
-    """Hold each candidate's D20 amount; who has no strict key (§9: one registered
-    before the check), shares one with a seat before it (§13), or cannot cover the
-    hold sits the hand out.  Four statements however many seats: the balances read
+    """The candidates who can be dealt in, by seat, and their keys: who has no strict
+    key (§9: one registered before the check), shares one with a seat before it
+    (§13), or cannot cover the hold (D20) sits the hand out.  The balances are read
     under the locks the batch took on these accounts (service.ledger.lock, before any
-    op), so the holds of those who can cover them are posted as one ledger
-    transaction that cannot be refused (before: a savepoint, a posting and a row for
-    each seat, 25 statements at six seats)."""
+    op), so the holds :func:`_hold` posts for them cannot be refused."""
     ids = [p for _, p in candidates]
     keys = {
         r["id"]: bytes(r["public_key"])
@@ -490,17 +493,29 @@ async def _hold(
         if not bal.complete or bal.available < need:
             continue  # cannot cover the hold: sits this hand out
         players[seat] = player_id
-    if players:
-        await ledger.hold_all(conn, {p: need for p in players.values()}, hand_id)
-        await conn.execute(
-            "INSERT INTO hand_players (hand_id, seat, player_id, hold) "
-            "SELECT $1, s, p, $4 FROM unnest($2::int[], $3::text[]) AS x(s, p)",
-            hand_id,
-            list(players),
-            list(players.values()),
-            need,
-        )
     return players, keys
+
+
+async def _hold(conn: asyncpg.Connection, hand_id: int, players: dict[int, str], need: int) -> None:
+    """Hold each dealt player's D20 amount: one ledger transaction and one insert
+    however many seats (before: a savepoint, a posting and a row for each seat, 25
+    statements at six seats)."""
+    await ledger.hold_all(conn, {p: need for p in players.values()}, hand_id)
+    await conn.execute(
+        "INSERT INTO hand_players (hand_id, seat, player_id, hold) "
+        "SELECT $1, s, p, $4 FROM unnest($2::int[], $3::text[]) AS x(s, p)",
+        hand_id,
+        list(players),
+        list(players.values()),
+        need,
+    )
+
+
+async def _stand_up(conn: asyncpg.Connection, table_id: str, players: list[str]) -> list[str]:
+    rows = await conn.fetch(
+        "DELETE FROM seats WHERE table_id = $1 AND player_id = ANY($2::text[]) RETURNING player_id", table_id, players
+    )
+    return [str(r["player_id"]) for r in rows]
 
 
 async def _count_away(

@@ -435,7 +435,7 @@ async def test_a_seat_that_cannot_cover_the_hold_sits_the_hand_out_and_the_rest_
     one who sat out moves."""
     from service.app import POOL
 
-    table = await api.table(seats=4, point_value=10)  # 1,300 held a seat
+    table = await api.table(seats=4, point_value=10, max_away_hands=1)  # 1,300 held a seat
     c = await api.player("short", deposit=5_000)
     a, b = await api.player("ann", deposit=5_000), await api.player("bo", deposit=5_000)
     async with (
@@ -468,7 +468,50 @@ async def test_a_seat_that_cannot_cover_the_hold_sits_the_hand_out_and_the_rest_
             me = await api.call("GET", "/api/me", token=p["token"])
             assert (me["available"], me["held"]) == (available, on_hold), (p["name"], me)
         assert (await api.call("GET", "/api/ledger"))["ok"] is True
-    for p in (a, b, c):
+        # D34: a connected seat not dealt in sat the hand out as an absent one does, and
+        # after max_away_hands (1) it is stood up, saying why: it could not cover the hold
+        stood = await ca.wait_frame(lambda f: f.get("type") == "table" and f["stood"], timeout=30)
+        assert stood["stood"] == [
+            {"seat": 2, "player_id": c["id"], "reason": "cannot_cover", "rule": "D34", "hand_no": hand["hand_no"]}
+        ]
+        assert c["id"] not in stood["seats"].values()
+    for p in (a, b):
+        await api.call("POST", f"/api/tables/{table}/leave", token=p["token"])
+
+
+async def test_a_table_too_few_can_cover_for_stands_them_up_and_deals_again(api: Api, server: Running) -> None:
+    """D34 (found by an audit: a connected seat that could not cover its hold was never
+    dealt in and never stood up; at a table of two no hand was dealt again, and a
+    player with one hold's worth could keep a seat at every table): when too few of the
+    connected seats can cover the hold for a hand to be dealt, those that cannot are
+    stood up at once, and the table deals as soon as someone who can sits."""
+    table = await api.table(seats=4, point_value=10)  # 1,300 held a seat
+    short = await api.player("short", deposit=5_000)
+    a, b = await api.player("ann", deposit=5_000), await api.player("bo", deposit=5_000)
+    async with (
+        Client(server.url, short["token"], short["signer"]) as cs,
+        Client(server.url, a["token"], a["signer"]) as ca,
+    ):
+        await cs.request({"type": "join", "table_id": table})
+        assert (await cs.request({"type": "sit", "table_id": table, "seat": 1}))["type"] == "reply"
+        await api.call("POST", f"/api/players/{short['id']}/withdraw", body={"amount": 4_000}, expect=200)
+        await ca.request({"type": "join", "table_id": table})
+        assert (await ca.request({"type": "sit", "table_id": table, "seat": 0}))["type"] == "reply"
+        stood = await ca.wait_frame(lambda f: f.get("type") == "table" and f["stood"], timeout=30)
+        assert stood["stood"] == [
+            {"seat": 1, "player_id": short["id"], "reason": "cannot_cover", "rule": "D34", "hand_no": None}
+        ]
+        assert stood["seats"] == {"0": a["id"]} and not [f for f in ca.frames if f.get("type") == "hand"]
+        snap = (await cs.request({"type": "join", "table_id": table}))["result"]
+        assert snap["stood_up"]["reason"] == "cannot_cover" and snap["stood_up"]["rule"] == "D34", snap
+        me = await api.call("GET", "/api/me", token=short["token"])
+        assert (me["available"], me["held"], me["seats"]) == (1_000, 0, []), me
+        async with Client(server.url, b["token"], b["signer"]) as cb:
+            await cb.request({"type": "join", "table_id": table})
+            assert (await cb.request({"type": "sit", "table_id": table}))["type"] == "reply"
+            hand = await ca.wait_frame(lambda f: f.get("type") == "hand" and f.get("phase") == "commit", timeout=30)
+            assert {s["player_id"] for s in hand["record"]["header"]["seats"]} == {a["id"], b["id"]}
+    for p in (a, b):
         await api.call("POST", f"/api/tables/{table}/leave", token=p["token"])
 
 

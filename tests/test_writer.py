@@ -241,10 +241,21 @@ class Tables:
         return io.SitOp(self.sitter, 0, 130)
 
     def deal_d(self) -> io.StartOp:
-        """A deal at table D (its second hand) that p_d can cover and p_b cannot."""
+        """A deal at table D (its second hand) that p_d and p_d2 can cover, refused by
+        a rule once its hand row and both holds are written (``begin`` raises)."""
 
         def begin(started: io.Started) -> tuple[Any, int]:
-            raise AssertionError("never dealt: fewer than min_players are held")
+            assert started.players == {0: "p_d", 1: "p_d2"}
+            raise ClientError("refused_late", "refused after the hand row and the holds were written")
+
+        return io.StartOp(2, ((0, "p_d"), (1, "p_d2")), (), 130, 2, 3, begin)
+
+    def deal_d_short(self) -> io.StartOp:
+        """A deal at table D that p_d can cover and p_b (the sitter) cannot, with
+        min_players 2: no hand."""
+
+        def begin(started: io.Started) -> tuple[Any, int]:
+            raise AssertionError("never dealt: fewer than min_players can be")
 
         return io.StartOp(2, ((0, "p_d"), (1, self.sitter)), (), 130, 2, 3, begin)
 
@@ -272,6 +283,7 @@ async def four_tables(pool: asyncpg.Pool, keys: ServerKeys, sitter_deposit: int)
     async with pool.acquire() as conn:
         await player(conn, "p_b", sitter_deposit)
         await player(conn, "p_d", 1000)
+        await player(conn, "p_d2", 1000)
         for pid, amount in holds.values():
             await player(conn, pid, 1000)
             async with conn.transaction():
@@ -295,6 +307,7 @@ async def stored(pool: asyncpg.Pool, tables: Tables) -> dict[str, Any]:
             "c0": await ledger.balance(conn, "p_c0"),
             "c1": await ledger.balance(conn, "p_c1"),
             "d": await ledger.balance(conn, "p_d"),
+            "d2": await ledger.balance(conn, "p_d2"),
             "d_hands": await conn.fetchval("SELECT count(*) FROM hands WHERE table_id = $1", tables.d.table_id),
             "ledger": await ledger.summary(conn),
         }
@@ -304,11 +317,11 @@ async def test_an_op_refused_by_rule_fails_alone_and_the_rest_of_its_batch_commi
     pool: asyncpg.Pool, tmp_path: Path
 ) -> None:
     """One batch: A's records, B's sit refused for want of balance, C's settlement,
-    and D's deal refused (NotEnough) after it had written its hand row and p_d's
-    hold.  A's records and C's settlement commit; B and D are refused and leave
-    nothing: no seat, no hand row, p_d's money untouched — each op's savepoint rolled
-    back only its own writes (without it D's hand and hold would commit with the
-    batch).  Without the group commit as the only write path these would be four
+    and D's deal refused by a rule after it had written its hand row and the holds of
+    p_d and p_d2.  A's records and C's settlement commit; B and D are refused and leave
+    nothing: no seat, no hand row, p_d's and p_d2's money untouched — each op's
+    savepoint rolled back only its own writes (without it D's hand and holds would
+    commit with the batch).  Without the group commit as the only write path these would be four
     transactions (statements == 4)."""
     tables = await four_tables(pool, ServerKeys.load(tmp_path), sitter_deposit=100)
     results: Any = await asyncio.gather(
@@ -322,14 +335,42 @@ async def test_an_op_refused_by_rule_fails_alone_and_the_rest_of_its_batch_commi
     assert (tables.writer.statements, tables.writer.writes) == (1, 4)  # one batch, one transaction
     assert ra is None and rc == []
     assert isinstance(rb, ClientError) and rb.code == "insufficient_balance"
-    assert isinstance(rd, io.NotEnough)
+    assert isinstance(rd, ClientError) and rd.code == "refused_late"
     assert outcome(1, rb).result is io.Result.REFUSED and outcome(2, rd).result is io.Result.REFUSED
     assert outcome(3, None, rc).result is io.Result.COMMITTED
     got = await stored(pool, tables)
     assert (got["a_records"], got["b_seats"], got["c_status"], got["c_settled"]) == (1, 0, "ended", 1)
     assert got["c0"] == ledger.Balance(1000 + 38, 0) and got["c1"] == ledger.Balance(1000 - 40, 0)
     assert got["ledger"]["ok"] and got["ledger"]["house_commission"] == 2
-    assert got["d_hands"] == 1 and got["d"] == ledger.Balance(1000, 0)  # only its first hand (tables_with_hands)
+    assert got["d_hands"] == 1  # only its first hand (tables_with_hands)
+    assert got["d"] == got["d2"] == ledger.Balance(1000, 0)
+
+
+async def test_a_deal_too_few_can_cover_stands_up_who_cannot_and_deals_nothing(
+    pool: asyncpg.Pool, tmp_path: Path
+) -> None:
+    """D34 (issue found by an audit: a seat that could not cover its hold was never
+    dealt in and never stood up, and at a table of two no hand was dealt again): when
+    fewer than min_players of the connected seats can cover the hold, the deal stands
+    up the seats that cannot — in the batch's transaction, with nothing else written —
+    and answers NotDealt."""
+    tables = await four_tables(pool, ServerKeys.load(tmp_path), sitter_deposit=100)
+    d = tables.d.table_id
+    async with pool.acquire() as conn:
+        await conn.execute(
+            "INSERT INTO seats (table_id, seat, player_id) VALUES ($1, 0, 'p_d'), ($1, 1, $2)", d, tables.sitter
+        )
+    results: Any = await asyncio.gather(
+        tables.a.run(tables.records_a()), tables.d.run(tables.deal_d_short()), return_exceptions=True
+    )
+    assert (tables.writer.statements, tables.writer.writes) == (1, 2)  # one batch
+    assert results == [None, io.NotDealt((tables.sitter,))]
+    got = await stored(pool, tables)
+    assert got["a_records"] == 1 and got["d_hands"] == 1  # A's records committed; no hand at D
+    assert got["d"] == ledger.Balance(1000, 0) and got["ledger"]["ok"]
+    async with pool.acquire() as conn:
+        seated = await conn.fetch("SELECT seat, player_id FROM seats WHERE table_id = $1 ORDER BY seat", d)
+    assert [(r["seat"], r["player_id"]) for r in seated] == [(0, "p_d")]
 
 
 async def test_a_fenced_op_runs_nothing_and_the_rest_of_its_batch_commits(pool: asyncpg.Pool, tmp_path: Path) -> None:

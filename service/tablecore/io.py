@@ -117,9 +117,14 @@ class CloseOp:
     """Every seat stood up, the table closed."""
 
 
-class NotEnough(Exception):
-    """A new hand could not be held: fewer than min_players can cover their hold (the
-    store's transaction rolled back; the table tries again later)."""
+@dataclass(frozen=True, slots=True)
+class NotDealt:
+    """A StartOp's answer when fewer than min_players of the connected seats can be
+    dealt in (D20's hold, a strict key of their own): no hand; the connected seats that
+    cannot be were stood up instead (D34), so that they hold no table up.  The table
+    tries again later."""
+
+    stood: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,8 +144,9 @@ class StartOp:
     """A new hand: the hand row with its sealed server seed, a hold per candidate
     that can cover it (the others sit out), the header made by ``begin`` (pure: the
     core's) stored as record 0, the table's next hand number and dealer, and D34's
-    count of hands away — one transaction.  Refused (:class:`NotEnough`) when fewer
-    than min_players can be held.  Answer: (HandRun, stood-up players)."""
+    count of hands away (a connected seat not dealt in counts as away too) — one
+    transaction.  Answer: (HandRun, dealer, stood-up players); :class:`NotDealt` when
+    fewer than min_players can be dealt in."""
 
     hand_no: int
     candidates: tuple[tuple[int, str], ...]

@@ -34,7 +34,8 @@ class TableFacts:
     ) -> list[dict[str, Any]]:
         """Stand these players' seats up (in memory; the store has it): what the
         ``table`` push tells everyone and a later snapshot tells the player.
-        ``reason``: ``away`` (D34), ``clock`` (D31), ``operator``, ``closed``, ``left``
+        ``reason``: ``away`` (D34), ``cannot_cover`` (D34: connected, not dealt in for
+        want of the hold), ``clock`` (D31), ``operator``, ``closed``, ``left``
         (D15 charged, D36 before the deal), ``after_hand`` (asked for during the hand,
         by whom not known to this node)."""
         out = []

@@ -10,7 +10,7 @@ out when the op has committed (:mod:`service.tablecore.core`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from service import fastjson, fastsig
@@ -228,7 +228,9 @@ class Steps:
     # -- the start ----------------------------------------------------------------------
     def start(self, now: int) -> None:
         """A new hand for the connected seats that can cover their hold (D20); absent
-        seats sit it out, and are stood up after ``max_away`` hands away (D34)."""
+        seats and those that cannot cover sit it out, and are stood up after
+        ``max_away`` hands away (D34) — at once, those that cannot cover, when too few
+        can for a hand to be dealt."""
         facts = self.facts
         assert facts is not None
         rules = facts.rules
@@ -263,15 +265,27 @@ class Steps:
             recorder.open(hand.next_t(now))
             return hand, dealer
 
-        def started(data: tuple[HandRun, int, list[str]]) -> None:
+        connected = {p for _, p in candidates}
+
+        def stand(stood: Collection[str], at_hand: int | None) -> None:
+            """D34: who had no connection was away; who had one could not be dealt in."""
+            log.info("table %s: stood up (D34): %s", self.table_id, sorted(stood))
+            told = facts.stand(set(stood) - connected, "away", "D34", at_hand, now)
+            told += facts.stand(set(stood) & connected, "cannot_cover", "D34", at_hand, now)
+            self.tell_seats(sorted(told, key=lambda e: e["seat"]))
+
+        def started(data: tuple[HandRun, int, list[str]] | io.NotDealt) -> None:
+            if isinstance(data, io.NotDealt):  # no hand: too few could be dealt in
+                self.next_start = now + max(1000, self.cfg.next_hand_ms)
+                if data.stood:
+                    stand(data.stood, None)
+                return
             hand, dealer, stood = data
             facts.next_hand_no = hand_no + 1
             facts.dealer = dealer
             self.hand = hand
             if stood:
-                log.info("table %s: stood up after %d hands away: %s", self.table_id, facts.max_away, stood)
-                told = facts.stand(stood, "away", "D34", hand_no, now)
-                self.tell_seats(told)
+                stand(stood, hand_no)
             self._tell_phase(hand)
 
         def refused(_: RuleError | None) -> None:

@@ -187,15 +187,19 @@ class SimStore:
         for r in records:
             h.records.setdefault(r["i"], r)
 
-    def _start(self, table_id: str, t: Table, op: io.StartOp) -> tuple[HandRun, int, list[str]]:
+    def _start(self, table_id: str, t: Table, op: io.StartOp) -> tuple[HandRun, int, list[str]] | io.NotDealt:
         seed = self.rngs[table_id].randbytes(32)
         nonce, sealed = self.keys.seal_seed(seed, table_id, op.hand_no)
         players: dict[int, str] = {}
         for seat, p in op.candidates:
             if self.available[p] >= op.need:
                 players[seat] = p
-        if len(players) < op.min_players:
-            raise io.NotEnough()
+        f = t.facts
+        if len(players) < op.min_players:  # no hand: who cannot be dealt in is stood up (D34)
+            unable = {p for _, p in op.candidates} - set(players.values())
+            stood = [p for p in f.seats.values() if p in unable]
+            f.seats = {s: p for s, p in f.seats.items() if p not in unable}
+            return io.NotDealt(tuple(stood))
         hand_id = int(table_id[1:]) * 1_000_000 + op.hand_no  # the same ids when a table replays alone
         hand, dealer = op.begin(io.Started(hand_id, seed, players, {p: self.player_keys[p] for p in players.values()}))
         for p in players.values():  # the transaction commits from here on
@@ -205,13 +209,12 @@ class SimStore:
         self.hands[hand_id] = h
         self.by_table[table_id].append(h)
         self._records(hand_id, (hand.recorder.records[0],))
-        f = t.facts
         f.next_hand_no = op.hand_no + 1
         f.dealer = dealer
         dealt = set(players.values())
         for p in dealt:
             t.away[p] = 0
-        for p in op.absent:
+        for p in [*op.absent, *(p for _, p in op.candidates if p not in dealt)]:  # sat out: away (D34)
             t.away[p] = t.away.get(p, 0) + 1
         stood = [p for p in f.seats.values() if t.away.get(p, 0) >= op.max_away]
         f.seats = {s: p for s, p in f.seats.items() if p not in stood}

@@ -151,6 +151,11 @@ export function stoodWords(t, entry) {
         parts: ["Your seat (" + seat + ") was stood up as hand " + entry.hand_no + " was dealt: this page had no connection to the table for " + (away ? plural(away, "hand") : "several hands") + " in a row, and a seat nobody plays from is stood up (rule D34). Nothing more was charged. Sit again to play."],
         rule: "D34",
       };
+    case "cannot_cover":
+      return {
+        parts: ["Your seat (" + seat + ") was stood up" + (entry.hand_no ? " as hand " + entry.hand_no + " was dealt: your balance could not cover the hold a hand needs (rule D20) for " + (away ? plural(away, "hand") : "several hands") + " in a row" : ": your balance could not cover the hold a hand needs (rule D20), and the table could not deal without you") + ", and a seat nobody can be dealt in at is stood up (rule D34). Nothing was charged. Add to your balance and sit again to play."],
+        rule: "D34",
+      };
     case "clock":
       return {
         parts: ["The clock dropped you in hand " + entry.hand_no + " (your turns ran out), so your seat (" + seat + ") was stood up when the hand ended (rule D31). The drop was charged in that hand; nothing more. Sit again to play."],
@@ -267,7 +272,7 @@ function onSeats(t, m, fx) {
         logLine(t, words.parts, "bad");
       }
     } else if (entry.reason !== "left") {
-      const why = { away: "after hands away (D34)", clock: "after the clock dropped them (D31)", operator: "by the operator", closed: "as the table closed", after_hand: "as the hand ended" }[entry.reason] || "";
+      const why = { away: "after hands away (D34)", cannot_cover: "as they could not cover the hold (D34)", clock: "after the clock dropped them (D31)", operator: "by the operator", closed: "as the table closed", after_hand: "as the hand ended" }[entry.reason] || "";
       logLine(t, ["The seat of ", { name: nameOf(entry.player_id) }, " (seat " + entry.seat + ") was stood up " + why + "."], "sys");
     }
   }
