@@ -45,7 +45,9 @@ async def test_a_lock_taken_again_and_cancelled_leaves_no_connection_open(pg_dsn
             while not [c for c in open_connections() if id(c) not in before]:  # connected, waiting for the answer
                 assert loop.time() < deadline and not keeping.done()
                 await asyncio.sleep(0.02)
-            await asyncio.sleep(0.2)
+            while not proxy.holding:  # the lock's statement answered, its answer held: in flight
+                assert loop.time() < deadline and not keeping.done()
+                await asyncio.sleep(0.02)
             keeping.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await keeping

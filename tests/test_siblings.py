@@ -26,7 +26,6 @@ from service import siblings
 from service.cluster import Cluster, Lease, NodeSettings
 from service.siblings import Stamp
 from tests.conftest import fresh_database, fresh_pool
-from tests.test_heartbeat import after_beats
 from tests.test_one_port import settled_tables
 from tests.test_writer import TABLES, tables_with_hands
 from tests.workerserver import worker_server
@@ -147,10 +146,15 @@ async def test_a_late_sibling_keeps_its_tables_while_it_lives_and_loses_them_onc
     async with pool.acquire() as conn:  # w1's leases ran out long ago: its heartbeat never ran
         await conn.execute("UPDATE table_leases SET expires_at = now() - interval '3 seconds'")
     await w2.join()
+    for _ in range(12):  # a dozen of w2's beats, each of which would take an expired lease
+        await w2.beat()
+        async with pool.acquire() as conn:  # w1 still 3 s late by the database's clock, within the patience
+            await conn.execute("UPDATE table_leases SET expires_at = now() - interval '3 seconds'")
+    # (by wall time, a dozen beats of a starved w2 took ~29 s: 32 s late, past the
+    # patience of 12 lease periods, w1 was wedged and its tables rightly taken)
+    assert started2 == [] and await leases(dsn) == held
     beat2 = asyncio.create_task(w2.run())
     try:
-        await after_beats(w2, 12)  # a dozen of w2's beats, each of which would take an expired lease
-        assert started2 == [] and await leases(dsn) == held
         # a client asking where such a table is served is sent to w1, late as it is
         assert await w2.owner_of("t_w000") == ("n/w1", "")
         await w1.renew()  # w1 runs again: its late renewal keeps every table
