@@ -103,7 +103,7 @@ def page(request: web.Request) -> tuple[int, int]:
     """``limit`` (1–500, default 50) and ``offset`` from the query."""
     q = request.query
     limit = wire.path_int(q["limit"], "limit", 500) if "limit" in q else 50
-    offset = 0 if q.get("offset", "0") == "0" else wire.path_int(q["offset"], "offset", 10**9)
+    offset = wire.path_int(q["offset"], "offset", 10**9, lo=0) if "offset" in q else 0
     return limit, offset
 
 

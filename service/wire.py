@@ -338,9 +338,9 @@ def bearer_token(header: str | None) -> str | None:
     return token if _TOKEN.fullmatch(token) else None
 
 
-def path_int(text: str, what: str, hi: int = INT64_MAX) -> int:
-    if not text.isascii() or not text.isdigit() or len(text) > 19 or not 1 <= int(text) <= hi:
-        raise WireError(f"{what} is an integer from 1 to {hi}", "bad_request")
+def path_int(text: str, what: str, hi: int = INT64_MAX, lo: int = 1) -> int:
+    if not text.isascii() or not text.isdigit() or len(text) > 19 or not lo <= int(text) <= hi:
+        raise WireError(f"{what} is an integer from {lo} to {hi}", "bad_request")
     return int(text)
 
 

@@ -50,6 +50,16 @@ async def test_list_and_show_players_and_hands(api: Api, server: Running) -> Non
         assert (await api.call("GET", f"/api/tables/{other}", token=None))["seated"] == []
         bad = await api.call("GET", "/api/admin/hands?status=lost", expect=400)
         assert bad["error"]["code"] == "bad_request"
+        # paging: an offset from 0 (the message said "from 1", though 0 was taken), a limit from 1
+        assert (await api.call("GET", f"/api/admin/players?q={a['id']}&offset=0", expect=200))["total"] == 1
+        assert (await api.call("GET", f"/api/admin/players?q={a['id']}&offset=1", expect=200))["players"] == []
+        for query, says in (
+            ("offset=-1", "offset is an integer from 0 to"),
+            ("offset=00x", "from 0"),
+            ("limit=0", "limit is an integer from 1 to 500"),
+        ):
+            bad = await api.call("GET", f"/api/admin/players?{query}", expect=400)
+            assert bad["error"]["code"] == "bad_request" and says in bad["error"]["message"], (query, bad)
         assert (await api.call("GET", "/api/admin/players", token=a["token"], expect=401))["error"]["code"] == (
             "unauthorized"
         )
