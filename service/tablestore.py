@@ -372,8 +372,11 @@ class TableStore:
         (D34), so that they hold no table up (io.NotDealt)."""
         players, keys = await _dealable(conn, op.candidates, op.need)
         if len(players) < op.min_players:
-            unable = [p for _, p in op.candidates if p not in players.values()]
-            return io.NotDealt(tuple(await _stand_up(conn, self.table_id, unable)))
+            unable = tuple(p for _, p in op.candidates if p not in players.values())
+            await conn.execute(
+                "DELETE FROM seats WHERE table_id = $1 AND player_id = ANY($2::text[])", self.table_id, list(unable)
+            )
+            return io.NotDealt(unable)
         hand_id: int = await conn.fetchval(
             "INSERT INTO hands (table_id, hand_no, status, seed_nonce, seed_sealed, commit_s) "
             "VALUES ($1, $2, 'seeding', $3, $4, '') RETURNING id",
@@ -509,13 +512,6 @@ async def _hold(conn: asyncpg.Connection, hand_id: int, players: dict[int, str],
         list(players.values()),
         need,
     )
-
-
-async def _stand_up(conn: asyncpg.Connection, table_id: str, players: list[str]) -> list[str]:
-    rows = await conn.fetch(
-        "DELETE FROM seats WHERE table_id = $1 AND player_id = ANY($2::text[]) RETURNING player_id", table_id, players
-    )
-    return [str(r["player_id"]) for r in rows]
 
 
 async def _count_away(
