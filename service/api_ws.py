@@ -126,11 +126,10 @@ async def _serve(request: web.Request, player: store.Player) -> web.StreamRespon
             elif msg.type == WSMsgType.BINARY:
                 conn.push(_error(None, "bad_message", "messages are JSON text"))
             elif msg.type == WSMsgType.PING:
-                with contextlib.suppress(ConnectionResetError):  # gone: the next read says so
-                    await ws.pong(msg.data)
+                await ws.pong(msg.data)
             elif msg.type != WSMsgType.PONG:  # a PONG: the heartbeat's answer (any frame read is)
                 break
-    except ClientConnectionResetError:  # its socket closed under a write: the client is gone, not
+    except ClientConnectionResetError:  # its socket closed under a pong: the client is gone, not
         pass  # the database (the errors middleware would log it as the database away)
     finally:
         for table_id in joined:

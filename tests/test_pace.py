@@ -6,8 +6,10 @@ handshake."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import aiohttp
@@ -94,15 +96,22 @@ def _counted(server: Running, name: str) -> float:
     return server.app[METRICS].registry.get_sample_value(f"rummy_ws_{name}_total") or 0.0
 
 
-async def test_a_flood_of_pings_is_read_at_the_pace_and_every_one_answered(server: Running, api: Api) -> None:
+@contextlib.contextmanager
+def _paced(server: Running, rate: float, burst: int) -> Iterator[None]:
+    """The server's pace set for the sockets opened meanwhile (read when one opens)."""
     config = server.app[CONFIG]
     kept = config.message_rate, config.message_burst
-    config.message_rate, config.message_burst = 100.0, 5  # read when the socket opens
+    config.message_rate, config.message_burst = rate, burst
     try:
-        before = _counted(server, "messages_slowed")
-        got, seconds = await _pings(server, api, 25)
+        yield
     finally:
         config.message_rate, config.message_burst = kept
+
+
+async def test_a_flood_of_pings_is_read_at_the_pace_and_every_one_answered(server: Running, api: Api) -> None:
+    with _paced(server, 100.0, 5):
+        before = _counted(server, "messages_slowed")
+        got, seconds = await _pings(server, api, 25)
     # nothing refused, nothing lost, in order
     assert [(m["type"], m["id"], m["result"]) for m in got] == [("reply", f"m{k}", {"pong": True}) for k in range(25)]
     # the 25th could not be read before 20 more tokens had come, at 100 a second (a
@@ -117,11 +126,8 @@ async def test_a_flood_of_control_pings_is_read_at_the_pace_too_and_every_one_an
     """WebSocket PING control frames are messages like any other: aiohttp's autoping
     answered them inside ``receive``, past the pace, and a batch of them without giving
     the loop back (one flooding socket held every table of its worker ~0.6 s at a time)."""
-    config = server.app[CONFIG]
-    kept = config.message_rate, config.message_burst
-    config.message_rate, config.message_burst = 100.0, 5  # read when the socket opens
     p = await api.player("pinger")
-    try:
+    with _paced(server, 100.0, 5):
         before = _counted(server, "messages_slowed")
         async with (
             aiohttp.ClientSession() as s,
@@ -139,8 +145,6 @@ async def test_a_flood_of_control_pings_is_read_at_the_pace_too_and_every_one_an
             seconds = time.monotonic() - started
             await ws.send_str(json.dumps({"id": "after", "type": "ping"}))
             after = json.loads((await ws.receive(timeout=30)).data)
-    finally:
-        config.message_rate, config.message_burst = kept
     assert pongs == [f"p{k}".encode() for k in range(25)]  # every one answered, in order
     assert seconds >= 0.9 * (25 - 5) / 100.0  # a lower bound: a busy machine is only slower
     assert _counted(server, "messages_slowed") - before >= 1
