@@ -155,6 +155,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds added to a resumed hand's clock after a restart or a database outage (D32)",
     )
     sp.add_argument(
+        "--away-seconds",
+        type=float,
+        default=120.0,
+        help="how long a seat may be away at a table too few are connected to deal at before it stands up "
+        "(D34; default 120)",
+    )
+    sp.add_argument(
         "--node-id",
         default=None,
         help="join a cluster of nodes on one PostgreSQL (DATABASE_URL) under this name (docs/deploy.md)",

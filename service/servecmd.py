@@ -30,6 +30,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         ("--seed-seconds", args.seed_seconds, 0.1),
         ("--next-hand-delay", args.next_hand_delay, 0.0),
         ("--resume-grace", args.resume_grace, 0.0),
+        ("--away-seconds", args.away_seconds, 1.0),
     ):
         if not least <= value <= 3600:
             raise CliError(EXIT_USAGE, f"{flag} {value:g} is out of range; give {least:g} to 3600 seconds")
@@ -81,6 +82,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 reveal_seconds=args.seed_seconds,
                 next_hand_delay=args.next_hand_delay,
                 resume_grace=args.resume_grace,
+                away_seconds=args.away_seconds,
             ),
             node=node,
             metrics_listen=args.metrics_listen,

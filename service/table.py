@@ -56,6 +56,7 @@ class Settings:
     resume_grace: float = 10.0  # D32, D37
     group_commit_seconds: float = 0.002  # writes that arrive this close go in one statement (an idle lane: at once)
     reach_seconds: float | None = None  # D37: how long a client may take to find the table again (default: the grace)
+    away_seconds: float = 120.0  # D34: a seat away this long at a table too few are connected to deal at stands up
     write_hung_seconds: float = 2.0  # D37: a write unanswered this long pauses the table
     beat_seconds: float = 1.0  # the shell ticks its core at least this often (a longer gap: the node stood still)
     retry_max_seconds: float = 5.0  # the ceiling of the backoff between reloads
@@ -75,6 +76,7 @@ class Settings:
             next_hand_ms=ms(self.next_hand_delay),
             grace_ms=ms(self.resume_grace),
             reach_ms=ms(reach),
+            away_ms=ms(self.away_seconds),
             hung_ms=ms(self.write_hung_seconds),
             freeze_ms=ms(3 * self.beat_seconds),
             retry_max_ms=ms(self.retry_max_seconds),

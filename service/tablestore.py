@@ -358,7 +358,7 @@ class TableStore:
             return functools.partial(_void_unreadable, op=op), _accounts(p for p, _ in op.stored.players.values())
         if isinstance(op, io.QuarantineOp):
             return functools.partial(_quarantine_after, hand_id=op.hand_id, keep=op.keep), ()
-        if isinstance(op, io.StandLaterOp | io.StatusOp | io.CloseOp):
+        if isinstance(op, io.StandLaterOp | io.StandAwayOp | io.StatusOp | io.CloseOp):
             return functools.partial(_table_change, table_id=t, op=op), ()
         raise TypeError(f"no such op: {op!r}")
 
@@ -444,6 +444,10 @@ async def _table_change(conn: asyncpg.Connection, *, table_id: str, op: io.Op) -
     if isinstance(op, io.StandLaterOp):
         await conn.execute(
             "UPDATE seats SET stand_after_hand = true WHERE table_id = $1 AND seat = $2", table_id, op.seat
+        )
+    elif isinstance(op, io.StandAwayOp):
+        await conn.execute(
+            "DELETE FROM seats WHERE table_id = $1 AND player_id = ANY($2::text[])", table_id, list(op.players)
         )
     elif isinstance(op, io.StatusOp):
         await conn.execute("UPDATE tables SET status = $2 WHERE id = $1", table_id, op.status)

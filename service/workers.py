@@ -217,6 +217,7 @@ def serve_workers(
                 reveal_seconds=args.seed_seconds,
                 next_hand_delay=args.next_hand_delay,
                 resume_grace=args.resume_grace,
+                away_seconds=args.away_seconds,
             )
             plans = [
                 WorkerPlan(

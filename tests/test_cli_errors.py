@@ -147,6 +147,15 @@ def test_lease_seconds_where_nothing_holds_a_lease_is_refused_not_ignored(tmp_pa
     assert not (tmp_path / "d").exists()
 
 
+@pytest.mark.parametrize("value", ["0.5", "3601", "nan"])
+def test_an_away_time_out_of_range_is_refused_before_the_data_dir_is_created(tmp_path: Path, value: str) -> None:
+    """D34's --away-seconds: under a second would stand up a seat whose page is only
+    reconnecting; refused, not repaired."""
+    r = rummy("serve", "--away-seconds", value, "--port", "0", "--data-dir", "d", cwd=tmp_path)
+    one_line(r, 2, f"--away-seconds {value}", "out of range", "1 to 3600 seconds")
+    assert not (tmp_path / "d").exists()
+
+
 def test_a_data_dir_that_is_a_file(tmp_path: Path) -> None:
     f = tmp_path / "afile"
     f.write_text("not a directory")

@@ -251,6 +251,57 @@ async def test_a_seat_with_no_connection_sits_out_and_is_stood_up(api: Api, serv
             await c.leave(table, hand_no, seat_of(c))
 
 
+async def test_absent_seats_of_a_table_that_cannot_deal_stand_up_and_a_restart_is_not_counted(
+    api: Api, server: Running
+) -> None:
+    """D34: with too few seats connected to try a hand, no hand could count an absent
+    seat away, so absent seats held the table for ever (a full table after an outage
+    never dealt again).  Now such a seat stands up once it has been away
+    ``away_seconds`` (120), counted from its sitting or its disconnection and never
+    across a restart of the table (the house's fault, D37); then whoever sits can play."""
+    table = await api.table(seats=4, point_value=2)
+    actor, clock = await clocked(server, table)
+    away = actor.core.cfg.away_ms / 1000
+    a, ghost, c = [await api.player(n) for n in ("ann", "ghost", "cy")]
+
+    async def seated() -> set[str]:
+        tables = (await api.call("GET", "/api/tables"))["tables"]
+        return {s["player_id"] for s in next(x for x in tables if x["id"] == table)["seated"]}
+
+    def stood(cl: Client) -> list[dict[str, Any]]:
+        return [e for f in cl.frames if f.get("type") == "table" for e in f["stood"]]
+
+    await api.call("POST", f"/api/tables/{table}/sit", token=ghost["token"], body={"seat": 0}, expect=200)
+    async with Client(server.url, a["token"], a["signer"]) as ca:
+        await ca.request({"type": "join", "table_id": table})
+        assert (await ca.request({"type": "sit", "table_id": table, "seat": 1}))["type"] == "reply"
+        await clock.skip([actor], away - 40)
+        assert await seated() == {a["id"], ghost["id"]} and stood(ca) == []
+        # the table restarts (the house's fault): the ghost's time away starts again
+        actor = await restart_table(server, table, clock=clock)
+        await ca.request({"type": "join", "table_id": table})
+        await clock.skip([actor], away - 40)  # more than `away` since it sat, less since the restart
+        assert await seated() == {a["id"], ghost["id"]} and stood(ca) == []
+        await clock.skip([actor], 60, until=lambda: bool(stood(ca)))
+        assert stood(ca) == [{"seat": 0, "player_id": ghost["id"], "reason": "away", "rule": "D34", "hand_no": None}]
+        assert await seated() == {a["id"]}
+        assert not [f for f in ca.frames if f.get("type") == "hand"]  # no hand was dealt meanwhile
+        async with Client(server.url, ghost["token"], ghost["signer"]) as cg:
+            snap = (await cg.request({"type": "join", "table_id": table}))["result"]
+            assert (snap["stood_up"]["reason"], snap["stood_up"]["hand_no"]) == ("away", None), snap["stood_up"]
+        me = await api.call("GET", "/api/me", token=ghost["token"])
+        assert (me["held"], me["seats"]) == (0, [])
+        # the seat is free again, and a player who takes a seat is dealt in with ann
+        async with Client(server.url, c["token"], c["signer"]) as cc:
+            await cc.request({"type": "join", "table_id": table})
+            assert (await cc.request({"type": "sit", "table_id": table, "seat": 0}))["type"] == "reply"
+            await clock.skip([actor], 30, until=lambda: any(f.get("type") == "hand" for f in ca.frames))
+            hand = await ca.wait_frame(lambda f: f.get("type") == "hand", timeout=30)
+            assert {s["player_id"] for s in hand["record"]["header"]["seats"]} == {a["id"], c["id"]}
+    for p in (a, c):
+        await api.call("POST", f"/api/tables/{table}/leave", token=p["token"])
+
+
 async def test_a_bot_that_is_stopped_leaves_its_seat(api: Api, server: Running) -> None:
     table = await api.table(seats=4)
     p = await api.player("quitter")

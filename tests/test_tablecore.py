@@ -400,6 +400,66 @@ def test_a_seated_player_who_does_not_come_back_sits_out_once_its_grace_is_over(
     assert len(starts) == 1 and starts[0].op.absent == ("p2",)
 
 
+def stood_at(h: Harness) -> dict[str, tuple[int, str, int | None]]:
+    """When each player was told stood up: (time, reason, hand)."""
+    return {
+        e["player_id"]: (t, e["reason"], e["hand_no"])
+        for t, fx in h.effects
+        if isinstance(fx, io.TellSeats)
+        for e in fx.stood or ()
+    }
+
+
+def test_absent_seats_stand_up_after_the_away_time_when_too_few_are_connected_to_deal() -> None:
+    """D34: with too few seats connected to try a hand, no hand counts an absent seat
+    away; time does.  A seat stands up ``away_ms`` after it was last seen (its
+    disconnection; from the load for one never seen), and not before; the connected
+    seat stays."""
+    away = CFG.away_ms
+    h = Harness(players=3, connected=False)
+    loaded = h.now
+    h.step(io.Reach("p0", True))  # one connected: no hand can be dealt (min_players 2)
+    h.advance(loaded + 30_000)
+    h.step(io.Reach("p1", True))  # p1 comes and goes at once (no hand dealt): away from here
+    h.step(io.Reach("p1", False))
+    left = h.now
+    h.advance(loaded + away - 500)
+    assert stood_at(h) == {} and set(h.store.tables["t0"].facts.seats.values()) == {"p0", "p1", "p2"}
+    h.advance(left + away - 500)
+    assert set(stood_at(h)) == {"p2"}  # never seen since the load: away from it
+    t, reason, hand_no = stood_at(h)["p2"]
+    assert loaded + away <= t <= loaded + away + 2 * CFG.next_hand_ms + 1000 and (reason, hand_no) == ("away", None)
+    h.advance(left + away + 2 * CFG.next_hand_ms + 1000)
+    t, reason, _ = stood_at(h)["p1"]
+    assert left + away <= t and reason == "away"
+    assert h.store.tables["t0"].facts.seats == {0: "p0"} == h.core.facts.seats  # the store and memory agree
+    assert not [e for e in h.of(io.Write) if isinstance(e.op, io.StartOp)]  # no hand was tried
+
+
+def test_the_away_time_starts_again_after_a_fault_of_the_house() -> None:
+    """D34, D37: a node that stood still (no beat for freeze_ms) is the house's fault;
+    a seat's time away counts again from the fault's end, as a grace does.  A seat that
+    sat down with no connection is away from its sitting."""
+    away = CFG.away_ms
+    h = Harness(players=1, connected=True)
+    h.store.add_player("p9", h.signers["p0"].public_bytes, 10**6)
+    h.advance(5000)
+    h.send("p9", "sit", {"seat": 3})  # by REST: no connection to the table
+    h.answer_all()
+    sat = h.now
+    assert h.core.facts.seats == {0: "p0", 3: "p9"}
+    h.advance(sat + away // 2)
+    h.now += CFG.freeze_ms + 1000  # the node stood still
+    h.step(io.Tick())
+    thawed = h.now
+    h.advance(sat + away + 5000)
+    assert stood_at(h) == {}, "the time the house stood still counted against the absent seat"
+    h.advance(thawed + away + 2 * CFG.next_hand_ms + 1000)
+    t, reason, _ = stood_at(h)["p9"]
+    assert thawed + away <= t and reason == "away"
+    assert h.core.facts.seats == {0: "p0"}
+
+
 def test_a_seats_grace_starts_when_it_reconnects() -> None:
     """The store fails the move of the seat on turn, and its player's socket goes with
     it; the table reloads.  The player is back 3 s later: the clock does not charge it

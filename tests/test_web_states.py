@@ -336,6 +336,28 @@ async def test_the_log_speaks_to_you_in_the_second_person(server: Running, brows
     assert lines[6] == "You withheld the seed and sit this hand out (20 points)."
 
 
+async def test_the_page_says_why_a_seat_was_stood_up_for_each_way_d34_stands_one(
+    server: Running, browser: Browser
+) -> None:
+    """D34 stands a seat up after hands away (``hand_no`` the hand dealt), after
+    minutes away at a table too few were connected to deal at (``hand_no`` null), or
+    when it cannot cover the hold (after hands, or at once): the page's words say which,
+    and never "hand null"."""
+    async with person_page(browser) as (_context, page, _console):
+        await page.goto(server.url + "/")
+        await page.wait_for_function("() => document.body.dataset.ready === 'true'")
+        said = await page.evaluate(
+            """() => [['away', 7], ['away', null], ['cannot_cover', 7], ['cannot_cover', null]].map(
+                 ([reason, hand_no]) => RummyTable.stoodWords({id: 't1'}, {seat: 2, reason, rule: 'D34', hand_no})
+                   .parts.join(''))"""
+        )
+    assert all("null" not in s and "undefined" not in s and "(rule D34)" in s for s in said), said
+    assert "as hand 7 was dealt" in said[0] and "several hands" in said[0], said[0]
+    assert "for minutes while too few players were there to deal a hand" in said[1], said[1]
+    assert "as hand 7 was dealt" in said[2] and "could not cover the hold" in said[2], said[2]
+    assert "the table could not deal without you" in said[3], said[3]
+
+
 APPLY_ALL = """(text) => JSON.stringify(
   JSON.parse(text).map(([v, c]) => RummyTable.applyChanges(v, c)),
   (k, x) => (x === undefined ? 'undefined (in JavaScript)' : x))"""

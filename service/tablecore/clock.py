@@ -13,6 +13,10 @@ that moment; the deadline of a window or turn the fault cut into is its ordinary
 plus ``grace_ms`` (D32, :meth:`service.tablecore.steps.Steps.after_fault`).  A
 player's own disconnections during normal play change nothing (D16: the clock moves
 for an absent seat).
+
+D34: at a table too few are connected to deal at, a seat away for ``away_ms`` is
+stood up; its time away counts from its disconnection (or its sitting down with no
+connection), and never from before the last fault's end.
 """
 
 from __future__ import annotations
@@ -35,24 +39,43 @@ class Reachability:
     reach: dict[str, int] = field(default_factory=dict)
     #: D35: when the house last refused a player's move (it keeps its whole window from then)
     refused: dict[str, int] = field(default_factory=dict)
+    #: D34: since the last fault, when a seated player's connection went, or when a player
+    #: with none sat down (absent from then; no entry: absent since the fault's end)
+    left: dict[str, int] = field(default_factory=dict)
 
     def fault_over(self, now: int) -> None:
         """The house serves again: every grace starts again from here."""
         self.recovered_at = now
         self.reach = dict.fromkeys(self.connected, now)
+        self.left.clear()
 
     def connect(self, player_id: str, now: int) -> None:
         self.connected.add(player_id)
         self.reach.setdefault(player_id, now)
+        self.left.pop(player_id, None)
 
-    def disconnect(self, player_id: str, now: int) -> None:
+    def disconnect(self, player_id: str, now: int, *, seated: bool) -> None:
         """A player's connection is gone.  Learnt of within ``NOTICE_MS`` of a fault's
         end by a player counted as connected then, the connection went during the
         fault (a node that stood still hears of it only when it moves again): the
-        player could not reach the owner since, and its grace waits for it (D37)."""
+        player could not reach the owner since, and its grace waits for it (D37).  A
+        seated player is away from now (D34, :meth:`away_since`)."""
         self.connected.discard(player_id)
+        if seated:
+            self.left[player_id] = now
         if self.reach.get(player_id) == self.recovered_at and now - self.recovered_at <= NOTICE_MS:
             del self.reach[player_id]
+
+    def sat(self, player_id: str, now: int) -> None:
+        """A player sat down: with no connection to the table, it is away from now (D34)."""
+        if player_id not in self.connected:
+            self.left[player_id] = now
+
+    def away_since(self, player_id: str) -> int:
+        """D34: since when a player with no connection has been away, the house's
+        faults not counted (its absence counts from the last fault's end at the
+        earliest)."""
+        return max(self.left.get(player_id, self.recovered_at), self.recovered_at)
 
     def reached(self, player_id: str, cfg: CoreConfig) -> int:
         """When the player could reach the owner again since the last fault."""

@@ -77,6 +77,7 @@ class Commands(Steps):
 
         def seated(_: Any) -> dict[str, Any]:
             facts.seats[seat] = player_id
+            self.reach.sat(player_id, now)
             facts.stood.pop(player_id, None)
             self.tell_seats()
             return result

@@ -98,7 +98,9 @@ class TableCore(Commands):
             if inp.connected:
                 self.reach.connect(inp.player_id, now)
             else:
-                self.reach.disconnect(inp.player_id, now)
+                facts = self.facts
+                seated = facts is not None and inp.player_id in facts.seats.values()
+                self.reach.disconnect(inp.player_id, now, seated=seated)
         elif isinstance(inp, io.LeaseEvent):
             if inp.kind is io.Lease.LOST:
                 self._let_go("the lease was lost", release=False)

@@ -108,6 +108,14 @@ class StandLaterOp:
 
 
 @dataclass(frozen=True, slots=True)
+class StandAwayOp:
+    """Stand up these absent seats: away too long at a table too few are connected
+    to deal at (D34)."""
+
+    players: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class StatusOp:
     status: str  # closing
 
@@ -223,6 +231,7 @@ class QuarantineOp:
 
 Op = (
     (SitOp | UnseatOp | StandLaterOp | StatusOp | CloseOp | StartOp | RecordsOp | SeedOp | FinishOp | VoidUnreadableOp)
+    | StandAwayOp
     | QuarantineOp
     | LogOp
 )

@@ -60,6 +60,7 @@ class CoreConfig:
     next_hand_ms: int = 2_000  # between hands
     grace_ms: int = 10_000  # D32/D37: a seat's grace once it can reach the table again
     reach_ms: int = 10_000  # D37: how long a client is given to find the table's owner again
+    away_ms: int = 120_000  # D34: a seat away this long at a table too few are connected to deal at stands up
     hung_ms: int = 2_000  # D37: a write unanswered this long means the store is hung
     freeze_ms: int = 3_000  # D37: a gap this long between the shell's beats means this node stood still
     slew: int = 10  # D37: while ahead of its clock, the table's time runs at (slew - 1) / slew of its pace
@@ -68,5 +69,7 @@ class CoreConfig:
     refusing_ms: int = 10_000  # D37: a store that refused a table's write is reported this long after (2 backoffs)
 
     def __post_init__(self) -> None:
+        if self.away_ms < 1000:
+            raise ValueError(f"away_ms must be at least 1000 (a second), not {self.away_ms}")
         if self.slew < 2:
             raise ValueError(f"slew must be at least 2 (the table's time would stand still), not {self.slew}")

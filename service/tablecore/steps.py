@@ -230,15 +230,33 @@ class Steps:
         """A new hand for the connected seats that can cover their hold (D20); absent
         seats and those that cannot cover sit it out, and are stood up after
         ``max_away`` hands away (D34) — at once, those that cannot cover, when too few
-        can for a hand to be dealt."""
+        can for a hand to be dealt; and when too few are connected to try one, the
+        absent seats away for ``away_ms``."""
         facts = self.facts
         assert facts is not None
         rules = facts.rules
-        live = self.reach.connected
+        reach = self.reach
+        live = reach.connected
         candidates = tuple((s, p) for s, p in sorted(facts.seats.items()) if p in live)
         absent = tuple(p for p in facts.seats.values() if p not in live)
+        if len(reach.left) > len(absent):  # forget who is no longer seated
+            reach.left = {p: t for p, t in reach.left.items() if p in absent}
+        connected = {p for _, p in candidates}
+
+        def stand(stood: Collection[str], at_hand: int | None) -> None:
+            """D34: who had no connection was away; who had one could not be dealt in."""
+            log.info("table %s: stood up (D34): %s", self.table_id, sorted(stood))
+            told = facts.stand(set(stood) - connected, "away", "D34", at_hand, now)
+            told += facts.stand(set(stood) & connected, "cannot_cover", "D34", at_hand, now)
+            self.tell_seats(sorted(told, key=lambda e: e["seat"]))
+
         if len(candidates) < rules.min_players:
+            # D34: no hand can count anyone away, so time does: a seat away for away_ms
+            # stands up, lest absent seats hold the table for ever
             self.next_start = now + max(1000, self.cfg.next_hand_ms)
+            gone = tuple(p for p in absent if now - reach.away_since(p) >= self.cfg.away_ms)
+            if gone:
+                self.write(io.StandAwayOp(gone), now, on_commit=lambda _: stand(gone, None))
             return
         hand_no = facts.next_hand_no
         need = hold_amount(rules.point_value)
@@ -264,15 +282,6 @@ class Steps:
             hand = HandRun(st.hand_id, hand_no, recorder, dict(st.players), dict.fromkeys(st.players, need))
             recorder.open(hand.next_t(now))
             return hand, dealer
-
-        connected = {p for _, p in candidates}
-
-        def stand(stood: Collection[str], at_hand: int | None) -> None:
-            """D34: who had no connection was away; who had one could not be dealt in."""
-            log.info("table %s: stood up (D34): %s", self.table_id, sorted(stood))
-            told = facts.stand(set(stood) - connected, "away", "D34", at_hand, now)
-            told += facts.stand(set(stood) & connected, "cannot_cover", "D34", at_hand, now)
-            self.tell_seats(sorted(told, key=lambda e: e["seat"]))
 
         def started(data: tuple[HandRun, int, list[str]] | io.NotDealt) -> None:
             if isinstance(data, io.NotDealt):  # no hand: too few could be dealt in

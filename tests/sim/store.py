@@ -159,6 +159,8 @@ class SimStore:
             f.seats = {s: p for s, p in f.seats.items() if p != op.player_id}
         elif isinstance(op, io.StandLaterOp):
             t.stand_after.add(op.seat)
+        elif isinstance(op, io.StandAwayOp):
+            f.seats = {s: p for s, p in f.seats.items() if p not in op.players}
         elif isinstance(op, io.StatusOp):
             f.status = op.status
         elif isinstance(op, io.CloseOp):

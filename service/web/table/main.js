@@ -6,7 +6,7 @@
    result — and every hand under "My hands" — with a link to /verify.  docs/api.md
    is the protocol it talks.  This module routes between the views and starts it all. */
 import { $ } from "./dom.js";
-import { S, applyChanges } from "./state.js";
+import { S, applyChanges, stoodWords } from "./state.js";
 import { hideError, notice, showError } from "./messages.js";
 import { loadLobby, renderLobby } from "./lobby.js";
 import { loadHands } from "./history.js";
@@ -142,6 +142,7 @@ window.RummyTable = {
   verdictOf,
   summarize,
   eventLine,
+  stoodWords,
   applyChanges,
   renderLobby,
   renderTable,

@@ -148,7 +148,9 @@ export function stoodWords(t, entry) {
   switch (entry.reason) {
     case "away":
       return {
-        parts: ["Your seat (" + seat + ") was stood up as hand " + entry.hand_no + " was dealt: this page had no connection to the table for " + (away ? plural(away, "hand") : "several hands") + " in a row, and a seat nobody plays from is stood up (rule D34). Nothing more was charged. Sit again to play."],
+        parts: [entry.hand_no
+          ? "Your seat (" + seat + ") was stood up as hand " + entry.hand_no + " was dealt: this page had no connection to the table for " + (away ? plural(away, "hand") : "several hands") + " in a row, and a seat nobody plays from is stood up (rule D34). Nothing more was charged. Sit again to play."
+          : "Your seat (" + seat + ") was stood up: this page had no connection to the table for minutes while too few players were there to deal a hand, and a seat nobody plays from is stood up (rule D34). Nothing was charged. Sit again to play."],
         rule: "D34",
       };
     case "cannot_cover":
@@ -272,7 +274,7 @@ function onSeats(t, m, fx) {
         logLine(t, words.parts, "bad");
       }
     } else if (entry.reason !== "left") {
-      const why = { away: "after hands away (D34)", cannot_cover: "as they could not cover the hold (D34)", clock: "after the clock dropped them (D31)", operator: "by the operator", closed: "as the table closed", after_hand: "as the hand ended" }[entry.reason] || "";
+      const why = { away: entry.hand_no ? "after hands away (D34)" : "after minutes away (D34)", cannot_cover: "as they could not cover the hold (D34)", clock: "after the clock dropped them (D31)", operator: "by the operator", closed: "as the table closed", after_hand: "as the hand ended" }[entry.reason] || "";
       logLine(t, ["The seat of ", { name: nameOf(entry.player_id) }, " (seat " + entry.seat + ") was stood up " + why + "."], "sys");
     }
   }
