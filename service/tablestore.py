@@ -368,15 +368,18 @@ class TableStore:
         """A new hand (io.StartOp): its row with the sealed server seed, the holds, the
         header as record 0, the table's next hand and dealer, D34's count (a connected
         seat not dealt in counts as one away).  When fewer than min_players can be
-        dealt in, no hand: the connected seats that cannot be are stood up instead
-        (D34), so that they hold no table up (io.NotDealt)."""
+        dealt in, no hand: of the connected seats that cannot be, those that could
+        not for ``away_ms`` (op.stand_unable) are stood up instead (D34), so that they
+        hold no table up for ever (io.NotDealt)."""
         players, keys = await _dealable(conn, op.candidates, op.need)
         if len(players) < op.min_players:
             unable = tuple(p for _, p in op.candidates if p not in players.values())
-            await conn.execute(
-                "DELETE FROM seats WHERE table_id = $1 AND player_id = ANY($2::text[])", self.table_id, list(unable)
-            )
-            return io.NotDealt(unable)
+            gone = tuple(p for p in unable if p in op.stand_unable)
+            if gone:
+                await conn.execute(
+                    "DELETE FROM seats WHERE table_id = $1 AND player_id = ANY($2::text[])", self.table_id, list(gone)
+                )
+            return io.NotDealt(unable, gone)
         hand_id: int = await conn.fetchval(
             "INSERT INTO hands (table_id, hand_no, status, seed_nonce, seed_sealed, commit_s) "
             "VALUES ($1, $2, 'seeding', $3, $4, '') RETURNING id",

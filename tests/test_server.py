@@ -479,15 +479,24 @@ async def test_a_seat_that_cannot_cover_the_hold_sits_the_hand_out_and_the_rest_
         await api.call("POST", f"/api/tables/{table}/leave", token=p["token"])
 
 
-async def test_a_table_too_few_can_cover_for_stands_them_up_and_deals_again(api: Api, server: Running) -> None:
+async def test_a_table_too_few_can_cover_for_stands_them_up_after_the_away_time_and_deals_again(
+    api: Api, server: Running
+) -> None:
     """D34 (found by an audit: a connected seat that could not cover its hold was never
     dealt in and never stood up; at a table of two no hand was dealt again, and a
     player with one hold's worth could keep a seat at every table): when too few of the
-    connected seats can cover the hold for a hand to be dealt, those that cannot are
-    stood up at once, and the table deals as soon as someone who can sits."""
+    connected seats can cover the hold for a hand to be dealt, no hand is dealt, and a
+    seat that could not cover at every try for ``away_seconds`` is stood up; the table
+    deals as soon as someone who can sits."""
     table = await api.table(seats=4, point_value=10)  # 1,300 held a seat
+    actor, clock = await clocked(server, table)
+    away = actor.core.cfg.away_ms / 1000
     short = await api.player("short", deposit=5_000)
     a, b = await api.player("ann", deposit=5_000), await api.player("bo", deposit=5_000)
+
+    def stood(cl: Client) -> list[dict[str, Any]]:
+        return [e for f in cl.frames if f.get("type") == "table" for e in f["stood"]]
+
     async with (
         Client(server.url, short["token"], short["signer"]) as cs,
         Client(server.url, a["token"], a["signer"]) as ca,
@@ -497,11 +506,14 @@ async def test_a_table_too_few_can_cover_for_stands_them_up_and_deals_again(api:
         await api.call("POST", f"/api/players/{short['id']}/withdraw", body={"amount": 4_000}, expect=200)
         await ca.request({"type": "join", "table_id": table})
         assert (await ca.request({"type": "sit", "table_id": table, "seat": 0}))["type"] == "reply"
-        stood = await ca.wait_frame(lambda f: f.get("type") == "table" and f["stood"], timeout=30)
-        assert stood["stood"] == [
+        await clock.skip([actor], away - 40)
+        assert stood(ca) == [] and (await api.call("GET", "/api/me", token=short["token"]))["seats"] != []
+        await clock.skip([actor], 60, until=lambda: bool(stood(ca)))
+        assert stood(ca) == [
             {"seat": 1, "player_id": short["id"], "reason": "cannot_cover", "rule": "D34", "hand_no": None}
         ]
-        assert stood["seats"] == {"0": a["id"]} and not [f for f in ca.frames if f.get("type") == "hand"]
+        push = next(f for f in ca.frames if f.get("type") == "table" and f["stood"])
+        assert push["seats"] == {"0": a["id"]} and not [f for f in ca.frames if f.get("type") == "hand"]
         snap = (await cs.request({"type": "join", "table_id": table}))["result"]
         assert snap["stood_up"]["reason"] == "cannot_cover" and snap["stood_up"]["rule"] == "D34", snap
         me = await api.call("GET", "/api/me", token=short["token"])
@@ -509,9 +521,40 @@ async def test_a_table_too_few_can_cover_for_stands_them_up_and_deals_again(api:
         async with Client(server.url, b["token"], b["signer"]) as cb:
             await cb.request({"type": "join", "table_id": table})
             assert (await cb.request({"type": "sit", "table_id": table}))["type"] == "reply"
+            await clock.skip([actor], 30, until=lambda: any(f.get("type") == "hand" for f in ca.frames))
             hand = await ca.wait_frame(lambda f: f.get("type") == "hand" and f.get("phase") == "commit", timeout=30)
             assert {s["player_id"] for s in hand["record"]["header"]["seats"]} == {a["id"], b["id"]}
     for p in (a, b):
+        await api.call("POST", f"/api/tables/{table}/leave", token=p["token"])
+
+
+async def test_a_seat_whose_hold_comes_back_within_the_away_time_keeps_it_and_is_dealt_in(
+    api: Api, server: Running
+) -> None:
+    """D34: a player whose balance is held at another table's hand (or who is short for a
+    while) keeps the seat while the table cannot deal, up to ``away_seconds``: once it
+    can cover the hold again, it is dealt in."""
+    table = await api.table(seats=4, point_value=10)  # 1,300 held a seat
+    actor, clock = await clocked(server, table)
+    short, a = await api.player("short", deposit=5_000), await api.player("ann", deposit=5_000)
+    async with (
+        Client(server.url, short["token"], short["signer"]) as cs,
+        Client(server.url, a["token"], a["signer"]) as ca,
+    ):
+        await cs.request({"type": "join", "table_id": table})
+        assert (await cs.request({"type": "sit", "table_id": table, "seat": 1}))["type"] == "reply"
+        await api.call("POST", f"/api/players/{short['id']}/withdraw", body={"amount": 4_000}, expect=200)
+        await ca.request({"type": "join", "table_id": table})
+        assert (await ca.request({"type": "sit", "table_id": table, "seat": 0}))["type"] == "reply"
+        await clock.skip([actor], actor.core.cfg.away_ms / 1000 / 2)
+        assert not [f for f in ca.frames if f.get("type") in ("hand", "table") and f.get("stood")]
+        await api.call("POST", f"/api/players/{short['id']}/deposit", body={"amount": 1_000}, expect=200)
+        await clock.skip([actor], 30, until=lambda: any(f.get("type") == "hand" for f in ca.frames))
+        hand = await ca.wait_frame(lambda f: f.get("type") == "hand" and f.get("phase") == "commit", timeout=30)
+        assert {s["player_id"] for s in hand["record"]["header"]["seats"]} == {a["id"], short["id"]}
+        me = await api.call("GET", "/api/me", token=short["token"])
+        assert (me["available"], me["held"]) == (700, 1_300), me
+    for p in (a, short):
         await api.call("POST", f"/api/tables/{table}/leave", token=p["token"])
 
 

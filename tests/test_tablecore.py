@@ -460,6 +460,46 @@ def test_the_away_time_starts_again_after_a_fault_of_the_house() -> None:
     assert h.core.facts.seats == {0: "p0"}
 
 
+def test_a_seat_that_cannot_cover_stands_up_after_the_away_time_the_house_faults_not_counted() -> None:
+    """D34: two connected, one unable to cover its hold: no hand, and the seat that
+    cannot is stood up (``cannot_cover``) once it could not at every deal tried for
+    ``away_ms`` — counted from the end of the house's last fault (a node that stood
+    still), for its balance may be held by a hand the fault held up elsewhere."""
+    away = CFG.away_ms
+    h = Harness(players=2, connected=True)
+    h.store.available["p1"] = 0  # its balance held elsewhere
+    h.store.total -= 10**6
+    h.advance(away // 2)
+    starts = [e.op for e in h.of(io.Write) if isinstance(e.op, io.StartOp)]
+    assert len(starts) > 5 and all(op.stand_unable == () for op in starts)  # tried, and nobody stood
+    h.now += CFG.freeze_ms + 1000  # the node stood still
+    h.step(io.Tick())
+    thawed = h.now
+    h.advance(away + 5000)
+    assert stood_at(h) == {}, "the time the house stood still counted against the seat"
+    h.advance(thawed + away + 2 * CFG.next_hand_ms + 1000)
+    t, reason, hand_no = stood_at(h)["p1"]
+    assert thawed + away <= t and (reason, hand_no) == ("cannot_cover", None)
+    assert h.core.facts.seats == {0: "p0"} == h.store.tables["t0"].facts.seats
+    assert h.core.hand is None
+
+
+def test_a_hand_dealt_leaves_a_seat_that_cannot_cover_to_the_count_of_hands() -> None:
+    """D34: while hands are dealt, a seat that cannot cover sits them out and is counted
+    in hands (max_away_hands); the time it could not cover before is forgotten."""
+    away = CFG.away_ms
+    h = Harness(players=3, connected=True)
+    for p in ("p1", "p2"):
+        h.store.available[p] = 0
+        h.store.total -= 10**6
+    h.advance(away - 10_000)
+    h.store.available["p2"] = 10**6  # p2 can again: a hand is dealt to p0 and p2
+    h.store.total += 10**6
+    h.advance(h.now + 3000)
+    assert h.core.hand is not None and set(h.core.hand.players.values()) == {"p0", "p2"}
+    assert stood_at(h) == {} and h.core.reach.unable == {}  # D34 counts p1 in hands while hands are dealt
+
+
 def test_a_seats_grace_starts_when_it_reconnects() -> None:
     """The store fails the move of the seat on turn, and its player's socket goes with
     it; the table reloads.  The player is back 3 s later: the clock does not charge it

@@ -250,14 +250,14 @@ class Tables:
 
         return io.StartOp(2, ((0, "p_d"), (1, "p_d2")), (), 130, 2, 3, begin)
 
-    def deal_d_short(self) -> io.StartOp:
+    def deal_d_short(self, stand_unable: tuple[str, ...] = ()) -> io.StartOp:
         """A deal at table D that p_d can cover and p_b (the sitter) cannot, with
         min_players 2: no hand."""
 
         def begin(started: io.Started) -> tuple[Any, int]:
             raise AssertionError("never dealt: fewer than min_players can be")
 
-        return io.StartOp(2, ((0, "p_d"), (1, self.sitter)), (), 130, 2, 3, begin)
+        return io.StartOp(2, ((0, "p_d"), (1, self.sitter)), (), 130, 2, 3, begin, stand_unable=stand_unable)
 
     def finish_c(self) -> io.FinishOp:
         settlement = Settlement(0, 1, 500, {0: 0, 1: 40}, 40, 2, {0: 38, 1: -40})
@@ -351,26 +351,35 @@ async def test_a_deal_too_few_can_cover_stands_up_who_cannot_and_deals_nothing(
 ) -> None:
     """D34 (issue found by an audit: a seat that could not cover its hold was never
     dealt in and never stood up, and at a table of two no hand was dealt again): when
-    fewer than min_players of the connected seats can cover the hold, the deal stands
-    up the seats that cannot — in the batch's transaction, with nothing else written —
-    and answers NotDealt."""
+    fewer than min_players of the connected seats can cover the hold, the deal writes
+    no hand and answers NotDealt with who cannot; it stands up those of them the core
+    names (unable for away_ms) — in the batch's transaction, with nothing else written."""
     tables = await four_tables(pool, ServerKeys.load(tmp_path), sitter_deposit=100)
     d = tables.d.table_id
     async with pool.acquire() as conn:
         await conn.execute(
             "INSERT INTO seats (table_id, seat, player_id) VALUES ($1, 0, 'p_d'), ($1, 1, $2)", d, tables.sitter
         )
+
+    async def seated() -> list[tuple[int, str]]:
+        async with pool.acquire() as conn:
+            rows = await conn.fetch("SELECT seat, player_id FROM seats WHERE table_id = $1 ORDER BY seat", d)
+        return [(r["seat"], r["player_id"]) for r in rows]
+
+    assert await tables.d.run(tables.deal_d_short()) == io.NotDealt((tables.sitter,), ())
+    assert await seated() == [(0, "p_d"), (1, tables.sitter)]  # not yet: it has had no time to cover
+    statements = tables.writer.statements
     results: Any = await asyncio.gather(
-        tables.a.run(tables.records_a()), tables.d.run(tables.deal_d_short()), return_exceptions=True
+        tables.a.run(tables.records_a()),
+        tables.d.run(tables.deal_d_short(stand_unable=(tables.sitter,))),
+        return_exceptions=True,
     )
-    assert (tables.writer.statements, tables.writer.writes) == (1, 2)  # one batch
-    assert results == [None, io.NotDealt((tables.sitter,))]
+    assert (tables.writer.statements - statements, tables.writer.writes) == (1, 3)  # one batch
+    assert results == [None, io.NotDealt((tables.sitter,), (tables.sitter,))]
     got = await stored(pool, tables)
     assert got["a_records"] == 1 and got["d_hands"] == 1  # A's records committed; no hand at D
     assert got["d"] == ledger.Balance(1000, 0) and got["ledger"]["ok"]
-    async with pool.acquire() as conn:
-        seated = await conn.fetch("SELECT seat, player_id FROM seats WHERE table_id = $1 ORDER BY seat", d)
-    assert [(r["seat"], r["player_id"]) for r in seated] == [(0, "p_d")]
+    assert await seated() == [(0, "p_d")]
 
 
 async def test_a_fenced_op_runs_nothing_and_the_rest_of_its_batch_commits(pool: asyncpg.Pool, tmp_path: Path) -> None:

@@ -16,7 +16,9 @@ for an absent seat).
 
 D34: at a table too few are connected to deal at, a seat away for ``away_ms`` is
 stood up; its time away counts from its disconnection (or its sitting down with no
-connection), and never from before the last fault's end.
+connection), and never from before the last fault's end.  So is a connected seat that
+could not cover its hold at every deal tried for ``away_ms`` when too few could for a
+hand to be dealt.
 """
 
 from __future__ import annotations
@@ -42,12 +44,16 @@ class Reachability:
     #: D34: since the last fault, when a seated player's connection went, or when a player
     #: with none sat down (absent from then; no entry: absent since the fault's end)
     left: dict[str, int] = field(default_factory=dict)
+    #: D34: since the last fault, when a connected seat was first found unable to cover
+    #: its hold at a deal no hand came of (and has been unable at every try since)
+    unable: dict[str, int] = field(default_factory=dict)
 
     def fault_over(self, now: int) -> None:
         """The house serves again: every grace starts again from here."""
         self.recovered_at = now
         self.reach = dict.fromkeys(self.connected, now)
         self.left.clear()
+        self.unable.clear()
 
     def connect(self, player_id: str, now: int) -> None:
         self.connected.add(player_id)
@@ -76,6 +82,13 @@ class Reachability:
         faults not counted (its absence counts from the last fault's end at the
         earliest)."""
         return max(self.left.get(player_id, self.recovered_at), self.recovered_at)
+
+    def unable_since(self, player_id: str) -> int | None:
+        """D34: since when a connected seat has been unable to cover its hold at every
+        deal tried (None: it could at the last), the house's faults not counted (its
+        balance may be held by another table's hand the fault held up)."""
+        at = self.unable.get(player_id)
+        return None if at is None else max(at, self.recovered_at)
 
     def reached(self, player_id: str, cfg: CoreConfig) -> int:
         """When the player could reach the owner again since the last fault."""

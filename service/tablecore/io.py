@@ -128,11 +128,13 @@ class CloseOp:
 @dataclass(frozen=True, slots=True)
 class NotDealt:
     """A StartOp's answer when fewer than min_players of the connected seats can be
-    dealt in (D20's hold, a strict key of their own): no hand; the connected seats that
-    cannot be were stood up instead (D34), so that they hold no table up.  The table
-    tries again later."""
+    dealt in (D20's hold, a strict key of their own): no hand.  ``unable``: the
+    connected seats that cannot be; ``stood``: those of them the op was to stand up
+    (``StartOp.stand_unable``: unable for ``away_ms``, D34), stood up, so that they hold
+    no table up for ever.  The table tries again later."""
 
-    stood: tuple[str, ...]
+    unable: tuple[str, ...]
+    stood: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,7 +156,8 @@ class StartOp:
     core's) stored as record 0, the table's next hand number and dealer, and D34's
     count of hands away (a connected seat not dealt in counts as away too) — one
     transaction.  Answer: (HandRun, dealer, stood-up players); :class:`NotDealt` when
-    fewer than min_players can be dealt in."""
+    fewer than min_players can be dealt in (nothing written but the stand-ups of
+    ``stand_unable``)."""
 
     hand_no: int
     candidates: tuple[tuple[int, str], ...]
@@ -166,6 +169,9 @@ class StartOp:
     #: a moment of the table's time on the clock (``TableCore.shown``): the hand's stored
     #: deadline is on the clock (the two differ while the table's time is ahead, D37)
     shown: Callable[[int | None], int | None] = lambda at: at
+    #: D34: candidates that could not be dealt in for ``away_ms``: stood up if they still
+    #: cannot be and no hand is dealt
+    stand_unable: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -229,9 +229,9 @@ class Steps:
     def start(self, now: int) -> None:
         """A new hand for the connected seats that can cover their hold (D20); absent
         seats and those that cannot cover sit it out, and are stood up after
-        ``max_away`` hands away (D34) — at once, those that cannot cover, when too few
-        can for a hand to be dealt; and when too few are connected to try one, the
-        absent seats away for ``away_ms``."""
+        ``max_away`` hands away (D34); when too few can cover for a hand to be dealt,
+        those that could not for ``away_ms``; and when too few are connected to try
+        one, the absent seats away for ``away_ms``."""
         facts = self.facts
         assert facts is not None
         rules = facts.rules
@@ -242,6 +242,7 @@ class Steps:
         if len(reach.left) > len(absent):  # forget who is no longer seated
             reach.left = {p: t for p, t in reach.left.items() if p in absent}
         connected = {p for _, p in candidates}
+        away_ms = self.cfg.away_ms
 
         def stand(stood: Collection[str], at_hand: int | None) -> None:
             """D34: who had no connection was away; who had one could not be dealt in."""
@@ -254,7 +255,7 @@ class Steps:
             # D34: no hand can count anyone away, so time does: a seat away for away_ms
             # stands up, lest absent seats hold the table for ever
             self.next_start = now + max(1000, self.cfg.next_hand_ms)
-            gone = tuple(p for p in absent if now - reach.away_since(p) >= self.cfg.away_ms)
+            gone = tuple(p for p in absent if now - reach.away_since(p) >= away_ms)
             if gone:
                 self.write(io.StandAwayOp(gone), now, on_commit=lambda _: stand(gone, None))
             return
@@ -286,9 +287,11 @@ class Steps:
         def started(data: tuple[HandRun, int, list[str]] | io.NotDealt) -> None:
             if isinstance(data, io.NotDealt):  # no hand: too few could be dealt in
                 self.next_start = now + max(1000, self.cfg.next_hand_ms)
+                reach.unable = {p: reach.unable.get(p, now) for p in data.unable if p not in data.stood}
                 if data.stood:
                     stand(data.stood, None)
                 return
+            reach.unable.clear()  # a hand: D34 counts who sat it out in hands
             hand, dealer, stood = data
             facts.next_hand_no = hand_no + 1
             facts.dealer = dealer
@@ -300,7 +303,19 @@ class Steps:
         def refused(_: RuleError | None) -> None:
             self.next_start = now + max(1000, self.cfg.next_hand_ms)
 
-        op = io.StartOp(hand_no, candidates, absent, need, rules.min_players, facts.max_away, begin, self.shown)
+        # D34: a connected seat that could not cover at every deal tried for away_ms
+        unable = sorted(p for p in connected if (at := reach.unable_since(p)) is not None and now - at >= away_ms)
+        op = io.StartOp(
+            hand_no,
+            candidates,
+            absent,
+            need,
+            rules.min_players,
+            facts.max_away,
+            begin,
+            self.shown,
+            stand_unable=tuple(unable),
+        )
         self.write(op, now, on_commit=started, on_refused=refused)
 
     def _owe_if_told_late(self, hand: HandRun) -> None:

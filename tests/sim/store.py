@@ -199,8 +199,9 @@ class SimStore:
         f = t.facts
         if len(players) < op.min_players:  # no hand: who cannot be dealt in is stood up (D34)
             unable = tuple(p for _, p in op.candidates if p not in players.values())
-            f.seats = {s: p for s, p in f.seats.items() if p not in unable}
-            return io.NotDealt(unable)
+            stood = tuple(p for p in unable if p in op.stand_unable)
+            f.seats = {s: p for s, p in f.seats.items() if p not in stood}
+            return io.NotDealt(unable, stood)
         hand_id = int(table_id[1:]) * 1_000_000 + op.hand_no  # the same ids when a table replays alone
         hand, dealer = op.begin(io.Started(hand_id, seed, players, {p: self.player_keys[p] for p in players.values()}))
         for p in players.values():  # the transaction commits from here on

@@ -155,7 +155,7 @@ export function stoodWords(t, entry) {
       };
     case "cannot_cover":
       return {
-        parts: ["Your seat (" + seat + ") was stood up" + (entry.hand_no ? " as hand " + entry.hand_no + " was dealt: your balance could not cover the hold a hand needs (rule D20) for " + (away ? plural(away, "hand") : "several hands") + " in a row" : ": your balance could not cover the hold a hand needs (rule D20), and the table could not deal without you") + ", and a seat nobody can be dealt in at is stood up (rule D34). Nothing was charged. Add to your balance and sit again to play."],
+        parts: ["Your seat (" + seat + ") was stood up" + (entry.hand_no ? " as hand " + entry.hand_no + " was dealt: your balance could not cover the hold a hand needs (rule D20) for " + (away ? plural(away, "hand") : "several hands") + " in a row" : ": your balance could not cover the hold a hand needs (rule D20) for minutes, and the table could not deal without you") + ", and a seat nobody can be dealt in at is stood up (rule D34). Nothing was charged. Add to your balance and sit again to play."],
         rule: "D34",
       };
     case "clock":
