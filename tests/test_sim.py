@@ -5,7 +5,8 @@ or is voided by rule, no table with seated, connected players stalls, no clock c
 while the house is at fault nor within a seat's grace after it could reach the table
 again (D37), nor before the ordinary end plus the grace of a window the house's fault
 cut into (D32), every verified transcript verifies; a clock that steps back holds no
-table (D37)."""
+table (D37); a seat stood up for its time away was away that long, the house's faults
+not counted, and an absent seat holds no table too few are connected to deal at (D34)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import time
 
 import pytest
 
+from service.tablecore.clock import Reachability
 from service.tablecore.core import TableCore
 from service.tablecore.steps import Steps
 from tests.sim.run import Figures, worlds
@@ -88,6 +90,52 @@ def test_a_clock_that_takes_a_fault_out_of_the_turn_is_caught(monkeypatch: pytes
     _, found = first_failure()
     assert found is not None, "five seeds of faults and no window cut short by a fault"
     assert "D32" in found.violation.what, found.violation
+
+
+def walking_worlds() -> tuple[World, Failure | None]:
+    """Small worlds where players walk away for 5–60 s (``away_ms`` is 20 s) among the
+    other faults, seeds 1 to 5, until one fails."""
+    for seed in range(1, 6):
+        w, found = simulate(seed, tables=10, duration=200_000, fault_rate=2.0, away_rate=4.0)
+        if found is not None:
+            break
+    return w, found
+
+
+def test_a_world_whose_players_walk_away_keeps_every_invariant() -> None:
+    """D34: players walk away at tables of two among the other faults: a seat is stood
+    up for its time away only once nobody has played from it for ``away_ms`` and the
+    house has not been at fault since; no absent seat holds a table too few are
+    connected to deal at for long; money and transcripts as everywhere."""
+    w, failure = simulate(3, tables=10, duration=240_000, fault_rate=2.0, away_rate=4.0)
+    assert failure is None, failure.report()
+    assert w.injected.get("walk_away", 0) >= 20 and w.stood_away >= 5 and w.hands_ended > 100
+
+
+def test_a_core_that_counts_the_house_fault_as_time_away_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The D34 check can fail: a core that counts a seat's time away from before the
+    house's last fault (its load, a freeze) is caught."""
+
+    def from_the_start(self: Reachability, player_id: str) -> int:
+        return self.left.get(player_id, 0)
+
+    monkeypatch.setattr(Reachability, "away_since", from_the_start)
+    _, found = walking_worlds()
+    assert found is not None, "five seeds of walks and faults, and no seat stood up early"
+    assert "stood up as away" in found.violation.what, found.violation
+
+
+def test_a_core_that_never_stands_an_absent_seat_up_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The other side: a core that leaves absent seats seated while too few are
+    connected to deal (as before D34 counted time) is caught holding the table."""
+
+    def never(self: Reachability, player_id: str) -> int:
+        return 10**15
+
+    monkeypatch.setattr(Reachability, "away_since", never)
+    _, found = walking_worlds()
+    assert found is not None, "five seeds of walks, and no seat held a table"
+    assert "still holds its seat" in found.violation.what, found.violation
 
 
 def test_a_world_whose_clocks_step_back_keeps_every_invariant() -> None:

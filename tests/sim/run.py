@@ -32,6 +32,7 @@ class Figures:
     virtual_s: float = 0.0  # summed over the parts' tables: table-seconds / tables per part
     cpu_s: float = 0.0
     faults: dict[str, int] = field(default_factory=dict)
+    stood_away: int = 0  # seats stood up for their time away (D34)
     failures: list[str] = field(default_factory=list)
 
     def add(self, r: dict[str, Any]) -> None:
@@ -46,6 +47,7 @@ class Figures:
         self.cpu_s += r["cpu_s"]
         for k, n in r["faults"].items():
             self.faults[k] = self.faults.get(k, 0) + n
+        self.stood_away += r.get("stood_away", 0)
         if r["failure"]:
             self.failures.append(r["failure"])
 
@@ -54,7 +56,8 @@ class Figures:
             f"{self.hands} hands ({self.touched} touched by a fault; {self.verified} transcripts verified, "
             f"{self.on_curve} of them on the curve alone) "
             f"in {len(self.seeds)} worlds, {self.cpu_s:.1f} s of CPU "
-            f"({1000 * self.cpu_s / max(1, self.hands):.2f} ms a hand); faults {dict(sorted(self.faults.items()))}"
+            f"({1000 * self.cpu_s / max(1, self.hands):.2f} ms a hand); faults {dict(sorted(self.faults.items()))}; "
+            f"{self.stood_away} seats stood up for their time away"
         )
 
 
@@ -76,6 +79,7 @@ def one(args: tuple[int, int, int, dict[str, Any]]) -> dict[str, Any]:
         "cpu_s": time.process_time() - started,
         # a store fault is counted once per world (in part 0); a table's in the part that has the table
         "faults": {f: n for f, n in w.injected.items() if k == 0 or f not in STORE_WIDE},
+        "stood_away": w.stood_away,
         "failure": None if failure is None else failure.report(),
     }
 

@@ -115,6 +115,7 @@ def simulate(seed: int, **kw: Any) -> tuple[World, Failure | None]:
         kw.pop("fault_rate", None)
         kw.pop("store_fault_rate", None)
         kw.pop("clock_rate", None)
+        kw.pop("away_rate", None)
         failure = shrink(seed, v, w, **kw)
         failure.transcripts = transcripts
         return w, failure

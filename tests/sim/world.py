@@ -49,7 +49,10 @@ OWN = ("crash", "lost_reply", "takeover", "freeze", "drop", "slow_reader")  # on
 #: goes on); drawn from a stream of its own (``clock_rate``), so that the worlds of the
 #: other faults stay what they were for every seed
 CLOCK = ("clock_back",)
-KINDS = STORE_WIDE + OWN + CLOCK
+#: a player who walks away for longer than ``away_ms`` (D34: the table, too few
+#: connected to deal at, stands the seat up), from a stream of its own (``away_rate``)
+AWAY = ("walk_away",)
+KINDS = STORE_WIDE + OWN + CLOCK + AWAY
 
 
 @dataclass(frozen=True, order=True)
@@ -77,6 +80,7 @@ class Player:
     seat_table: str
     conn: TableCore | None = None  # the core this player's socket is attached to
     connected_at: int = 0
+    left_at: int = 0  # when its socket to the table's owner last went
     look_gen: int = 0
     slow_until: int = 0
     seeds: dict[int, bytes] = field(default_factory=dict)  # hand id -> my seed
@@ -125,6 +129,7 @@ class World:
         fault_rate: float = 1.0,
         store_fault_rate: float | None = None,
         clock_rate: float = 0.0,
+        away_rate: float = 0.0,
         only: set[int] | None = None,
         stop_after_hands: int | None = None,
         verify_every: int = 25,
@@ -138,7 +143,13 @@ class World:
         # every window the house owed after a refusal, and a restart that forgot them
         # (tests/test_owed_across_restart.py) went unseen; at 1 s seed 4 finds it in 30 s.
         self.cfg = cfg or CoreConfig(
-            commit_ms=2000, reveal_ms=2000, next_hand_ms=500, grace_ms=1000, reach_ms=1000, hung_ms=1500
+            commit_ms=2000,
+            reveal_ms=2000,
+            next_hand_ms=500,
+            grace_ms=1000,
+            reach_ms=1000,
+            hung_ms=1500,
+            away_ms=20_000,
         )
         self.keys = ServerKeys(
             BookedSigner(Ed25519PrivateKey.from_private_bytes(self.rng.randbytes(32))), self.rng.randbytes(32)
@@ -156,6 +167,7 @@ class World:
         self.verify_every = verify_every
         self.curve_every = curve_every  # every n-th transcript verified is checked on the curve alone
         self.on_curve = 0
+        self.stood_away = 0  # seats stood up for their time away (D34)
         self.steps = 0
         self.stop_after_hands = stop_after_hands
         self.store_faults: list[Fault] = []
@@ -178,7 +190,11 @@ class World:
                 t.players.append(Player(pid, signer, tid))
             self.tables.append(t)
         if faults is None:
-            faults = self.random_faults(fault_rate, store_fault_rate) + self.clock_faults(clock_rate)
+            faults = (
+                self.random_faults(fault_rate, store_fault_rate)
+                + self.clock_faults(clock_rate)
+                + self.away_faults(away_rate)
+            )
         self.by_index = {t.index: t for t in self.tables}
         self.faults = sorted(f for f in faults if f.kind in STORE_WIDE or f.table in self.by_index)
         for f in self.faults:
@@ -223,6 +239,23 @@ class World:
                     )
                 )
         return out
+
+    def away_faults(self, rate: float) -> list[Fault]:
+        """About ``rate`` players a table who walk away every 5 virtual minutes, for
+        5 to 60 s (``away_ms`` is 20 s here), from a stream of their own."""
+        rng = random.Random(f"{self.seed}/away")
+        end = max(1, self.duration - 90 * SECOND)
+        n = int(rate * self.n_tables * self.duration / (300 * SECOND))
+        return [
+            Fault(
+                rng.randrange(5 * SECOND, end),
+                "walk_away",
+                rng.randrange(self.n_tables),
+                rng.randrange(5, 60) * SECOND,
+                rng.randrange(4),
+            )
+            for _ in range(n)
+        ]
 
     def clock_faults(self, rate: float) -> list[Fault]:
         """About ``rate`` steps back of a table's clock every 5 virtual minutes, of a
@@ -284,6 +317,8 @@ class World:
         charges = [(e, self._grace_of(t, core, e)) for e in fx if isinstance(e, io.Charge)]
         for e in fx:
             if isinstance(e, io.Write):
+                if isinstance(e.op, io.StandAwayOp):
+                    self._stand_away(t, core, e.op)
                 self._write(t, core, e, charges)
                 charges = []
             elif isinstance(e, io.Load):
@@ -483,7 +518,7 @@ class World:
             if f.duration > LEASE:  # its lease runs out: another node takes the table
                 self.at(self.now + LEASE, lambda: self._takeover(t, frozen=True), t)
             self.at(self.now + f.duration, lambda: self._thaw(t), t)
-        elif k == "drop":
+        elif k in ("drop", "walk_away"):
             p = t.players[f.player % len(t.players)]
             if p.conn is not None and t.core is not None:
                 self._disconnect(t, p, reconnect=True, after=f.duration)
@@ -538,6 +573,7 @@ class World:
         old = p.conn
         p.conn = None
         if old is not None and not old.gone and old is t.core:
+            p.left_at = self.now
             self.feed(t, old, io.Reach(p.pid, False))
         if reconnect:
             delay = after if after is not None else t.rng.randrange(100, 4000)
@@ -672,6 +708,26 @@ class World:
             )
         return None
 
+    def _stand_away(self, t: SimTable, core: TableCore, op: io.StandAwayOp) -> None:
+        """D34: a seat stood up for its time away is one nobody has played from for
+        ``away_ms``, the house's faults not counted: its player has had no socket to the
+        table's owner since at least ``away_ms`` ago, and the house has not been at
+        fault since then either."""
+        self.stood_away += len(op.players)
+        for p in t.players:
+            if p.pid not in op.players:
+                continue
+            if p.conn is core:
+                raise Violation(self.now, t.tid, f"{p.pid} stood up as away while connected (D34)")
+            since = max(p.left_at, t.ok_at)
+            if t.fault_open or self.now - since < self.cfg.away_ms:
+                raise Violation(
+                    self.now,
+                    t.tid,
+                    f"{p.pid} stood up as away {(self.now - since) / 1000:.3f}s after it left or the house was "
+                    f"back (D34 gives it {self.cfg.away_ms / 1000:.0f}s; the house at fault now: {t.fault_open})",
+                )
+
     def _ended(self, t: SimTable, op: io.FinishOp) -> None:
         h = self.store.hands[op.hand_id]
         if h.settlements > 1:
@@ -724,6 +780,14 @@ class World:
             live = [p for p in t.players if p.conn is core and p.pid in seated]
             if len(live) >= 2 and self.now - max(t.last_progress, t.ok_at, *(p.connected_at for p in live)) > bound:
                 raise Violation(self.now, t.tid, f"stalled: no progress for {bound / 1000:.0f}s with players connected")
+            if len(live) < 2 <= len(seated):  # D34: too few to deal; an absent seat stands up in time (fewer
+                # seated than a hand needs leaves a seat free: nobody is held up).  Counted from the end of the
+                # store's last fault too: one that held the stand-up's write is known here only once it answers
+                store_ok = max((f.at + f.duration for f in self.store_faults if f.at <= self.now), default=0)
+                for p in t.players:
+                    away = self.now - max(p.left_at, t.ok_at, store_ok)
+                    if p.pid in seated and p.conn is not core and away > self.cfg.away_ms + bound // 4:
+                        raise Violation(self.now, t.tid, f"{p.pid} away {away / 1000:.0f}s still holds its seat (D34)")
         self.at(self.now + 10 * SECOND, self._stall_check)
 
     def _dated_in_order(self, tid: str, hands: list[Hand]) -> None:
