@@ -10,9 +10,9 @@ signing players each) for ``--duration`` virtual seconds with about ``--fault-ra
 faults of its own per table and as many of the store's every 5 virtual minutes, about
 ``--clock-rate`` steps back of a table's clock and ``--away-rate`` players who walk away
 for 5–60 s (D34: a seat away 20 s at a table too few are connected to deal at stands
-up), each on a stream of its own; each world is split into ``--workers`` processes (tests/sim/run.py).  It stops launching
-worlds once ``--hands`` hands have ended or ``--minutes`` of wall time have passed,
-and lets the worlds in flight finish.  Every hand is checked for the invariants
+up), each on a stream of its own; each world is split into ``--workers`` processes
+(tests/sim/run.py).  It stops launching worlds once ``--hands`` hands have ended or
+``--minutes`` of wall time have passed, and lets the worlds in flight finish.  Every hand is checked for the invariants
 (tests/sim/world.py); every hand a fault touched and every ``--verify-every``-th other
 hand has its transcript verified by the verifier (one in ten of those on the curve
 alone, the rest with the signature book: tests/sim/sigbook.py); after a failure every

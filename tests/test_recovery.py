@@ -477,6 +477,51 @@ async def test_a_lost_database_pauses_the_table_and_nothing_is_half_applied(
         assert (await api.call("GET", "/api/ledger"))["ok"] is True
 
 
+async def test_a_hang_that_ends_in_a_refused_sit_gives_the_seat_on_turn_its_grace_and_resumed(
+    proxied: tuple[Running, PgProxy],
+) -> None:
+    """Found by an audit (PostgreSQL stopped 15 s under a real server): a walk-in's sit
+    was the write in flight when the database hung; the table paused; when the
+    database answered it refused the sit by rule (D20: no balance), and the table went
+    on as if nothing had happened — no `resumed`, and the seat on turn timed out the
+    moment the store answered, the hang taken out of its turn (D32, D37).  Now the
+    answer ends the fault: `resumed`, and the turn runs its grace from the answer."""
+    import aiohttp
+
+    server, proxy = proxied
+    clock = server.app[CONFIG].settings.clock
+    assert isinstance(clock, SkipClock)
+    grace = server.app[CONFIG].settings.resume_grace
+    async with aiohttp.ClientSession() as session:
+        api = Api(server.url, session)
+        table, a, b = await seat_two(api, server, turn_seconds=2, max_missed_turns=3)
+        walker = await api.player("walk-in", deposit=1)  # a seat holds 260 (D20)
+        async with (
+            Client(server.url, a["token"], a["signer"]) as ca,
+            Client(server.url, b["token"], b["signer"]) as cb,
+            Client(server.url, walker["token"], walker["signer"]) as cw,
+        ):
+            await through_seeds(table, ca, cb)
+            await cw.request({"type": "join", "table_id": table})
+            proxy.hang()
+            sit = asyncio.create_task(cw.request({"type": "sit", "table_id": table}, timeout=60))
+            await ca.wait_frame(lambda f: f.get("type") == "paused", timeout=20)
+            await clock.skip(server.app[TABLES].values(), 4)  # two turns' worth: no clock runs
+            proxy.let_go()
+            back = clock()
+            refused = await sit
+            assert refused["type"] == "error" and refused["error"]["code"] == "insufficient_balance", refused
+            resumed = await ca.wait_frame(lambda f: f.get("type") == "resumed", timeout=20)
+            deadline = datetime.fromisoformat(resumed["snapshot"]["hand"]["deadline"]).timestamp()
+            assert deadline >= back + grace - 0.05, (deadline - back, grace)
+            clock_moves = [
+                e for f in ca.frames if f.get("type") == "update" for e in f["events"] if e["kind"] == "clock"
+            ]
+            assert clock_moves == [], "the seat on turn was charged for the hang"
+            for c in (ca, cb):
+                await c.leave(table)
+
+
 async def test_an_ambiguous_commit_never_wedges_a_table(proxied: tuple[Running, PgProxy]) -> None:
     """The answer to a COMMIT is lost at a hand's start, in the middle of play and at
     settlement: each time the commit happened, the table cannot know, reloads, adopts

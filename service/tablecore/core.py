@@ -232,6 +232,14 @@ class TableCore(Commands):
             log.warning("table %s: a write has not answered for %d ms; pausing", self.table_id, self.steady - p.steady)
             self.hung = True
             self._tell_paused()
+        elif p is not None and not self.hung and last_clock is not None and clock < last_clock:
+            # the clock went back with a write pending: how long it has waited since the
+            # last step cannot be told, so the house takes it as hung (D37), and each seat
+            # has its grace once it answers (the simulator found a write 2 s slow, timed
+            # at 1.3 s across a step back, and a seat charged as it answered)
+            log.warning("table %s: the clock went back with a write pending; pausing", self.table_id)
+            self.hung = True
+            self._tell_paused()
         return now
 
     def _arm(self, now: int, due: int | None) -> None:
@@ -340,10 +348,15 @@ class TableCore(Commands):
         self.pending = None
         was_hung, self.hung = self.hung, False
         r = out.result
+        if was_hung and (r is io.Result.COMMITTED or r is io.Result.REFUSED):
+            # The store answered (a refusal by rule too: a sit it judged): the fault is over
+            # (D37: every grace from now, and D32's turn lengthened).  A hang that ended in
+            # a refusal went on as if nothing had happened, found by an audit: the seat on
+            # turn was charged the moment the store answered, and `resumed` never came.
+            self.reach.fault_over(now)
+            self._tell_resumed()
+            self.paused_told = self.resumed_told = False
         if r is io.Result.COMMITTED:
-            if was_hung:  # the store came back: the fault is over
-                self.reach.fault_over(now)
-                self._tell_resumed()
             self.streak = 0
             self.paused_told = self.resumed_told = False
             self.stored_at = now

@@ -106,6 +106,7 @@ class SimTable:
     last_progress: int = 0
     touched: set[int] = field(default_factory=set)  # hand ids a fault touched
     reached: dict[str, int] = field(default_factory=dict)  # since ok_at: when each player could reach the owner
+    paired_at: int | None = 0  # when the owner last told two seats or more taken (None: fewer now)
     refused: dict[str, int] = field(default_factory=dict)  # D35: when the house last refused a player's move
     cmds: dict[int, tuple[str, str]] = field(default_factory=dict)  # command id -> (player, kind)
     seq: int = 0
@@ -336,6 +337,11 @@ class World:
                         t.refused[sent[0]] = self.now
                     self._retry_soon(t)
             elif isinstance(e, io.TellPhase | io.TellUpdate | io.TellResumed | io.TellSeats):
+                if isinstance(e, io.TellSeats) and core is t.core:
+                    if len(e.seats) < 2:
+                        t.paired_at = None
+                    elif t.paired_at is None:
+                        t.paired_at = self.now
                 self._look_all(t)
             elif isinstance(e, io.TellResult):
                 self._look_all(t)
@@ -781,11 +787,12 @@ class World:
             if len(live) >= 2 and self.now - max(t.last_progress, t.ok_at, *(p.connected_at for p in live)) > bound:
                 raise Violation(self.now, t.tid, f"stalled: no progress for {bound / 1000:.0f}s with players connected")
             if len(live) < 2 <= len(seated):  # D34: too few to deal; an absent seat stands up in time (fewer
-                # seated than a hand needs leaves a seat free: nobody is held up).  Counted from the end of the
-                # store's last fault too: one that held the stand-up's write is known here only once it answers
+                # seated than a hand needs leaves a seat free: nobody is held up, and the time counts from when
+                # two were seated again).  Counted from the end of the store's last fault too: one that held the
+                # stand-up's write is known here only once it answers
                 store_ok = max((f.at + f.duration for f in self.store_faults if f.at <= self.now), default=0)
                 for p in t.players:
-                    away = self.now - max(p.left_at, t.ok_at, store_ok)
+                    away = self.now - max(p.left_at, t.ok_at, store_ok, t.paired_at or 0)
                     if p.pid in seated and p.conn is not core and away > self.cfg.away_ms + bound // 4:
                         raise Violation(self.now, t.tid, f"{p.pid} away {away / 1000:.0f}s still holds its seat (D34)")
         self.at(self.now + 10 * SECOND, self._stall_check)
