@@ -272,8 +272,15 @@ class Bot:
             # where the table is served now, else home.
             self.server = self.others[0] if self.others else self.home
         elif t == "moved":
-            log.debug("bot %s: moved", self.player_id)
-            self.server = self.home  # ask again where the table is served
+            servers = m.get("servers")
+            if isinstance(servers, list) and servers and all(isinstance(u, str) for u in servers):
+                # another node knows where the table is now (this one may have lost its
+                # database, and could not tell us)
+                self.others = servers
+                self.server = servers[0]
+            else:
+                self.server = self.home  # ask again where the table is served
+            log.debug("bot %s: moved (asking %s)", self.player_id, self.server)
         elif t == "resumed" and isinstance(m.get("snapshot"), dict):
             log.debug("bot %s: resumed", self.player_id)
             self._acted_on = None  # a move refused while the table was paused is ours to make again

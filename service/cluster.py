@@ -96,6 +96,10 @@ class NodeSettings:
     node_id: str = "solo"
     public_url: str = ""
     cluster: bool = False  # False: a server alone, which takes every table at start
+    #: other nodes of a cluster may take this node's tables once its leases run out (a
+    #: node of a cluster, or a worker of one): a lease it cannot renew in time is given
+    #: up on its own clock, before another can take it (:meth:`Cluster.expire`)
+    shared: bool = False
     lease_seconds: float = 5.0
     heartbeat_seconds: float = 1.0
     #: the node this process is a worker of (``serve --workers``: it holds leases as
@@ -145,6 +149,11 @@ class Cluster:
         # periods, over and over (its players paused each time).
         self._kept: dict[str, tuple[int, int]] = {}
         self.owned: dict[str, Lease] = {}
+        #: table -> the moment (this process's monotonic clock) by which its lease may have
+        #: run out in the database: lease_seconds after the start of the statement that
+        #: last took or renewed it (the database's expiry is never earlier)
+        self.valid: dict[str, float] = {}
+        self.others_seen: list[str] = []  # the other live nodes' URLs at the last heartbeat
         self._wake = asyncio.Event()
         self._listener: asyncpg.Connection | None = None
         self._heart: asyncpg.Connection | None = None
@@ -166,7 +175,47 @@ class Cluster:
         await self.acquire()
 
     async def run(self) -> None:
-        """The heartbeat: be seen, renew, take what is free; never ends by itself."""
+        """The heartbeat: be seen, renew, take what is free; never ends by itself.  On a
+        node whose tables another node may take, a watch beside it gives up the leases
+        the heartbeat could not renew in time (:meth:`expire`)."""
+        watch = asyncio.create_task(self._watch(), name="cluster-lease-watch") if self.node.shared else None
+        try:
+            await self._beats()
+        finally:
+            if watch is not None:
+                watch.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await watch
+
+    async def _watch(self) -> None:
+        while True:
+            now = time.monotonic()
+            await self.expire(now)
+            soonest = min(self.valid.values(), default=now + self.node.lease_seconds) - self.node.heartbeat_seconds
+            await asyncio.sleep(min(self.node.heartbeat_seconds, max(0.05, soonest - now)))
+
+    async def expire(self, now: float) -> None:
+        """Give up, on this node's own clock, every lease that may run out within a
+        heartbeat without a renewal: the heartbeat hangs on a database this node cannot
+        reach (a partition, a stalled connection) while another node, which can, takes
+        the table once its lease has run out.  Without this the node learnt of the loss
+        only when the database answered it again: meanwhile its clients were told
+        ``paused`` ("no clock runs") while the new owner's clock charged them (found by
+        an audit: timeouts and a clock drop, D16, D31).  Their sockets are told ``moved``
+        now, with the other nodes' addresses, so that they find the new owner within the
+        reach D37 gives them, and a move this node refuses is refused before the new
+        owner resumes (D32, D35)."""
+        late = sorted(t for t, until in self.valid.items() if until - self.node.heartbeat_seconds <= now)
+        if not late:
+            return
+        log.warning(
+            "node %s: the leases of %s could not be renewed in time; letting them go before another node takes them",
+            self.node.node_id,
+            " ".join(late),
+        )
+        await asyncio.gather(*(self.lost(t) for t in late))
+
+    async def _beats(self) -> None:
         due = time.monotonic() + self.node.heartbeat_seconds
         while True:
             with contextlib.suppress(TimeoutError):
@@ -226,6 +275,8 @@ class Cluster:
     async def beat(self) -> None:
         async with self._own_connection() as conn:
             await nodes.beat(conn, self.node.node_id)
+            if self.node.shared:
+                self.others_seen = await nodes.other_urls(conn, self.node.node_id, self.node.lease_seconds)
         await self.renew()
         await self.acquire()
         await self.rebalance()
@@ -240,6 +291,7 @@ class Cluster:
         with contextlib.suppress(Exception):
             async with connection(self.pool) as conn:
                 await nodes.leave(conn, self.node.node_id)
+        self.valid.clear()
         if not self.owned:
             return
         tables = list(self.owned)
@@ -264,6 +316,7 @@ class Cluster:
         renewing = dict(self.owned)
         tables = list(renewing)
         epochs = [renewing[t].epoch for t in tables]
+        began = time.monotonic()
         async with self._own_connection() as conn:
             rows = await conn.fetch(
                 RENEW_SQL,
@@ -273,6 +326,9 @@ class Cluster:
                 self.node.lease_seconds,
             )
         kept = {r["table_id"] for r in rows}
+        for t in kept:
+            if self.owned.get(t) is renewing[t]:  # not let go meanwhile (a hand-over, the watch)
+                self.valid[t] = began + self.node.lease_seconds
         # a table let go meanwhile (a hand-over: Cluster.release drops it from ours, then
         # clears its row), or let go and taken again under a new lease, was not lost: only
         # the leases still ours as they were are
@@ -284,6 +340,7 @@ class Cluster:
         await asyncio.gather(*(self.lost(t) for t in gone))
 
     async def lost(self, table_id: str) -> None:
+        self.valid.pop(table_id, None)
         if self.owned.pop(table_id, None) is not None:
             await self._stop(table_id)
 
@@ -294,6 +351,7 @@ class Cluster:
         beyond the share: an open table is never left without an owner."""
         async with self._own_connection() as conn:
             stray = False
+            began = time.monotonic()
             if self.node.cluster:
                 look = await self.look(conn)
                 want = share_of(*look) - len(await self.open_owned(conn))
@@ -306,6 +364,7 @@ class Cluster:
                 self._kept[str(r["table_id"])] = look
             lease = Lease(str(r["table_id"]), self.node.node_id, int(r["epoch"]))
             self.owned[lease.table_id] = lease
+            self.valid[lease.table_id] = began + self.node.lease_seconds
             self.takeovers += 1
             log.info("node %s: took table %s (epoch %d)", self.node.node_id, lease.table_id, lease.epoch)
             self._start(lease)
@@ -377,6 +436,7 @@ class Cluster:
     async def release(self, table_id: str) -> None:
         """Give one table's lease up (its task has stopped), for another node to take."""
         lease = self.owned.pop(table_id, None)
+        self.valid.pop(table_id, None)
         self._handing.discard(table_id)
         if lease is None:
             return
@@ -410,6 +470,7 @@ class Cluster:
     def adopt(self, lease: Lease) -> None:
         self._creating.discard(lease.table_id)
         self.owned[lease.table_id] = lease
+        self.valid[lease.table_id] = time.monotonic() + self.node.lease_seconds
 
     def abandon(self, table_id: str) -> None:
         self._creating.discard(table_id)

@@ -153,7 +153,7 @@ async def tables_and_leases(app: web.Application) -> AsyncIterator[None]:
         closed, exactly as when a write is fenced (they reconnect to the new owner)."""
         a = app[TABLES].pop(table_id, None)
         if a is not None:
-            await a.lose()
+            await a.lose(app[CLUSTER].others_seen)
 
     def handoff(table_id: str) -> bool:
         a = app[TABLES].get(table_id)
@@ -215,6 +215,7 @@ def new_actor(app: web.Application, lease: Lease) -> TableActor:
             task.add_done_callback(app[BACKGROUND].discard)
         else:
             app[CLUSTER].owned.pop(table_id, None)
+            app[CLUSTER].valid.pop(table_id, None)
 
     a = TableActor(
         lease.table_id,

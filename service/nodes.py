@@ -93,12 +93,16 @@ async def other_urls(conn: asyncpg.Connection, node_id: str, lease_seconds: floa
 
 async def owner_of(conn: asyncpg.Connection, table_id: str, lease_seconds: float) -> tuple[str, str] | None:
     """(holder, public URL) of whoever holds the table's lease now; a holder not seen
-    for a lease is gone, and nobody is sent there."""
+    for half a lease is away, and nobody is sent there.  (It beats five times a lease.
+    One that cannot renew gives its leases up on its own clock a beat before they can
+    run out — ``Cluster.expire`` — and tells their clients ``moved``; sent back to it
+    until its lease ran out, they waited on a node that could not serve them while
+    the next owner's clock ran.  Until the table is taken it is between servers.)"""
     row = await conn.fetchrow(
         "SELECT l.owner, n.public_url FROM table_leases l JOIN nodes n ON n.node_id = l.owner "
         "WHERE l.table_id = $1 AND l.expires_at > now() AND n.seen_at > now() - make_interval(secs => $2)",
         table_id,
-        lease_seconds,
+        lease_seconds / 2,
     )
     return None if row is None else (str(row["owner"]), str(row["public_url"]))
 

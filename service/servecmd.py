@@ -144,6 +144,7 @@ def node_settings(args: argparse.Namespace, dsn: str | None) -> NodeSettings:
         node_id=args.node_id,
         public_url=public,
         cluster=True,
+        shared=True,
         lease_seconds=lease,
         heartbeat_seconds=beat,
     )

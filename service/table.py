@@ -20,7 +20,7 @@ import itertools
 import logging
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -151,6 +151,7 @@ class TableActor:
         self.task: asyncio.Task[None] | None = None
         self.loaded = asyncio.Event()
         self._stopping = False
+        self._moved_to: list[str] = []  # the other nodes a client told `moved` may ask (lose)
         self._stopped = False  # stop() is done: an op that ends after it is not stepped
         self._armed: int | None = None
 
@@ -235,9 +236,12 @@ class TableActor:
         log.error("table %s: its task stopped: %r; letting it go to be loaded afresh", self.table_id, e, exc_info=e)
         self._let_go(io.LetGo(True, FAILED, failed=True))
 
-    async def lose(self, timeout: float = 1.0) -> None:
-        """The heartbeat found the lease gone: tell every client ``moved``, close their
-        sockets, answer what waits, stop (exactly as when a write is fenced)."""
+    async def lose(self, servers: Sequence[str] = (), timeout: float = 1.0) -> None:
+        """The lease is gone (the heartbeat found it so, or could not renew it in time):
+        tell every client ``moved`` — with ``servers``, the other live nodes, where it
+        may ask for the table — close their sockets, answer what waits, stop (exactly as
+        when a write is fenced)."""
+        self._moved_to = list(servers)
         if not self._stopping:
             self._step(io.LeaseEvent(io.Lease.LOST))
         await self.stop(timeout)
@@ -356,7 +360,12 @@ class TableActor:
         are sent to the new owner), close their sockets, and stop."""
         self._stopping = True
         self.watchers.broadcast(
-            {"type": "moved", "table_id": self.table_id, "message": "the table moved to another server; reconnect"}
+            {
+                "type": "moved",
+                "table_id": self.table_id,
+                "message": "the table moved to another server; reconnect",
+                "servers": self._moved_to,
+            }
         )
         self.watchers.close_all()
         self.inputs.put_nowait(None)

@@ -109,6 +109,7 @@ async def serve(plan: WorkerPlan) -> None:
         node_id=plan.worker_id,
         public_url=plan.public_url,
         cluster=True,
+        shared=plan.cluster,  # a worker of a node of a cluster: other nodes may take its tables
         lease_seconds=plan.lease_seconds,
         heartbeat_seconds=max(0.2, plan.lease_seconds / 5),
         node_name=plan.node,

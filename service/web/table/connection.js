@@ -168,8 +168,11 @@ export class TableSocket {
         this.moving = true;
       }
       if (m.type === "moved") {
-        // the table went to another node: ask this page's own server where, at once
-        this.node = null;
+        // the table went to another node: ask another node of the card room when this
+        // one names any (it may have lost its database, and cannot tell where), else
+        // this page's own server, at once
+        const servers = m.servers;
+        this.node = Array.isArray(servers) && servers.length > 0 && typeof servers[0] === "string" ? servers[0] : null;
         this.moving = true;
       }
       if (!this.joined && GATED.has(m.type)) return;

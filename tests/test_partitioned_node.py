@@ -1,0 +1,183 @@
+"""A node of a cluster cut off from PostgreSQL (its connections hang: a partition that
+drops packets) while another node, which reaches the database, takes its tables once
+their leases run out.
+
+Found by an audit: the cut-off node never learnt that its leases had run out (its
+heartbeat hung on its own connection), so it kept its players' sockets, told them
+``paused`` ("no clock runs until it is back") and never ``moved``, while the new
+owner's clock charged them timeouts and a clock drop (D16, D31) — they were not
+connected there.  Now a node gives up, on its own clock, a lease it could not renew
+in time, before another node can take it (``Cluster.expire``), and tells the
+table's clients ``moved`` with the other nodes' addresses: they reach the new owner
+within the reach D37 gives them, and the hand goes on with nobody charged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import shutil
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import aiohttp
+import asyncpg
+import pytest
+
+from service.app import TABLES
+from service.bots import Bot
+from service.cluster import Cluster, Lease, NodeSettings
+from service.keys import SEED_KEY_FILE, SIGNING_KEY_FILE
+from service.startup import Running, start_server
+from service.table import Settings
+from service.tablecore.phase import HandPhase
+from tests.conftest import OPERATOR, Api, fresh_database, wait_for
+from tests.pgproxy import PgProxy
+from tests.test_cli_errors import free_port
+from tests.test_web_table import start_bots, stop_bots
+
+FAST = Settings(commit_seconds=2, reveal_seconds=2, next_hand_delay=0.3, resume_grace=5.0)
+LEASE = 3.0
+
+
+async def node(data_dir: Path, node_id: str, database_url: str) -> Running:
+    port = free_port()
+    return await start_server(
+        host="127.0.0.1",
+        port=port,
+        data_dir=data_dir,
+        database_url=database_url,
+        operator_token=OPERATOR,
+        settings=FAST,
+        node=NodeSettings(
+            node_id=node_id,
+            public_url=f"http://127.0.0.1:{port}",
+            cluster=True,
+            shared=True,
+            lease_seconds=LEASE,
+            heartbeat_seconds=0.5,
+        ),
+    )
+
+
+@dataclass
+class Pair:
+    dsn: str
+    proxy: PgProxy
+    a: Running  # reaches PostgreSQL through the proxy
+    b: Running  # directly
+
+
+@contextlib.asynccontextmanager
+async def proxied_pair(pg_dsn: str, tmp_path: Path) -> AsyncIterator[Pair]:
+    async with fresh_database(pg_dsn, "partnode") as dsn:
+        sock_dir = tempfile.mkdtemp(prefix="pgp-", dir="/tmp")
+        proxy = await PgProxy(pg_dsn, sock_dir).start()
+        a = b = None
+        try:
+            a = await node(tmp_path / "a", "a", proxy.dsn(urlsplit(dsn).path.lstrip("/")))
+            (tmp_path / "b").mkdir()
+            for f in (SIGNING_KEY_FILE, SEED_KEY_FILE):  # one card room: the same keys
+                shutil.copy2(tmp_path / "a" / f, tmp_path / "b" / f)
+            b = await node(tmp_path / "b", "b", dsn)
+            yield Pair(dsn, proxy, a, b)
+        finally:
+            proxy.let_go()
+            for n in (b, a):
+                if n is not None:
+                    with contextlib.suppress(Exception):
+                        await asyncio.wait_for(n.stop(), 30)
+            await proxy.stop()
+            shutil.rmtree(sock_dir, ignore_errors=True)
+
+
+async def transcript_of(dsn: str, table: str, hand_no: int) -> dict[str, Any] | None:
+    conn = await asyncpg.connect(dsn)
+    try:
+        text = await conn.fetchval(
+            "SELECT transcript::text FROM hands WHERE table_id = $1 AND hand_no = $2", table, hand_no
+        )
+    finally:
+        await conn.close()
+    return None if text is None else json.loads(text)
+
+
+@pytest.mark.timeout(240)
+async def test_a_node_cut_off_from_its_database_sends_its_players_to_the_new_owner_and_nobody_is_charged(
+    pg_dsn: str, tmp_path: Path
+) -> None:
+    tasks: list[asyncio.Task[None]] = []
+    async with proxied_pair(pg_dsn, tmp_path) as n:
+        a, b = n.a, n.b
+        try:
+            async with aiohttp.ClientSession() as session:
+                api = Api(a.url, session)
+                table = await api.table(seats=4, point_value=1, turn_seconds=5)
+                assert table in a.app[TABLES]
+                bots = []
+                for name in ("p1", "p2"):
+                    p = await api.player(name)
+                    bot = Bot(a.url, p["token"], table, key=p["signer"], fast=True, drops=False, think=1.0)
+                    bot.keep_frames = True
+                    bots.append(bot)
+            tasks = start_bots(bots)
+
+            def playing() -> bool:
+                act = a.app[TABLES].get(table)
+                return act is not None and act.hand is not None and act.hand.phase is HandPhase.PLAY
+
+            await wait_for(playing, timeout=60)
+            hand_no = a.app[TABLES][table].hand.hand_no
+            marks = [len(x.frames) for x in bots]
+            n.proxy.hang()  # node a's PostgreSQL stops answering it; node b's does not
+            hung = time.time()
+            # node a gives the table up on its own clock, before node b can take it
+            await wait_for(lambda: table not in a.app[TABLES], timeout=30)
+            assert table not in b.app[TABLES], "node b took the table before node a gave it up"
+            for x, mark in zip(bots, marks, strict=True):
+                moved = [f for f in x.frames[mark:] if f.get("type") == "moved"]
+                assert moved and moved[0]["servers"] == [b.url], x.frames[mark:]
+            await wait_for(lambda: table in b.app[TABLES], timeout=30)
+            tr = None
+            deadline = time.monotonic() + 120
+            while tr is None and time.monotonic() < deadline:
+                tr = await transcript_of(n.dsn, table, hand_no)
+                await asyncio.sleep(0.5)
+            assert tr is not None, "the hand did not end on node b"
+            charged = [
+                (r["i"], r["t"] / 1000 - hung)
+                for r in tr["log"]
+                if r["type"] == "action" and r["action"]["kind"] == "timeout" and r["t"] / 1000 > hung
+            ]
+            assert charged == [], f"clock moves after the partition (record, seconds after it): {charged}"
+            assert all(x.server == b.url for x in bots)  # the players followed the table
+        finally:
+            await stop_bots(tasks)
+
+
+async def test_expire_gives_up_exactly_the_leases_that_may_run_out_within_a_heartbeat() -> None:
+    """``Cluster.expire`` on a clock given to it: a lease valid beyond the next
+    heartbeat is kept; one that may run out within it is given up (its table stopped,
+    the lease forgotten); the watch is only for nodes others may take tables from."""
+    stopped: list[str] = []
+
+    async def stop(table_id: str) -> None:
+        stopped.append(table_id)
+
+    settings = NodeSettings(node_id="a", cluster=True, shared=True, lease_seconds=5.0, heartbeat_seconds=1.0)
+    c = Cluster(None, "", settings, lambda _: None, stop)  # type: ignore[arg-type]
+    for t in ("t1", "t2", "t3"):
+        c.owned[t] = Lease(t, "a", 1)
+    c.valid = {"t1": 100.0, "t2": 103.0, "t3": 102.5}
+    await c.expire(101.0)  # within a heartbeat (by 102.0): t1 may have run out; t2 and t3 not yet
+    assert sorted(stopped) == ["t1"] and set(c.owned) == {"t2", "t3"}
+    await c.expire(101.5)
+    assert sorted(stopped) == ["t1", "t3"] and set(c.owned) == {"t2"} and set(c.valid) == {"t2"}
+    await c.expire(101.9)
+    assert sorted(stopped) == ["t1", "t3"]
