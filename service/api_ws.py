@@ -14,7 +14,7 @@ from typing import Any
 from aiohttp import ClientConnectionResetError, WSCloseCode, WSMsgType, web
 
 from service import auth, replies, store, wire
-from service.appkeys import CONFIG, HANDSHAKES, METRICS, PLAYER_SOCKETS, SOCKETS, TABLES
+from service.appkeys import CLUSTER, CONFIG, HANDSHAKES, METRICS, PLAYER_SOCKETS, SOCKETS, TABLES
 from service.edge import require_player
 from service.errors import ServiceError
 from service.handover import MARK, HandedOver, hand_over
@@ -110,6 +110,8 @@ async def _serve(request: web.Request, player: store.Player) -> web.StreamRespon
             "name": player.name,
             "protocol": PROTOCOL,
             "now": iso(config.settings.clock()),
+            # where to go when this node cannot be reached (as of its last heartbeat)
+            "servers": request.app[CLUSTER].others_seen if CLUSTER in request.app else [],
         }
     )
     loop = asyncio.get_running_loop()

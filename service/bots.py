@@ -117,7 +117,7 @@ class Bot:
     _ws: aiohttp.ClientWebSocketResponse | None = None
     _asking: asyncio.Task[None] | None = None  # a join sent again after a refused move
     home: str = ""  # the server first given; any node of a cluster sends us on from there
-    others: list[str] = field(default_factory=list)  # other nodes, as named by a node going down
+    others: list[str] = field(default_factory=list)  # other nodes, as a node named them (hello, moved, shutdown)
 
     def __post_init__(self) -> None:
         self.home = self.home or self.server
@@ -224,6 +224,9 @@ class Bot:
         self.told[str(t)] += 1
         if t == "hello":
             self.player_id = m.get("player_id")
+            servers = m.get("servers")
+            if isinstance(servers, list) and servers and all(isinstance(u, str) for u in servers):
+                self.others = servers  # where to go should this node become unreachable
             with contextlib.suppress(TypeError, ValueError):
                 now = datetime.fromisoformat(str(m.get("now"))).timestamp()
                 self._offset_ms = int((now - time.time()) * 1000)

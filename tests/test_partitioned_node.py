@@ -181,3 +181,22 @@ async def test_expire_gives_up_exactly_the_leases_that_may_run_out_within_a_hear
     assert sorted(stopped) == ["t1", "t3"] and set(c.owned) == {"t2"} and set(c.valid) == {"t2"}
     await c.expire(101.9)
     assert sorted(stopped) == ["t1", "t3"]
+
+
+async def test_a_bot_learns_the_other_nodes_from_hello_and_moved_and_tries_them_in_turn() -> None:
+    """A bot whose socket to its home node breaks (reset while it sent) goes to another
+    node it was told of — in ``hello`` — rather than waiting on a node that may have
+    lost its database; a ``moved`` that names nodes sends it to the first at once."""
+    bot = Bot("http://a", "token", "t1")
+    await bot.on_message({"type": "hello", "player_id": "p1", "servers": ["http://b", "http://c"]})
+    assert bot.others == ["http://b", "http://c"]
+    after = {}
+    for at in ("http://a", "http://b", "http://c"):
+        bot.server = at
+        after[at] = bot._next_server()
+    assert after == {"http://a": "http://b", "http://b": "http://c", "http://c": "http://a"}
+    bot.server = "http://a"
+    await bot.on_message({"type": "moved", "table_id": "t1", "servers": ["http://c"]})
+    assert bot.server == "http://c"
+    await bot.on_message({"type": "moved", "table_id": "t1", "servers": []})
+    assert bot.server == "http://a"  # no node named: home, which sends it on

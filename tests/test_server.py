@@ -957,6 +957,7 @@ async def test_websocket_with_a_wrong_token_is_refused(server: Running, api: Api
             assert ws.protocol == "rummy.v2"
             hello = await ws.receive_json(timeout=5)
             assert hello["type"] == "hello" and hello["player_id"] == p["id"]
+            assert hello["servers"] == []  # a server alone: no other node to go to
         finally:
             await ws.close()
 
