@@ -51,6 +51,7 @@ async def node(
             node_id=node_id,
             public_url=f"http://{public_host}:{port}",
             cluster=True,
+            shared=True,  # as `serve --node-id` sets it: other nodes may take its tables
             lease_seconds=3.0,
             heartbeat_seconds=0.5,
         ),

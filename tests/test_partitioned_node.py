@@ -34,36 +34,12 @@ from service.app import TABLES
 from service.bots import Bot
 from service.cluster import Cluster, Lease, NodeSettings
 from service.keys import SEED_KEY_FILE, SIGNING_KEY_FILE
-from service.startup import Running, start_server
-from service.table import Settings
+from service.startup import Running
 from service.tablecore.phase import HandPhase
-from tests.conftest import OPERATOR, Api, fresh_database, wait_for
+from tests.conftest import Api, fresh_database, wait_for
 from tests.pgproxy import PgProxy
-from tests.test_cli_errors import free_port
+from tests.test_handover import node
 from tests.test_web_table import start_bots, stop_bots
-
-FAST = Settings(commit_seconds=2, reveal_seconds=2, next_hand_delay=0.3, resume_grace=5.0)
-LEASE = 3.0
-
-
-async def node(data_dir: Path, node_id: str, database_url: str) -> Running:
-    port = free_port()
-    return await start_server(
-        host="127.0.0.1",
-        port=port,
-        data_dir=data_dir,
-        database_url=database_url,
-        operator_token=OPERATOR,
-        settings=FAST,
-        node=NodeSettings(
-            node_id=node_id,
-            public_url=f"http://127.0.0.1:{port}",
-            cluster=True,
-            shared=True,
-            lease_seconds=LEASE,
-            heartbeat_seconds=0.5,
-        ),
-    )
 
 
 @dataclass
@@ -81,11 +57,11 @@ async def proxied_pair(pg_dsn: str, tmp_path: Path) -> AsyncIterator[Pair]:
         proxy = await PgProxy(pg_dsn, sock_dir).start()
         a = b = None
         try:
-            a = await node(tmp_path / "a", "a", proxy.dsn(urlsplit(dsn).path.lstrip("/")))
+            a = await node(dsn, tmp_path / "a", "a", database_url=proxy.dsn(urlsplit(dsn).path.lstrip("/")))
             (tmp_path / "b").mkdir()
             for f in (SIGNING_KEY_FILE, SEED_KEY_FILE):  # one card room: the same keys
                 shutil.copy2(tmp_path / "a" / f, tmp_path / "b" / f)
-            b = await node(tmp_path / "b", "b", dsn)
+            b = await node(dsn, tmp_path / "b", "b")
             yield Pair(dsn, proxy, a, b)
         finally:
             proxy.let_go()

@@ -479,6 +479,16 @@ async def test_a_seat_that_cannot_cover_the_hold_sits_the_hand_out_and_the_rest_
         await api.call("POST", f"/api/tables/{table}/leave", token=p["token"])
 
 
+async def short_beside_ann(api: Api, table: str, cs: Client, ca: Client, short: dict[str, Any]) -> None:
+    """``short`` sits at seat 1 and withdraws below the hold (1,300 at point value 10),
+    then ann sits at seat 0: two connected, one who cannot cover: no hand (D34)."""
+    await cs.request({"type": "join", "table_id": table})
+    assert (await cs.request({"type": "sit", "table_id": table, "seat": 1}))["type"] == "reply"
+    await api.call("POST", f"/api/players/{short['id']}/withdraw", body={"amount": 4_000}, expect=200)
+    await ca.request({"type": "join", "table_id": table})
+    assert (await ca.request({"type": "sit", "table_id": table, "seat": 0}))["type"] == "reply"
+
+
 async def test_a_table_too_few_can_cover_for_stands_them_up_after_the_away_time_and_deals_again(
     api: Api, server: Running
 ) -> None:
@@ -501,11 +511,7 @@ async def test_a_table_too_few_can_cover_for_stands_them_up_after_the_away_time_
         Client(server.url, short["token"], short["signer"]) as cs,
         Client(server.url, a["token"], a["signer"]) as ca,
     ):
-        await cs.request({"type": "join", "table_id": table})
-        assert (await cs.request({"type": "sit", "table_id": table, "seat": 1}))["type"] == "reply"
-        await api.call("POST", f"/api/players/{short['id']}/withdraw", body={"amount": 4_000}, expect=200)
-        await ca.request({"type": "join", "table_id": table})
-        assert (await ca.request({"type": "sit", "table_id": table, "seat": 0}))["type"] == "reply"
+        await short_beside_ann(api, table, cs, ca, short)
         await clock.skip([actor], away - 40)
         assert stood(ca) == [] and (await api.call("GET", "/api/me", token=short["token"]))["seats"] != []
         await clock.skip([actor], 60, until=lambda: bool(stood(ca)))
@@ -541,11 +547,7 @@ async def test_a_seat_whose_hold_comes_back_within_the_away_time_keeps_it_and_is
         Client(server.url, short["token"], short["signer"]) as cs,
         Client(server.url, a["token"], a["signer"]) as ca,
     ):
-        await cs.request({"type": "join", "table_id": table})
-        assert (await cs.request({"type": "sit", "table_id": table, "seat": 1}))["type"] == "reply"
-        await api.call("POST", f"/api/players/{short['id']}/withdraw", body={"amount": 4_000}, expect=200)
-        await ca.request({"type": "join", "table_id": table})
-        assert (await ca.request({"type": "sit", "table_id": table, "seat": 0}))["type"] == "reply"
+        await short_beside_ann(api, table, cs, ca, short)
         await clock.skip([actor], actor.core.cfg.away_ms / 1000 / 2)
         assert not [f for f in ca.frames if f.get("type") in ("hand", "table") and f.get("stood")]
         await api.call("POST", f"/api/players/{short['id']}/deposit", body={"amount": 1_000}, expect=200)

@@ -243,36 +243,28 @@ class World:
 
     def away_faults(self, rate: float) -> list[Fault]:
         """About ``rate`` players a table who walk away every 5 virtual minutes, for
-        5 to 60 s (``away_ms`` is 20 s here), from a stream of their own."""
-        rng = random.Random(f"{self.seed}/away")
-        end = max(1, self.duration - 90 * SECOND)
-        n = int(rate * self.n_tables * self.duration / (300 * SECOND))
-        return [
-            Fault(
-                rng.randrange(5 * SECOND, end),
-                "walk_away",
-                rng.randrange(self.n_tables),
-                rng.randrange(5, 60) * SECOND,
-                rng.randrange(4),
-            )
-            for _ in range(n)
-        ]
+        5 to 60 s (``away_ms`` is 20 s here), none in the last 90 s."""
+        return self._stream("away", "walk_away", rate, 90, (5, 60), player=True)
 
     def clock_faults(self, rate: float) -> list[Fault]:
         """About ``rate`` steps back of a table's clock every 5 virtual minutes, of a
-        second to an hour (none in the last minute), from a stream of their own."""
-        rng = random.Random(f"{self.seed}/clock")
-        end = max(1, self.duration - 60 * SECOND)
+        second to an hour, none in the last minute."""
+        return self._stream("clock", "clock_back", rate, 60, (1, 3600), player=False)
+
+    def _stream(
+        self, stream: str, kind: str, rate: float, quiet: int, seconds: tuple[int, int], *, player: bool
+    ) -> list[Fault]:
+        """About ``rate`` faults ``kind`` a table every 5 virtual minutes, lasting
+        ``seconds`` (a range), none in the last ``quiet`` seconds, drawn from a stream
+        of their own: the worlds of the other faults stay what they were for every seed."""
+        rng = random.Random(f"{self.seed}/{stream}")
+        end = max(1, self.duration - quiet * SECOND)
         n = int(rate * self.n_tables * self.duration / (300 * SECOND))
-        return [
-            Fault(
-                rng.randrange(5 * SECOND, end),
-                "clock_back",
-                rng.randrange(self.n_tables),
-                rng.randrange(1, 3600) * SECOND,
-            )
-            for _ in range(n)
-        ]
+        out = []
+        for _ in range(n):
+            at, table, duration = rng.randrange(5 * SECOND, end), rng.randrange(self.n_tables), rng.randrange(*seconds)
+            out.append(Fault(at, kind, table, duration * SECOND, rng.randrange(4) if player else 0))
+        return out
 
     def at(self, when: int, fn: Callable[[], object], t: SimTable | None = None) -> None:
         """Run ``fn`` at ``when``; events of one table at one moment keep their order
