@@ -224,8 +224,8 @@ class Bot:
         self.told[str(t)] += 1
         if t == "hello":
             self.player_id = m.get("player_id")
-            servers = m.get("servers")
-            if isinstance(servers, list) and servers and all(isinstance(u, str) for u in servers):
+            servers = _servers(m)
+            if servers:
                 self.others = servers  # where to go should this node become unreachable
             with contextlib.suppress(TypeError, ValueError):
                 now = datetime.fromisoformat(str(m.get("now"))).timestamp()
@@ -267,16 +267,16 @@ class Bot:
                 self._acted_on = None
                 self._ask_again()
         elif t == "shutdown":
-            servers = m.get("servers")
-            if isinstance(servers, list) and all(isinstance(u, str) for u in servers):
+            servers = _servers(m)
+            if servers is not None:
                 self.others = servers
             log.debug("bot %s: shutdown (other nodes: %s)", self.player_id, self.others)
             # This node goes down and has handed its tables over: ask another node
             # where the table is served now, else home.
             self.server = self.others[0] if self.others else self.home
         elif t == "moved":
-            servers = m.get("servers")
-            if isinstance(servers, list) and servers and all(isinstance(u, str) for u in servers):
+            servers = _servers(m)
+            if servers:
                 # another node knows where the table is now (this one may have lost its
                 # database, and could not tell us)
                 self.others = servers
@@ -668,6 +668,14 @@ class Bot:
         ):
             if r.status in (200, 409):  # 409 not_seated: nothing to leave
                 self.left = True
+
+
+def _servers(m: dict[str, Any]) -> list[str] | None:
+    """The other nodes a frame names (``hello``, ``moved``, ``shutdown``), or None."""
+    servers = m.get("servers")
+    if isinstance(servers, list) and all(isinstance(u, str) for u in servers):
+        return servers
+    return None
 
 
 def state_from_view(view: dict[str, Any]) -> HandState:

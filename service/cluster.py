@@ -339,9 +339,13 @@ class Cluster:
         # and a heartbeat that stopped them one by one would let the other leases run out
         await asyncio.gather(*(self.lost(t) for t in gone))
 
-    async def lost(self, table_id: str) -> None:
+    def forget(self, table_id: str) -> Lease | None:
+        """This node holds the table's lease no more (lost, let go, handed over)."""
         self.valid.pop(table_id, None)
-        if self.owned.pop(table_id, None) is not None:
+        return self.owned.pop(table_id, None)
+
+    async def lost(self, table_id: str) -> None:
+        if self.forget(table_id) is not None:
             await self._stop(table_id)
 
     async def acquire(self) -> None:
@@ -435,8 +439,7 @@ class Cluster:
 
     async def release(self, table_id: str) -> None:
         """Give one table's lease up (its task has stopped), for another node to take."""
-        lease = self.owned.pop(table_id, None)
-        self.valid.pop(table_id, None)
+        lease = self.forget(table_id)
         self._handing.discard(table_id)
         if lease is None:
             return

@@ -214,8 +214,7 @@ def new_actor(app: web.Application, lease: Lease) -> TableActor:
             app[BACKGROUND].add(task)
             task.add_done_callback(app[BACKGROUND].discard)
         else:
-            app[CLUSTER].owned.pop(table_id, None)
-            app[CLUSTER].valid.pop(table_id, None)
+            app[CLUSTER].forget(table_id)
 
     a = TableActor(
         lease.table_id,

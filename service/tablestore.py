@@ -375,10 +375,7 @@ class TableStore:
         if len(players) < op.min_players:
             unable = tuple(p for _, p in op.candidates if p not in players.values())
             gone = tuple(p for p in unable if p in op.stand_unable)
-            if gone:
-                await conn.execute(
-                    "DELETE FROM seats WHERE table_id = $1 AND player_id = ANY($2::text[])", self.table_id, list(gone)
-                )
+            await _stand_up(conn, self.table_id, gone)
             return io.NotDealt(unable, gone)
         hand_id: int = await conn.fetchval(
             "INSERT INTO hands (table_id, hand_no, status, seed_nonce, seed_sealed, commit_s) "
@@ -449,9 +446,7 @@ async def _table_change(conn: asyncpg.Connection, *, table_id: str, op: io.Op) -
             "UPDATE seats SET stand_after_hand = true WHERE table_id = $1 AND seat = $2", table_id, op.seat
         )
     elif isinstance(op, io.StandAwayOp):
-        await conn.execute(
-            "DELETE FROM seats WHERE table_id = $1 AND player_id = ANY($2::text[])", table_id, list(op.players)
-        )
+        await _stand_up(conn, table_id, op.players)
     elif isinstance(op, io.StatusOp):
         await conn.execute("UPDATE tables SET status = $2 WHERE id = $1", table_id, op.status)
     else:  # io.CloseOp
@@ -519,6 +514,14 @@ async def _hold(conn: asyncpg.Connection, hand_id: int, players: dict[int, str],
         list(players.values()),
         need,
     )
+
+
+async def _stand_up(conn: asyncpg.Connection, table_id: str, players: Sequence[str]) -> None:
+    """D34: these seats stand up (no hand counted them away; time did)."""
+    if players:
+        await conn.execute(
+            "DELETE FROM seats WHERE table_id = $1 AND player_id = ANY($2::text[])", table_id, list(players)
+        )
 
 
 async def _count_away(

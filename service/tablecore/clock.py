@@ -24,6 +24,7 @@ hand to be dealt.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from service.tablecore.state import CoreConfig
@@ -82,6 +83,17 @@ class Reachability:
         faults not counted (its absence counts from the last fault's end at the
         earliest)."""
         return max(self.left.get(player_id, self.recovered_at), self.recovered_at)
+
+    def seated_now(self, absent: Collection[str]) -> None:
+        """Forget the disconnections of players no longer seated (``absent``: the
+        seated players with no connection)."""
+        if len(self.left) > len(absent):
+            self.left = {p: t for p, t in self.left.items() if p in absent}
+
+    def judged(self, unable: Collection[str], stood: Collection[str], now: int) -> None:
+        """A deal no hand came of: ``unable`` could not cover their holds (each since
+        the first such deal in a row), ``stood`` of them were stood up."""
+        self.unable = {p: self.unable.get(p, now) for p in unable if p not in stood}
 
     def unable_since(self, player_id: str) -> int | None:
         """D34: since when a connected seat has been unable to cover its hold at every

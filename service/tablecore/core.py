@@ -227,19 +227,17 @@ class TableCore(Commands):
             log.warning("table %s: no beat for %d ms; every grace starts again", self.table_id, clock - last_clock)
             self.reach.fault_over(now)
         p = self.pending
-        if p is not None and not self.hung and self.steady - p.steady >= self.cfg.hung_ms:
-            # on the clock's run, as the freeze: the table's time runs slower while it is ahead
-            log.warning("table %s: a write has not answered for %d ms; pausing", self.table_id, self.steady - p.steady)
-            self.hung = True
-            self._tell_paused()
-        elif p is not None and not self.hung and last_clock is not None and clock < last_clock:
-            # the clock went back with a write pending: how long it has waited since the
-            # last step cannot be told, so the house takes it as hung (D37), and each seat
-            # has its grace once it answers (the simulator found a write 2 s slow, timed
-            # at 1.3 s across a step back, and a seat charged as it answered)
-            log.warning("table %s: the clock went back with a write pending; pausing", self.table_id)
-            self.hung = True
-            self._tell_paused()
+        if p is not None and not self.hung:
+            # Timed on the clock's run, as the freeze: the table's time runs slower while it
+            # is ahead.  Across a step back of the clock how long the write has waited since
+            # the last step cannot be told, so the house takes it as hung at once (D37), and
+            # each seat has its grace once it answers (the simulator found a write 2 s slow,
+            # timed at 1.3 s across a step back, and a seat charged as it answered).
+            waited = self.steady - p.steady
+            if waited >= self.cfg.hung_ms or (last_clock is not None and clock < last_clock):
+                log.warning("table %s: a write has not answered for %d ms or more; pausing", self.table_id, waited)
+                self.hung = True
+                self._tell_paused()
         return now
 
     def _arm(self, now: int, due: int | None) -> None:

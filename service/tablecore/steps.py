@@ -239,8 +239,7 @@ class Steps:
         live = reach.connected
         candidates = tuple((s, p) for s, p in sorted(facts.seats.items()) if p in live)
         absent = tuple(p for p in facts.seats.values() if p not in live)
-        if len(reach.left) > len(absent):  # forget who is no longer seated
-            reach.left = {p: t for p, t in reach.left.items() if p in absent}
+        reach.seated_now(absent)
         connected = {p for _, p in candidates}
         away_ms = self.cfg.away_ms
 
@@ -287,7 +286,7 @@ class Steps:
         def started(data: tuple[HandRun, int, list[str]] | io.NotDealt) -> None:
             if isinstance(data, io.NotDealt):  # no hand: too few could be dealt in
                 self.next_start = now + max(1000, self.cfg.next_hand_ms)
-                reach.unable = {p: reach.unable.get(p, now) for p in data.unable if p not in data.stood}
+                reach.judged(data.unable, data.stood, now)
                 if data.stood:
                     stand(data.stood, None)
                 return
