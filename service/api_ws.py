@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -35,6 +36,10 @@ WS_HARD_LIMIT = 64 * 1024  # aiohttp closes the socket beyond this; up to it, a 
 
 
 TABLE_ANSWER_SECONDS = 30.0
+#: While a frame waits for its table's answer, the socket reads nothing more (its pings
+#: wait too), so it is told ``waiting`` this often: a client tells a server that lives
+#: from one that stands still by what it hears (docs/api.md, "Silence").
+WAITING_SECONDS = 2.0
 
 
 # ----------------------------------------------------------------------------- WebSocket
@@ -184,7 +189,7 @@ async def _on_text(request: web.Request, conn: Connection, player: store.Player,
     earlier = conn.replies.recall(msg_id) if replayable else None
     if earlier is not None:  # the same answer again, once it is known; nothing is applied twice
         if earlier.future is not None:
-            await asyncio.wait([earlier.future])
+            await _wait_telling(conn, msg_id, earlier.future, math.inf)
             conn.push({**_reply_for(msg_id, earlier.future), "replayed": True})
         elif earlier.text is not None:
             conn.push_text(earlier.text)
@@ -194,7 +199,7 @@ async def _on_text(request: web.Request, conn: Connection, player: store.Player,
     outcome = await _dispatch(request, conn, player, data, joined, route)
     if replayable:
         conn.replies.remember(msg_id, outcome, lambda: dumps({**_reply_for(msg_id, outcome), "replayed": True}))
-    done, _ = await asyncio.wait([outcome], timeout=TABLE_ANSWER_SECONDS)
+    done = await _wait_telling(conn, msg_id, outcome, TABLE_ANSWER_SECONDS)
     if route.sent:  # the table sent it, in order with its pushes
         if replayable:
             conn.replies.delivered(msg_id)
@@ -206,6 +211,21 @@ async def _on_text(request: web.Request, conn: Connection, player: store.Player,
     conn.push(_reply_for(msg_id, outcome))
     if replayable:
         conn.replies.delivered(msg_id)
+
+
+async def _wait_telling(conn: Connection, msg_id: str, outcome: asyncio.Future[Any], seconds: float) -> bool:
+    """Whether ``outcome`` came within ``seconds``; meanwhile ``waiting`` every
+    ``WAITING_SECONDS`` (the table is slow, paused or reloading: this server lives)."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + seconds
+    while True:
+        left = end - loop.time()
+        done, _ = await asyncio.wait([outcome], timeout=max(0.0, min(WAITING_SECONDS, left)))
+        if done:
+            return True
+        if left <= WAITING_SECONDS:
+            return False
+        conn.push({"type": "waiting", "id": msg_id})
 
 
 async def _dispatch(

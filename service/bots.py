@@ -53,6 +53,13 @@ from verifier.signing import Signer, verify
 log = logging.getLogger("rummy.bots")
 BACKOFF_FIRST = 0.2
 BACKOFF_MAX = 5.0
+#: A node that stands still keeps the socket open and says nothing.  Heard nothing for
+#: HEARTBEAT_SECONDS, a bot pings; no answer in half that, the socket is given up (aiohttp's
+#: heartbeat; a live server is never silent that long: it says ``waiting`` while a table
+#: is slow).  A handshake not done in CONNECT_SECONDS is given up too.  Either way the bot
+#: tries the next node it knows: within 10 s, inside the reach D37 gives it.
+HEARTBEAT_SECONDS = 6.0
+CONNECT_SECONDS = 8.0
 SHOWN_HANDS = 8  # hands whose views and events we keep, for `bots --verify` to hold against the published hand
 
 
@@ -176,7 +183,8 @@ class Bot:
         # that serves it (service.handover).
         url = self.server.rstrip("/") + "/ws?table=" + quote(self.table_id, safe="")
         log.debug("bot %s: connecting to %s", self.player_id, url)
-        async with session.ws_connect(url, headers=self._auth(), heartbeat=20) as ws:
+        connecting = session.ws_connect(url, headers=self._auth(), heartbeat=HEARTBEAT_SECONDS)
+        async with await asyncio.wait_for(connecting, CONNECT_SECONDS) as ws:
             self._ws = ws
             self.connections += 1
             self._acted_on = None
@@ -194,6 +202,9 @@ class Bot:
                 if self.max_hands is not None and len(self.hands_seen) >= self.max_hands and self._leaving is None:
                     await self._leave()
             self._ws = None
+            silent = ws.exception()
+            if isinstance(silent, aiohttp.ServerTimeoutError):
+                raise silent  # no answer to the heartbeat: the next node, not this one again
 
     async def send(self, message: dict[str, Any]) -> str:
         assert self._ws is not None

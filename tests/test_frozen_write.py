@@ -159,7 +159,10 @@ async def play_through_the_freeze(
                 assert await stored_card(dsn, table, hand_no, drawn_i + 1) == cards[1]
             # ca and cb closed: both players' sockets on n2 are gone while n1 thaws.
         # Thawed: n1 answers the discard it held `moved`, tells its sockets, closes them.
-        reply = await old_mover.wait_frame(lambda f: f.get("id") == "the-discard", timeout=60)
+        # (`waiting` frames may come first: the discard's answer was slow)
+        reply = await old_mover.wait_frame(
+            lambda f: f.get("id") == "the-discard" and f.get("type") in ("reply", "error"), timeout=60
+        )
         assert reply["type"] == "error" and reply["error"]["code"] == "moved", reply
         for c in (old_mover, old_other):
             await wait_for(lambda c=c: c.ws.closed, timeout=60)

@@ -504,8 +504,14 @@ async def test_a_hang_that_ends_in_a_refused_sit_gives_the_seat_on_turn_its_grac
             await through_seeds(table, ca, cb)
             await cw.request({"type": "join", "table_id": table})
             proxy.hang()
-            sit = asyncio.create_task(cw.request({"type": "sit", "table_id": table}, timeout=60))
+            sit = asyncio.create_task(cw.request({"type": "sit", "table_id": table}, msg_id="sit-1", timeout=60))
             await ca.wait_frame(lambda f: f.get("type") == "paused", timeout=20)
+            # the walk-in's socket reads nothing more until the sit is answered (its pings
+            # wait too), so it hears that the server lives: not silence, as from a node
+            # that stands still (docs/api.md, "Silence")
+            waiting = await cw.wait_frame(lambda f: f.get("type") == "waiting", timeout=20)
+            assert waiting == {"type": "waiting", "id": "sit-1"}, waiting
+            assert not sit.done()
             await clock.skip(server.app[TABLES].values(), 4)  # two turns' worth: no clock runs
             proxy.let_go()
             back = clock()

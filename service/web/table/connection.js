@@ -5,6 +5,16 @@ import { ServerError } from "./api.js";
 const BACKOFF_FIRST = 500;
 const BACKOFF_MAX = 8000;
 const SUBPROTOCOL = "rummy.v2";
+/* A node that stands still (frozen, its host hung, the path to it cut without a reset)
+   keeps the socket open and says nothing: the browser would wait on it for ever while
+   the table's new owner runs the clock.  So a socket that has heard nothing for QUIET_MS
+   asks (a `ping`); one that then hears nothing for ANSWER_MS more, or a handshake not
+   done in CONNECT_MS, is given up and the table asked for elsewhere: within 10 s, inside
+   the reach the new owner gives a player the house kept away (D37, docs/api.md). */
+export const QUIET_MS = 5000;
+export const ANSWER_MS = 4000;
+export const CONNECT_MS = 8000;
+const WATCH_MS = 500;
 /* Until the join is answered, table pushes are older than the snapshot that answers
    it (the table answers in order), which already holds their effect. */
 const GATED = new Set(["table", "hand", "update", "result", "paused", "resumed"]);
@@ -22,6 +32,11 @@ const GATED = new Set(["table", "hand", "update", "result", "paused", "resumed"]
    the seat.  The session cookie goes only to the host that set it: a socket to a node
    of the card room on another host name carries a one-time ticket from the page's own
    server instead (opts.ticket(), offered as the subprotocol "ticket.<ticket>"). */
+/** The node URLs a frame named (strings only). */
+function urls(list) {
+  return Array.isArray(list) ? list.filter((u) => typeof u === "string") : [];
+}
+
 /** The signed items ({purpose, body, sig}) among an object's fields. */
 export function signedItems(obj) {
   if (!obj || typeof obj !== "object") return [];
@@ -48,6 +63,13 @@ export class TableSocket {
     this.backoff = BACKOFF_FIRST;
     this.timer = null;
     this.retryAt = null;
+    this.servers = []; // the card room's other nodes, as the last one heard named them
+    this.heard = 0; // when the socket last brought anything (Date.now())
+    this.opening = 0; // when its handshake began
+    this.pinged = null; // when it was last asked, still unanswered
+    this.pings = 0; // pings sent, and sockets given up for silence (tests read them)
+    this.gaveUp = 0;
+    this.watch = setInterval(() => this._watch(), WATCH_MS);
     this._online = () => {
       if (!this.stopped && !this.replaced && (!this.ws || this.ws.readyState !== WebSocket.OPEN)) {
         if (this.ws && this.ws.readyState === WebSocket.CONNECTING) return;
@@ -90,8 +112,8 @@ export class TableSocket {
       return;
     }
     // another host name: its handshake needs a ticket (the cookie does not go there)
-    this.ticket()
-      .catch(() => null) // the page's own server is away: try without (refused, then again)
+    Promise.race([this.ticket(), new Promise((resolve) => setTimeout(() => resolve(null), ANSWER_MS))])
+      .catch(() => null) // the page's own server is away (or silent): try without (refused, then again)
       .then((ticket) => {
         if (!this.stopped && !this.ws) this._open(url, ticket);
       });
@@ -107,6 +129,8 @@ export class TableSocket {
     }
     this.ws = ws;
     this.joined = false;
+    this.opening = this.heard = Date.now();
+    this.pinged = null;
     let opened = false;
     ws.onopen = async () => {
       if (this.ws !== ws) return;
@@ -139,12 +163,14 @@ export class TableSocket {
     };
     ws.onmessage = (ev) => {
       if (this.ws !== ws) return;
+      this.heard = Date.now();
       let m;
       try {
         m = JSON.parse(ev.data);
       } catch (e) {
         return;
       }
+      if (m.type === "waiting") return; // its table has not answered yet: this server lives (docs/api.md)
       if (m.type === "reply" && m.update && typeof m.update === "object" && this.joined) {
         this.onPush(m.update); // a move's update comes with its reply, in order (docs/api.md)
       }
@@ -160,11 +186,13 @@ export class TableSocket {
         }
         return;
       }
+      if (m.type === "hello") this.servers = urls(m.servers);
       if (m.type === "replaced") this.replaced = true;
       if (m.type === "shutdown" && Array.isArray(m.servers) && m.servers.length > 0 && typeof m.servers[0] === "string") {
         // this node is going down and has handed its tables over: when it closes the
         // socket, ask another node of the card room at once
         this.node = m.servers[0];
+        this.servers = urls(m.servers);
         this.moving = true;
       }
       if (m.type === "moved") {
@@ -173,6 +201,7 @@ export class TableSocket {
         // this page's own server, at once
         const servers = m.servers;
         this.node = Array.isArray(servers) && servers.length > 0 && typeof servers[0] === "string" ? servers[0] : null;
+        if (this.node !== null) this.servers = urls(servers);
         this.moving = true;
       }
       if (!this.joined && GATED.has(m.type)) return;
@@ -185,6 +214,52 @@ export class TableSocket {
     ws.onerror = () => {
       /* onclose follows */
     };
+  }
+
+  /** Every WATCH_MS: a handshake too long, or a socket silent though asked, is given up. */
+  _watch() {
+    const ws = this.ws;
+    if (!ws || this.stopped) return;
+    const now = Date.now();
+    if (ws.readyState === WebSocket.CONNECTING) {
+      if (now - this.opening >= CONNECT_MS) this._giveUp(ws);
+      return;
+    }
+    if (ws.readyState !== WebSocket.OPEN) return;
+    if (this.pinged !== null && this.heard < this.pinged) {
+      // asked and nothing since (a late timer cannot make a live socket look dead:
+      // anything heard after the ping clears it)
+      if (now - this.pinged >= ANSWER_MS) this._giveUp(ws);
+      return;
+    }
+    if (now - this.heard >= QUIET_MS) {
+      this.n += 1;
+      const id = "w" + this.n;
+      this.pending.set(id, { resolve: () => {}, reject: () => {} }); // its answer is only a sign of life
+      this.pinged = now;
+      this.pings += 1;
+      ws.send(JSON.stringify({ id, type: "ping" }));
+    }
+  }
+
+  /** The node stands still: leave the socket and ask the next node of the ring (this
+      page's own server, then each node named), at once. */
+  _giveUp(ws) {
+    if (this.ws !== ws) return;
+    this.gaveUp += 1;
+    const ring = [null].concat(this.servers);
+    const at = ring.indexOf(this.node);
+    const next = ring.length > 1 ? ring[(at + 1) % ring.length] : null;
+    this.ws = null; // its close, whenever it comes, is no longer this socket's
+    try {
+      ws.close(4001, "the server did not answer");
+    } catch (e) {
+      /* closing a socket that never opened */
+    }
+    this.node = next;
+    this.moving = true;
+    this.onState("lost", 0);
+    this._closed(null);
   }
 
   _closed(ws) {
@@ -253,6 +328,7 @@ export class TableSocket {
   stop() {
     this.stopped = true;
     clearTimeout(this.timer);
+    clearInterval(this.watch);
     window.removeEventListener("online", this._online);
     if (this.ws) {
       const ws = this.ws;
