@@ -3,6 +3,8 @@
     python bench/cluster.py prove          # the drill of tests/test_cluster.py, with a report
     python bench/cluster.py takeover -n 20 # SIGKILL a node 20 times: takeover time p50/p99
     python bench/cluster.py throughput     # bot tables on 1, 2 and 3 nodes: stored actions/s
+    python bench/cluster.py frozen         # SIGSTOP the bots' home node for good: when each
+                                           # bot is back at its table's new owner, clock moves
 
 Every node is a real ``rummy-table serve --node-id …`` process on its own port; the
 bots connect to node 1 (their home) and follow the redirect to whichever node serves
@@ -366,6 +368,58 @@ async def takeover(h: Harness, kills: int) -> dict[str, Any]:
     }
 
 
+async def frozen(h: Harness, seconds: float) -> dict[str, Any]:
+    """Two nodes; the bots' home node, which serves half their tables, stops for good
+    (SIGSTOP, never thawed: it tells its clients nothing).  The figures: when its
+    tables were taken, when each of their bots was back at the new owner (it must hear
+    the silence, docs/api.md), and every clock move on those tables from the freeze
+    while the bots play on (D37 gives a player the reach and the grace)."""
+    await asyncio.to_thread(h.start_pg)
+    for n in ("n1", "n2"):
+        h.start_node(n)
+    for n in ("n1", "n2"):
+        await h.ready(n)
+    await h.add_tables(4, 2, fast=False)
+    await h.wait_owned(lambda o: len({owner for owner, _ in o.values() if owner}) == 2, timeout=60)
+    h.start_bots()
+    await asyncio.sleep(6)  # hands under way
+    victim = "n1"  # the bots' home
+    theirs = [t for t, (o, _) in (await h.owners()).items() if o == victim]
+    bots = [b for b in h.bots if b.table_id in theirs]
+    before = {id(b): b.connections for b in bots}
+    other = h.nodes["n2"].url
+    stopped = time.time()
+    h.signal(victim, signal.SIGSTOP)
+    back: dict[int, float] = {}
+    taken: float | None = None
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        now = time.time()
+        owners = await h.owners()
+        if taken is None and all(owners[t][0] not in (None, victim) for t in theirs):
+            taken = now - stopped
+        for b in bots:
+            if id(b) not in back and b.connections > before[id(b)] and b.server == other and b._ws is not None:
+                back[id(b)] = now - stopped
+        await asyncio.sleep(0.1)
+    playing_until = time.time()
+    await h.stop_bots()
+    h.signal(victim, signal.SIGKILL)
+    await h.settle_down()
+    missed = await missed_turns(h, theirs, stopped, playing_until)
+    return {
+        "tables_frozen": len(theirs),
+        "bots": len(bots),
+        "takeover_s": None if taken is None else round(taken, 2),
+        "bots_back_s": sorted(round(v, 2) for v in back.values()),
+        "bots_never_back": len(bots) - len(back),
+        "missed_turns": len(missed),
+        "missed": missed,
+        "moves_after": await player_moves(h, theirs, stopped, playing_until),
+        "lease_seconds": h.lease_seconds,
+    }
+
+
 async def throughput(h: Harness, seconds: float) -> dict[str, Any]:
     await asyncio.to_thread(h.start_pg)
     out: dict[str, Any] = {}
@@ -395,9 +449,11 @@ async def throughput(h: Harness, seconds: float) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    ap.add_argument("what", choices=("prove", "takeover", "throughput"))
+    ap.add_argument("what", choices=("prove", "takeover", "throughput", "frozen"))
     ap.add_argument("-n", "--kills", type=int, default=12)
-    ap.add_argument("--seconds", type=float, default=20)
+    ap.add_argument(
+        "--seconds", type=float, default=None, help="throughput: each count's (20); frozen: after the stop (45)"
+    )
     ap.add_argument("--lease-seconds", type=float, default=3.0)
     ap.add_argument("--keep", action="store_true")
     args = ap.parse_args(argv)
@@ -407,8 +463,10 @@ def main(argv: list[str] | None = None) -> int:
             report = asyncio.run(prove(h))
         elif args.what == "takeover":
             report = asyncio.run(takeover(h, args.kills))
+        elif args.what == "frozen":
+            report = asyncio.run(frozen(h, args.seconds or 45))
         else:
-            report = asyncio.run(throughput(h, args.seconds))
+            report = asyncio.run(throughput(h, args.seconds or 20))
     finally:
         h.close()
     report["workdir"] = str(h.workdir) if args.keep else None
