@@ -47,6 +47,14 @@ log = logging.getLogger("rummy.table")
 FAILED: Final = "the table's task failed"  # why a table is let go after a step raised (TableActor._ended)
 
 
+#: D37: the least reach after a fault.  A client of a node that stood still hears
+#: nothing, not even `moved`: the page and the bots take up to about 10 s to give a
+#: silent socket up and to ask another node (docs/api.md, "Silence"), then a handshake
+#: and a join.  A grace set shorter (``--resume-grace``) must not make the reach
+#: shorter than that, or the new owner's clock charges players still on their way.
+REACH_FLOOR_SECONDS: Final = 12.0
+
+
 @dataclass
 class Settings:
     commit_seconds: float = 10.0
@@ -55,7 +63,9 @@ class Settings:
     queue_size: int = 256
     resume_grace: float = 10.0  # D32, D37
     group_commit_seconds: float = 0.002  # writes that arrive this close go in one statement (an idle lane: at once)
-    reach_seconds: float | None = None  # D37: how long a client may take to find the table again (default: the grace)
+    #: D37: how long a client may take to find the table again (default: the grace, and
+    #: never less than REACH_FLOOR_SECONDS)
+    reach_seconds: float | None = None
     away_seconds: float = 120.0  # D34: a seat away this long at a table too few are connected to deal at stands up
     write_hung_seconds: float = 2.0  # D37: a write unanswered this long pauses the table
     beat_seconds: float = 1.0  # the shell ticks its core at least this often (a longer gap: the node stood still)
@@ -69,7 +79,7 @@ class Settings:
         def ms(s: float) -> int:
             return int(s * 1000)
 
-        reach = self.resume_grace if self.reach_seconds is None else self.reach_seconds
+        reach = max(self.resume_grace, REACH_FLOOR_SECONDS) if self.reach_seconds is None else self.reach_seconds
         return CoreConfig(
             commit_ms=ms(self.commit_seconds),
             reveal_ms=ms(self.reveal_seconds),

@@ -47,7 +47,7 @@ class FreezeProxy:
     async def _accept(self, cr: asyncio.StreamReader, cw: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
-        self._tasks.add(task)  # type: ignore[arg-type]
+        self._tasks.add(task)
         self._writers.add(cw)
         try:
             await self._running.wait()  # frozen: taken, never answered
@@ -59,7 +59,7 @@ class FreezeProxy:
             self._writers.add(sw)
             await asyncio.gather(self._pipe(cr, sw), self._pipe(sr, cw))
         finally:
-            self._tasks.discard(task)  # type: ignore[arg-type]
+            self._tasks.discard(task)
 
     async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:

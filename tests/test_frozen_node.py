@@ -15,8 +15,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import re
 import shutil
 import tempfile
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -24,11 +28,13 @@ import aiohttp
 import pytest
 from playwright.async_api import Browser
 
+from service import bots
 from service.app import TABLES
 from service.bots import Bot
 from service.cluster import NodeSettings
 from service.keys import SEED_KEY_FILE, SIGNING_KEY_FILE
 from service.startup import Running, start_server
+from service.table import REACH_FLOOR_SECONDS, Settings
 from service.tablecore.phase import HandPhase
 from tests.conftest import OPERATOR, Api, fresh_database, wait_for
 from tests.pgproxy import PgProxy
@@ -43,16 +49,29 @@ def connected_at(server: Running, table: str, player_id: str) -> bool:
     return actor is not None and player_id in actor.watchers.by_player
 
 
-@pytest.mark.timeout(240)
-async def test_the_page_and_a_bot_leave_a_node_that_stands_still_for_the_tables_new_owner(
-    pg_dsn: str, tmp_path: Path, browser: Browser
-) -> None:
-    tasks: list[asyncio.Task[None]] = []
+@dataclass
+class Frozen:
+    dsn: str
+    pg: PgProxy  # node a's PostgreSQL, which can hang
+    front: FreezeProxy  # node a as its clients reach it, which can stand still
+    a: Running
+    b: Running
+
+    def freeze(self) -> None:
+        """Node a stands still for its clients and for PostgreSQL: it loses its
+        leases, and node b takes its tables."""
+        self.front.freeze()
+        self.pg.hang()
+
+
+@contextlib.asynccontextmanager
+async def frozen_pair(pg_dsn: str, tmp_path: Path, b_host: str = "127.0.0.1") -> AsyncIterator[Frozen]:
+    """Nodes a (behind the two proxies) and b (public on ``b_host``) of one card room."""
     async with fresh_database(pg_dsn, "frozen") as dsn:
         sock_dir = tempfile.mkdtemp(prefix="pgp-", dir="/tmp")
         pg = await PgProxy(pg_dsn, sock_dir).start()
         port = free_port()
-        front = await FreezeProxy(port).start()  # node a as its clients reach it
+        front = await FreezeProxy(port).start()
         a = b = None
         try:
             a = await start_server(
@@ -64,7 +83,7 @@ async def test_the_page_and_a_bot_leave_a_node_that_stands_still_for_the_tables_
                 settings=FAST,
                 node=NodeSettings(
                     node_id="a",
-                    public_url=front.url,
+                    public_url=front.url,  # its clients reach it through the proxy
                     cluster=True,
                     shared=True,
                     lease_seconds=3.0,
@@ -74,7 +93,35 @@ async def test_the_page_and_a_bot_leave_a_node_that_stands_still_for_the_tables_
             (tmp_path / "b").mkdir()
             for f in (SIGNING_KEY_FILE, SEED_KEY_FILE):  # one card room: the same keys
                 shutil.copy2(tmp_path / "a" / f, tmp_path / "b" / f)
-            b = await node(dsn, tmp_path / "b", "b")
+            b = await node(dsn, tmp_path / "b", "b", public_host=b_host)
+            yield Frozen(dsn, pg, front, a, b)
+        finally:
+            pg.let_go()
+            for n in (b, a):
+                if n is not None:
+                    with contextlib.suppress(Exception):
+                        await asyncio.wait_for(n.stop(), 30)
+            await front.stop()
+            await pg.stop()
+            shutil.rmtree(sock_dir, ignore_errors=True)
+
+
+def playing(server: Running, table: str) -> Callable[[], bool]:
+    def now() -> bool:
+        act = server.app[TABLES].get(table)
+        return act is not None and act.hand is not None and act.hand.phase is HandPhase.PLAY
+
+    return now
+
+
+@pytest.mark.timeout(240)
+async def test_the_page_and_a_bot_leave_a_node_that_stands_still_for_the_tables_new_owner(
+    pg_dsn: str, tmp_path: Path, browser: Browser
+) -> None:
+    tasks: list[asyncio.Task[None]] = []
+    async with frozen_pair(pg_dsn, tmp_path) as n:
+        a, b = n.a, n.b
+        try:
             async with aiohttp.ClientSession() as session:
                 api = Api(a.url, session)
                 # a turn longer than the test: no clock is due anywhere, only reconnections count
@@ -82,24 +129,18 @@ async def test_the_page_and_a_bot_leave_a_node_that_stands_still_for_the_tables_
                 assert table in a.app[TABLES]
                 person = await new_person(api, "Ines")
                 p = await api.player("bot")
-            bot = Bot(front.url, p["token"], table, key=p["signer"], fast=True, drops=False, think=0.5)
+            bot = Bot(n.front.url, p["token"], table, key=p["signer"], fast=True, drops=False, think=0.5)
             bot.keep_frames = True
             async with person_page(browser) as (_context, page, _console):
                 # the page is node b's; its socket is sent on to the table's owner, node a
                 await at_the_table(page, b.url, person, table)
                 await page.locator("#seats button.sit-here").first.click()
                 tasks = start_bots([bot])
-
-                def playing() -> bool:
-                    act = a.app[TABLES].get(table)
-                    return act is not None and act.hand is not None and act.hand.phase is HandPhase.PLAY
-
-                await wait_for(playing, timeout=60)
+                await wait_for(playing(a, table), timeout=60)
                 assert connected_at(a, table, person["id"]) and connected_at(a, table, p["id"])
                 assert bot.others == [b.url]  # hello named node b
                 mark = len(bot.frames)
-                front.freeze()  # node a stands still for its clients...
-                pg.hang()  # ...and for PostgreSQL: it loses its leases, node b takes the table
+                n.freeze()
                 await wait_for(lambda: table in b.app[TABLES], timeout=60)
                 # both find it there, though node a never told them anything
                 await wait_for(lambda: connected_at(b, table, person["id"]), timeout=60)
@@ -113,14 +154,44 @@ async def test_the_page_and_a_bot_leave_a_node_that_stands_still_for_the_tables_
                 assert actor.hand is not None and actor.hand.phase is HandPhase.PLAY
         finally:
             await stop_bots(tasks)
-            pg.let_go()
-            for n in (b, a):
-                if n is not None:
-                    with contextlib.suppress(Exception):
-                        await asyncio.wait_for(n.stop(), 30)
-            await front.stop()
-            await pg.stop()
-            shutil.rmtree(sock_dir, ignore_errors=True)
+
+
+@pytest.mark.timeout(240)
+async def test_a_page_served_by_the_node_that_stands_still_reaches_a_node_on_another_host_name(
+    pg_dsn: str, tmp_path: Path, browser: Browser
+) -> None:
+    """Found by an audit: the page's own server is node a, node b is on another host
+    name (``localhost``, where the session cookie does not go), so b's handshake needs
+    a ticket from a — which, standing still, gives none.  The page went round between
+    a's silent handshake and b's refusal, and the clock charged its seat.  Now it
+    keeps spare tickets while its own server answers."""
+    async with frozen_pair(pg_dsn, tmp_path, b_host="localhost") as n:
+        a, b = n.a, n.b
+        b_public = f"http://localhost:{urlsplit(b.url).port}"  # where b's clients reach it
+        async with aiohttp.ClientSession() as session:
+            api = Api(a.url, session)
+            table = await api.table(seats=4, point_value=1, turn_seconds=120)
+            people = [await new_person(api, name) for name in ("Ines", "Oto")]
+        async with person_page(browser) as (_c1, page1, _), person_page(browser) as (_c2, page2, _):
+            for page, person in ((page1, people[0]), (page2, people[1])):
+                await at_the_table(page, n.front.url, person, table)  # node a's page, through the proxy
+                await page.locator("#seats button.sit-here").first.click()
+                await page.wait_for_function(
+                    f"() => Object.values(RummyTable.state.t.seats).includes({json.dumps(person['id'])})"
+                )
+            await wait_for(playing(a, table), timeout=60)
+            for page in (page1, page2):
+                assert await page.evaluate("RummyTable.state.t.sock.servers") == [b_public]  # hello named b
+                await page.wait_for_function("() => RummyTable.state.t.sock.spare.length === 2", timeout=30_000)
+            n.freeze()
+            await wait_for(lambda: table in b.app[TABLES], timeout=60)
+            for person in people:
+                await wait_for(lambda person=person: connected_at(b, table, person["id"]), timeout=60)
+            for page in (page1, page2):
+                await page.wait_for_function(conn("open"), timeout=30_000)
+                assert await page.evaluate("RummyTable.state.t.sock.gaveUp") >= 1
+            actor = b.app[TABLES][table]
+            assert actor.hand is not None and actor.hand.phase is HandPhase.PLAY
 
 
 async def test_the_page_asks_a_quiet_server_and_keeps_its_socket(server: Running, api: Api, browser: Browser) -> None:
@@ -135,3 +206,18 @@ async def test_the_page_asks_a_quiet_server_and_keeps_its_socket(server: Running
         assert sock == {"gaveUp": 0, "n": 1}, sock
         assert connected_at(server, table, person["id"])
         assert await page.evaluate("RummyTable.state.t.conn") == "open"
+
+
+def test_the_reach_covers_the_time_clients_take_to_hear_a_silent_node() -> None:
+    """D37's reach is never shorter than the time the page and the bots take to give a
+    silent socket up (an audit had a seat charged with ``--resume-grace 3``: the reach
+    was the grace, 3 s, and the bots came back after 7.3 s).  Read from the page's own
+    script and the bots' constants, so that slowing either fails here."""
+    script = (Path(__file__).parent.parent / "service/web/table/connection.js").read_text()
+    page = {k: int(re.search(rf"export const {k} = (\d+);", script).group(1)) for k in ("QUIET_MS", "ANSWER_MS")}  # type: ignore[union-attr]
+    page_s = (page["QUIET_MS"] + page["ANSWER_MS"]) / 1000
+    bot_s = bots.HEARTBEAT_SECONDS * 1.5  # aiohttp waits half the heartbeat for the PONG
+    assert max(page_s, bot_s) + 2 <= REACH_FLOOR_SECONDS, (page_s, bot_s, REACH_FLOOR_SECONDS)
+    assert Settings(resume_grace=3).core().reach_ms == REACH_FLOOR_SECONDS * 1000  # not the grace
+    assert Settings(resume_grace=30).core().reach_ms == 30_000  # the grace, when longer
+    assert Settings(resume_grace=3, reach_seconds=1).core().reach_ms == 1000  # set: as set

@@ -15,6 +15,12 @@ export const QUIET_MS = 5000;
 export const ANSWER_MS = 4000;
 export const CONNECT_MS = 8000;
 const WATCH_MS = 500;
+/* A node on another host name takes a ticket from this page's own server (the cookie
+   does not go there), and a server that stands still gives none: while the card room
+   has such nodes, the page keeps SPARES spare tickets (each opens one socket within
+   the server's minute), fetched again after SPARE_MS while its own server answers. */
+const SPARE_MS = 40000;
+const SPARES = 2;
 /* Until the join is answered, table pushes are older than the snapshot that answers
    it (the table answers in order), which already holds their effect. */
 const GATED = new Set(["table", "hand", "update", "result", "paused", "resumed"]);
@@ -32,6 +38,15 @@ const GATED = new Set(["table", "hand", "update", "result", "paused", "resumed"]
    the seat.  The session cookie goes only to the host that set it: a socket to a node
    of the card room on another host name carries a one-time ticket from the page's own
    server instead (opts.ticket(), offered as the subprotocol "ticket.<ticket>"). */
+/** The host (name:port) of a URL, or null. */
+function hostOf(u) {
+  try {
+    return new URL(u).host;
+  } catch (e) {
+    return null;
+  }
+}
+
 /** The node URLs a frame named (strings only). */
 function urls(list) {
   return Array.isArray(list) ? list.filter((u) => typeof u === "string") : [];
@@ -69,6 +84,9 @@ export class TableSocket {
     this.pinged = null; // when it was last asked, still unanswered
     this.pings = 0; // pings sent, and sockets given up for silence (tests read them)
     this.gaveUp = 0;
+    this.spare = []; // [{ticket, at}]: for nodes on another host name
+    this.stay = false; // the join was refused here: ask this node again, not the page's own
+    this.sparing = false;
     this.watch = setInterval(() => this._watch(), WATCH_MS);
     this._online = () => {
       if (!this.stopped && !this.replaced && (!this.ws || this.ws.readyState !== WebSocket.OPEN)) {
@@ -111,7 +129,13 @@ export class TableSocket {
       this._open(url, null);
       return;
     }
-    // another host name: its handshake needs a ticket (the cookie does not go there)
+    // another host name: its handshake needs a ticket (the cookie does not go there);
+    // the spare one first: this page's own server may be the node that stands still
+    const spare = this._takeSpare();
+    if (spare !== null) {
+      this._open(url, spare);
+      return;
+    }
     Promise.race([this.ticket(), new Promise((resolve) => setTimeout(() => resolve(null), ANSWER_MS))])
       .catch(() => null) // the page's own server is away (or silent): try without (refused, then again)
       .then((ticket) => {
@@ -155,8 +179,10 @@ export class TableSocket {
           this.moving = true;
           ws.close(1000, "served elsewhere");
         } else {
-          // between nodes, unavailable, busy…: try again after a pause
+          // between nodes, unavailable, busy…: try again after a pause, here (it
+          // answers: it sends the page on when the table is served elsewhere)
           this.onState("refused", e);
+          this.stay = true;
           ws.close(1000, "join refused");
         }
       }
@@ -226,6 +252,7 @@ export class TableSocket {
       return;
     }
     if (ws.readyState !== WebSocket.OPEN) return;
+    if (this.joined) this._keepSpare(now);
     if (this.pinged !== null && this.heard < this.pinged) {
       // asked and nothing since (a late timer cannot make a live socket look dead:
       // anything heard after the ping clears it)
@@ -242,10 +269,37 @@ export class TableSocket {
     }
   }
 
+  /** A fresh spare ticket, used up (null: none). */
+  _takeSpare() {
+    const now = Date.now();
+    this.spare = this.spare.filter((s) => now - s.at < SPARE_MS + 10000);
+    const spare = this.spare.shift();
+    return spare ? spare.ticket : null;
+  }
+
+  /** Fetch a spare ticket when a known node is on another host name and fewer than
+      SPARES fresh ones are held (an old one is let go). */
+  _keepSpare(now) {
+    if (this.sparing) return;
+    this.spare = this.spare.filter((s) => now - s.at < SPARE_MS);
+    if (this.spare.length >= SPARES) return;
+    if (!this.servers.some((u) => hostOf(u) !== null && hostOf(u) !== window.location.host)) return;
+    this.sparing = true;
+    Promise.race([this.ticket(), new Promise((resolve) => setTimeout(() => resolve(null), ANSWER_MS))])
+      .then((ticket) => {
+        if (typeof ticket === "string" && ticket) this.spare.push({ ticket, at: Date.now() });
+      })
+      .catch(() => {})
+      .finally(() => {
+        this.sparing = false;
+      });
+  }
+
   /** The node stands still: leave the socket and ask the next node of the ring (this
       page's own server, then each node named), at once. */
   _giveUp(ws) {
     if (this.ws !== ws) return;
+    const handshake = ws.readyState === WebSocket.CONNECTING;
     this.gaveUp += 1;
     const ring = [null].concat(this.servers);
     const at = ring.indexOf(this.node);
@@ -257,12 +311,19 @@ export class TableSocket {
       /* closing a socket that never opened */
     }
     this.node = next;
-    this.moving = true;
+    if (handshake) {
+      // not answered: a server holding handshakes while its database is slow, or one
+      // that stands still; the next node after the usual backoff (an abandoned
+      // handshake may still take a slot there for a while)
+      this._closed(null, true);
+      return;
+    }
+    this.moving = true; // it had been answering: ask the next node at once
     this.onState("lost", 0);
     this._closed(null);
   }
 
-  _closed(ws) {
+  _closed(ws, keepNode = false) {
     if (ws !== null && this.ws !== ws) return;
     this.ws = null;
     for (const p of this.pending.values()) p.reject(new ServerError("disconnected", "the connection closed before the answer came"));
@@ -274,7 +335,8 @@ export class TableSocket {
       return;
     }
     // any other close: ask this page's own server again where the table is served
-    this.node = null;
+    if (!keepNode && !this.stay) this.node = null;
+    this.stay = false;
     if (this.replaced) {
       this.onState("replaced");
       return;
