@@ -14,13 +14,9 @@ they know: here the page its own server, the bot the node ``hello`` named.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import re
-import shutil
-import tempfile
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -31,16 +27,11 @@ from playwright.async_api import Browser
 from service import bots
 from service.app import TABLES
 from service.bots import Bot
-from service.cluster import NodeSettings
-from service.keys import SEED_KEY_FILE, SIGNING_KEY_FILE
-from service.startup import Running, start_server
+from service.startup import Running
 from service.table import REACH_FLOOR_SECONDS, Settings
 from service.tablecore.phase import HandPhase
-from tests.conftest import OPERATOR, Api, fresh_database, wait_for
-from tests.pgproxy import PgProxy
-from tests.tcpfreeze import FreezeProxy
-from tests.test_cli_errors import free_port
-from tests.test_handover import FAST, node
+from tests.conftest import Api, wait_for
+from tests.test_partitioned_node import Pair, proxied_pair, table_on_a
 from tests.test_web_table import at_the_table, conn, new_person, person_page, start_bots, stop_bots
 
 
@@ -49,61 +40,9 @@ def connected_at(server: Running, table: str, player_id: str) -> bool:
     return actor is not None and player_id in actor.watchers.by_player
 
 
-@dataclass
-class Frozen:
-    dsn: str
-    pg: PgProxy  # node a's PostgreSQL, which can hang
-    front: FreezeProxy  # node a as its clients reach it, which can stand still
-    a: Running
-    b: Running
-
-    def freeze(self) -> None:
-        """Node a stands still for its clients and for PostgreSQL: it loses its
-        leases, and node b takes its tables."""
-        self.front.freeze()
-        self.pg.hang()
-
-
-@contextlib.asynccontextmanager
-async def frozen_pair(pg_dsn: str, tmp_path: Path, b_host: str = "127.0.0.1") -> AsyncIterator[Frozen]:
-    """Nodes a (behind the two proxies) and b (public on ``b_host``) of one card room."""
-    async with fresh_database(pg_dsn, "frozen") as dsn:
-        sock_dir = tempfile.mkdtemp(prefix="pgp-", dir="/tmp")
-        pg = await PgProxy(pg_dsn, sock_dir).start()
-        port = free_port()
-        front = await FreezeProxy(port).start()
-        a = b = None
-        try:
-            a = await start_server(
-                host="127.0.0.1",
-                port=port,
-                data_dir=tmp_path / "a",
-                database_url=pg.dsn(urlsplit(dsn).path.lstrip("/")),
-                operator_token=OPERATOR,
-                settings=FAST,
-                node=NodeSettings(
-                    node_id="a",
-                    public_url=front.url,  # its clients reach it through the proxy
-                    cluster=True,
-                    shared=True,
-                    lease_seconds=3.0,
-                    heartbeat_seconds=0.5,
-                ),
-            )
-            (tmp_path / "b").mkdir()
-            for f in (SIGNING_KEY_FILE, SEED_KEY_FILE):  # one card room: the same keys
-                shutil.copy2(tmp_path / "a" / f, tmp_path / "b" / f)
-            b = await node(dsn, tmp_path / "b", "b", public_host=b_host)
-            yield Frozen(dsn, pg, front, a, b)
-        finally:
-            pg.let_go()
-            for n in (b, a):
-                if n is not None:
-                    with contextlib.suppress(Exception):
-                        await asyncio.wait_for(n.stop(), 30)
-            await front.stop()
-            await pg.stop()
-            shutil.rmtree(sock_dir, ignore_errors=True)
+def front_url(n: Pair) -> str:
+    assert n.front is not None
+    return n.front.url
 
 
 def playing(server: Running, table: str) -> Callable[[], bool]:
@@ -119,17 +58,16 @@ async def test_the_page_and_a_bot_leave_a_node_that_stands_still_for_the_tables_
     pg_dsn: str, tmp_path: Path, browser: Browser
 ) -> None:
     tasks: list[asyncio.Task[None]] = []
-    async with frozen_pair(pg_dsn, tmp_path) as n:
+    async with proxied_pair(pg_dsn, tmp_path, front=True) as n:
         a, b = n.a, n.b
         try:
             async with aiohttp.ClientSession() as session:
                 api = Api(a.url, session)
                 # a turn longer than the test: no clock is due anywhere, only reconnections count
-                table = await api.table(seats=4, point_value=1, turn_seconds=120)
-                assert table in a.app[TABLES]
+                table = await table_on_a(api, n, turn_seconds=120)
                 person = await new_person(api, "Ines")
                 p = await api.player("bot")
-            bot = Bot(n.front.url, p["token"], table, key=p["signer"], fast=True, drops=False, think=0.5)
+            bot = Bot(front_url(n), p["token"], table, key=p["signer"], fast=True, drops=False, think=0.5)
             bot.keep_frames = True
             async with person_page(browser) as (_context, page, _console):
                 # the page is node b's; its socket is sent on to the table's owner, node a
@@ -165,16 +103,16 @@ async def test_a_page_served_by_the_node_that_stands_still_reaches_a_node_on_ano
     a ticket from a — which, standing still, gives none.  The page went round between
     a's silent handshake and b's refusal, and the clock charged its seat.  Now it
     keeps spare tickets while its own server answers."""
-    async with frozen_pair(pg_dsn, tmp_path, b_host="localhost") as n:
+    async with proxied_pair(pg_dsn, tmp_path, front=True, b_host="localhost") as n:
         a, b = n.a, n.b
         b_public = f"http://localhost:{urlsplit(b.url).port}"  # where b's clients reach it
         async with aiohttp.ClientSession() as session:
             api = Api(a.url, session)
-            table = await api.table(seats=4, point_value=1, turn_seconds=120)
+            table = await table_on_a(api, n, turn_seconds=120)
             people = [await new_person(api, name) for name in ("Ines", "Oto")]
         async with person_page(browser) as (_c1, page1, _), person_page(browser) as (_c2, page2, _):
             for page, person in ((page1, people[0]), (page2, people[1])):
-                await at_the_table(page, n.front.url, person, table)  # node a's page, through the proxy
+                await at_the_table(page, front_url(n), person, table)  # node a's page, through the proxy
                 await page.locator("#seats button.sit-here").first.click()
                 await page.wait_for_function(
                     f"() => Object.values(RummyTable.state.t.seats).includes({json.dumps(person['id'])})"

@@ -9,7 +9,7 @@ import asyncio
 import contextlib
 import shutil
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,11 +35,18 @@ FAST = Settings(commit_seconds=2, reveal_seconds=2, next_hand_delay=0.3, resume_
 
 
 async def node(
-    dsn: str, data_dir: Path, node_id: str, database_url: str | None = None, public_host: str = "127.0.0.1"
+    dsn: str,
+    data_dir: Path,
+    node_id: str,
+    database_url: str | None = None,
+    public_host: str = "127.0.0.1",
+    front: Callable[[int], Awaitable[str]] | None = None,
 ) -> Running:
     """A cluster node on ``dsn`` (reached through ``database_url`` when given), its
-    public URL on ``public_host``."""
+    public URL on ``public_host``, or the URL ``front`` gives for its port (a proxy
+    its clients reach it through)."""
     port = free_port()
+    public = f"http://{public_host}:{port}" if front is None else await front(port)
     return await start_server(
         host="127.0.0.1",
         port=port,
@@ -49,7 +56,7 @@ async def node(
         settings=FAST,
         node=NodeSettings(
             node_id=node_id,
-            public_url=f"http://{public_host}:{port}",
+            public_url=public,
             cluster=True,
             shared=True,  # as `serve --node-id` sets it: other nodes may take its tables
             lease_seconds=3.0,

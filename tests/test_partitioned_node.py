@@ -38,6 +38,7 @@ from service.startup import Running
 from service.tablecore.phase import HandPhase
 from tests.conftest import Api, fresh_database, wait_for
 from tests.pgproxy import PgProxy
+from tests.tcpfreeze import FreezeProxy
 from tests.test_handover import node
 from tests.test_web_table import start_bots, stop_bots
 
@@ -48,29 +49,58 @@ class Pair:
     proxy: PgProxy
     a: Running  # reaches PostgreSQL through the proxy
     b: Running  # directly
+    front: FreezeProxy | None = None  # node a as its clients reach it, when asked for
+
+    def freeze(self) -> None:
+        """Node a stands still for its clients and for PostgreSQL: it loses its
+        leases, and node b takes its tables."""
+        assert self.front is not None
+        self.front.freeze()
+        self.proxy.hang()
 
 
 @contextlib.asynccontextmanager
-async def proxied_pair(pg_dsn: str, tmp_path: Path) -> AsyncIterator[Pair]:
+async def proxied_pair(
+    pg_dsn: str, tmp_path: Path, *, front: bool = False, b_host: str = "127.0.0.1"
+) -> AsyncIterator[Pair]:
+    """Nodes a and b of one card room; a reaches PostgreSQL through a proxy that can
+    hang, and with ``front`` its clients reach it through one that can stand still;
+    b is public on ``b_host``."""
     async with fresh_database(pg_dsn, "partnode") as dsn:
         sock_dir = tempfile.mkdtemp(prefix="pgp-", dir="/tmp")
         proxy = await PgProxy(pg_dsn, sock_dir).start()
+        fronts: list[FreezeProxy] = []
+
+        async def in_front(port: int) -> str:
+            fronts.append(await FreezeProxy(port).start())
+            return fronts[0].url
+
         a = b = None
         try:
-            a = await node(dsn, tmp_path / "a", "a", database_url=proxy.dsn(urlsplit(dsn).path.lstrip("/")))
+            db = proxy.dsn(urlsplit(dsn).path.lstrip("/"))
+            a = await node(dsn, tmp_path / "a", "a", database_url=db, front=in_front if front else None)
             (tmp_path / "b").mkdir()
             for f in (SIGNING_KEY_FILE, SEED_KEY_FILE):  # one card room: the same keys
                 shutil.copy2(tmp_path / "a" / f, tmp_path / "b" / f)
-            b = await node(dsn, tmp_path / "b", "b")
-            yield Pair(dsn, proxy, a, b)
+            b = await node(dsn, tmp_path / "b", "b", public_host=b_host)
+            yield Pair(dsn, proxy, a, b, fronts[0] if fronts else None)
         finally:
             proxy.let_go()
             for n in (b, a):
                 if n is not None:
                     with contextlib.suppress(Exception):
                         await asyncio.wait_for(n.stop(), 30)
+            for f in fronts:
+                await f.stop()
             await proxy.stop()
             shutil.rmtree(sock_dir, ignore_errors=True)
+
+
+async def table_on_a(api: Api, n: Pair, turn_seconds: int) -> str:
+    """A four-seat table (1 HT a point), served by node a."""
+    table = await api.table(seats=4, point_value=1, turn_seconds=turn_seconds)
+    assert table in n.a.app[TABLES]
+    return table
 
 
 async def transcript_of(dsn: str, table: str, hand_no: int) -> dict[str, Any] | None:
@@ -94,8 +124,7 @@ async def test_a_node_cut_off_from_its_database_sends_its_players_to_the_new_own
         try:
             async with aiohttp.ClientSession() as session:
                 api = Api(a.url, session)
-                table = await api.table(seats=4, point_value=1, turn_seconds=5)
-                assert table in a.app[TABLES]
+                table = await table_on_a(api, n, turn_seconds=5)
                 bots = []
                 for name in ("p1", "p2"):
                     p = await api.player(name)
