@@ -25,19 +25,6 @@ const SPARES = 2;
    it (the table answers in order), which already holds their effect. */
 const GATED = new Set(["table", "hand", "update", "result", "paused", "resumed"]);
 
-/* It joins on every (re)connect (with joinArgs(), e.g. the newest record seen, so
-   that the snapshot holds the events missed) and hands the snapshot to
-   onSnapshot(snapshot, {reconnected}); pushes go to onPush(message); replies settle
-   the promise send() returned.  After a close it reconnects with backoff (at once
-   when the browser says it is back online, or when the table moved), unless stop()
-   was called or another window took the seat over ("replaced").  A handshake the
-   server refused looks to a page like any failed connection (a browser shows no
-   status), so after one it asks opts.signedOut() (the REST session): a session that
-   ended (signed out in another window, expired) is told as "signed_out" and the
-   socket stops trying, instead of "reconnecting" for ever while the clock plays for
-   the seat.  The session cookie goes only to the host that set it: a socket to a node
-   of the card room on another host name carries a one-time ticket from the page's own
-   server instead (opts.ticket(), offered as the subprotocol "ticket.<ticket>"). */
 /** The host (name:port) of a URL, or null. */
 function hostOf(u) {
   try {
@@ -52,6 +39,19 @@ function urls(list) {
   return Array.isArray(list) ? list.filter((u) => typeof u === "string") : [];
 }
 
+/* It joins on every (re)connect (with joinArgs(), e.g. the newest record seen, so
+   that the snapshot holds the events missed) and hands the snapshot to
+   onSnapshot(snapshot, {reconnected}); pushes go to onPush(message); replies settle
+   the promise send() returned.  After a close it reconnects with backoff (at once
+   when the browser says it is back online, or when the table moved), unless stop()
+   was called or another window took the seat over ("replaced").  A handshake the
+   server refused looks to a page like any failed connection (a browser shows no
+   status), so after one it asks opts.signedOut() (the REST session): a session that
+   ended (signed out in another window, expired) is told as "signed_out" and the
+   socket stops trying, instead of "reconnecting" for ever while the clock plays for
+   the seat.  The session cookie goes only to the host that set it: a socket to a node
+   of the card room on another host name carries a one-time ticket from the page's own
+   server instead (opts.ticket(), offered as the subprotocol "ticket.<ticket>"). */
 /** The signed items ({purpose, body, sig}) among an object's fields. */
 export function signedItems(obj) {
   if (!obj || typeof obj !== "object") return [];
@@ -296,7 +296,8 @@ export class TableSocket {
   }
 
   /** The node stands still: leave the socket and ask the next node of the ring (this
-      page's own server, then each node named), at once. */
+      page's own server, then each node named): at once after a socket that had been
+      answering, after the backoff after a handshake. */
   _giveUp(ws) {
     if (this.ws !== ws) return;
     const handshake = ws.readyState === WebSocket.CONNECTING;
