@@ -162,6 +162,9 @@ class Cluster:
         self.takeovers = 0
         self.beats = 0  # heartbeats completed (tests wait for beats, not for seconds)
         self.lateness = 0.0  # seconds the last heartbeat ran after it was due (loop lag)
+        #: the watch found that this node stood still (it woke a heartbeat or more late):
+        #: until then the heartbeat may renew before :meth:`expire` gives any lease up
+        self.stood_still_until = 0.0
 
     # -- life --------------------------------------------------------------------------
     async def join(self) -> None:
@@ -188,11 +191,22 @@ class Cluster:
                     await watch
 
     async def _watch(self) -> None:
+        beat = self.node.heartbeat_seconds
         while True:
             now = time.monotonic()
             await self.expire(now)
-            soonest = min(self.valid.values(), default=now + self.node.lease_seconds) - self.node.heartbeat_seconds
-            await asyncio.sleep(min(self.node.heartbeat_seconds, max(0.05, soonest - now)))
+            soonest = min(self.valid.values(), default=now + self.node.lease_seconds) - beat
+            nap = min(beat, max(0.05, soonest - now))
+            planned = time.monotonic() + nap
+            await asyncio.sleep(nap)
+            woke = time.monotonic()
+            if woke - planned > beat:
+                # This node stood still (SIGSTOP, a hung host, starved of CPU), not its
+                # database: the heartbeat renews at once, and the leases wait half a beat
+                # for it.  Before, a stop of 4 s let every lease go on the spot, and every
+                # client reconnected to a node that could have renewed (found by an audit).
+                self.stood_still_until = woke + beat / 2
+                self._wake.set()
 
     async def expire(self, now: float) -> None:
         """Give up, on this node's own clock, every lease that may run out within a
@@ -204,7 +218,10 @@ class Cluster:
         an audit: timeouts and a clock drop, D16, D31).  Their sockets are told ``moved``
         now, with the other nodes' addresses, so that they find the new owner within the
         reach D37 gives them, and a move this node refuses is refused before the new
-        owner resumes (D32, D35)."""
+        owner resumes (D32, D35).  A node that stood still itself gives the heartbeat
+        half a beat to renew first (:meth:`_watch`)."""
+        if now < self.stood_still_until:  # the heartbeat renews first (:meth:`_watch`)
+            return
         late = sorted(t for t, until in self.valid.items() if until - self.node.heartbeat_seconds <= now)
         if not late:
             return

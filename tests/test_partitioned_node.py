@@ -30,7 +30,7 @@ import aiohttp
 import asyncpg
 import pytest
 
-from service.app import TABLES
+from service.app import CLUSTER, TABLES
 from service.bots import Bot
 from service.cluster import Cluster, Lease, NodeSettings
 from service.keys import SEED_KEY_FILE, SIGNING_KEY_FILE
@@ -41,6 +41,7 @@ from tests.pgproxy import PgProxy
 from tests.tcpfreeze import FreezeProxy
 from tests.test_handover import node
 from tests.test_web_table import start_bots, stop_bots
+from tests.wsclient import Client
 
 
 @dataclass
@@ -186,6 +187,43 @@ async def test_expire_gives_up_exactly_the_leases_that_may_run_out_within_a_hear
     assert sorted(stopped) == ["t1", "t3"] and set(c.owned) == {"t2"} and set(c.valid) == {"t2"}
     await c.expire(101.9)
     assert sorted(stopped) == ["t1", "t3"]
+    # a node that stood still gives its heartbeat half a beat to renew first
+    c.stood_still_until = 103.0
+    await c.expire(102.9)
+    assert set(c.owned) == {"t2"}
+    await c.expire(103.0)
+    assert sorted(stopped) == ["t1", "t2", "t3"] and c.owned == {}
+
+
+async def test_a_node_that_stood_still_renews_its_leases_instead_of_letting_its_tables_go(
+    pg_dsn: str, tmp_path: Path
+) -> None:
+    """Found by an audit: a node (``--node-id``) stopped for 4-5 s, alone in its card
+    room, woke with its leases within a heartbeat of running out; its watch let every
+    one go on the spot, before the heartbeat could renew them, and every client was told
+    ``moved`` and reconnected — to the same node.  Now the watch sees that it woke late
+    (the node stood still, not its database) and lets the heartbeat renew first."""
+    async with fresh_database(pg_dsn, "stood") as dsn:
+        n = await node(dsn, tmp_path / "a", "a")
+        try:
+            async with aiohttp.ClientSession() as session:
+                api = Api(n.url, session)
+                table = await api.table(seats=4)
+                p = await api.player("p")
+            cluster = n.app[CLUSTER]
+            settings = cluster.node
+            async with Client(n.url, p["token"], p["signer"]) as c:
+                assert (await c.request({"type": "join", "table_id": table}))["type"] == "reply"
+                beats = cluster.beats
+                await wait_for(lambda: cluster.beats > beats, timeout=30)  # a renewal just made
+                # the whole node stands still for all but half a beat of the lease
+                time.sleep(settings.lease_seconds - settings.heartbeat_seconds / 2)
+                beats = cluster.beats
+                await wait_for(lambda: cluster.beats >= beats + 3, timeout=30)
+                assert table in n.app[TABLES] and table in cluster.owned
+                assert [f for f in c.frames if f.get("type") == "moved"] == []
+        finally:
+            await n.stop()
 
 
 async def test_a_bot_learns_the_other_nodes_from_hello_and_moved_and_tries_them_in_turn() -> None:
