@@ -243,15 +243,31 @@ async def rotate_operator_token(conn: asyncpg.Connection) -> str:
     return token
 
 
+def _storable(value: Any) -> Any:
+    """``value`` as PostgreSQL can store it: a NUL (which ``text`` and ``jsonb`` refuse)
+    or a lone surrogate (no UTF-8) in any string written as its ``\\uXXXX`` escape.  A
+    refusal's message may echo what a client sent: the drill fuzz's operator body
+    ``{"\\u0000": null}`` made the audit's INSERT fail, and the refusal a 500."""
+    if isinstance(value, str):
+        if "\x00" not in value and value.isascii():
+            return value
+        return "".join(f"\\u{ord(c):04x}" if c == "\x00" or "\ud800" <= c <= "\udfff" else c for c in value)
+    if isinstance(value, dict):
+        return {_storable(k): _storable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_storable(v) for v in value]
+    return value
+
+
 async def audit(
     conn: asyncpg.Connection, action: str, target: str | None, params: dict[str, Any], outcome: str
 ) -> None:
     await conn.execute(
         "INSERT INTO audit_log (action, target, params, outcome) VALUES ($1, $2, $3::jsonb, $4)",
         action,
-        target,
-        json.dumps(params),
-        outcome[:500],
+        _storable(target),
+        json.dumps(_storable(params)),
+        _storable(outcome[:500]),
     )
 
 

@@ -107,6 +107,10 @@ async def test_every_hostile_rest_input_gets_a_typed_refusal(api: Api, server: R
         ("POST", f"/api/tables/{table}/sit", p["token"], '{"seat": ' + big + "}"),
         ("POST", "/api/players", OPERATOR, '{"name": "a\\ud800b"}'),  # a lone surrogate
         ("POST", "/api/players", OPERATOR, '{"name": "a\\u0000b"}'),  # a NUL
+        # ...as a key, which a refusal's message echoes into the audit log (the drill
+        # fuzz found the INSERT refused, and a 500)
+        ("POST", "/api/players", OPERATOR, '{"\\u0000": null}'),
+        ("POST", f"/api/players/{p['id']}/deposit", OPERATOR, '{"\\ud800": 1}'),
         ("POST", "/api/tables", OPERATOR, '{"max_missed_turns": 2147483648}'),
         ("POST", "/api/tables", OPERATOR, '{"seats": 6.0}'),
         ("POST", "/api/tables", OPERATOR, '{"commission_bps": true}'),
@@ -140,6 +144,9 @@ async def test_every_hostile_rest_input_gets_a_typed_refusal(api: Api, server: R
     )
     assert await fingerprint(server) == before, "a refused request changed something"
     assert tracebacks.records == [], [r.getMessage() for r in tracebacks.records]
+    async with server.app[POOL].acquire() as conn:
+        outcomes = [r["outcome"] for r in await conn.fetch("SELECT outcome FROM audit_log")]
+    assert any("\\u0000" in o for o in outcomes) and any("\\ud800" in o for o in outcomes), outcomes[-6:]
 
 
 async def test_hostile_frames_get_typed_errors_and_the_socket_stays_open(

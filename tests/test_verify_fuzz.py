@@ -340,3 +340,16 @@ def test_raw_bytes_through_the_strict_reader(share: int) -> None:
 
     run()
     assert seen["examples"] >= n and seen["read"] > 0
+
+
+def test_evidence_holding_a_lone_surrogate_fails_its_signature_and_does_not_crash() -> None:
+    """Found by the evidence fuzz (a `.ci/run` drill): an evidence item whose body held a
+    lone surrogate (JSON's ``"\\ud800"``) raised UnicodeEncodeError out of the signature
+    check.  Such a text has no UTF-8 bytes: nobody signed it, and the check fails."""
+    evidence = copy.deepcopy(EVIDENCE)
+    n = next(k for k, item in enumerate(evidence) if item["purpose"] == "header")
+    evidence[n]["body"]["commit_ms"] = "\ud800"
+    base = BASE["v2-transcript-4seat-two-players.json"]
+    report = verify_transcript(base, KEY, evidence, debug=True)
+    assert not report.ok and report.failure is not None and report.failure.check == "evidence", report.to_json()
+    assert f"evidence item {n} (header) is not signed" in report.failure.message, report.failure.message

@@ -146,8 +146,14 @@ def signature_ok(key: Ed25519PublicKey, protocol: str, purpose: str, obj: Any, s
 
 
 def text_signature_ok(key: Ed25519PublicKey, protocol: str, purpose: str, text: str, sig_hex: str) -> bool:
-    """:func:`signature_ok` of the object whose canonical text is ``text``."""
-    return ed25519.verify_hex(key, sig_hex, domain(protocol, purpose) + text.encode("utf-8"))
+    """:func:`signature_ok` of the object whose canonical text is ``text``.  A text
+    holding a lone surrogate (JSON's ``"\\ud800"`` reads as one) has no UTF-8 bytes, so
+    nobody signed it: not signed, never an exception (found by the evidence fuzz)."""
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return ed25519.verify_hex(key, sig_hex, domain(protocol, purpose) + data)
 
 
 def public_key(raw: bytes, what: str, record: int | None = None) -> Ed25519PublicKey:
