@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -31,7 +30,7 @@ from service.startup import Running
 from service.table import REACH_FLOOR_SECONDS, Settings
 from service.tablecore.phase import HandPhase
 from tests.conftest import Api, wait_for
-from tests.test_partitioned_node import Pair, proxied_pair, table_on_a
+from tests.test_partitioned_node import Pair, playing, proxied_pair, table_on_a
 from tests.test_web_table import at_the_table, conn, new_person, person_page, start_bots, stop_bots
 
 
@@ -43,14 +42,6 @@ def connected_at(server: Running, table: str, player_id: str) -> bool:
 def front_url(n: Pair) -> str:
     assert n.front is not None
     return n.front.url
-
-
-def playing(server: Running, table: str) -> Callable[[], bool]:
-    def now() -> bool:
-        act = server.app[TABLES].get(table)
-        return act is not None and act.hand is not None and act.hand.phase is HandPhase.PLAY
-
-    return now
 
 
 @pytest.mark.timeout(240)

@@ -20,7 +20,7 @@ import json
 import shutil
 import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -97,6 +97,16 @@ async def proxied_pair(
             shutil.rmtree(sock_dir, ignore_errors=True)
 
 
+def playing(server: Running, table: str) -> Callable[[], bool]:
+    """Whether ``server`` plays a hand at ``table`` (for :func:`wait_for`)."""
+
+    def now() -> bool:
+        act = server.app[TABLES].get(table)
+        return act is not None and act.hand is not None and act.hand.phase is HandPhase.PLAY
+
+    return now
+
+
 async def table_on_a(api: Api, n: Pair, turn_seconds: int) -> str:
     """A four-seat table (1 HT a point), served by node a."""
     table = await api.table(seats=4, point_value=1, turn_seconds=turn_seconds)
@@ -134,11 +144,7 @@ async def test_a_node_cut_off_from_its_database_sends_its_players_to_the_new_own
                     bots.append(bot)
             tasks = start_bots(bots)
 
-            def playing() -> bool:
-                act = a.app[TABLES].get(table)
-                return act is not None and act.hand is not None and act.hand.phase is HandPhase.PLAY
-
-            await wait_for(playing, timeout=60)
+            await wait_for(playing(a, table), timeout=60)
             hand_no = a.app[TABLES][table].hand.hand_no
             marks = [len(x.frames) for x in bots]
             n.proxy.hang()  # node a's PostgreSQL stops answering it; node b's does not

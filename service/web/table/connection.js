@@ -136,7 +136,7 @@ export class TableSocket {
       this._open(url, spare);
       return;
     }
-    Promise.race([this.ticket(), new Promise((resolve) => setTimeout(() => resolve(null), ANSWER_MS))])
+    this._ticketWithin()
       .catch(() => null) // the page's own server is away (or silent): try without (refused, then again)
       .then((ticket) => {
         if (!this.stopped && !this.ws) this._open(url, ticket);
@@ -214,20 +214,20 @@ export class TableSocket {
       }
       if (m.type === "hello") this.servers = urls(m.servers);
       if (m.type === "replaced") this.replaced = true;
-      if (m.type === "shutdown" && Array.isArray(m.servers) && m.servers.length > 0 && typeof m.servers[0] === "string") {
+      const named = m.type === "shutdown" || m.type === "moved" ? urls(m.servers) : [];
+      if (m.type === "shutdown" && named.length > 0) {
         // this node is going down and has handed its tables over: when it closes the
         // socket, ask another node of the card room at once
-        this.node = m.servers[0];
-        this.servers = urls(m.servers);
+        this.node = named[0];
+        this.servers = named;
         this.moving = true;
       }
       if (m.type === "moved") {
         // the table went to another node: ask another node of the card room when this
         // one names any (it may have lost its database, and cannot tell where), else
         // this page's own server, at once
-        const servers = m.servers;
-        this.node = Array.isArray(servers) && servers.length > 0 && typeof servers[0] === "string" ? servers[0] : null;
-        if (this.node !== null) this.servers = urls(servers);
+        this.node = named.length > 0 ? named[0] : null;
+        if (named.length > 0) this.servers = named;
         this.moving = true;
       }
       if (!this.joined && GATED.has(m.type)) return;
@@ -269,6 +269,12 @@ export class TableSocket {
     }
   }
 
+  /** A ticket from this page's own server, or null when it has not answered in ANSWER_MS
+      (it may be the node that stands still). */
+  _ticketWithin() {
+    return Promise.race([this.ticket(), new Promise((resolve) => setTimeout(() => resolve(null), ANSWER_MS))]);
+  }
+
   /** A fresh spare ticket, used up (null: none). */
   _takeSpare() {
     const now = Date.now();
@@ -285,7 +291,7 @@ export class TableSocket {
     if (this.spare.length >= SPARES) return;
     if (!this.servers.some((u) => hostOf(u) !== null && hostOf(u) !== window.location.host)) return;
     this.sparing = true;
-    Promise.race([this.ticket(), new Promise((resolve) => setTimeout(() => resolve(null), ANSWER_MS))])
+    this._ticketWithin()
       .then((ticket) => {
         if (typeof ticket === "string" && ticket) this.spare.push({ ticket, at: Date.now() });
       })
