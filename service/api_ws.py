@@ -16,6 +16,7 @@ from aiohttp import ClientConnectionResetError, WSCloseCode, WSMsgType, web
 
 from service import auth, replies, store, wire
 from service.appkeys import CLUSTER, CONFIG, HANDSHAKES, METRICS, PLAYER_SOCKETS, SOCKETS, TABLES
+from service.db import AWAY, REFUSING
 from service.edge import require_player
 from service.errors import ServiceError
 from service.handover import MARK, HandedOver, hand_over
@@ -243,9 +244,10 @@ async def _dispatch(
         done.set_result({"pong": True})
         return done
     a: TableActor | None = request.app[TABLES].get(data["table_id"])
-    if a is None:
-        done.set_exception(await elsewhere(request, data["table_id"]))
-        return done
+    if a is None:  # asked of the database, waited for like a table's answer (``waiting`` meanwhile)
+        asking = asyncio.ensure_future(_not_here(request, data["table_id"]))
+        asking.add_done_callback(_retrieved)  # an answer nobody waits for any more is not an error
+        return asking
     if kind == "join":
         a.attach(conn)
         joined.add(a.table_id)
@@ -255,6 +257,27 @@ async def _dispatch(
         return done
     payload = {k: v for k, v in data.items() if k not in ("type", "id", "table_id")}
     return a.enqueue(kind, player.id, payload, route)
+
+
+async def _not_here(request: web.Request, table_id: str) -> dict[str, Any]:
+    """Why this connection does not serve ``table_id`` (always raised): where the
+    table is served (service.routing.elsewhere) — or, when the database that says so
+    is away or does not answer, ``unavailable`` (nothing was changed; the socket stays
+    open).  Before, the lookup was awaited in the socket's reader: a hung database
+    held the socket silent (no ``waiting``), and one away closed it with no error."""
+    try:
+        error = await elsewhere(request, table_id)
+    except (*AWAY, *REFUSING) as e:  # OSError holds a pool acquire or statement past its time
+        raise ClientError(
+            "unavailable",
+            f"this server cannot reach its database right now to find table {table_id}; nothing was changed, try again",
+        ) from e
+    raise error
+
+
+def _retrieved(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled():
+        task.exception()
 
 
 async def sweeping(app: web.Application) -> AsyncIterator[None]:

@@ -831,3 +831,56 @@ async def test_bots_send_a_move_refused_as_unavailable_again(proxied: tuple[Runn
         transcript = await api.call("GET", result["transcript"])
         clock = [r for r in transcript["log"] if r["type"] == "action" and r["action"]["kind"] == "timeout"]
         assert clock == [], "the clock moved for a bot whose refused move was never sent again"
+
+
+async def test_a_join_asked_of_a_hung_database_is_told_waiting_and_answered(
+    proxied: tuple[Running, PgProxy],
+) -> None:
+    """A join for a table this server does not serve asks the database where it is.
+    Before, that lookup was awaited in the socket's reader: while PostgreSQL hung, the
+    client heard nothing (its pings not read, no ``waiting``), as from a node that
+    stands still, and gave the server up (docs/api.md, "Silence").  Now it is waited
+    for like a table's answer: ``waiting`` meanwhile, then the answer."""
+    import aiohttp
+
+    server, proxy = proxied
+    async with aiohttp.ClientSession() as session:
+        api = Api(server.url, session)
+        p = await api.player("asker")
+        missing = "00000000-0000-4000-8000-000000000001"
+        async with Client(server.url, p["token"]) as c:
+            await c.request({"type": "ping"})
+            proxy.hang()
+            asked = asyncio.create_task(c.request({"type": "join", "table_id": missing}, msg_id="j1", timeout=60))
+            waiting = await c.wait_frame(lambda f: f.get("type") == "waiting", timeout=20)
+            assert waiting == {"type": "waiting", "id": "j1"}, waiting
+            assert not asked.done()
+            proxy.let_go()
+            answer = await asked
+            assert answer["type"] == "error" and answer["error"]["code"] == "no_such_table", answer
+            assert (await c.request({"type": "ping"}))["type"] == "reply"
+
+
+async def test_a_join_asked_of_a_database_that_is_away_is_refused_unavailable_and_the_socket_stays(
+    proxied: tuple[Running, PgProxy],
+) -> None:
+    """The same lookup with PostgreSQL away: before, the database's error left the
+    socket's reader and the socket closed with no typed error; now the join is refused
+    ``unavailable`` (nothing was changed) and the socket serves on."""
+    import aiohttp
+
+    server, proxy = proxied
+    async with aiohttp.ClientSession() as session:
+        api = Api(server.url, session)
+        p = await api.player("asker")
+        async with Client(server.url, p["token"]) as c:
+            await c.request({"type": "ping"})
+            proxy.refuse = True
+            proxy.cut()
+            answer = await c.request(
+                {"type": "join", "table_id": "00000000-0000-4000-8000-000000000002"}, msg_id="j1", timeout=60
+            )
+            assert answer["type"] == "error" and answer["error"]["code"] == "unavailable", answer
+            assert "nothing was changed" in answer["error"]["message"]
+            assert (await c.request({"type": "ping"}))["type"] == "reply"
+            assert not c.ws.closed
