@@ -149,10 +149,15 @@ class HandRun:
     def owe(self, seat: int, arrived: int) -> None:
         """D35: the house refused a move of ``seat`` that the rules allow, at
         ``arrived``: the seat keeps its whole window from then."""
+        self.hold(seat, arrived + self.window_ms())
+
+    def hold(self, seat: int, until: int) -> None:
+        """The clock that runs now does not charge ``seat`` before ``until`` (D35's owed
+        window; D37's time left after a stall of the node)."""
         if self.phase not in (HandPhase.COMMIT, HandPhase.REVEAL, HandPhase.PLAY):
             return
         key = (self.clock, seat)
-        self.owed[key] = max(self.owed.get(key, 0), arrived + self.window_ms())
+        self.owed[key] = max(self.owed.get(key, 0), until)
 
     @property
     def deadline(self) -> float | None:

@@ -89,6 +89,7 @@ class Settings:
             away_ms=ms(self.away_seconds),
             hung_ms=ms(self.write_hung_seconds),
             freeze_ms=ms(3 * self.beat_seconds),
+            beat_ms=ms(self.beat_seconds),
             retry_max_ms=ms(self.retry_max_seconds),
         )
 

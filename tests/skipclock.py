@@ -44,6 +44,12 @@ class SkipClock:
         done = 0.0
         while done < seconds and not (until is not None and until()):
             d = min(step, seconds - done)
+            # a step lands on the next wake a table asked for, as the shell's timer would:
+            # one past it by more than a beat's slack is a stall of the node (D37)
+            now_ms = int(self() * 1000)
+            asked = [a.core.armed for a in running() if a.core.armed is not None and a.core.armed > now_ms]
+            if asked:
+                d = min(d, (min(asked) - now_ms + 1) / 1000)
             self.skipped += d
             done += d
             target = int(self() * 1000)

@@ -226,6 +226,15 @@ class TableCore(Commands):
             # Measured on the clock: the table's time runs slower while it is ahead.
             log.warning("table %s: no beat for %d ms; every grace starts again", self.table_id, clock - last_clock)
             self.reach.fault_over(now)
+        elif last is not None and last_clock is not None and self.mode is Mode.SERVING:
+            # A stall too short to be taken for standing still (a stop of a second or
+            # two, a long collection, a starved process): the step comes late, and a
+            # move a seat sent before its deadline still waits in the socket unread.
+            woke = last_clock + self.cfg.beat_ms
+            if self.armed is not None:  # (asked for at once: at the last step)
+                woke = max(last_clock, min(woke, self.armed))
+            if clock - woke > self.cfg.stall_ms:
+                self._stalled(now, last, clock - woke)
         p = self.pending
         if p is not None and not self.hung:
             # Timed on the clock's run, as the freeze: the table's time runs slower while it
@@ -239,6 +248,30 @@ class TableCore(Commands):
                 self.hung = True
                 self._tell_paused()
         return now
+
+    def _stalled(self, now: int, last: int, late: int) -> None:
+        """D37: this node woke ``late`` ms after the wake it asked for (or its beat), a
+        stall too short for a freeze.  The seats the running clock would charge, whose
+        clock ran out during the stall or runs out within a beat of its end, keep the
+        time they had left when the node was last awake (at ``last``, the table's time of
+        its last step), and at least a beat, counted from now: the stall is not taken
+        out of their windows, and a move sent in time, read only now, is taken and
+        leaves its turn what it had.  A seat with no connection to the table is not
+        held (D16: the clock moves for an absent seat; nothing of it waits unread).
+        (Before, a stop of 1-3 s across a deadline charged the seat whose move waited
+        in the socket: the clock's wake was stepped before the socket was read.)"""
+        hand = self.hand
+        if hand is None:
+            return
+        phase = hand.phase
+        charged = [s for s in self.charged(hand, phase) if hand.players[s] in self.reach.connected]
+        end = self.deadline(hand, phase)
+        if not charged or end is None or end > now + self.cfg.beat_ms:
+            return
+        left = min(max(end - last, self.cfg.beat_ms), hand.window_ms(phase))
+        log.warning("table %s: woke %d ms late; seats %s keep %d ms of their clock", self.table_id, late, charged, left)
+        for seat in charged:
+            hand.hold(seat, now + left)
 
     def _arm(self, now: int, due: int | None) -> None:
         """The next wake-up, on the clock the shell runs: ``due`` is the table's time of

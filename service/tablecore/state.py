@@ -63,6 +63,8 @@ class CoreConfig:
     away_ms: int = 120_000  # D34: a seat away this long at a table too few are connected to deal at stands up
     hung_ms: int = 2_000  # D37: a write unanswered this long means the store is hung
     freeze_ms: int = 3_000  # D37: a gap this long between the shell's beats means this node stood still
+    beat_ms: int = 1_000  # the shell steps its core at least this often (service.table: beat_seconds)
+    stall_ms: int = 250  # D37: a step this much later than the wake asked for (or the beat) is a stall
     slew: int = 10  # D37: while ahead of its clock, the table's time runs at (slew - 1) / slew of its pace
     retry_first_ms: int = 200  # the first backoff step after repeated failures
     retry_max_ms: int = 5_000  # the backoff's ceiling
