@@ -274,6 +274,12 @@ class ServerLock:
                 self.session = None
                 return
             await asyncio.sleep(0.1)
+        # It lives on (its backend hung: frozen, or stuck in I/O on hung storage), and
+        # its lock is still this server's, not another's: "not yet", never "lost" (the
+        # callers try again).  Before, the lock was then tried against this server's own
+        # session and taken for another server's, and serve went down with EXIT_LOCKED,
+        # which its service manager does not restart (an audit: a backend stopped 30 s).
+        raise TimeoutError(f"this server's own given-up lock session (pid {pid}) has not ended yet")
 
     async def hold(self, every: float = 2.0) -> None:
         """Keep the lock while the database comes and goes (an embedded PostgreSQL

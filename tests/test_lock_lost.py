@@ -67,3 +67,45 @@ async def test_a_server_whose_lock_another_server_took_goes_down_and_tells_its_c
                     await other.release()
                 await conn.close()
         assert "another server took this database's lock" in server.text()
+
+
+async def test_the_server_s_own_lock_session_that_will_not_end_is_not_taken_for_another_server(
+    pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by an audit (the lock session's backend stopped 30 s under a real server):
+    the check on the lock's connection timed out, the server gave the session up and
+    asked PostgreSQL to end it, and the backend — hung, so it could not end — still
+    held the lock: taken for another server's, and serve went down with EXIT_LOCKED,
+    for good.  Now that is "not yet": keep() raises (its callers try again), and once
+    the backend moves again the lock is this server's as before."""
+    from service import db
+
+    monkeypatch.setattr(db, "ACQUIRE_TIMEOUT", 1.0)  # the check's and the wait's bounds, shortened
+    async with fresh_database(pg_dsn, "ownlock") as dsn:
+        lock = await ServerLock.acquire(dsn)
+        try:
+            assert lock.conn is not None
+            backend = lock.conn.get_server_pid()
+            os.kill(backend, signal.SIGSTOP)  # its backend hangs
+            try:
+                with pytest.raises(TimeoutError, match="has not ended yet"):
+                    await lock.keep()
+                with pytest.raises(TimeoutError, match="has not ended yet"):
+                    await lock.keep()  # and again, while it hangs: never False
+            finally:
+                os.kill(backend, signal.SIGCONT)
+            for _ in range(50):  # it ends as it moves again (pg_terminate_backend)
+                try:
+                    assert await lock.keep() is True
+                    break
+                except TimeoutError:
+                    await asyncio.sleep(0.1)
+            else:
+                raise AssertionError("the lock was not held again after the backend moved")
+            conn = await asyncpg.connect(dsn)
+            try:
+                assert await lock_holders(conn) == [lock.conn.get_server_pid()]  # type: ignore[union-attr]
+            finally:
+                await conn.close()
+        finally:
+            await lock.release()
