@@ -65,8 +65,12 @@ def _pdeathsig(sig: int) -> Callable[[], None]:
 
 
 def _read_postmaster_pid(pgdata: Path) -> list[str]:
+    return _lines(pgdata / "postmaster.pid")
+
+
+def _lines(path: Path) -> list[str]:
     try:
-        return (pgdata / "postmaster.pid").read_text().splitlines()
+        return path.read_text().splitlines()
     except (OSError, UnicodeDecodeError):
         return []
 
@@ -221,9 +225,52 @@ class EmbeddedPostgres:
                 user=self._user,
             )
         self._socket_dir = utils.find_suitable_socket_dir(self.pgdata, PostgresServer.runtime_path)
+        self._clear_what_the_dead_left()
         if self._user is not None and self._socket_dir != self.pgdata:
             utils.ensure_prefix_permissions(self._socket_dir)
             self._socket_dir.chmod(0o777)
+
+    def _clear_what_the_dead_left(self) -> None:
+        """We hold the data directory, and its orphan postmasters were just stopped:
+        what a killed one left is ours to clear, or PostgreSQL refuses to start (an
+        audit: serve could not start again after a kill -9 of everything).
+        - Its backends that outlived it (stopped, or stuck in I/O) hold its shared
+          memory ("pre-existing shared memory block is still in use"): every postgres
+          process working in the data directory is killed (a backend's working
+          directory is its data directory).
+        - Its ``postmaster.pid`` and socket lock file name a pid that may now be
+          another live process of PostgreSQL's user (pids are reused: after a
+          container's restart they start low again), which PostgreSQL takes for a
+          postmaster still running ("lock file already exists"): removed, unless the
+          pid they name is a live postgres process.
+        A process that will not die (uninterruptible I/O) leaves both files to
+        PostgreSQL's own checks."""
+        import psutil
+
+        here = str(self.pgdata.resolve())
+        left = [
+            p
+            for p in psutil.process_iter(attrs=["name", "cwd"])
+            if p.info["name"] == "postgres" and p.info["cwd"] == here
+        ]
+        for p in left:
+            _pg_logger.warning("killing the PostgreSQL process %d its dead postmaster left in %s", p.pid, here)
+            with contextlib.suppress(psutil.Error):
+                p.send_signal(signal.SIGCONT)
+                p.kill()
+        if psutil.wait_procs(left, timeout=10)[1]:
+            return
+        sock = self._socket_dir or self.pgdata
+        for lock_file in (self.pgdata / "postmaster.pid", *sock.glob(".s.PGSQL.*.lock")):
+            lines = _lines(lock_file)
+            pid = lines[0].strip() if lines else ""
+            with contextlib.suppress(psutil.Error, ValueError):
+                if pid.isdigit() and psutil.Process(int(pid)).name() == "postgres":
+                    continue  # a live postgres: its own (another data directory's socket)
+            _pg_logger.warning(
+                "removing %s, left by a PostgreSQL that is gone (it names pid %s)", lock_file, pid or "-"
+            )
+            lock_file.unlink(missing_ok=True)
 
     def _log_to_file(self) -> None:
         if self._log_handler is None:
@@ -271,7 +318,9 @@ class EmbeddedPostgres:
 
         try:
             r = subprocess.run(  # noqa: S603 - the wheel's binary, our arguments
-                [str(POSTGRES_BIN_PATH / "pg_isready"), "-q", "-h", str(self._socket_dir), "-t", "3"],
+                # as the cluster's superuser: pg_isready's default role (the OS user, root) does not
+                # exist, and PostgreSQL logged "role root does not exist" each look (an audit)
+                [str(POSTGRES_BIN_PATH / "pg_isready"), "-q", "-h", str(self._socket_dir), "-U", "postgres", "-t", "3"],
                 capture_output=True,
                 timeout=10,
                 check=False,

@@ -106,7 +106,9 @@ async def _start_embedded(embedded: EmbeddedPostgres) -> str:
         raise
     except (subprocess.SubprocessError, OSError, AssertionError) as e:
         raise CliError(
-            EXIT_UNREACHABLE, f"the embedded PostgreSQL did not start ({type(e).__name__}); see {embedded.log_file}"
+            EXIT_UNREACHABLE,
+            f"the embedded PostgreSQL did not start ({type(e).__name__}); see {embedded.log_file}"
+            f" and PostgreSQL's own log, {embedded.pgdata / 'log'}",
         ) from e
 
 

@@ -11,6 +11,7 @@ Every process signalled here was started by the test itself.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import signal
@@ -23,7 +24,7 @@ import aiohttp
 import asyncpg
 import pytest
 
-from service.embedded import postgres_of
+from service.embedded import _gone, postgres_of
 from service.leftovers import workers_of
 
 HANG = 120  # seconds: only a hang waits this long
@@ -364,3 +365,58 @@ async def test_a_postmaster_stuck_refusing_connections_is_started_again(
     finally:
         session.terminate()
         await asyncio.to_thread(pg.stop)
+
+
+@pytest.mark.parametrize("left", ["a backend", "a reused pid"])
+async def test_what_a_killed_postmaster_left_does_not_keep_postgres_from_starting_again(
+    tmp_path: Path, left: str
+) -> None:
+    """Found by an audit (kill -9 of serve, its workers and its PostgreSQL, then serve
+    again on the same data directory): ``a backend`` — one that outlived its killed
+    postmaster (stopped here, as one stuck in I/O) held its shared memory, and the next
+    start failed in 2 s ("pre-existing shared memory block is still in use"); ``a
+    reused pid`` — postmaster.pid named a pid that was now another live process of
+    PostgreSQL's user, and PostgreSQL took it for a postmaster still running ("lock
+    file already exists"): serve exited 3.  The start now kills what the dead
+    postmaster left working in its data directory and removes lock files that name
+    no live postgres."""
+    from service.db import EmbeddedPostgres
+
+    pg = EmbeddedPostgres(tmp_path, restart=False)
+    dsn = await asyncio.to_thread(pg.start)
+    conn = await asyncpg.connect(dsn)
+    backend = conn.get_server_pid()
+    stopped = left == "a backend"
+    if stopped:
+        os.kill(backend, signal.SIGSTOP)
+    sleeper = None
+    try:
+        assert pg.pid is not None
+        os.kill(pg.pid, signal.SIGKILL)  # the server and its postmaster die (kill -9, the OOM killer)
+        await asyncio.to_thread(pg.stop)
+        conn.terminate()
+        pid_file = tmp_path / "pgdata" / "postmaster.pid"
+        assert pid_file.exists()
+        if not stopped:  # the postmaster's pid is now a live process of PostgreSQL's user
+            sleeper = subprocess.Popen(["sleep", "300"], user=pg._user)
+            lines = pid_file.read_text().splitlines()
+            pid_file.write_text("\n".join([str(sleeper.pid), *lines[1:]]) + "\n")
+        again = EmbeddedPostgres(tmp_path, restart=False)
+        dsn = await asyncio.to_thread(again.start)
+        try:
+            conn = await asyncpg.connect(dsn)
+            assert await conn.fetchval("SELECT 1") == 1
+            await conn.close()
+        finally:
+            await asyncio.to_thread(again.stop)
+        if stopped:
+            assert _gone(backend), "the backend was not ended"
+        else:
+            assert sleeper is not None and sleeper.poll() is None  # not the postgres: left alone
+    finally:
+        if stopped:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(backend, signal.SIGCONT)
+        if sleeper is not None:
+            sleeper.kill()
+            sleeper.wait()
