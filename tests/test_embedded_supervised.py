@@ -420,3 +420,53 @@ async def test_what_a_killed_postmaster_left_does_not_keep_postgres_from_startin
         if sleeper is not None:
             sleeper.kill()
             sleeper.wait()
+
+
+async def test_a_crash_recovery_longer_than_the_ready_bound_is_waited_for_while_it_moves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by an audit: a postmaster not ready within READY_SECONDS (120 s) was
+    killed and started again — in the middle of its crash recovery, which then began
+    again from the same checkpoint, for ever (a few GB of WAL on a slow disk): the
+    database never came back and no table dealt again.  Now the bound holds only
+    while the recovery does not move on.  Here the bound is cut to 0.3 s and the
+    recovery made several times longer (a few hundred MB of WAL to replay)."""
+    from service import embedded
+    from service.db import EmbeddedPostgres
+
+    pg = EmbeddedPostgres(tmp_path)
+    dsn = await asyncio.to_thread(pg.start)
+    try:
+        conn = await asyncpg.connect(dsn)
+        await conn.execute("ALTER SYSTEM SET checkpoint_timeout = '1h'")
+        await conn.execute("ALTER SYSTEM SET max_wal_size = '4GB'")
+        await conn.execute("SELECT pg_reload_conf()")
+        await conn.execute("CHECKPOINT")
+        await conn.execute("CREATE TABLE junk (a int, b text)")
+        for _ in range(5):
+            await conn.execute("INSERT INTO junk SELECT g, repeat('x', 200) FROM generate_series(1, 250000) g")
+        await conn.close()
+        monkeypatch.setattr(embedded, "READY_SECONDS", 0.3)
+        first = pg.pid
+        assert first is not None
+        began = time.monotonic()
+        os.kill(first, signal.SIGKILL)  # a crash: the next postmaster recovers
+        back = None
+        while time.monotonic() - began < 60:
+            try:
+                c = await asyncpg.connect(dsn, timeout=2)
+            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError):
+                await asyncio.sleep(0.2)
+                continue
+            assert await c.fetchval("SELECT count(*) FROM junk") == 1_250_000
+            await c.close()
+            back = time.monotonic() - began
+            break
+        log = (pg.pgdata / "log").read_text(errors="replace")
+        assert back is not None, f"not back: {log.count('redo starts')} recoveries begun"
+        assert log.count("redo starts") == 1, "a recovery was killed and begun again"
+        took = re.search(r"redo done at .* elapsed: ([0-9.]+) s", log)
+        assert took is not None, log[-2000:]
+        assert float(took[1]) > 0.3, f"the recovery took {took[1]} s: within the bound, so this proves nothing"
+    finally:
+        await asyncio.to_thread(pg.stop)
