@@ -63,6 +63,24 @@ def run_dir(data_dir: Path, parents: Sequence[Path] = MEMORY_PARENTS, min_free: 
     return path
 
 
+def again(path: Path, data_dir: Path) -> bool:
+    """Make the run directory again where it was when something removed it under the
+    running server (systemd-logind's ``RemoveIPC`` as its user's last session ends, a
+    cleaner of ``/dev/shm``); True when it was gone.  Found by an audit: a worker that
+    died then could never start again (its stamp had nowhere to go), and the live
+    workers had lost their sockets and stamps (the supervisor starts them again)."""
+    if path.is_dir():
+        return False
+    os.mkdir(path, 0o700)  # fails if anything else took the name meanwhile
+    made = os.lstat(path)
+    if not stat.S_ISDIR(made.st_mode) or made.st_uid != os.getuid():
+        raise OSError(f"{path} is not this user's directory")
+    os.chmod(path, 0o700)
+    _write_owner(path, data_dir.resolve())
+    (path / "metrics").mkdir(mode=0o700)
+    return True
+
+
 def name_for(data_dir: Path) -> str:
     """The run directory's name in a shared parent: this user's, this data directory's."""
     digest = hashlib.sha256(os.fsencode(data_dir)).hexdigest()[:16]

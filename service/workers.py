@@ -36,6 +36,7 @@ from pathlib import Path
 
 import aiohttp
 
+from service import rundir
 from service.cluster import NodeSettings
 from service.envnames import OPERATOR_TOKEN_ENV
 from service.errors import EXIT_INTERNAL, EXIT_LOCKED, EXIT_OK, CliError
@@ -127,9 +128,16 @@ class Supervisor:
                     await asyncio.sleep(0.05)
         return True
 
-    async def watch(self, stop: asyncio.Event) -> None:
-        """Start again a worker that died (its tables move to the others meanwhile)."""
+    async def watch(self, stop: asyncio.Event, run: Path | None = None, data_dir: Path | None = None) -> None:
+        """Start again a worker that died (its tables move to the others meanwhile).
+        When the run directory ``run`` was removed under the server, make it again and
+        start every worker again (their sockets and stamps were in it)."""
         while not stop.is_set():
+            if run is not None and data_dir is not None and self._run_dir_again(run, data_dir):
+                for w in self.workers:
+                    if w.proc is not None and w.proc.poll() is None:
+                        w.proc.send_signal(signal.SIGTERM)  # it hands its tables over and goes
+                        w.restarts = 0
             for w in self.workers:
                 if w.proc is not None and w.proc.poll() is not None and not stop.is_set():
                     delay = RESTART_BACKOFF[min(w.restarts, len(RESTART_BACKOFF) - 1)]
@@ -148,6 +156,18 @@ class Supervisor:
                         self.start(w)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), 0.2)
+
+    @staticmethod
+    def _run_dir_again(run: Path, data_dir: Path) -> bool:
+        try:
+            if not rundir.again(run, data_dir):
+                return False
+        except OSError as e:
+            log.error("the run directory %s was removed, and cannot be made again: %s", run, e)
+            return False
+        log.error("the run directory %s was removed under the server: made again; every worker starts again", run)
+        print(f"the run directory {run} was removed: every worker starts again", file=sys.stderr, flush=True)
+        return True
 
     async def stop(self, grace: float = STOP_GRACE) -> None:
         """SIGTERM to every worker at once; those still running after ``grace`` are killed."""
@@ -259,7 +279,7 @@ def serve_workers(
                 operator_token=ground.new_operator_token,
                 workers=count,
             )
-            watcher = asyncio.create_task(sup.watch(stop))
+            watcher = asyncio.create_task(sup.watch(stop, run, data_dir))
             holder: asyncio.Task[None] | None = None
             if ground.db_lock is not None:  # the database's lock, held again after a restart of it
                 holder = asyncio.create_task(ground.db_lock.hold())

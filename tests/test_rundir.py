@@ -151,3 +151,47 @@ def test_an_owner_file_that_is_not_one_is_left_alone(shm: Path, tmp_path: Path) 
         paths.append(path)
     assert sweep(shm) == []
     assert all(p.is_dir() for p in paths)
+
+
+@pytest.mark.timeout(180)
+async def test_a_run_directory_removed_under_the_server_is_made_again_and_the_workers_start_again(
+    tmp_path: Path,
+) -> None:
+    """Found by an audit: the run directory removed under ``serve --workers 2``
+    (systemd-logind's RemoveIPC at its user's last logout does it to /dev/shm), then a
+    worker killed: the supervisor started it again for ever, every time failing to
+    write its stamp; the live workers had lost their sockets and stamps.  Now the
+    supervisor makes the directory again and starts every worker again, and a worker
+    that dies after that comes back."""
+    import asyncio
+    import signal
+
+    import aiohttp
+
+    from tests.workerserver import worker_server
+
+    data = tmp_path / "data"
+    async with worker_server(data, workers=2) as server:
+        run = next(p for p in (MEMORY_PARENTS[0] / name_for(data.resolve()), data.resolve() / "run") if p.is_dir())
+        shutil.rmtree(run)
+
+        async def ready(counts: dict[int, int]) -> None:
+            for _ in range(600):
+                if all(server.ready_count(i) >= n for i, n in counts.items()):
+                    return
+                await asyncio.sleep(0.1)
+            raise AssertionError(f"the workers did not start again: {server.text()[-3000:]}")
+
+        await ready({1: 2, 2: 2})
+        assert "the run directory" in server.text() and mode(run) == 0o700
+        found = owner(run)
+        assert found is not None and found[1] == data.resolve()
+        os.kill(server.worker_pids()[1], signal.SIGKILL)
+        await ready({1: 3})
+        async with aiohttp.ClientSession() as s:
+            for _ in range(100):
+                async with s.get(server.url + "/healthz") as r:
+                    if r.status == 200:
+                        break
+                await asyncio.sleep(0.1)
+            assert r.status == 200, await r.text()
