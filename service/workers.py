@@ -140,9 +140,9 @@ class Supervisor:
                         w.restarts = 0
             for w in self.workers:
                 if w.proc is not None and w.proc.poll() is not None and not stop.is_set():
-                    delay = RESTART_BACKOFF[min(w.restarts, len(RESTART_BACKOFF) - 1)]
                     if time.monotonic() - w.started_at > 60:
-                        w.restarts = 0  # it ran a good while: start again at once next time
+                        w.restarts = 0  # it ran a good while: its backoff starts over
+                    delay = RESTART_BACKOFF[min(w.restarts, len(RESTART_BACKOFF) - 1)]
                     log.warning("worker %d exited with %s; starting it again", w.plan.index, w.proc.returncode)
                     print(
                         f"worker {w.plan.index} exited ({w.proc.returncode}); starting it again in {delay:g} s",
