@@ -3,14 +3,17 @@ core, with faults at every effect boundary, every invariant checked after every 
 
     python -m bench.sim_soak [--hands 1000000] [--minutes M] [--workers 2] [--first-seed 1]
                              [--tables 100] [--duration 660] [--fault-rate 2.0]
-                             [--clock-rate 1.0] [--away-rate 1.0] [--verify-every 25] [--json FILE]
+                             [--clock-rate 1.0] [--away-rate 1.0] [--stall-rate 1.0] [--verify-every 25]
+                             [--json FILE]
 
 World after world (seeds from ``--first-seed`` on), each of ``--tables`` tables (two
 signing players each) for ``--duration`` virtual seconds with about ``--fault-rate``
 faults of its own per table and as many of the store's every 5 virtual minutes, about
-``--clock-rate`` steps back of a table's clock and ``--away-rate`` players who walk away
+``--clock-rate`` steps back of a table's clock, ``--away-rate`` players who walk away
 for 5–60 s (D34: a seat away 20 s at a table too few are connected to deal at stands
-up), each on a stream of its own; each world is split into ``--workers`` processes
+up) and ``--stall-rate`` stalls of a table's node for 1.3–2.9 s (D37: too short for a
+freeze; the moves that came meanwhile are read after the late wake), each on a stream
+of its own; each world is split into ``--workers`` processes
 (tests/sim/run.py).  It stops launching worlds once ``--hands`` hands have ended or
 ``--minutes`` of wall time have passed, and lets the worlds in flight finish.  Every hand is checked for the invariants
 (tests/sim/world.py); every hand a fault touched and every ``--verify-every``-th other
@@ -52,6 +55,9 @@ def main() -> int:
     ap.add_argument(
         "--away-rate", type=float, default=1.0, help="a table's player walks away for 5-60 s (every 5 virtual min)"
     )
+    ap.add_argument(
+        "--stall-rate", type=float, default=1.0, help="a table's node stalls for 1.3-2.9 s (every 5 virtual min)"
+    )
     ap.add_argument("--verify-every", type=int, default=25)
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
@@ -61,6 +67,7 @@ def main() -> int:
         "fault_rate": args.fault_rate,
         "clock_rate": args.clock_rate,
         "away_rate": args.away_rate,
+        "stall_rate": args.stall_rate,
         "verify_every": args.verify_every,
     }
     started = time.perf_counter()

@@ -5,7 +5,8 @@ or is voided by rule, no table with seated, connected players stalls, no clock c
 while the house is at fault nor within a seat's grace after it could reach the table
 again (D37), nor before the ordinary end plus the grace of a window the house's fault
 cut into (D32), every verified transcript verifies; a clock that steps back holds no
-table (D37); a seat stood up for its time away was away that long, the house's faults
+table (D37); no seat is charged as its node wakes from a stall while its move waits
+unread (D37); a seat stood up for its time away was away that long, the house's faults
 not counted, and an absent seat holds no table too few are connected to deal at (D34)."""
 
 from __future__ import annotations
@@ -197,13 +198,33 @@ def test_a_store_that_forgets_when_the_seeds_arrived_is_caught(monkeypatch: pyte
     assert "clock_back" in {f.kind for f in found.faults}, found.faults
 
 
+def test_a_world_whose_nodes_stall_keeps_every_invariant() -> None:
+    """D37: the node of a table stalls 1.3 to 2.9 s (too short for a freeze) and, as it
+    wakes, steps its late wake before the moves that arrived meanwhile: no seat whose
+    move waited unread is charged, among the other faults."""
+    w, failure = simulate(11, tables=10, duration=240_000, fault_rate=2.0, stall_rate=6.0)
+    assert failure is None, failure.report()
+    assert w.injected.get("stall", 0) >= 30 and w.hands_ended > 100 and w.verified > 10
+
+
+def test_a_core_that_charges_through_a_stall_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check can fail: a core that takes a stall's late wake as any other (as
+    before) charges a seat whose move, sent in time, waited in the socket; caught,
+    and shrunk to a stall."""
+    monkeypatch.setattr(TableCore, "_stalled", lambda self, now, last, late: None)
+    _, found = simulate(11, tables=10, duration=240_000, fault_rate=2.0, stall_rate=6.0)
+    assert found is not None, "no seat was charged while its move waited unread"
+    assert "waited unread" in found.violation.what, found.violation
+    assert any(f.kind == "stall" for f in found.faults), found.faults
+
+
 # The CI-sized run: two worlds of 100 tables for 11 virtual minutes, each split by table
 # between as many processes as the machine has cores, two to four (tests/sim/run.py);
 # about 22,500 hands, 105-155 s of CPU (docs/benchmarks.md).
 CI_WORLDS = {
     "first": 1000,
     "count": 2,
-    "kw": {"tables": 100, "duration": 660_000, "fault_rate": 2.0, "clock_rate": 1.0},
+    "kw": {"tables": 100, "duration": 660_000, "fault_rate": 2.0, "clock_rate": 1.0, "stall_rate": 1.0},
 }
 CI_PARTS = max(2, min(4, len(os.sched_getaffinity(0))))
 

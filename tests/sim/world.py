@@ -3,7 +3,9 @@
 sign their moves with real Ed25519 keys, a virtual clock, and faults injected at the
 boundaries where effects leave the core: a node crash, the store unreachable, hung,
 slow or full, a COMMIT whose answer is lost, a lease lost and taken by another node,
-a frozen node, clients that drop and come back after a random backoff, slow readers.
+a frozen node, a node that stalls a second or two (its late wake stepped before the
+moves that came meanwhile), clients that drop and come back after a random backoff,
+slow readers.
 
 Everything random comes from one seed; the same seed and fault list replay the same
 run.  After every step the invariants are checked (:class:`Violation` names the
@@ -52,7 +54,12 @@ CLOCK = ("clock_back",)
 #: a player who walks away for longer than ``away_ms`` (D34: the table, too few
 #: connected to deal at, stands the seat up), from a stream of its own (``away_rate``)
 AWAY = ("walk_away",)
-KINDS = STORE_WIDE + OWN + CLOCK + AWAY
+#: the node serving a table stalls 1.3 to 2.9 s (a stop, a long collection, a starved
+#: process): too short for a freeze (3 beats), so no fault of the house, and as it wakes
+#: the shell steps its late wake before the sockets are read (D37: the seats it would
+#: charge keep what they had left); from a stream of its own (``stall_rate``)
+STALL = ("stall",)
+KINDS = STORE_WIDE + OWN + CLOCK + AWAY + STALL
 
 
 @dataclass(frozen=True, order=True)
@@ -95,6 +102,8 @@ class SimTable:
     players: list[Player] = field(default_factory=list)
     frozen_until: int = 0
     held: deque[io.Input] = field(default_factory=deque)  # inputs held while frozen
+    held_at: dict[int, int] = field(default_factory=dict)  # id of a held input -> when it arrived
+    stalled: bool = False  # frozen by a stall (no fault of the house), not a freeze
     arm_gen: int = 0
     lost_reply: int = 0  # the next n ops are applied but answered ambiguous
     clock_off: int = 0  # how far the clock of the table's nodes is behind the world's time (clock_back)
@@ -131,6 +140,7 @@ class World:
         store_fault_rate: float | None = None,
         clock_rate: float = 0.0,
         away_rate: float = 0.0,
+        stall_rate: float = 0.0,
         only: set[int] | None = None,
         stop_after_hands: int | None = None,
         verify_every: int = 25,
@@ -195,6 +205,7 @@ class World:
                 self.random_faults(fault_rate, store_fault_rate)
                 + self.clock_faults(clock_rate)
                 + self.away_faults(away_rate)
+                + self.stall_faults(stall_rate)
             )
         self.by_index = {t.index: t for t in self.tables}
         self.faults = sorted(f for f in faults if f.kind in STORE_WIDE or f.table in self.by_index)
@@ -251,8 +262,22 @@ class World:
         second to an hour, none in the last minute."""
         return self._stream("clock", "clock_back", rate, 60, (1, 3600), player=False)
 
+    def stall_faults(self, rate: float) -> list[Fault]:
+        """About ``rate`` stalls of a table's node every 5 virtual minutes, of 1.3 to
+        2.9 s (longer than a beat and its slack, so the core sees the step come late;
+        shorter than a freeze), none in the last minute."""
+        return self._stream("stall", "stall", rate, 60, (1300, 2900), player=False, unit=1)
+
     def _stream(
-        self, stream: str, kind: str, rate: float, quiet: int, seconds: tuple[int, int], *, player: bool
+        self,
+        stream: str,
+        kind: str,
+        rate: float,
+        quiet: int,
+        seconds: tuple[int, int],
+        *,
+        player: bool,
+        unit: int = SECOND,
     ) -> list[Fault]:
         """About ``rate`` faults ``kind`` a table every 5 virtual minutes, lasting
         ``seconds`` (a range), none in the last ``quiet`` seconds, drawn from a stream
@@ -263,7 +288,7 @@ class World:
         out = []
         for _ in range(n):
             at, table, duration = rng.randrange(5 * SECOND, end), rng.randrange(self.n_tables), rng.randrange(*seconds)
-            out.append(Fault(at, kind, table, duration * SECOND, rng.randrange(4) if player else 0))
+            out.append(Fault(at, kind, table, duration * unit, rng.randrange(4) if player else 0))
         return out
 
     def at(self, when: int, fn: Callable[[], object], t: SimTable | None = None) -> None:
@@ -293,17 +318,19 @@ class World:
         return self
 
     # -- feeding a core ---------------------------------------------------------------------
-    def feed(self, t: SimTable, core: TableCore, inp: io.Input) -> None:
+    def feed(self, t: SimTable, core: TableCore, inp: io.Input) -> list[io.Effect]:
         if core is t.core and self.now < t.frozen_until:
             t.held.append(inp)
-            return
+            t.held_at[id(inp)] = self.now
+            return []
         if core.gone and not isinstance(inp, io.Command):
-            return
+            return []
         self.steps += 1
         fx = core.step(inp, self.now - t.clock_off)  # the node's clock
         if not isinstance(inp, io.Tick) or any(not isinstance(e, io.Arm) for e in fx):
             t.trace.append((self.now, core is not t.core, inp, fx))  # a tick that did nothing is left out
         self._effects(t, core, fx)
+        return fx
 
     def _effects(self, t: SimTable, core: TableCore, fx: list[io.Effect]) -> None:
         # a charge is judged by what was known of the house's faults when it was made
@@ -477,6 +504,7 @@ class World:
         core = TableCore(t.tid, self.keys, self.cfg)
         t.core = core
         t.held.clear()
+        t.held_at.clear()
         self.feed(t, core, io.Tick())
         for p in t.players:
             self._disconnect(t, p, reconnect=True)
@@ -525,6 +553,11 @@ class World:
             p.slow_until = self.now + f.duration
         elif k == "clock_back":
             t.clock_off += f.duration
+        elif k == "stall":
+            if t.core is None or self.now < t.frozen_until:
+                return
+            t.frozen_until, t.stalled = self.now + f.duration, True
+            self.at(self.now + f.duration, lambda: self._thaw(t), t)
 
     def _takeover(self, t: SimTable, frozen: bool = False) -> None:
         old = t.core
@@ -536,6 +569,8 @@ class World:
         self.store.tables[t.tid].epoch = t.epoch
         held = list(t.held) if frozen else []
         t.held.clear()
+        t.held_at.clear()
+        t.stalled = False
         was_frozen = t.frozen_until
         t.frozen_until = 0
         self._boot(t)
@@ -557,10 +592,51 @@ class World:
         if core is None:
             return
         held, t.held = list(t.held), deque()
+        arrived, t.held_at = t.held_at, {}
+        if t.stalled:  # the shell's order after a stall: the late wake before the sockets are read
+            t.stalled = False
+            for c in (e for e in self.feed(t, core, io.Tick()) if isinstance(e, io.Charge)):
+                unfair = self._charged_while_unread(t, core, c, held, arrived)
+                if unfair is not None:
+                    raise Violation(self.now, t.tid, unfair)
+            for inp in held:
+                self.feed(t, core, inp)
+            return
         self._house_ok_at_thaw(t)
         for inp in held:
             self.feed(t, core, inp)
         self.feed(t, core, io.Tick())
+
+    def _charged_while_unread(
+        self, t: SimTable, core: TableCore, c: io.Charge, held: list[io.Input], arrived: dict[int, int]
+    ) -> str | None:
+        """D37: a seat charged as the node woke from a stall while its move for that
+        window, arrived before the window's ordinary end, waited unread."""
+        hand = self.store.hands.get(c.hand_id)
+        if hand is None or c.began is None:
+            return None
+        pid = hand.players[c.seat][0]
+        if any(isinstance(inp, io.Reach) and inp.player_id == pid for inp in held):
+            # it connected during the stall: a real socket's handshake waits for the
+            # server, so nothing it sent could wait unread before it (the simulator's
+            # players send as soon as they connect)
+            return None
+        window = {"commit": self.cfg.commit_ms, "reveal": self.cfg.reveal_ms}.get(c.kind, TURN_MS)
+        end = c.began + t.clock_off - core.skew + window  # on the world's clock
+        kind = {"commit": "commit", "reveal": "reveal"}.get(c.kind, "action")
+        for inp in held:
+            if (
+                isinstance(inp, io.Command)
+                and inp.player_id == pid
+                and inp.kind == kind
+                and inp.payload.get("hand_no") == hand.hand_no
+                and arrived.get(id(inp), end + 1) <= end
+            ):
+                return (
+                    f"seat {c.seat} charged ({c.kind}) as the node woke from a stall, while its {kind}, arrived "
+                    f"{(end - arrived[id(inp)]) / 1000:.3f}s before its window's end, waited unread (D37)"
+                )
+        return None
 
     def _house_ok_at_thaw(self, t: SimTable) -> None:
         if self.now >= t.cause_end and t.fault_open:
