@@ -53,6 +53,9 @@ class HandRun:
     # D35: (clock, seat) -> the earliest ms that seat's window may close, after the house
     # refused a move of it that the rules allow (a refusal's arrival + the whole window)
     owed: dict[tuple[tuple[str, int], int], int] = field(default_factory=dict)
+    #: D37: (clock, seat) -> the latest that stalls of the node may hold that window to
+    #: (its deadline at the first stall plus the whole window)
+    stall_cap: dict[tuple[tuple[str, int], int], int] = field(default_factory=dict)
     #: once the hand has ended: its transcript's canonical JSON, and the seats the
     #: clock dropped (D31), made once as the hand finishes (TableSteps.finish)
     transcript: bytes | None = None
@@ -150,6 +153,16 @@ class HandRun:
         """D35: the house refused a move of ``seat`` that the rules allow, at
         ``arrived``: the seat keeps its whole window from then."""
         self.hold(seat, arrived + self.window_ms())
+
+    def hold_for_stall(self, seat: int, until: int, end: int) -> int:
+        """D37: hold ``seat``'s window to ``until`` after a stall of the node, its
+        deadline ``end``; never past that window's cap (its deadline at the first stall
+        plus the whole window: a node late at every wake still ends its turns).  Returns
+        how far it is held."""
+        key = (self.clock, seat)
+        until = min(until, self.stall_cap.setdefault(key, end + self.window_ms()))
+        self.hold(seat, until)
+        return until
 
     def hold(self, seat: int, until: int) -> None:
         """The clock that runs now does not charge ``seat`` before ``until`` (D35's owed

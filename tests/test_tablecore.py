@@ -1006,3 +1006,58 @@ def test_a_clock_that_steps_forward_is_a_node_that_stood_still() -> None:
     h.advance(jumped + CFG.grace_ms + 1000)
     charges = h.charges()
     assert len(charges) == 1 and jumped + CFG.grace_ms <= charges[0][0] <= jumped + CFG.grace_ms + 500
+
+
+def test_a_short_stall_across_the_deadline_leaves_the_seat_on_turn_what_it_had() -> None:
+    """D37: the node stalls 1.6 s from 0.6 s before the turn's end (too short for a
+    freeze): as it wakes the seat on turn, connected, is not charged, and keeps the
+    time it had left when the node was last awake (here a beat: 1 s) from the wake."""
+    h = Harness()
+    h.through_seeds()
+    deadline = h.core.told_deadline(h.core.hand)  # type: ignore[arg-type]
+    assert deadline is not None and deadline >= turn_began(h) + TURN_MS
+    h.advance(deadline - 600)
+    last = h.now
+    h.now = deadline + 1000  # the stall: no step between
+    h.step(io.Tick())
+    assert h.charges() == [], "charged as the node woke from a stall"
+    held = h.core.told_deadline(h.core.hand)  # type: ignore[arg-type]
+    assert held == h.now + max(deadline - last, CFG.beat_ms)
+    h.advance(held + 1000)
+    charges = h.charges()
+    assert len(charges) == 1 and held <= charges[0][0] <= held + 500
+
+
+def test_a_node_late_at_every_wake_still_ends_the_turn_within_twice_its_window() -> None:
+    """A node starved for good wakes 400 ms late every time: each late wake holds the
+    seat on turn again, but never past its deadline at the first stall plus the whole
+    turn, so the turn ends (D37's bound); an absent seat is not held at all (D16)."""
+    for connected in (True, False):
+        h = Harness(connected=connected)
+        if not connected:
+            for pid in h.signers:
+                h.step(io.Reach(pid, True))
+        h.through_seeds()
+        on_turn, _ = h.on_turn()
+        if not connected:
+            h.step(io.Reach(on_turn, False))
+        hand = h.core.hand
+        assert hand is not None
+        window = hand.window_ms(hand.phase)
+        first = h.core.deadline(hand, hand.phase)
+        assert first is not None
+        for _ in range(100):
+            if h.charges():
+                break
+            armed = h.core.armed
+            wake = h.now + 1000 if armed is None else min(armed, h.now + 1000)
+            h.now = wake + 400
+            h.step(io.Tick())
+            h.answer_all()
+        charges = h.charges()
+        assert charges, "a node late at every wake never ended the turn"
+        assert charges[0][0] <= first + window + 400 + 1000  # the cap, then one more late wake
+        if connected:
+            assert charges[0][0] > first + 1000, "no late wake held the seat"
+        else:
+            assert not hand.owed, "an absent seat was held"

@@ -254,12 +254,15 @@ class TableCore(Commands):
         stall too short for a freeze.  The seats the running clock would charge, whose
         clock ran out during the stall or runs out within a beat of its end, keep the
         time they had left when the node was last awake (at ``last``, the table's time of
-        its last step), and at least a beat, counted from now: the stall is not taken
-        out of their windows, and a move sent in time, read only now, is taken and
-        leaves its turn what it had.  A seat with no connection to the table is not
-        held (D16: the clock moves for an absent seat; nothing of it waits unread).
-        (Before, a stop of 1-3 s across a deadline charged the seat whose move waited
-        in the socket: the clock's wake was stepped before the socket was read.)"""
+        its last step), at least a beat, counted from now: the stall is not taken out of
+        their windows, and a move sent in time, read only now, is taken and leaves its
+        turn what it had.  Never past the window's deadline at its first stall plus the
+        whole window (HandRun.hold_for_stall): a node late at every wake (starved for
+        good) still ends its turns.
+        A seat with no connection to the table is not held (D16: the clock moves for an
+        absent seat; nothing of it waits unread).  (Before, a stop of 1-3 s across a
+        deadline charged the seat whose move waited in the socket: the clock's wake was
+        stepped before the socket was read.)"""
         hand = self.hand
         if hand is None:
             return
@@ -269,9 +272,9 @@ class TableCore(Commands):
         if not charged or end is None or end > now + self.cfg.beat_ms:
             return
         left = min(max(end - last, self.cfg.beat_ms), hand.window_ms(phase))
-        log.warning("table %s: woke %d ms late; seats %s keep %d ms of their clock", self.table_id, late, charged, left)
-        for seat in charged:
-            hand.hold(seat, now + left)
+        held = max(hand.hold_for_stall(seat, now + left, end) for seat in charged)
+        if held > now:
+            log.warning("table %s: woke %d ms late; seats %s keep %d ms", self.table_id, late, charged, held - now)
 
     def _arm(self, now: int, due: int | None) -> None:
         """The next wake-up, on the clock the shell runs: ``due`` is the table's time of
