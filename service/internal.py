@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from typing import Any
 
 import aiohttp
@@ -108,7 +109,11 @@ class RemoteTable:
         self.siblings, self.index, self.table_id = siblings, index, table_id
 
     async def submit(self, kind: str, player_id: str, payload: dict[str, Any], timeout: float = 30) -> dict[str, Any]:
-        body = {"kind": kind, "player_id": player_id, "payload": payload, "timeout": timeout}
+        # answer_by: the moment (the host's monotonic clock, the same in every worker) after
+        # which the caller has given up; a sibling that reads the command later (it stood
+        # still meanwhile) refuses it, so it is never done after its caller was told busy
+        answer_by = time.monotonic() + timeout
+        body = {"kind": kind, "player_id": player_id, "payload": payload, "timeout": timeout, "answer_by": answer_by}
         result: dict[str, Any] = await self.siblings.call(
             self.index, "POST", f"/internal/tables/{self.table_id}/submit", body, timeout + 5
         )
@@ -134,6 +139,14 @@ async def _submit(request: web.Request) -> web.Response:
     data = await request.json()
     a = _local(request)
     timeout = min(30.0, float(data.get("timeout", 30)))
+    if "answer_by" in data:
+        timeout = min(timeout, float(data["answer_by"]) - time.monotonic())
+        if timeout <= 0:  # read after its caller gave up (this worker stood still): not done
+            raise ServiceError(
+                "the command reached the table's worker after its caller stopped waiting; nothing was done",
+                code="unavailable",
+                status=503,
+            )
     result = await a.submit(str(data["kind"]), str(data["player_id"]), dict(data["payload"]), timeout=timeout)
     return web.json_response(result)
 

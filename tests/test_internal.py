@@ -11,14 +11,19 @@ import asyncio
 import shutil
 import tempfile
 from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
 
+import aiohttp
 import pytest
 import pytest_asyncio
 from aiohttp import web
 
 from service.errors import OutcomeUnknown
-from service.internal import SiblingAway, Siblings
+from service.internal import SiblingAway, Siblings, make_internal_app
+from service.startup import Running
 from service.worker import WorkerPlan
+from tests.conftest import Api
 
 
 def plan(run_dir: str) -> WorkerPlan:
@@ -98,3 +103,43 @@ async def test_a_command_the_sibling_did_not_answer_in_time_is_a_timeout(
     with pytest.raises(TimeoutError):
         await s.call(2, "POST", "/slow", {"kind": "stand"}, timeout=0.3)
     assert took == ["POST"]
+
+
+async def test_a_command_the_sibling_reads_after_its_caller_gave_up_is_not_done(
+    api: Api, server: Running, tmp_path: Path
+) -> None:
+    """Found by an audit: a worker stopped 45 s took a forwarded ``sit`` 9 s after the
+    worker that forwarded it had told its caller ``busy`` (nothing bounded how late a
+    command could be done).  A forwarded command carries the moment its caller gives
+    up (``answer_by``, the host's monotonic clock); read after it, it is refused
+    ``unavailable`` and nothing is done.  The internal app here serves the test
+    server's tables on a real Unix socket."""
+    import time
+
+    table = await api.table()
+    p = await api.player("late")
+    runner = web.AppRunner(make_internal_app(server.app), access_log=None)
+    await runner.setup()
+    sock = tempfile.mkdtemp(prefix="int-", dir="/tmp") + "/w.sock"
+    await web.UnixSite(runner, sock).start()
+    try:
+        async with aiohttp.ClientSession(connector=aiohttp.UnixConnector(path=sock)) as s:
+
+            async def submit(answer_by: float) -> tuple[int, dict[str, Any]]:
+                body = {"kind": "sit", "player_id": p["id"], "payload": {}, "timeout": 30, "answer_by": answer_by}
+                async with s.post(f"http://w/internal/tables/{table}/submit", json=body) as r:
+                    return r.status, await r.json()
+
+            status, late = await submit(time.monotonic() - 1)  # its caller gave up a second ago
+            assert status == 503 and late["error"]["code"] == "unavailable", late
+            assert "nothing was done" in late["error"]["message"]
+            seated = next(x for x in (await api.call("GET", "/api/tables"))["tables"] if x["id"] == table)["seated"]
+            assert p["id"] not in {x["player_id"] for x in seated}
+            status, done = await submit(time.monotonic() + 30)  # in time: done
+            assert status == 200, done
+            seated = next(x for x in (await api.call("GET", "/api/tables"))["tables"] if x["id"] == table)["seated"]
+            assert p["id"] in {x["player_id"] for x in seated}
+    finally:
+        await runner.cleanup()
+        shutil.rmtree(Path(sock).parent, ignore_errors=True)
+    await api.call("POST", f"/api/tables/{table}/leave", token=p["token"])
