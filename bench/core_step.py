@@ -36,10 +36,10 @@ def timed_world(seed: int, tables: int, seconds: int) -> tuple[int, int]:
     spent = [0, 0]
     plain = TableCore.step
 
-    def step(self: TableCore, inp: Any, now: int) -> Any:
+    def step(self: TableCore, inp: Any, now: int, stalled: int = 0) -> Any:
         t = time.perf_counter_ns()
         try:
-            return plain(self, inp, now)
+            return plain(self, inp, now, stalled)
         finally:
             spent[0] += time.perf_counter_ns() - t
             spent[1] += 1

@@ -15,7 +15,18 @@ import asyncio
 
 from aiohttp import web
 
-from service import api_admin, api_players, api_public, api_sessions, api_tables, api_ws, lifecycle, memtrim, wire
+from service import (
+    api_admin,
+    api_players,
+    api_public,
+    api_sessions,
+    api_tables,
+    api_ws,
+    lifecycle,
+    memtrim,
+    stallmeter,
+    wire,
+)
 from service.appkeys import (
     BACKGROUND,
     CLUSTER,
@@ -69,6 +80,7 @@ def make_app(config: Config) -> web.Application:
     app[TABLES] = {}
     app[SOCKETS] = {}
     app[PLAYER_SOCKETS] = PlayerSockets(config.sockets_per_player)
+    app.cleanup_ctx.append(stallmeter.metering)  # before the tables, which read it
     app.cleanup_ctx.append(lifecycle.database)
     app.cleanup_ctx.append(lifecycle.tables_and_leases)
     app.cleanup_ctx.append(memtrim.trimming)

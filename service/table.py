@@ -26,6 +26,7 @@ from typing import Any, Final
 
 import asyncpg
 
+from service import stallmeter
 from service.cluster import Lease
 from service.handrun import HandRun
 from service.inbox import Inbox, Timeout
@@ -165,6 +166,7 @@ class TableActor:
         self._moved_to: list[str] = []  # the other nodes a client told `moved` may ask (lose)
         self._stopped = False  # stop() is done: an op that ends after it is not stepped
         self._armed: int | None = None
+        self._stepped = 0.0  # the loop's time of the last step (service.stallmeter)
 
     # -- what the rest of the server reads ---------------------------------------------
     @property
@@ -304,7 +306,11 @@ class TableActor:
             self._step(inp)
 
     def _step(self, inp: io.Input) -> None:
-        self._do_all(self.core.step(inp, self.now()))
+        loop = asyncio.get_running_loop()
+        meter, at = stallmeter.of(loop), loop.time()
+        stalled = 0 if meter is None else int(meter.longest_since(self._stepped) * 1000)
+        self._stepped = at
+        self._do_all(self.core.step(inp, self.now(), stalled))
         if not self.loaded.is_set() and self.core.ready:
             self.loaded.set()
 

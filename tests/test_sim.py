@@ -158,10 +158,10 @@ def test_a_core_that_takes_a_clock_that_stepped_back_as_it_is_stalls_and_is_caug
     shrunk to a step back of the clock."""
     keep = TableCore._time
 
-    def as_given(self: TableCore, clock: int) -> int:
+    def as_given(self: TableCore, clock: int, stalled: int = 0) -> int:
         if self.last_now is not None:
             self.last_now = min(self.last_now, clock)  # never behind: no skew is taken
-        return keep(self, clock)
+        return keep(self, clock, stalled)
 
     monkeypatch.setattr(TableCore, "_time", as_given)
     monkeypatch.setattr(TableCore, "_catch_up", lambda self, now, last_t: now)

@@ -12,6 +12,7 @@ is stepped before the server reads the move, the order a real stall gives."""
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 from service.startup import Running
@@ -141,3 +142,33 @@ async def test_a_reveal_sent_before_a_short_stall_across_the_window_s_end_is_tak
     t = await api.call("GET", result["transcript"], expect=200)
     assert verify_transcript(t).ok
     assert [r["status"] for r in t["log"][2]["reveals"]] == ["revealed", "revealed"]
+
+
+async def test_a_draw_sent_before_a_stall_that_ends_as_the_turn_does_is_taken(api: Api, server: Running) -> None:
+    """The stall the table cannot tell from its own wakes: the loop stands still 0.95 s
+    from a second before the turn's end, so no wake of the table comes late — but the
+    loop's meter counted the stall (service.stallmeter), and the seat keeps what it
+    had: its draw, read only after the stall, leaves it time for its discard.  Here the
+    whole loop stands still (server and client alike), and its order after the stall
+    is the loop's own."""
+    table, a, b = await seat_two(api, server, turn_seconds=5, max_missed_turns=3)
+    actor, clock = await clocked(server, table)
+    async with Client(server.url, a["token"], a["signer"]) as ca, Client(server.url, b["token"], b["signer"]) as cb:
+        hand_no = await through_seeds(table, ca, cb)
+        view = latest_view(ca)
+        c = ca if view["turn"] == view["me"]["seat"] else cb
+        await to_before_the_deadline(actor, clock, 1.0)
+        prev = c.head()
+        sig = c.sign(table, hand_no, prev, {"kind": "draw_closed", "seat": seat_of(c)})
+        msg = {"type": "action", "table_id": table, "hand_no": hand_no, "action": {"kind": "draw_closed"}}
+        draw = asyncio.create_task(c.request({**msg, "prev": prev, "sig": sig}, msg_id="draw-1"))
+        await asyncio.sleep(0)  # the draw is written to the socket
+        time.sleep(1.0)
+        drawn = await draw
+        assert drawn["type"] == "reply", drawn
+        card = latest_view(c)["me"]["cards"][0]
+        discarded = await c.act(table, hand_no, seat_of(c), {"kind": "discard", "card": card})
+        assert discarded["type"] == "reply", discarded
+        assert clock_moves(c) == [], "the seat was charged for the loop's stall"
+        for cl in (ca, cb):
+            await cl.leave(table, hand_no, seat_of(cl))

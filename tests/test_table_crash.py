@@ -36,11 +36,11 @@ async def test_a_table_whose_step_raises_is_let_go_and_loaded_afresh(
         step = TableCore.step
         raised: list[str] = []
 
-        def bad_step(self: TableCore, inp: io.Input, now: int) -> list[io.Effect]:
+        def bad_step(self: TableCore, inp: io.Input, now: int, stalled: int = 0) -> list[io.Effect]:
             if isinstance(inp, io.Command) and inp.kind == "snapshot" and inp.player_id == b["id"] and not raised:
                 raised.append(self.table_id)
                 raise RuntimeError("a bug in a step")
-            return step(self, inp, now)
+            return step(self, inp, now, stalled)
 
         monkeypatch.setattr(TableCore, "step", bad_step)
         let_go = server.app[METRICS].tables_let_go.labels("failed")

@@ -61,8 +61,8 @@ class Harness:
                 self.step(io.Reach(pid, True))
 
     # -- driving ---------------------------------------------------------------------------
-    def step(self, inp: io.Input) -> list[io.Effect]:
-        fx = self.core.step(inp, self.now)
+    def step(self, inp: io.Input, stalled: int = 0) -> list[io.Effect]:
+        fx = self.core.step(inp, self.now, stalled)
         for e in fx:
             self.effects.append((self.now, e))
             if isinstance(e, io.Write | io.Load):
@@ -1061,3 +1061,25 @@ def test_a_node_late_at_every_wake_still_ends_the_turn_within_twice_its_window()
             assert charges[0][0] > first + 1000, "no late wake held the seat"
         else:
             assert not hand.owed, "an absent seat was held"
+
+
+def test_a_stall_the_loop_counted_holds_the_seat_though_the_wake_came_on_time() -> None:
+    """A stop of a second that began a moment before the turn's end: the wake comes on
+    time, but the shell's loop counted the stall (service.stallmeter) and the core
+    takes it as its own (D37): the seat on turn keeps what it had; a short hiccup
+    (200 ms, under ``stall_ms``) is nothing."""
+    h = Harness()
+    h.through_seeds()
+    deadline = h.core.told_deadline(h.core.hand)  # type: ignore[arg-type]
+    assert deadline is not None
+    h.advance(deadline - 1)
+    h.now = deadline
+    h.step(io.Tick(), stalled=200)
+    assert len(h.charges()) == 1, "a hiccup under stall_ms held the seat"
+    h = Harness()
+    h.through_seeds()
+    h.advance(deadline - 1)
+    h.now = deadline
+    h.step(io.Tick(), stalled=1000)
+    assert h.charges() == [], "charged as the loop woke from a stall it counted"
+    assert h.core.told_deadline(h.core.hand) == deadline + CFG.beat_ms  # type: ignore[arg-type]

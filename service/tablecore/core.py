@@ -85,11 +85,12 @@ class TableCore(Commands):
         self.stored_at = 0  # when the write being answered was stored (ms): the tells of its records are now
 
     # -- the one entry ------------------------------------------------------------------
-    def step(self, inp: io.Input, clock: int) -> list[io.Effect]:
+    def step(self, inp: io.Input, clock: int, stalled: int = 0) -> list[io.Effect]:
         """``clock``: the shell's clock (ms, the wall clock); the table runs on its own
-        time, which never goes back (:meth:`_time`)."""
+        time, which never goes back (:meth:`_time`).  ``stalled``: the longest stall of
+        the shell's loop that ended since its last step (ms; service.stallmeter)."""
         self.fx = fx = list[io.Effect]()
-        now = self._time(clock)
+        now = self._time(clock, stalled)
         if isinstance(inp, io.Command):
             self._command(inp, now)
         elif isinstance(inp, io.Outcome):
@@ -199,7 +200,7 @@ class TableCore(Commands):
             x -= 1
         return base + x
 
-    def _time(self, clock: int) -> int:
+    def _time(self, clock: int, stalled: int = 0) -> int:
         """The table's time for a step on ``clock``.  It runs as the clock runs, but never
         back: a clock that stepped back (a corrected system clock, a node whose clock is
         behind the one before it) would otherwise hold every turn and window until it
@@ -233,8 +234,9 @@ class TableCore(Commands):
             woke = last_clock + self.cfg.beat_ms
             if self.armed is not None:  # (asked for at once: at the last step)
                 woke = max(last_clock, min(woke, self.armed))
-            if clock - woke > self.cfg.stall_ms:
-                self._stalled(now, last, clock - woke)
+            late = max(clock - woke, stalled)  # the loop's own count sees one that ended just after the wake
+            if late > self.cfg.stall_ms:
+                self._stalled(now, last, late)
         p = self.pending
         if p is not None and not self.hung:
             # Timed on the clock's run, as the freeze: the table's time runs slower while it

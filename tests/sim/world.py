@@ -54,7 +54,7 @@ CLOCK = ("clock_back",)
 #: a player who walks away for longer than ``away_ms`` (D34: the table, too few
 #: connected to deal at, stands the seat up), from a stream of its own (``away_rate``)
 AWAY = ("walk_away",)
-#: the node serving a table stalls 1.3 to 2.9 s (a stop, a long collection, a starved
+#: the node serving a table stalls 0.3 to 2.9 s (a stop, a long collection, a starved
 #: process): too short for a freeze (3 beats), so no fault of the house, and as it wakes
 #: the shell steps its late wake before the sockets are read (D37: the seats it would
 #: charge keep what they had left); from a stream of its own (``stall_rate``)
@@ -103,7 +103,7 @@ class SimTable:
     frozen_until: int = 0
     held: deque[io.Input] = field(default_factory=deque)  # inputs held while frozen
     held_at: dict[int, int] = field(default_factory=dict)  # id of a held input -> when it arrived
-    stalled: bool = False  # frozen by a stall (no fault of the house), not a freeze
+    stalled: int = 0  # frozen by a stall of this many ms (no fault of the house), not a freeze
     arm_gen: int = 0
     lost_reply: int = 0  # the next n ops are applied but answered ambiguous
     clock_off: int = 0  # how far the clock of the table's nodes is behind the world's time (clock_back)
@@ -263,10 +263,11 @@ class World:
         return self._stream("clock", "clock_back", rate, 60, (1, 3600), player=False)
 
     def stall_faults(self, rate: float) -> list[Fault]:
-        """About ``rate`` stalls of a table's node every 5 virtual minutes, of 1.3 to
-        2.9 s (longer than a beat and its slack, so the core sees the step come late;
-        shorter than a freeze), none in the last minute."""
-        return self._stream("stall", "stall", rate, 60, (1300, 2900), player=False, unit=1)
+        """About ``rate`` stalls of a table's node every 5 virtual minutes, of 0.3 to
+        2.9 s (longer than ``stall_ms``, shorter than a freeze), none in the last
+        minute; the first step after one is told its length, as the loop's meter tells
+        the real shell's (service.stallmeter)."""
+        return self._stream("stall", "stall", rate, 60, (300, 2900), player=False, unit=1)
 
     def _stream(
         self,
@@ -318,7 +319,7 @@ class World:
         return self
 
     # -- feeding a core ---------------------------------------------------------------------
-    def feed(self, t: SimTable, core: TableCore, inp: io.Input) -> list[io.Effect]:
+    def feed(self, t: SimTable, core: TableCore, inp: io.Input, stalled: int = 0) -> list[io.Effect]:
         if core is t.core and self.now < t.frozen_until:
             t.held.append(inp)
             t.held_at[id(inp)] = self.now
@@ -326,7 +327,7 @@ class World:
         if core.gone and not isinstance(inp, io.Command):
             return []
         self.steps += 1
-        fx = core.step(inp, self.now - t.clock_off)  # the node's clock
+        fx = core.step(inp, self.now - t.clock_off, stalled)  # the node's clock
         if not isinstance(inp, io.Tick) or any(not isinstance(e, io.Arm) for e in fx):
             t.trace.append((self.now, core is not t.core, inp, fx))  # a tick that did nothing is left out
         self._effects(t, core, fx)
@@ -556,7 +557,7 @@ class World:
         elif k == "stall":
             if t.core is None or self.now < t.frozen_until:
                 return
-            t.frozen_until, t.stalled = self.now + f.duration, True
+            t.frozen_until, t.stalled = self.now + f.duration, f.duration
             self.at(self.now + f.duration, lambda: self._thaw(t), t)
 
     def _takeover(self, t: SimTable, frozen: bool = False) -> None:
@@ -570,7 +571,7 @@ class World:
         held = list(t.held) if frozen else []
         t.held.clear()
         t.held_at.clear()
-        t.stalled = False
+        t.stalled = 0
         was_frozen = t.frozen_until
         t.frozen_until = 0
         self._boot(t)
@@ -594,8 +595,8 @@ class World:
         held, t.held = list(t.held), deque()
         arrived, t.held_at = t.held_at, {}
         if t.stalled:  # the shell's order after a stall: the late wake before the sockets are read
-            t.stalled = False
-            for c in (e for e in self.feed(t, core, io.Tick()) if isinstance(e, io.Charge)):
+            stalled, t.stalled = t.stalled, 0  # as the loop's meter counted it (service.stallmeter)
+            for c in (e for e in self.feed(t, core, io.Tick(), stalled) if isinstance(e, io.Charge)):
                 unfair = self._charged_while_unread(t, core, c, held, arrived)
                 if unfair is not None:
                     raise Violation(self.now, t.tid, unfair)
