@@ -24,6 +24,7 @@ from service.internal import SIBLINGS
 from service.pace import Pace
 from service.routing import elsewhere, where
 from service.table import LOGGED, ClientError, TableActor
+from service.tasks import running
 from service.telling import Connection, Route, answer, dumps, iso
 from service.wire import WireError
 from service.wsocket import TableSocket
@@ -284,12 +285,7 @@ async def sweeping(app: web.Application) -> AsyncIterator[None]:
     """Every connection's reply memory trimmed each ``SWEEP_SECONDS`` (service.replies),
     for the application's ``cleanup_ctx``."""
     sockets = app[SOCKETS]
-    task = asyncio.create_task(
-        replies.sweep_every(replies.SWEEP_SECONDS, lambda: [c.replies for c in sockets.values()]),
-        name="reply-sweep",
-    )
-    try:
+    async with running(
+        replies.sweep_every(replies.SWEEP_SECONDS, lambda: [c.replies for c in sockets.values()]), "reply-sweep"
+    ):
         yield
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)

@@ -28,6 +28,7 @@ from typing import Final
 from aiohttp import web
 
 from service.appkeys import METRICS
+from service.tasks import running
 
 #: seconds between two trims: a trim holds the event loop for a few milliseconds
 TRIM_SECONDS: Final = 30.0
@@ -63,13 +64,8 @@ async def trim_every(
 async def trimming(app: web.Application) -> AsyncIterator[None]:
     """The application's trimmer, for its ``cleanup_ctx``."""
     trim = libc_trim()
-    task = None
-    if trim is not None:
-        observe = app[METRICS].malloc_trim_seconds.observe
-        task = asyncio.create_task(trim_every(TRIM_SECONDS, trim, observe), name="malloc-trim")
-    try:
+    if trim is None:
         yield
-    finally:
-        if task is not None:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+        return
+    async with running(trim_every(TRIM_SECONDS, trim, app[METRICS].malloc_trim_seconds.observe), "malloc-trim"):
+        yield

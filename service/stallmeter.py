@@ -25,6 +25,8 @@ from typing import Final
 
 from aiohttp import web
 
+from service.tasks import running
+
 TICK_SECONDS: Final = 0.1
 #: a wake later than this is a stall (the loop's own jitter under load stays below it)
 SLACK_SECONDS: Final = 0.1
@@ -66,15 +68,12 @@ def of(loop: asyncio.AbstractEventLoop) -> StallMeter | None:
 async def metering(app: web.Application) -> AsyncIterator[None]:
     """The loop's stall meter, for the application's ``cleanup_ctx``."""
     loop = asyncio.get_running_loop()
-    meter = _meters.get(loop)
-    task = None
-    if meter is None:  # one a loop (a test may run two servers on one loop)
-        meter = _meters[loop] = StallMeter()
-        task = asyncio.create_task(meter.run(loop), name="stall-meter")
-    try:
+    if loop in _meters:  # one a loop (a test may run two servers on one loop)
         yield
+        return
+    meter = _meters[loop] = StallMeter()
+    try:
+        async with running(meter.run(loop), "stall-meter"):
+            yield
     finally:
-        if task is not None:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-            _meters.pop(loop, None)
+        _meters.pop(loop, None)

@@ -12,7 +12,10 @@ is stepped before the server reads the move, the order a real stall gives."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 from service.startup import Running
@@ -43,68 +46,86 @@ async def to_before_the_deadline(actor: TableActor, clock: SkipClock, before: fl
     await clock.skip([actor], (armed - int(clock() * 1000)) / 1000 - before)
 
 
-async def draw_across_a_stall(
-    c: Client, actor: TableActor, clock: SkipClock, table: str, hand_no: int, jump: float, before: float
-) -> dict[str, Any]:
-    """``c`` sends a draw ``before`` s ahead of its turn's end, read only after the
-    node stood still ``jump`` s."""
-    seat = seat_of(c)
-    await to_before_the_deadline(actor, clock, before)
+def send_draw(c: Client, table: str, hand_no: int) -> asyncio.Task[dict[str, Any]]:
+    """``c``'s signed draw, sent (written to the socket at the loop's next turn); its
+    answer is the task's."""
     prev = c.head()
-    sig = c.sign(table, hand_no, prev, {"kind": "draw_closed", "seat": seat})
+    sig = c.sign(table, hand_no, prev, {"kind": "draw_closed", "seat": seat_of(c)})
     msg = {"type": "action", "table_id": table, "hand_no": hand_no, "action": {"kind": "draw_closed"}}
-    draw = asyncio.create_task(c.request({**msg, "prev": prev, "sig": sig}, msg_id="draw-1"))
-    await asyncio.sleep(0)  # the draw is written to the socket; the server has not read it yet
-    stall(actor, clock, jump)
-    return await draw
+    return asyncio.create_task(c.request({**msg, "prev": prev, "sig": sig}, msg_id="draw-1"))
 
 
-async def test_a_draw_sent_before_a_short_stall_across_the_deadline_is_taken_and_the_turn_goes_on(
-    api: Api, server: Running
-) -> None:
-    table, a, b = await seat_two(api, server, turn_seconds=5, max_missed_turns=3)
-    actor, clock = await clocked(server, table)
-    async with Client(server.url, a["token"], a["signer"]) as ca, Client(server.url, b["token"], b["signer"]) as cb:
-        hand_no = await through_seeds(table, ca, cb)
-        view = latest_view(ca)
-        c = ca if view["turn"] == view["me"]["seat"] else cb
-        # last awake 1.5 s before the turn's end; the wake comes 0.9 s after it (a
-        # 2.4 s gap: under the 3 s of a freeze, which would give every seat its grace)
-        drawn = await draw_across_a_stall(c, actor, clock, table, hand_no, jump=2.4, before=1.5)
-        assert drawn["type"] == "reply", drawn  # before: stale_head, the clock had drawn for the seat
-        assert clock_moves(c) == [], "the seat was charged for the node's stall"
-        held = actor.core.hand.owed if actor.core.hand is not None else {}
-        assert held, "the stall was not seen (it was taken for a freeze, or for nothing)"
-        card = latest_view(c)["me"]["cards"][0]
-        discarded = await c.act(table, hand_no, seat_of(c), {"kind": "discard", "card": card})
-        assert discarded["type"] == "reply", discarded  # the turn kept what it had left
-        assert clock_moves(c) == []
-        for cl in (ca, cb):
-            await cl.leave(table, hand_no, seat_of(cl))
-        result = await ca.wait_frame(lambda f: f.get("type") == "result", timeout=30)
-    t = await api.call("GET", result["transcript"], expect=200)
-    report = verify_transcript(t)
-    assert report.ok, report.failure
-    assert not any(r["type"] == "action" and r["action"]["kind"] == "timeout" for r in t["log"])
+@dataclass
+class Turn:
+    table: str
+    hand_no: int
+    actor: TableActor
+    clock: SkipClock
+    on_turn: Client
+    other: Client
 
 
-async def test_a_seat_with_no_connection_is_not_held_by_a_stall(api: Api, server: Running) -> None:
-    """D16: the clock moves for an absent seat; nothing of it waits unread, so a stall
-    across its deadline gives it nothing back."""
+@contextlib.asynccontextmanager
+async def a_turn(api: Api, server: Running) -> AsyncIterator[Turn]:
+    """Two seated players dealt in at a table on a clock the test skips (5 s turns);
+    the first turn runs."""
     table, a, b = await seat_two(api, server, turn_seconds=5, max_missed_turns=3)
     actor, clock = await clocked(server, table)
     async with Client(server.url, a["token"], a["signer"]) as ca, Client(server.url, b["token"], b["signer"]) as cb:
         hand_no = await through_seeds(table, ca, cb)
         view = latest_view(ca)
         c, other = (ca, cb) if view["turn"] == view["me"]["seat"] else (cb, ca)
-        await c.__aexit__(None, None, None)  # the seat on turn goes away
+        yield Turn(table, hand_no, actor, clock, c, other)
+
+
+async def discard_and_finish(api: Api, t: Turn) -> None:
+    """The seat on turn discards (its turn kept what it had left), both leave, and the
+    hand's transcript verifies with no timeout in it."""
+    c = t.on_turn
+    card = latest_view(c)["me"]["cards"][0]
+    discarded = await c.act(t.table, t.hand_no, seat_of(c), {"kind": "discard", "card": card})
+    assert discarded["type"] == "reply", discarded
+    assert clock_moves(c) == [], "the seat was charged for the node's stall"
+    for cl in (c, t.other):
+        await cl.leave(t.table, t.hand_no, seat_of(cl))
+    result = await c.wait_frame(lambda f: f.get("type") == "result", timeout=30)
+    transcript = await api.call("GET", result["transcript"], expect=200)
+    report = verify_transcript(transcript)
+    assert report.ok, report.failure
+    assert not any(r["type"] == "action" and r["action"]["kind"] == "timeout" for r in transcript["log"])
+
+
+async def test_a_draw_sent_before_a_short_stall_across_the_deadline_is_taken_and_the_turn_goes_on(
+    api: Api, server: Running
+) -> None:
+    async with a_turn(api, server) as t:
+        # last awake 1.5 s before the turn's end; the wake comes 0.9 s after it (a
+        # 2.4 s gap: under the 3 s of a freeze, which would give every seat its grace)
+        await to_before_the_deadline(t.actor, t.clock, 1.5)
+        draw = send_draw(t.on_turn, t.table, t.hand_no)
+        await asyncio.sleep(0)  # the draw is written to the socket; the server has not read it yet
+        stall(t.actor, t.clock, 2.4)
+        drawn = await draw
+        assert drawn["type"] == "reply", drawn  # before: stale_head, the clock had drawn for the seat
+        assert clock_moves(t.on_turn) == [], "the seat was charged for the node's stall"
+        held = t.actor.core.hand.owed if t.actor.core.hand is not None else {}
+        assert held, "the stall was not seen (it was taken for a freeze, or for nothing)"
+        await discard_and_finish(api, t)
+
+
+async def test_a_seat_with_no_connection_is_not_held_by_a_stall(api: Api, server: Running) -> None:
+    """D16: the clock moves for an absent seat; nothing of it waits unread, so a stall
+    across its deadline gives it nothing back."""
+    async with a_turn(api, server) as t:
+        await t.on_turn.__aexit__(None, None, None)  # the seat on turn goes away
         await asyncio.sleep(0.2)
-        await to_before_the_deadline(actor, clock, 1.5)
-        stall(actor, clock, 2.4)
+        await to_before_the_deadline(t.actor, t.clock, 1.5)
+        stall(t.actor, t.clock, 2.4)
+        other = t.other
         moved = await other.wait_frame(lambda f: f.get("type") == "update" and bool(clock_moves(other)), timeout=20)
         assert moved["i"] == 4
-        assert not (actor.core.hand.owed if actor.core.hand is not None else {})
-        await other.leave(table, hand_no, seat_of(other))
+        assert not (t.actor.core.hand.owed if t.actor.core.hand is not None else {})
+        await other.leave(t.table, t.hand_no, seat_of(other))
         await other.wait_frame(lambda f: f.get("type") == "result", timeout=30)
 
 
@@ -148,27 +169,14 @@ async def test_a_draw_sent_before_a_stall_that_ends_as_the_turn_does_is_taken(ap
     """The stall the table cannot tell from its own wakes: the loop stands still 0.95 s
     from a second before the turn's end, so no wake of the table comes late — but the
     loop's meter counted the stall (service.stallmeter), and the seat keeps what it
-    had: its draw, read only after the stall, leaves it time for its discard.  Here the
-    whole loop stands still (server and client alike), and its order after the stall
-    is the loop's own."""
-    table, a, b = await seat_two(api, server, turn_seconds=5, max_missed_turns=3)
-    actor, clock = await clocked(server, table)
-    async with Client(server.url, a["token"], a["signer"]) as ca, Client(server.url, b["token"], b["signer"]) as cb:
-        hand_no = await through_seeds(table, ca, cb)
-        view = latest_view(ca)
-        c = ca if view["turn"] == view["me"]["seat"] else cb
-        await to_before_the_deadline(actor, clock, 1.0)
-        prev = c.head()
-        sig = c.sign(table, hand_no, prev, {"kind": "draw_closed", "seat": seat_of(c)})
-        msg = {"type": "action", "table_id": table, "hand_no": hand_no, "action": {"kind": "draw_closed"}}
-        draw = asyncio.create_task(c.request({**msg, "prev": prev, "sig": sig}, msg_id="draw-1"))
+    had: its draw, read only after the stall, leaves it time for its discard (which
+    the clock took, without the meter).  Here the whole loop stands still (server and
+    client alike), and its order after the stall is the loop's own."""
+    async with a_turn(api, server) as t:
+        await to_before_the_deadline(t.actor, t.clock, 1.0)
+        draw = send_draw(t.on_turn, t.table, t.hand_no)
         await asyncio.sleep(0)  # the draw is written to the socket
-        time.sleep(1.0)
+        time.sleep(0.95)
         drawn = await draw
         assert drawn["type"] == "reply", drawn
-        card = latest_view(c)["me"]["cards"][0]
-        discarded = await c.act(table, hand_no, seat_of(c), {"kind": "discard", "card": card})
-        assert discarded["type"] == "reply", discarded
-        assert clock_moves(c) == [], "the seat was charged for the loop's stall"
-        for cl in (ca, cb):
-            await cl.leave(table, hand_no, seat_of(cl))
+        await discard_and_finish(api, t)
