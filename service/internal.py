@@ -110,8 +110,9 @@ class RemoteTable:
 
     async def submit(self, kind: str, player_id: str, payload: dict[str, Any], timeout: float = 30) -> dict[str, Any]:
         # answer_by: the moment (the host's monotonic clock, the same in every worker) after
-        # which the caller has given up; a sibling that reads the command later (it stood
-        # still meanwhile) refuses it, so it is never done after its caller was told busy
+        # which the caller has given up; a sibling that reads the command only later (it
+        # stood still meanwhile) refuses it, rather than do it long after its caller was
+        # told busy
         answer_by = time.monotonic() + timeout
         body = {"kind": kind, "player_id": player_id, "payload": payload, "timeout": timeout, "answer_by": answer_by}
         result: dict[str, Any] = await self.siblings.call(
