@@ -429,8 +429,9 @@ async def test_a_crash_recovery_longer_than_the_ready_bound_is_waited_for_while_
     killed and started again — in the middle of its crash recovery, which then began
     again from the same checkpoint, for ever (a few GB of WAL on a slow disk): the
     database never came back and no table dealt again.  Now the bound holds only
-    while the recovery does not move on.  Here the bound is cut to 0.3 s and the
-    recovery made several times longer (a few hundred MB of WAL to replay)."""
+    while the recovery does not move on.  Here the bound is cut to 1 s (a WAL file of
+    16 MB replays well within it, also on a busy machine; at 0.3 s a busy run saw one
+    take longer) and the recovery made longer than that (over a GB of WAL)."""
     from service import embedded
     from service.db import EmbeddedPostgres
 
@@ -443,22 +444,22 @@ async def test_a_crash_recovery_longer_than_the_ready_bound_is_waited_for_while_
         await conn.execute("SELECT pg_reload_conf()")
         await conn.execute("CHECKPOINT")
         await conn.execute("CREATE TABLE junk (a int, b text)")
-        for _ in range(5):
+        for _ in range(18):
             await conn.execute("INSERT INTO junk SELECT g, repeat('x', 200) FROM generate_series(1, 250000) g")
         await conn.close()
-        monkeypatch.setattr(embedded, "READY_SECONDS", 0.3)
+        monkeypatch.setattr(embedded, "READY_SECONDS", 1.0)
         first = pg.pid
         assert first is not None
         began = time.monotonic()
         os.kill(first, signal.SIGKILL)  # a crash: the next postmaster recovers
         back = None
-        while time.monotonic() - began < 60:
+        while time.monotonic() - began < 120:
             try:
                 c = await asyncpg.connect(dsn, timeout=2)
             except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError):
                 await asyncio.sleep(0.2)
                 continue
-            assert await c.fetchval("SELECT count(*) FROM junk") == 1_250_000
+            assert await c.fetchval("SELECT count(*) FROM junk") == 4_500_000
             await c.close()
             back = time.monotonic() - began
             break
@@ -467,6 +468,6 @@ async def test_a_crash_recovery_longer_than_the_ready_bound_is_waited_for_while_
         assert log.count("redo starts") == 1, "a recovery was killed and begun again"
         took = re.search(r"redo done at .* elapsed: ([0-9.]+) s", log)
         assert took is not None, log[-2000:]
-        assert float(took[1]) > 0.3, f"the recovery took {took[1]} s: within the bound, so this proves nothing"
+        assert float(took[1]) > 1.0, f"the recovery took {took[1]} s: within the bound, so this proves nothing"
     finally:
         await asyncio.to_thread(pg.stop)

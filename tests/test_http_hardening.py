@@ -54,6 +54,8 @@ async def _slow_client(host: str, port: int, stop: asyncio.Event) -> bytes:
         while not stop.is_set():
             try:
                 got = await asyncio.wait_for(reader.read(1024), 0.1)
+            except ConnectionError:  # closed with a reset (header lines it had not read yet)
+                return b""
             except TimeoutError:
                 writer.write(b"X-Slow-%d: y\r\n" % n)
                 n += 1

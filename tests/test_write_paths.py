@@ -22,6 +22,7 @@ need not be a literal here: a migration's file)."""
 from __future__ import annotations
 
 import ast
+import gc
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -62,9 +63,23 @@ def _docstrings(tree: ast.AST) -> set[int]:
     return out
 
 
+def _parse(path: Path) -> ast.Module:
+    """``ast.parse`` with the collector off: CPython 3.11's AST constructor counts its
+    recursion depth, and a finalizer the collector ran in the middle of it (another
+    test's leftover task logging its exception) threw the count off: SystemError, "AST
+    constructor recursion depth mismatch" (seen once, in a busy run)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return ast.parse(path.read_text(encoding="utf-8"), str(path))
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def _scan(path: Path) -> tuple[list[str], list[str]]:
     """(writes, database calls) in one module, each as 'line: what'."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    tree = _parse(path)
     docs = _docstrings(tree)
     writes, calls = [], []
     for node in ast.walk(tree):
