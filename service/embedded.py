@@ -99,16 +99,29 @@ def _gone(pid: int) -> bool:
         return True
 
 
-def _replaying(postmaster: int) -> str | None:
-    """The title of the postmaster's startup process (``postgres: startup recovering
-    <WAL file>``: where a crash recovery is), or None when it has none."""
+def _replaying(postmaster: int) -> tuple[str, float, int] | None:
+    """Where the postmaster's startup process is (the postmaster's own, before it has
+    forked one), or None when the postmaster is gone: its title (``postgres: startup
+    recovering <WAL file>``), its CPU time and the bytes it has read — any of them
+    moves while a crash recovery works, also before its redo begins (it first syncs
+    the data directory, under the same title) and on a machine so busy that one WAL
+    file takes longer than the bound (a busy run saw that)."""
     import psutil
 
+    def where(p: psutil.Process, title: str) -> tuple[str, float, int]:
+        cpu = p.cpu_times()
+        read = 0
+        with contextlib.suppress(psutil.Error, AttributeError):
+            read = p.io_counters().read_chars
+        return title, cpu.user + cpu.system, read
+
     with contextlib.suppress(psutil.Error):
-        for child in psutil.Process(postmaster).children():
+        parent = psutil.Process(postmaster)
+        for child in parent.children():
             title = " ".join(child.cmdline())
             if "startup" in title:
-                return title
+                return where(child, title)
+        return where(parent, "postmaster")  # not yet forked (a machine so busy it starts slowly)
     return None
 
 
@@ -312,12 +325,13 @@ class EmbeddedPostgres:
 
     def _wait_ready(self, proc: subprocess.Popen[bytes]) -> bool:
         """Whether the postmaster became ready.  One not ready within ``READY_SECONDS``
-        is taken for one that never will be, unless its crash recovery moves on: the
-        WAL file its startup process replays changed since the last look.  (Found by an
+        is taken for one that never will be, unless its crash recovery moves on: its
+        startup process replays another WAL file, or has run or read since the last
+        look (:func:`_replaying`).  (Found by an
         audit: a recovery longer than the bound — a few GB of WAL on a slow disk — was
         killed and started again from the same checkpoint, for ever.)"""
         end = time.monotonic() + READY_SECONDS
-        replaying: str | None = None
+        replaying: tuple[str, float, int] | None = None
         while not self._stopping.is_set():
             if proc.poll() is not None:
                 return False
@@ -329,7 +343,7 @@ class EmbeddedPostgres:
                 if now is None or now == replaying:
                     return False
                 if replaying is None:
-                    _pg_logger.info("the postmaster (pid %d) is still recovering (%s): waiting on", proc.pid, now)
+                    _pg_logger.info("the postmaster (pid %d) is still recovering (%s): waiting on", proc.pid, now[0])
                 replaying, end = now, time.monotonic() + READY_SECONDS
             time.sleep(0.05)
         return False

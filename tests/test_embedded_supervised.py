@@ -422,6 +422,10 @@ async def test_what_a_killed_postmaster_left_does_not_keep_postgres_from_startin
             sleeper.wait()
 
 
+# A drill: over a GB of WAL (15 s here); and beside stress-ng --cpu 6 on two cores it
+# saw recoveries begun again (15 in 120 s), a cause not yet found: the CI runs it with
+# the drills, on a machine not kept busy.
+@pytest.mark.drill
 async def test_a_crash_recovery_longer_than_the_ready_bound_is_waited_for_while_it_moves(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
