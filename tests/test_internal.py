@@ -130,15 +130,17 @@ async def test_a_command_the_sibling_reads_after_its_caller_gave_up_is_not_done(
                 async with s.post(f"http://w/internal/tables/{table}/submit", json=body) as r:
                     return r.status, await r.json()
 
+            async def seated() -> set[str]:
+                tables = (await api.call("GET", "/api/tables"))["tables"]
+                return {x["player_id"] for x in next(t for t in tables if t["id"] == table)["seated"]}
+
             status, late = await submit(time.monotonic() - 1)  # its caller gave up a second ago
             assert status == 503 and late["error"]["code"] == "unavailable", late
             assert "nothing was done" in late["error"]["message"]
-            seated = next(x for x in (await api.call("GET", "/api/tables"))["tables"] if x["id"] == table)["seated"]
-            assert p["id"] not in {x["player_id"] for x in seated}
+            assert p["id"] not in await seated()
             status, done = await submit(time.monotonic() + 30)  # in time: done
             assert status == 200, done
-            seated = next(x for x in (await api.call("GET", "/api/tables"))["tables"] if x["id"] == table)["seated"]
-            assert p["id"] in {x["player_id"] for x in seated}
+            assert p["id"] in await seated()
     finally:
         await runner.cleanup()
         shutil.rmtree(Path(sock).parent, ignore_errors=True)
