@@ -34,6 +34,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from service.logfile import DroppingFileHandler
@@ -99,30 +100,75 @@ def _gone(pid: int) -> bool:
         return True
 
 
-def _replaying(postmaster: int) -> tuple[str, float, int] | None:
-    """Where the postmaster's startup process is (the postmaster's own, before it has
-    forked one), or None when the postmaster is gone: its title (``postgres: startup
-    recovering <WAL file>``), its CPU time and the bytes it has read — any of them
-    moves while a crash recovery works, also before its redo begins (it first syncs
-    the data directory, under the same title) and on a machine so busy that one WAL
-    file takes longer than the bound (a busy run saw that)."""
+@dataclass(frozen=True)
+class Recovery:
+    """One look at a postmaster that is not yet ready: its own processes (pid and
+    title), the CPU time they have used and the bytes they have read and written, and
+    whether one of them is blocked on the disk."""
+
+    processes: tuple[tuple[int, str], ...]
+    cpu: float
+    io: int
+    on_disk: bool
+
+    @property
+    def title(self) -> str:
+        """The startup process's title (``postgres: startup recovering <WAL file>``),
+        else the first process's."""
+        return next((t for _, t in self.processes if t.startswith("postgres: startup")), self.processes[0][1])
+
+    def moved_since(self, before: Recovery | None) -> bool:
+        """Whether the recovery is working: a process came or went or changed its
+        title, one ran or read or wrote, or one is waiting on the disk (an fsync)."""
+        if before is None or self.on_disk:
+            return True
+        return (self.processes, self.cpu, self.io) != (before.processes, before.cpu, before.io)
+
+
+def _own_process(title: str) -> bool:
+    """One of PostgreSQL's own processes (``postgres: checkpointer``, ``postgres:
+    startup recovering …``, ``postgres: io worker 0``), not a client's backend: the
+    embedded postmaster listens on its socket only (``-h ''``), so every backend's
+    title names ``[local]`` — and those of the connections it refuses while it
+    recovers come and go many times a second.  A child just forked still has the
+    postmaster's command line: not yet anything."""
+    return title.startswith("postgres: ") and "[local]" not in title
+
+
+def _replaying(postmaster: int) -> Recovery | None:
+    """The postmaster's own processes (:class:`Recovery`; the postmaster itself when
+    it has forked none yet), or None when the postmaster is gone.  A crash recovery's
+    work is not all in its startup process: before its redo it syncs the data
+    directory, and after it the checkpointer writes the end-of-recovery checkpoint
+    while the startup process sleeps, motionless, until it is done (0.7 s for a GB of
+    shared buffers on a quiet machine; a busy run saw it outlast the bound again and
+    again, each kill beginning the recovery anew)."""
     import psutil
 
-    def where(p: psutil.Process, title: str) -> tuple[str, float, int]:
-        cpu = p.cpu_times()
-        read = 0
-        with contextlib.suppress(psutil.Error, AttributeError):
-            read = p.io_counters().read_chars
-        return title, cpu.user + cpu.system, read
-
-    with contextlib.suppress(psutil.Error):
+    try:
         parent = psutil.Process(postmaster)
-        for child in parent.children():
-            title = " ".join(child.cmdline())
-            if "startup" in title:
-                return where(child, title)
-        return where(parent, "postmaster")  # not yet forked (a machine so busy it starts slowly)
-    return None
+        children = parent.children()
+    except psutil.Error:
+        return None
+    family: list[tuple[psutil.Process, str]] = []
+    for child in children:
+        with contextlib.suppress(psutil.Error):  # a refused connection's backend, ended meanwhile
+            if _own_process(title := " ".join(child.cmdline()).strip()):
+                family.append((child, title))
+    processes: list[tuple[int, str]] = []
+    cpu, io, on_disk = 0.0, 0, False
+    for p, title in family or [(parent, "postmaster")]:
+        with contextlib.suppress(psutil.Error):  # one that ends meanwhile: the set changed anyway
+            times = p.cpu_times()
+            cpu += times.user + times.system
+            with contextlib.suppress(AttributeError):
+                counters = p.io_counters()
+                io += counters.read_chars + counters.write_chars
+            on_disk = on_disk or p.status() == psutil.STATUS_DISK_SLEEP
+            processes.append((p.pid, title))
+    if not processes:  # the postmaster itself ended meanwhile
+        return None
+    return Recovery(tuple(sorted(processes)), round(cpu, 2), io, on_disk)
 
 
 class EmbeddedStartFailed(subprocess.SubprocessError):
@@ -325,13 +371,13 @@ class EmbeddedPostgres:
 
     def _wait_ready(self, proc: subprocess.Popen[bytes]) -> bool:
         """Whether the postmaster became ready.  One not ready within ``READY_SECONDS``
-        is taken for one that never will be, unless its crash recovery moves on: its
-        startup process replays another WAL file, or has run or read since the last
-        look (:func:`_replaying`).  (Found by an
-        audit: a recovery longer than the bound — a few GB of WAL on a slow disk — was
-        killed and started again from the same checkpoint, for ever.)"""
+        is taken for one that never will be, unless its crash recovery moves on: one of
+        its processes has run, read or written since the last look, or waits on the
+        disk (:func:`_replaying`).  (Found by an audit: a recovery longer than the
+        bound — a few GB of WAL on a slow disk — was killed and started again from the
+        same checkpoint, for ever.)"""
         end = time.monotonic() + READY_SECONDS
-        replaying: tuple[str, float, int] | None = None
+        replaying: Recovery | None = None
         while not self._stopping.is_set():
             if proc.poll() is not None:
                 return False
@@ -340,10 +386,17 @@ class EmbeddedPostgres:
                 return True
             if time.monotonic() >= end:
                 now = _replaying(proc.pid)
-                if now is None or now == replaying:
+                if now is None:  # it has just exited
+                    return False
+                if not now.moved_since(replaying):
+                    _pg_logger.warning(
+                        "the postmaster (pid %d) is not ready and its recovery has not moved for %.1f s: killing it",
+                        proc.pid,
+                        READY_SECONDS,
+                    )
                     return False
                 if replaying is None:
-                    _pg_logger.info("the postmaster (pid %d) is still recovering (%s): waiting on", proc.pid, now[0])
+                    _pg_logger.info("the postmaster (pid %d) is still recovering (%s): waiting on", proc.pid, now.title)
                 replaying, end = now, time.monotonic() + READY_SECONDS
             time.sleep(0.05)
         return False
@@ -371,7 +424,7 @@ class EmbeddedPostgres:
             return False
         try:
             children = psutil.Process(proc.pid).children()
-            return not any("startup" in " ".join(c.cmdline()) for c in children)
+            return not any(" ".join(c.cmdline()).startswith("postgres: startup") for c in children)
         except psutil.Error:
             return False
 

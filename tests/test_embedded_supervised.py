@@ -22,6 +22,7 @@ from pathlib import Path
 
 import aiohttp
 import asyncpg
+import psutil
 import pytest
 
 from service.embedded import _gone, postgres_of
@@ -422,9 +423,63 @@ async def test_what_a_killed_postmaster_left_does_not_keep_postgres_from_startin
             sleeper.wait()
 
 
-# A drill: over a GB of WAL (15 s here); and beside stress-ng --cpu 6 on two cores it
-# saw recoveries begun again (15 in 120 s), a cause not yet found: the CI runs it with
-# the drills, on a machine not kept busy.
+def _titled(*children: str) -> subprocess.Popen[bytes]:
+    """A parent whose children carry PostgreSQL-like titles (``exec -a``): ``title:idle``
+    sleeps, ``title:spin`` runs on a CPU."""
+    run = {"idle": "sleep 600", "spin": f"{sys.executable} -c 'while True: pass'"}
+    script = " ".join(f"(exec -a '{t}' {run[what]}) &" for t, what in (c.rsplit(":", 1) for c in children))
+    tree = subprocess.Popen(["bash", "-c", f"{script} wait"])
+    end = time.monotonic() + HANG
+    while sum(" ".join(c.cmdline()).startswith("postgres: ") for c in psutil.Process(tree.pid).children()) < len(
+        children
+    ):
+        assert time.monotonic() < end
+        time.sleep(0.01)
+    return tree
+
+
+def test_a_recovery_is_seen_moving_in_any_of_postgres_own_processes_not_in_its_clients() -> None:
+    """What the ready bound looks at (``_replaying``), on real process trees: a
+    postmaster whose own processes sleep has not moved between two looks — though a
+    client's backend beside them works (the backends of refused connections come and
+    go while it recovers); one whose checkpointer works has, though its startup process
+    sleeps (as it does while the checkpointer writes the end-of-recovery checkpoint)."""
+    from service.embedded import _replaying
+
+    backend = "postgres: postgres rummy [local] idle:spin"  # a client's, working
+    idle = _titled("postgres: startup:idle", "postgres: checkpointer:idle", backend)
+    busy = _titled("postgres: startup:idle", "postgres: checkpointer:spin")
+    try:
+        first = _replaying(idle.pid)
+        assert first is not None and not first.on_disk
+        assert sorted(t for _, t in first.processes) == ["postgres: checkpointer 600", "postgres: startup 600"]
+        assert first.title == "postgres: startup 600"
+        assert first.moved_since(None)  # the first look always waits on
+        time.sleep(0.5)  # the client's backend spins meanwhile
+        again = _replaying(idle.pid)
+        assert again is not None and not again.moved_since(first), (first, again)
+        before = _replaying(busy.pid)
+        assert before is not None
+        end = time.monotonic() + HANG
+        while True:
+            assert time.monotonic() < end, "a checkpointer spinning on a CPU was never seen moving"
+            time.sleep(0.1)
+            now = _replaying(busy.pid)
+            assert now is not None
+            if now.moved_since(before):
+                break
+        assert now.cpu > before.cpu and now.processes == before.processes
+    finally:
+        for tree in (idle, busy):
+            for child in psutil.Process(tree.pid).children():
+                child.kill()
+            tree.kill()
+            tree.wait()
+    assert _replaying(idle.pid) is None  # gone: the supervisor starts it again
+
+
+# A drill: over a GB of WAL and a GB of shared buffers (17 s here, 30 s beside
+# stress-ng --cpu 6).
 @pytest.mark.drill
 async def test_a_crash_recovery_longer_than_the_ready_bound_is_waited_for_while_it_moves(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -433,9 +488,14 @@ async def test_a_crash_recovery_longer_than_the_ready_bound_is_waited_for_while_
     killed and started again — in the middle of its crash recovery, which then began
     again from the same checkpoint, for ever (a few GB of WAL on a slow disk): the
     database never came back and no table dealt again.  Now the bound holds only
-    while the recovery does not move on.  Here the bound is cut to 1 s (a WAL file of
-    16 MB replays well within it, also on a busy machine; at 0.3 s a busy run saw one
-    take longer) and the recovery made longer than that (over a GB of WAL)."""
+    while the recovery does not move on.  Here the bound is cut to 0.25 s and the
+    recovery made far longer (over a GB of WAL).
+
+    Its end is the end-of-recovery checkpoint, written by the checkpointer while the
+    startup process sleeps (0.7 s here for a GB of shared buffers): when only the
+    startup process was looked at, a busy run saw recoveries begun again and again
+    (15 in 120 s), and here the postmaster was killed in every run (started 3 or 4
+    times).  Every process of the postmaster is looked at now."""
     from service import embedded
     from service.db import EmbeddedPostgres
 
@@ -445,13 +505,14 @@ async def test_a_crash_recovery_longer_than_the_ready_bound_is_waited_for_while_
         conn = await asyncpg.connect(dsn)
         await conn.execute("ALTER SYSTEM SET checkpoint_timeout = '1h'")
         await conn.execute("ALTER SYSTEM SET max_wal_size = '4GB'")
+        await conn.execute("ALTER SYSTEM SET shared_buffers = '1GB'")
         await conn.execute("SELECT pg_reload_conf()")
         await conn.execute("CHECKPOINT")
         await conn.execute("CREATE TABLE junk (a int, b text)")
         for _ in range(18):
             await conn.execute("INSERT INTO junk SELECT g, repeat('x', 200) FROM generate_series(1, 250000) g")
         await conn.close()
-        monkeypatch.setattr(embedded, "READY_SECONDS", 1.0)
+        monkeypatch.setattr(embedded, "READY_SECONDS", 0.25)
         first = pg.pid
         assert first is not None
         began = time.monotonic()
@@ -468,10 +529,17 @@ async def test_a_crash_recovery_longer_than_the_ready_bound_is_waited_for_while_
             back = time.monotonic() - began
             break
         log = (pg.pgdata / "log").read_text(errors="replace")
+        starts = (tmp_path / "postgres.log").read_text(errors="replace").count("starting the postmaster")
         assert back is not None, f"not back: {log.count('redo starts')} recoveries begun"
         assert log.count("redo starts") == 1, "a recovery was killed and begun again"
+        assert starts == 2, f"the postmaster was started {starts} times (once, then once after the crash)"
         took = re.search(r"redo done at .* elapsed: ([0-9.]+) s", log)
         assert took is not None, log[-2000:]
         assert float(took[1]) > 1.0, f"the recovery took {took[1]} s: within the bound, so this proves nothing"
+        # the startup process sleeps while the checkpointer writes the end-of-recovery
+        # checkpoint (a GB of shared buffers): longer than the bound, it must be seen moving
+        ended = re.search(r"starting: end-of-recovery.*?checkpoint complete: .*? total=([0-9.]+) s", log, re.S)
+        assert ended is not None, log[-2000:]
+        assert float(ended[1]) > 0.25, f"the end-of-recovery checkpoint took {ended[1]} s: within the bound"
     finally:
         await asyncio.to_thread(pg.stop)
