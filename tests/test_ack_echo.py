@@ -154,12 +154,14 @@ async def test_a_refusal_that_garbles_the_echo_is_disputed_and_the_move_made_aga
     api: Api, server: Running, monkeypatch: pytest.MonkeyPatch, garble: str
 ) -> None:
     """The house refuses the first action a player sends (``busy``) and signs an ack
-    whose ``psig`` is not the one received.  The transcript and that ack pass the
-    verifier (the refusal looks justified: the echoed signature does not verify), so
-    only the bot can tell: it keeps the dispute, makes the move again, and the seat is
-    not charged for the turn.  A bot that did not check the echo waited out the turn
-    and was timed out.  ``sig``: the echo is right but the ack's own signature does not
-    verify — no proof of the refusal either: the same dispute, the same retry."""
+    whose ``psig`` is not the one received.  The bot keeps the dispute, makes the move
+    again, and the seat is not charged for the turn (a bot that did not check the
+    echo waited out the turn and was timed out).  And the ack is now proof: no table
+    judges a move its player did not sign (§15), so the verifier fails the evidence
+    that holds it — before 2026-12-07 the refusal passed as justified (the echoed
+    signature does not verify) and only the bot could tell.  ``sig``: the echo is
+    right but the ack's own signature does not verify — no proof of the refusal: the
+    same dispute, the same retry, and the evidence passes."""
     refused = dishonest_house(monkeypatch, garble=garble)
     table, bots = await two_bots_play_a_hand(api, server, "echo")
 
@@ -176,7 +178,11 @@ async def test_a_refusal_that_garbles_the_echo_is_disputed_and_the_move_made_aga
 
     t = await api.call("GET", bot.hands_seen[0]["transcript"], expect=200)
     report = verify_transcript(t, await key_of(api), kept)
-    assert report.ok, report.failure  # the garbled refusal passes as justified: only the client could see it
+    if garble == "psig":  # the ack misquotes the move (§15 rule 7)
+        assert not report.ok and report.failure is not None and report.failure.check == "evidence"
+        assert "misquotes" in report.failure.message, report.failure.message
+    else:
+        assert report.ok, report.failure
     after = t["log"][dispute["ack"]["body"]["i"] + 1]
     assert after["action"]["seat"] == judged.seat and after["action"]["kind"] != "timeout", after
     assert not any(r.get("action", {}).get("kind") == "timeout" for r in t["log"])

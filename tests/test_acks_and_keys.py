@@ -86,7 +86,23 @@ async def test_every_judged_move_is_acknowledged_and_the_acks_agree_with_the_tra
         on, off = (ca, cb) if view["turn"] == view["me"]["seat"] else (cb, ca)
         # refused by the rules: out of turn, and over an old record
         out_of_turn = await off.act(table, hand_no, seat_of(off), {"kind": "draw_closed"})
-        stale = await on.act(table, hand_no, seat_of(on), {"kind": "draw_closed"}, prev="00" * 32)
+        older = next(f["record"]["h"] for f in on.frames if f.get("type") == "hand" and f["record"]["i"] == 1)
+        stale = await on.act(table, hand_no, seat_of(on), {"kind": "draw_closed"}, prev=older)
+        # refused unjudged, with no ack (§15): signed over no record of the log — were it
+        # acknowledged, a player could have the server quote the guessed link of a record
+        # not made yet and "prove" the house lied — or not signed by the seat's key
+        unknown = await on.act(table, hand_no, seat_of(on), {"kind": "draw_closed"}, prev="00" * 32)
+        assert unknown["error"]["code"] == "unknown_head" and "ack" not in unknown["error"]
+        forged = {
+            "type": "action",
+            "table_id": table,
+            "hand_no": hand_no,
+            "action": {"kind": "draw_closed"},
+            "prev": on.head(),
+            "sig": off.sign(table, hand_no, on.head(), {"kind": "draw_closed", "seat": seat_of(on)}),
+        }
+        bad = await on.request(forged)
+        assert bad["error"]["code"] == "bad_signature" and "ack" not in bad["error"]
         for c, err, code in ((off, out_of_turn, "not_your_turn"), (on, stale, "stale_head")):
             assert err["type"] == "error" and err["error"]["code"] == code
             ack = err["error"]["ack"]

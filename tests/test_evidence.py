@@ -9,6 +9,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import pytest
+
 from verifier.chain import reveal_move
 from verifier.fairness import PROTOCOL_V2, player_commit
 from verifier.hand import DrawClosed, TableRules, TimeOut
@@ -112,17 +114,17 @@ def test_a_refused_reveal_then_withheld_before_the_owed_window_fails_and_after_i
 
 
 def test_a_refusal_the_rules_justify_owes_nothing() -> None:
-    """A stale prev, a signature that is not the seat's, a move out of turn, a commit
-    after the commitments: the clock may move for the seat at its usual time."""
+    """A stale prev, a move out of turn, a commit after the commitments: the clock may
+    move for the seat at its usual time."""
     hand = played("ev-just")
     state = hand.rec.state
     assert state is not None
     seat, other = state.turn, 1 - state.turn
     head = hand.rec.head
     move = {"kind": "draw_closed", "seat": seat}
+    stale = hand.rec.records[1]["h"]
     items = [
-        hand.rec.ack(seat, move, hand.rec.records[1]["h"], hand.sign(seat, head, move), arrived=hand.now, code="x"),
-        hand.rec.ack(seat, move, head, hand.sign(other, head, move), arrived=hand.now, code="bad_signature"),
+        hand.rec.ack(seat, move, stale, hand.sign(seat, stale, move), arrived=hand.now, code="x"),
         hand.rec.ack(
             other,
             {**move, "seat": other},
@@ -153,7 +155,50 @@ def test_a_refusal_the_rules_justify_owes_nothing() -> None:
     t = finish(hand)
     r = verdict(t, items)
     assert r.ok, r.failure
-    assert r.summary["evidence"] == {"items": 5, "checked": 5, "other_hands": 0, "after_void": 0}
+    assert r.summary["evidence"] == {"items": 4, "checked": 4, "other_hands": 0, "after_void": 0}
+
+
+@pytest.mark.parametrize("misquote", ["another seat's signature", "a bit flipped", "the real one over a stale prev"])
+def test_a_refusal_that_misquotes_the_move_fails(misquote: str) -> None:
+    """Found by an audit: a refusal quoting a signature that is not the seat's over the
+    prev it names passed as justified, so the house's own refusal ("busy") owed the
+    seat nothing and its clock dropped the seat.  No table judges such a move (§15):
+    the ack misquotes the move the player sent, and evidence fails."""
+    hand = played("ev-misquote")
+    state = hand.rec.state
+    assert state is not None
+    seat, other = state.turn, 1 - state.turn
+    head, stale = hand.rec.head, hand.rec.records[1]["h"]
+    move = {"kind": "draw_closed", "seat": seat}
+    real = hand.sign(seat, head, move)
+    prev, sig = {
+        "another seat's signature": (head, hand.sign(other, head, move)),
+        "a bit flipped": (head, real[:-2] + format(int(real[-2:], 16) ^ 1, "02x")),
+        "the real one over a stale prev": (stale, real),
+    }[misquote]
+    items = [hand.rec.ack(seat, move, prev, sig, arrived=hand.now + 1000, code="busy")]
+    hand.act(TimeOut(seat))
+    r = verdict(finish(hand), items)
+    assert not r.ok and r.failure is not None and r.failure.check == "evidence"
+    assert "misquotes it" in r.failure.message, r.failure.message
+
+
+def test_a_refusal_of_a_move_signed_over_no_record_fails() -> None:
+    """A table judges only a move signed over a record of its log (§15): an ack
+    quoting a prev that is no record's link up to the one it names fails — before,
+    a lying player could have one signed over the guessed link of the next record
+    (the clock's move after its own draw) and "prove" the house named a false
+    record."""
+    hand = played("ev-noprev")
+    state = hand.rec.state
+    assert state is not None
+    seat = state.turn
+    move = {"kind": "draw_closed", "seat": seat}
+    prev = "77" * 32
+    items = [hand.rec.ack(seat, move, prev, hand.sign(seat, prev, move), arrived=hand.now, code="stale_head")]
+    r = verdict(finish(hand), items)
+    assert not r.ok and r.failure is not None and r.failure.check == "evidence"
+    assert "no record of the log" in r.failure.message, r.failure.message
 
 
 def test_a_house_refusal_of_a_legal_move_owes_the_whole_turn_from_its_arrival() -> None:
@@ -169,7 +214,7 @@ def test_a_house_refusal_of_a_legal_move_owes_the_whole_turn_from_its_arrival() 
     assert r.failure.expected == f">= {ack['body']['arrived'] + 30_000}"
 
 
-def test_items_after_a_void_are_counted_not_failed() -> None:
+def test_items_for_records_a_void_came_before_are_counted_not_failed() -> None:
     hand = VectorHand("ev-void", 0, TableRules(seats=4), [0, 1], 1)
     rec = hand.rec
     rec.open(hand.now)
@@ -180,18 +225,22 @@ def test_items_after_a_void_are_counted_not_failed() -> None:
     rec.check_commit(0, c, sig)
     accepted = rec.ack(0, move, rec.head, sig, arrived=hand.now + 10)
     rec.void("voided by the operator (D33)", hand.now + 20)
-    head = {"purpose": "head", "body": {"table_id": rec.table_id, "hand_no": 1, "i": 5, "h": "55" * 32}}
-    head["sig"] = TEST_SIGNER.sign("head", head["body"], PROTOCOL_V2)
-    items = [*hand.evidence[0], accepted, head]
+    items = [*hand.evidence[0], accepted]
     r = verdict(rec.transcript(), items)
     assert r.ok, r.failure
-    assert r.summary["evidence"] == {"items": len(items), "checked": 2, "other_hands": 0, "after_void": 2}
+    assert r.summary["evidence"] == {"items": len(items), "checked": 2, "other_hands": 0, "after_void": 1}
     # §15 rule 8: evidence that applies to nothing is skipped, never passed
-    r = verdict(rec.transcript(), [accepted, head])
+    r = verdict(rec.transcript(), [accepted])
     assert r.ok, r.failure
     assert "evidence" in r.checks_skipped and "evidence" not in r.checks_passed
     assert "nothing could be checked" in r.skip_reasons["evidence"]
-    assert r.summary["evidence"] == {"items": 2, "checked": 0, "other_hands": 0, "after_void": 2}
+    assert r.summary["evidence"] == {"items": 1, "checked": 0, "other_hands": 0, "after_void": 1}
+    # but a head of a record past the void: the server signed a record its transcript cut off
+    head = {"purpose": "head", "body": {"table_id": rec.table_id, "hand_no": 1, "i": 5, "h": "55" * 32}}
+    head["sig"] = TEST_SIGNER.sign("head", head["body"], PROTOCOL_V2)
+    r = verdict(rec.transcript(), [*items, head])
+    assert not r.ok and r.failure is not None and r.failure.check == "evidence"
+    assert "cut off records it had made" in r.failure.message, r.failure.message
 
 
 def test_a_player_item_must_be_signed_by_its_own_key() -> None:

@@ -493,6 +493,22 @@ def test_directory_checks_a_tables_chain_across_hands(tmp_path: Path, history: l
     assert r.returncode == 1 and "check 'chain' failed" in r.stdout and "2 passed, 1 failed" in r.stdout
 
 
+def test_a_copy_of_a_hand_does_not_switch_the_chain_check_off(tmp_path: Path, history: list[dict[str, Any]]) -> None:
+    """Found by an audit: with a byte-identical second copy of hand 1 in the folder,
+    hand 2 was no longer checked against it (the check ran only when exactly one
+    verified file held hand 1), and the room audit counted the copy as a hand of its
+    own.  Copies of one signed transcript are one hand (§14, §17)."""
+    forged = json.loads(json.dumps(history[1]))
+    forged["log"][0]["header"]["prev_head"] = "ab" * 32
+    _write(tmp_path, [history[0], forge(forged)])
+    (tmp_path / "copy-h1.json").write_text(json.dumps(history[0]))
+    r = run("--key", KEY_HEX, str(tmp_path))
+    assert r.returncode == 1 and "check 'chain' failed" in r.stdout and "2 passed, 1 failed" in r.stdout
+    _write(tmp_path, history[:2])  # hand 2 as it was: the chain holds, two hands counted once each
+    r = run("audit", "--key", KEY_HEX, str(tmp_path))
+    assert "3 files, 2 hands counted (1 files held copies of a counted hand: counted once)" in r.stdout, r.stdout
+
+
 def test_directory_reports_a_gap_in_hand_numbers(tmp_path: Path, history: list[dict[str, Any]]) -> None:
     """Issue 7, item 7: a hand missing between a table's lowest and highest hand."""
     _write(tmp_path, [history[0], history[3]])

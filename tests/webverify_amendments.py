@@ -250,7 +250,14 @@ def evidence_cases(b: Builder) -> None:
     def head_past_void(t: Tx, items: Items) -> None:
         items.append(item("head", {"table_id": t["table_id"], "hand_no": t["hand_no"], "i": 40, "h": "ab" * 32}))
 
-    ev("evidence: a head past the void is counted, not failed", V2VM, whole(seat_at(0), head_past_void), None)
+    # §15 rule 8 (2026-12-07): the server signed a record its transcript cut off
+    ev(
+        "evidence: a head past the void fails",
+        V2VM,
+        whole(seat_at(0), head_past_void),
+        "evidence",
+        message="cut off records",
+    )
     ev("evidence: a hand voided at record 1, its items before the void", V2VS, whole(seat_at(0)), None)
 
     def commit_ack_only(t: Tx) -> Items:
@@ -314,13 +321,8 @@ def evidence_cases(b: Builder) -> None:
         it = next(it for it in items if it["purpose"] == "player")
         it["sig"] = Signer.of(OTHER_KEY).sign(V2, "player", it["body"])
 
-    ev(
-        "evidence: a player item whose key the header does not list",
-        V2T,
-        whole(seat_at(1), other_key),
-        "evidence",
-        message="key substitution",
-    )
+    # §15 rule 4 (2026-12-07): the player's own word, a warning (key_claim), never a failure
+    ev("evidence: a player item whose key the header does not list", V2T, whole(seat_at(1), other_key), None)
     ev(
         "evidence: a header item that is not the transcript's header",
         V2T,
@@ -537,11 +539,13 @@ def d35_cases(b: Builder, ev: Callable[..., None]) -> None:
         refusal(discard, True),
         None,
     )
+    # §15 rule 7 (2026-12-07): no table judges a move its player did not sign: the ack misquotes it
     ev(
-        "evidence: a justified refusal (not the seat's signature), then an early clock",
+        "evidence: a refusal quoting a signature that is not the seat's",
         V2E,
         refusal(draw, True, key=OTHER_KEY),
-        None,
+        "evidence",
+        message="misquotes",
     )
     ev(
         "evidence: a justified refusal (signed over an older record), then an early clock",

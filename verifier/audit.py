@@ -71,6 +71,7 @@ class Folder:
     results: list[FileResult]
     findings: list[Finding]
     hands: list[HandFacts]
+    copies: int = 0  # files that held a copy of a hand counted already (the same signed transcript)
 
 
 def read_folder(
@@ -98,7 +99,19 @@ def read_folder(
             progress(n, len(files))
     findings = table_findings(results)
     marked = {p for finding in findings for p in finding.files}
-    return Folder(results, findings, [facts[p] for p in sorted(facts) if p not in marked])
+    signature = {r.path: r.signature for r in results}
+    hands: list[HandFacts] = []
+    seen: set[str | None] = set()
+    copies = 0
+    for p in sorted(facts):
+        if p in marked:
+            continue
+        if signature[p] in seen:  # a copy of a hand counted once: copies would dilute every test
+            copies += 1
+            continue
+        seen.add(signature[p])
+        hands.append(facts[p])
+    return Folder(results, findings, hands, copies)
 
 
 # --------------------------------------------------------------------------- tests
@@ -360,6 +373,7 @@ def folder_report(folder: Folder, alpha: Fraction, name: str) -> dict[str, Any]:
         "folder": name,
         "files": len(folder.results),
         "counted": len(folder.hands),
+        "copies": folder.copies,
         "failed": failed,
         "table_checks": [f.to_json() for f in folder.findings],
         **body,
@@ -396,8 +410,9 @@ TEST_WORDS: Final = {
 def render(report: dict[str, Any]) -> str:
     """The report as a person reads it on a terminal."""
     lines = [
-        f"room audit of {report['folder']}: {report['files']:,} files, {report['counted']:,} hands counted, "
-        f"{len(report['failed']):,} failed verification"
+        f"room audit of {report['folder']}: {report['files']:,} files, {report['counted']:,} hands counted"
+        + (f" ({report['copies']:,} files held copies of a counted hand: counted once)" if report["copies"] else "")
+        + f", {len(report['failed']):,} failed verification"
     ]
     for f in report["failed"]:
         where = "" if f.get("record") is None else f" at log record {f['record']}"

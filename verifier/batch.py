@@ -207,13 +207,18 @@ def table_findings(results: Iterable[FileResult]) -> list[Finding]:
                     Finding("gap", f"table {table}: {missing} missing between hand {before} and hand {after}", files)
                 )
                 continue
-            prev = [r for r in hands[before] if r.ok]
+            # Copies of one transcript (the same signature) are one hand: a second copy of
+            # hand n must not switch the check of hand n + 1 off (found by an audit).
+            prev = {r.signature: r for r in sorted(hands[before], key=lambda r: r.path) if r.ok}
+            if len(prev) != 1:
+                continue  # no verified hand n, or a fork (above)
+            (first,) = prev.values()
             for r in hands[after]:
-                if r.ok and len(prev) == 1 and prev[0].head != r.prev_head:
+                if r.ok and first.head != r.prev_head:
                     out.append(
                         Finding(
                             "chain",
-                            f"hand {after} of table {table} does not start from hand {before}'s head ({prev[0].path})",
+                            f"hand {after} of table {table} does not start from hand {before}'s head ({first.path})",
                             [r.path],
                         )
                     )

@@ -71,6 +71,8 @@ class Ctx:
     after: dict[int, HandState] = field(default_factory=dict)  # the state after each replayed record (3, 4, …)
     # signature, chain: the canonical text of each record, encoded once (verifier.encoding)
     texts: list[str] | None = None
+    # evidence: (item number, seat, the key the player's item names, the key the header lists) — §15 rule 4
+    key_claims: list[tuple[int, int, str, str | None]] = field(default_factory=list)
 
     @property
     def s(self) -> Shape:

@@ -624,7 +624,7 @@ def table_for(t: Any) -> tuple[tuple[str, Check], ...]:
 
 # --------------------------------------------------------------------------- warnings
 def warnings_of(ctx: Ctx) -> list[dict[str, str]]:
-    """§14 "Warnings": no_player_seed, withheld, void, seed_not_revealed, v1_server_only."""
+    """§14 "Warnings": no_player_seed, withheld, void, seed_not_revealed, key_claim, v1_server_only."""
     if ctx.shape is None:
         return []
     s = ctx.s
@@ -667,4 +667,14 @@ def warnings_of(ctx: Ctx) -> list[dict[str, str]]:
                     "checked",
                 }
             )
+    for n, seat, claimed, listed in ctx.key_claims:
+        out.append(
+            {
+                "code": "key_claim",
+                "message": f"evidence item {n} (player) names key {claimed} for seat {seat}; the header lists "
+                + (f"{listed}" if listed is not None else "no such seat")
+                + ": the player's own word, which proves nothing against the server (a header item the "
+                "server signed would, §15)",
+            }
+        )
     return out

@@ -36,6 +36,7 @@ class Judge:
     ctx: Ctx
     server: Ed25519PublicKey
     players: dict[int, Ed25519PublicKey] = field(default_factory=dict)
+    item: int = 0  # the number in the file of the item being checked
 
     def __post_init__(self) -> None:
         for e in self.ctx.s.header["seats"]:
@@ -49,13 +50,21 @@ class Judge:
     def void(self) -> bool:
         return self.ctx.s.void is not None
 
-    def record(self, body: Mapping[str, Any], what: str) -> dict[str, Any] | None:
-        """Record ``body.i`` with the ``h`` the server signed for it; None when the
-        log ended in a void before it (§15 rule 8)."""
+    def record(self, body: Mapping[str, Any], what: str) -> dict[str, Any]:
+        """Record ``body.i`` with the ``h`` the server signed for it.  A record past
+        a void is not one the log never reached (§15 rule 8): the server signed that
+        it had reached it, and the transcript cut it off."""
         i = body["i"]
         if i >= len(self.log):
             if self.void:
-                return None
+                v = len(self.log) - 1
+                fail(
+                    f"the server signed {what} for record {i}, but its transcript voids the hand at record {v}: "
+                    "it cut off records it had made (D33)",
+                    v,
+                    f"a log reaching record {i}",
+                    f"a void at record {v}",
+                )
             fail(f"the server signed {what} for record {i}, which the transcript does not have", None, body["h"], None)
         if self.log[i]["h"] != body["h"]:
             fail(f"the server signed {what} for another record {i} than the transcript's", i, body["h"], self.ctx.h(i))
@@ -77,22 +86,22 @@ def check_header(j: Judge, body: Mapping[str, Any]) -> Outcome:
 
 
 def check_player(j: Judge, body: Mapping[str, Any]) -> Outcome:
-    """§15.4: the transcript lists the player's own key for its seat."""
+    """§15.4: the player's own word, signed by the key it names: it fails nothing
+    (anyone can sign one for any key and seat — a player could "prove" a substitution
+    the server never made).  A key the header does not list for the seat is the
+    warning ``key_claim``; what proves a substitution is a ``header`` item (§15.3)."""
     seat = body["seat"]
     listed = next((e["player_key"] for e in j.ctx.s.header["seats"] if e["seat"] == seat), None)
     if listed != body["player_key"]:
-        fail(
-            f"the header lists another key for seat {seat} than the player's own (key substitution)",
-            0,
-            body["player_key"],
-            listed,
-        )
+        j.ctx.key_claims.append((j.item, seat, body["player_key"], listed))
     return "checked"
 
 
 def check_head(j: Judge, body: Mapping[str, Any]) -> Outcome:
-    """§15.5: record ``i`` exists and its ``h`` is the one the server signed."""
-    return "after_void" if j.record(body, "a head") is None else "checked"
+    """§15.5: record ``i`` exists and its ``h`` is the one the server signed (a void
+    before it fails, §15.8)."""
+    j.record(body, "a head")
+    return "checked"
 
 
 def check_receipt(j: Judge, body: Mapping[str, Any]) -> Outcome:
@@ -129,8 +138,6 @@ def check_ack(j: Judge, body: Mapping[str, Any]) -> Outcome:
     and the outcome agrees with the log: an accepted move is where the ack says, and
     a refusal the rules do not justify left the seat its whole window (D35)."""
     rec = j.record(body, "an ack")
-    if rec is None:
-        return "after_void"
     if body["arrived"] < rec["t"]:
         fail(
             "the ack says the move arrived before the record it was judged after",
@@ -141,6 +148,7 @@ def check_ack(j: Judge, body: Mapping[str, Any]) -> Outcome:
     kind = body["move"]["kind"]
     if body["outcome"] == "refused":
         judged_at_the_last_record(j, body)
+        quotes_a_judged_move(j, body)
         return "checked" if justified(j, body) else owed_window(j, body)
     return ACCEPTED.get(kind, accepted_action)(j, body)
 
@@ -164,6 +172,34 @@ def judged_at_the_last_record(j: Judge, body: Mapping[str, Any]) -> None:
         )
 
 
+def quotes_a_judged_move(j: Judge, body: Mapping[str, Any]) -> None:
+    """§15.7: a refusal's ack quotes a move a table judges — signed by the seat's
+    player over a record the log held (record ``i`` or an earlier one).  A table
+    judges no other move (§15, acks), so an ack quoting one misquotes the move: the
+    player's real signature over another ``prev``, or a signature with a bit flipped,
+    would pass the house's own refusal off as justified (a stale move's, or one the
+    player did not sign) and let its clock charge the seat."""
+    i, seat, prev = body["i"], body["seat"], body["prev"]
+    if not any(j.log[k]["h"] == prev for k in range(i + 1)):
+        fail(
+            f"the server refused a move of seat {seat} signed over no record of the log up to record {i}: "
+            "no table judges such a move, so the ack misquotes it",
+            i,
+            f"the h of a record 0…{i}",
+            prev,
+        )
+    key = j.players.get(seat)
+    signed = move_body(j.ctx.t["table_id"], j.ctx.t["hand_no"], prev, body["move"])
+    if key is None or not signature_ok(key, PROTOCOL_V2, "move", signed, body["psig"]):
+        fail(
+            f"the server refused a move of seat {seat} quoting a signature that is not the seat's over the prev "
+            "it names: no table judges such a move, so the ack misquotes it",
+            i,
+            "the seat's move signature over prev",
+            body["psig"],
+        )
+
+
 def accepted_commit(j: Judge, body: Mapping[str, Any]) -> Outcome:
     s, seat = j.ctx.s, body["seat"]
     _accepted_at(j, body, 0)
@@ -181,6 +217,15 @@ def accepted_reveal(j: Judge, body: Mapping[str, Any]) -> Outcome:
     s, seat = j.ctx.s, body["seat"]
     _accepted_at(j, body, 1)
     if s.reveals is None:
+        if j.ctx.t["server_seed"] == "":
+            fail(
+                f"the server accepted seat {seat}'s seed and then voided the hand before recording the reveals, "
+                "without revealing its own seed: it held the seats' seeds and could know the deck, so the void "
+                "could have been chosen for that deck (§15.8, D33)",
+                len(j.log) - 1,
+                "the server seed revealed",
+                "",
+            )
         return "after_void"
     entry = next((r for r in s.reveals if r["seat"] == seat), None)
     want = {"seed": body["move"]["seed"], "status": REVEALED, "psig": body["psig"]}
@@ -236,13 +281,11 @@ ACCEPTED: Final[dict[str, Callable[[Judge, Mapping[str, Any]], Outcome]]] = {
 
 def justified(j: Judge, body: Mapping[str, Any]) -> bool:
     """§15.7: a refusal is justified when the move could not be taken at record i: a
-    stale ``prev``, a signature that is not the seat's, or a move the rules do not
-    allow there."""
+    stale ``prev`` (signed over an earlier record), or a move the rules do not allow
+    there.  (A signature that is not the seat's was never judged: the ack fails,
+    :func:`quotes_a_judged_move`.)"""
     i, seat, move = body["i"], body["seat"], body["move"]
-    if body["prev"] != j.ctx.h(i) or seat not in j.players:
-        return True
-    signed = move_body(j.ctx.t["table_id"], j.ctx.t["hand_no"], body["prev"], move)
-    if not signature_ok(j.players[seat], PROTOCOL_V2, "move", signed, body["psig"]):
+    if body["prev"] != j.ctx.h(i):  # signed over an earlier record (quotes_a_judged_move)
         return True
     kind = move["kind"]
     if kind == "timeout":  # the server's own move (§9): a player cannot make one
@@ -398,6 +441,7 @@ def check_evidence(ctx: Ctx) -> Skip | None:
         if not signature_ok(key, PROTOCOL_V2, purpose, body, item["sig"]):
             signer = "the player's own key" if purpose == "player" else "the header's key"
             fail(f"{where} is not signed by {signer}", None, None, item)
+        j.item = n
         try:
             counts[ITEM_CHECKS[purpose](j, body)] += 1
         except Fail as f:

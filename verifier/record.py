@@ -109,6 +109,9 @@ class HandRecorder:
     _trusted: HandRecorder | None = field(default=None, repr=False, compare=False)
     # the record _link made last and the head it was linked to: accept() need not hash it again
     _linked: tuple[dict[str, Any], str] | None = field(default=None, repr=False)
+    # the action check_signed checked last (seat, prev, canonical move, signature): prepare
+    # need not check that very move again
+    _signed: tuple[int, str, bytes, Any] | None = field(default=None, repr=False)
     encode: Encode = field(default=canonical, repr=False, compare=False)
     #: a faster check of a player's signature (raw key, hex signature, signed message),
     #: which may say True only where the strict check (§9) accepts: on its False the
@@ -217,12 +220,33 @@ class HandRecorder:
         if not player_signature_ok(key, body, sig, self.encode):
             raise RuleError("bad_signature", f"the {move['kind']} is not signed by seat {seat}'s player key")
 
+    def knows(self, h: object) -> bool:
+        """Whether ``h`` is the chain link of a record of this hand's log (§15: a table
+        judges only a move signed over a record that exists)."""
+        return self.records.index_of(h) is not None
+
+    def check_signed(self, seat: int, prev: str, move: Mapping[str, Any], sig: Any) -> None:
+        """A move's signature by its seat's player over ``prev`` (§9), checked before the
+        table judges the move: a table judges, and acknowledges, only a move its
+        player signed (§15), so a client cannot have the server sign an ack quoting a
+        signature that is not the player's.  A commitment's or a reveal's is remembered
+        as ever; an action's until the next, for :meth:`prepare`."""
+        if move.get("kind") in ("commit", "reveal"):
+            self._check_signature(seat, prev, move, sig)
+            return
+        self._verify(seat, prev, move, sig)
+        self._signed = (seat, prev, self.encode(move), sig)
+
     def _check_action_signature(self, seat: int, prev: str, move: Mapping[str, Any], sig: Any) -> None:
         """An action's signature, for the record this recorder makes next: checked,
         unless the trusted recorder (a reload's, :meth:`trust`) holds that very record
         with that very move and signature.  Not remembered: an action is checked once,
         and a hand in progress kept a digest for each of its moves (about 0.8 MB a
         worker at 2,000 seats) for a reload that rarely comes."""
+        signed = self._signed
+        if signed is not None and signed[0] == seat and signed[1] == prev and signed[3] == sig:
+            if isinstance(sig, str) and signed[2] == self.encode(move):  # checked as the table judged it
+                return
         other = self._trusted
         i = len(self.records)
         mine = other.records.get(i) if other is not None and isinstance(sig, str) else None  # None: forgotten

@@ -145,10 +145,11 @@ class RecordLog(Sequence[dict[str, Any]]):
     short-lived pushes and replies (docs/benchmarks.md: a server held more, not less,
     that way).  One growing buffer a hand, packed, did as well as these pieces."""
 
-    __slots__ = ("_decode", "_encode", "_forgotten", "_items")
+    __slots__ = ("_decode", "_encode", "_forgotten", "_items", "_links")
 
     def __init__(self, encode: Encode = canonical, decode: Decode = json.loads) -> None:
         self._items: list[Held] = []
+        self._links: dict[str, int] = {}  # each record's ``h`` → its number, forgotten records' too
         self._encode = encode
         self._decode = decode
         self._forgotten = 0  # records FIRST_KEPT … FIRST_KEPT + this - 1 are forgotten
@@ -184,8 +185,16 @@ class RecordLog(Sequence[dict[str, Any]]):
             return None
         return self._read(self._items[i])
 
+    def index_of(self, h: object) -> int | None:
+        """The number of the record whose chain link is ``h`` (a forgotten one too), or
+        None: a table judges only a move signed over a record of its log (§15)."""
+        return self._links.get(h) if isinstance(h, str) else None
+
     def append(self, record: dict[str, Any]) -> None:
         items = self._items
+        link = record.get("h")
+        if isinstance(link, str):
+            self._links.setdefault(link, len(items))
         if items:
             last = items[-1]
             if type(last) is dict:
@@ -202,6 +211,9 @@ class RecordLog(Sequence[dict[str, Any]]):
             raise Forgotten("the record before the newest is forgotten: it cannot become the newest")
         record = self[-1]
         del items[-1]
+        link = record.get("h")
+        if isinstance(link, str) and self._links.get(link) == len(items):
+            del self._links[link]
         if items and type(items[-1]) is not dict:
             items[-1] = self._read(items[-1])
         return record

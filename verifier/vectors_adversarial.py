@@ -399,8 +399,9 @@ def key_substitution() -> list[Case]:
         Case(
             "key-substitution-missed-by-the-client",
             "the server listed a key it holds for seat 1 and signed seat 1's moves with it; the player's client "
-            "accepted that header, but its player item names its own key (§15.4)",
-            failing("evidence", 0),
+            "accepted that header, and its player item names its own key: the player's own word, which proves "
+            "nothing against the server (anyone can sign one), so a warning, never a failure (§15.4)",
+            passing("key_claim"),
             t,
             missed,
         ),
@@ -797,6 +798,98 @@ def downgrade_folder() -> Case:
     )
 
 
+def audit_2026_12_07(base: VectorHand) -> list[Case]:
+    """Found by the audits of 2026-12-07 (a dishonest house, a lying player): what
+    passed before and fails now (§15 rules 4, 7 and 8, D33)."""
+    out: list[Case] = []
+    # A won hand re-published as void, cut before the winning declare; the winner holds
+    # no head of the record the void replaces (its socket dropped as it was pushed).
+    honest = base.rec.transcript()
+    winner, cut = honest["result"]["winner"], 10
+    assert honest["log"][cut]["type"] == "action" and honest["log"][cut]["action"]["seat"] != winner
+    t = copy.deepcopy(honest)
+    void = {"type": "void", "reason": "a stored record does not reproduce (D33)", "i": cut}
+    t["log"] = [*t["log"][:cut], {**void, "t": t["log"][cut - 1]["t"] + 1}]
+    t["result"] = None
+    held = [it for it in base.evidence[winner] if not (it["purpose"] == "head" and it["body"]["i"] == cut)]
+    out.append(
+        Case(
+            "void-cuts-a-won-hand",
+            f"seat {winner} won by a valid declare; the house re-published the hand as void at record {cut}, before "
+            "it, and the winner holds heads and the declare's ack for records past the void: the house cut off "
+            "records it had signed (§15.8, D33)",
+            failing("evidence", cut),
+            forge(t),
+            held,
+        )
+    )
+    # Refusals that misquote the move: the house's own refusal (busy) passed off as
+    # justified, then the clock drops the seat (max_missed_turns 1).
+    rules = TableRules(seats=4, point_value=10, commission_bps=500, turn_seconds=30, max_missed_turns=1)
+    for name, what in (
+        ("refused-misquoting-the-signature-then-dropped", "the player's signature with a bit flipped"),
+        ("refused-misquoting-prev-then-dropped", "the player's real signature over an older record's link"),
+    ):
+        hand = VectorHand("adv-" + name, 0, rules, [1, 3], 3)
+        hand.seed_phases()
+        rec, seat = hand.rec, _first_drawer(hand)
+        move = action_to_json(DrawClosed(seat))
+        real = hand.sign(seat, rec.head, move)
+        i = len(rec.records) - 1
+        if "signature" in name:
+            prev, sig = rec.head, real[:-2] + format(int(real[-2:], 16) ^ 1, "02x")
+        else:
+            prev, sig = rec.records[2]["h"], real
+        for at in (5_000, 12_000, 20_000):
+            hand.evidence[seat].append(rec.ack(seat, move, prev, sig, arrived=hand.turn_began + at, code="busy"))
+        hand.act(TimeOut(seat), at=hand.turn_began + 30_000)
+        out.append(
+            Case(
+                name,
+                f"seat {seat}'s draw, sent three times in its turn, refused for the house's reason (busy) with acks "
+                f"quoting {what}; then the clock dropped the seat at the turn's end: no table judges such a move, "
+                "so the acks misquote it (§15.7, D35)",
+                failing("evidence", i),
+                rec.transcript(),
+                hand.evidence[seat],
+            )
+        )
+    # Every seed accepted (the house knows the deck), then a void before the reveals are
+    # recorded that hides the server seed: a re-deal of the house's choosing.
+    hand = VectorHand("adv-void-after-seeds", 0, TWO, [1, 3], 3)
+    rec = hand.rec
+    hand._heads(rec.open(hand.now))
+    hand.accept_header()
+    hand._heads(rec.commitments(hand.commit_all({3: hand.now + 40, 1: hand.now + 80}), hand.now + 1_500))
+    hand.reveal_all({3: hand.now + 1_540, 1: hand.now + 1_580})
+    rec.void("the key that seals the server seed is gone: the hand cannot resume (D33)", hand.now + 1_600)
+    out.append(
+        Case(
+            "void-after-seeds-accepted-hides-the-seed",
+            "both seats' seeds accepted (each holds the ack), then the hand voided before the reveals were "
+            "recorded, its server seed not revealed: the house could know the deck and void it (§15.8, D33)",
+            failing("evidence", 2),
+            rec.transcript(seed_revealed=False),
+            hand.evidence[1],
+        )
+    )
+    # Anyone can sign a player item for any key and seat: it is a claim, never proof.
+    t3 = fresh(base)
+    stranger = vectors.player_signer("adv-stranger", 3)
+    body = player_body(base.rec.table_id, base.rec.hand_no, 3, stranger.public_bytes)
+    out.append(
+        Case(
+            "player-item-forged-claims-substitution",
+            "a player item signed by a fresh key for seat 3 of an honest hand: before, it failed evidence as "
+            "proof of key substitution; it is only a claim (§15.4: warning key_claim)",
+            passing("key_claim"),
+            t3,
+            [{"purpose": "player", "body": body, "sig": stranger.sign("player", body, PROTOCOL_V2)}],
+        )
+    )
+    return out
+
+
 def cases() -> list[Case]:
     base = two_players()
     other = two_players("adv-other")
@@ -814,6 +907,7 @@ def cases() -> list[Case]:
         *refusals(),
         *backdated(),
         receipts_still_read(base),
+        *audit_2026_12_07(base),
     ]
     names = [c.name for c in out]
     assert len(set(names)) == len(names)

@@ -157,7 +157,16 @@ class Commands(Steps):
         return hand, seat
 
     def _judge(self, hand: HandRun, seat: int, move: dict[str, Any], prev: str, psig: str, now: int) -> Judged:
-        i = len(hand.recorder.records) - 1
+        """The move as the table judges it — only one its player signed over a record
+        of the log: any other is refused unjudged, with no ack (docs/fairness.md §15;
+        else a client could have an ack signed that quotes a ``prev`` of its choice,
+        the guessed link of a record the log had not reached yet, and "prove" the
+        house lied about when it judged the move)."""
+        rec = hand.recorder
+        if not rec.knows(prev):
+            raise ClientError("unknown_head", "the move is signed over no record of this hand: sign it over the newest")
+        rec.check_signed(seat, prev, move, psig)
+        i = len(rec.records) - 1
         return Judged(hand, seat, move, prev, psig, arrived=hand.next_t(now), i=i, clock=hand.clock)
 
     @staticmethod

@@ -1,7 +1,10 @@
 /* rummy-pf browser verifier: check 14, `evidence` (docs/fairness.md §15): the
    items a player keeps (acks, heads, the header it accepted, its player key,
    receipts), judged against the transcript; D35 for refusals the rules do not
-   justify.  Loaded after verify.js and verify-play.js; registers itself there. */
+   justify.  A player item is the player's word: it fails nothing, and a key the
+   header does not list for its seat is the warning key_claim (§14), which verify.js
+   reports from ctx.keyClaims.  Loaded after verify.js and verify-play.js; registers
+   itself there. */
 (function (root) {
   "use strict";
   const RummyPF = root.RummyPF;
@@ -92,31 +95,85 @@
     return { isVoid, voidIndex: isVoid ? last : null, hasCommitments: type(1) === "commitments", hasReveals: type(2) === "reveals" };
   }
 
-  /** rule 8: an item for a record the log never reached because the hand was voided first. */
-  function afterVoid(shape, item) {
-    if (!shape.isVoid) return false;
+  /** rule 8, the two items it does not count after_void but fails: why this one fails, as
+      {msg, record, expected, found}, or null. A head or an ack of a record past the void's
+      (a larger i: the house cut off records it had made; the void record's own head is checked
+      as any head, rule 5); an accepted reveal's ack when the log ends in a void before record 2
+      and the server seed is "" (the house held the seed). */
+  function cutByVoid(shape, T, item) {
+    if (!shape.isVoid) return null;
     const b = item.body;
-    const kind = item.purpose === "receipt" ? b.kind : item.purpose === "ack" ? b.move.kind : null;
-    if (kind === "commit" && !shape.hasCommitments) return true;
-    if (kind === "reveal" && !shape.hasReveals) return true;
-    return (item.purpose === "head" || item.purpose === "ack") && b.i > shape.voidIndex;
+    if ((item.purpose === "head" || item.purpose === "ack") && b.i > shape.voidIndex) {
+      return {
+        msg: "the server signed that the log had reached record " + b.i + ", but the transcript voids the hand at record " + shape.voidIndex + ": it cut off records it had made (a void follows every record, D33)",
+        record: shape.voidIndex,
+        expected: "i ≤ " + shape.voidIndex + " (the void record or one before it)",
+        found: b.i,
+      };
+    }
+    if (item.purpose === "ack" && b.outcome === "accepted" && b.move.kind === "reveal" && !shape.hasReveals && T.server_seed === "") {
+      return {
+        msg: "the server accepted seat " + b.seat + "'s seed, then voided the hand before the reveals were recorded and did not reveal its own seed: holding the seat's seed and its own, the house could know the deck, and a void that hides its seed could have been chosen for that deck (D33)",
+        record: shape.voidIndex,
+        expected: "the server seed revealed",
+        found: show(T.server_seed),
+      };
+    }
+    return null;
+  }
+
+  /** The kind (commit or reveal) of the record 1 or 2 an item is for, when the log ends in a
+      void before that record: a receipt, or an ack of a commit or a reveal; else null. */
+  function voidedBeforeIts(shape, item) {
+    if (!shape.isVoid || (item.purpose !== "receipt" && item.purpose !== "ack")) return null;
+    const kind = item.purpose === "receipt" ? item.body.kind : item.body.move.kind;
+    if (kind === "commit" && !shape.hasCommitments) return kind;
+    return kind === "reveal" && !shape.hasReveals ? kind : null;
+  }
+
+  /** rule 8, as far as the log can be read before the checks have run (the counts are
+      reported whatever the verdict): a refusal of a commit (a reveal) the void came before
+      owed the seat its window unless it was stale or not legal at record i (rule 7). The
+      move signature and the seed's commitment are taken as they read here; the evidence
+      check judges them (owedAfterVoid). */
+  function owedAsRead(T, b) {
+    const log = T.log;
+    const r = log[b.i];
+    if (!isPlainObject(r) || r.h !== b.prev) return false;
+    if (b.move.kind === "commit") return b.i === 0;
+    if (b.i !== 1 || r.type !== "commitments" || !isPlainObject(r.commitments) || !Array.isArray(r.commitments.commits)) return false;
+    const e = r.commitments.commits.find((x) => isPlainObject(x) && x.seat === b.seat);
+    return !!e && e.commit !== null;
+  }
+
+  /** rule 8: an item for a record the log never reached because the hand was voided first
+      (a commit's receipt, accepted ack, or ack of a refusal that owed the seat its window,
+      when the log ends in a void before record 1; a reveal's before record 2), unless rule 8
+      fails it (cutByVoid). A refusal the rules justify is checked as any (rule 7). owed: the
+      indices of the refusals the evidence check judged to owe the seat its window (rule 7 up
+      to D35, whose check needs the record the void came before); without it, as read. */
+  function afterVoid(shape, T, item, k, owed) {
+    if (voidedBeforeIts(shape, item) === null || cutByVoid(shape, T, item) !== null) return false;
+    const b = item.body;
+    if (item.purpose === "receipt" || b.outcome === "accepted") return true;
+    return owed ? owed.has(k) : owedAsRead(T, b);
   }
 
   /** "malformed" | "other_hand" | "after_void" | "applied" for each item of an evidence list. */
-  function classify(T, items) {
+  function classify(T, items, owed) {
     const shape = logShape(T);
-    return items.map((item) => {
+    return items.map((item, k) => {
       if (formProblem(item) !== null) return "malformed";
       const b = item.body;
       if (b.table_id !== T.table_id || b.hand_no !== T.hand_no) return "other_hand";
-      return afterVoid(shape, item) ? "after_void" : "applied";
+      return afterVoid(shape, T, item, k, owed) ? "after_void" : "applied";
     });
   }
 
   /** The counts of §15: items in the file, applied for this hand, for other hands, after a void. */
-  function counts(T, evidence) {
+  function counts(T, evidence, owed) {
     if (!Array.isArray(evidence)) return { is_list: false, total: 0, applied: 0, other_hands: 0, after_void: 0, malformed: 0 };
-    const classes = classify(T, evidence);
+    const classes = classify(T, evidence, owed);
     const n = (c) => classes.filter((x) => x === c).length;
     return { is_list: true, total: evidence.length, applied: n("applied"), other_hands: n("other_hand"), after_void: n("after_void"), malformed: n("malformed") };
   }
@@ -160,13 +217,13 @@
     return null;
   }
 
-  /** §15 rule 7: why a refusal was justified (the move could not be taken at record i), or null. */
+  /** §15 rule 7: why a refusal was justified (the move could not be taken at record i), or null.
+      The ack already quotes a move a table judges (checkAck): prev is the h of record i or of
+      an earlier record, and psig the seat's move signature over it. */
   async function justified(ctx, b) {
     const log = ctx.t.log;
     const m = b.move;
-    if (b.prev !== log[b.i].h) return "prev is not record " + b.i + "'s h";
-    const v = await verifyMove(ctx, b.seat, b.prev, m, b.psig);
-    if (!v.ok) return "psig is not the seat's move signature over prev (" + v.problem + ")";
+    if (b.prev !== log[b.i].h) return "prev is not record " + b.i + "'s h (a stale move, signed over an earlier record)";
     if (m.kind === "commit") {
       if (b.i !== 0) return "a commit after the commitments were recorded";
       const e = entryOf(ctx.rec("commitments"), b.seat);
@@ -186,6 +243,8 @@
 
   // ---------------------------------------------------------------- checking one item
 
+  /** rule 7 for one ack; true when it is a refusal the rules do not justify (it owed the seat
+      its window, D35), else false. */
   async function checkAck(ctx, b, fail) {
     const log = ctx.t.log;
     const hd = ctx.header;
@@ -227,17 +286,32 @@
         // with arrived ≥ t above: t = arrived, the record was made when the table judged the move
         if (r.t < b.arrived) backdated("action", b.i, r.t);
       }
-      return;
+      return false;
     }
-    // refused: first, i is the last record of the log when the move was judged, so the move cannot be
-    // signed over a record after i (one that did not exist yet): such an ack names a false i
+    // refused: first, the ack quotes a move a table judges: one signed over record i or an earlier
+    // record, by the seat's key. i is the last record of the log when the move was judged, so the
+    // move cannot be signed over a record after i (one that did not exist yet): such an ack names a false i
     for (let j = b.i + 1; j < log.length; j++) {
       if (log[j].h === b.prev) {
         fail("the server refused seat " + b.seat + "'s " + m.kind + " (" + b.code + ") with an ack naming record " + b.i + " as the last of the log, but the move is signed over record " + j + ", a later one: a move cannot be signed over a record that did not exist yet (the house passing its own refusal off as a stale move's)",
           b.i, "prev not the h of any record after " + b.i, "record " + j + "'s h " + b.prev);
       }
     }
-    if ((await justified(ctx, b)) !== null) return;
+    // ... and a prev that is no record's h, or a psig that does not verify over it, misquotes the move
+    // (a table judges only a move its player signed over a record that exists): it would pass the
+    // house's refusal off as justified
+    let signedOver = -1;
+    for (let j = 0; j <= b.i; j++) if (log[j].h === b.prev) signedOver = j;
+    if (signedOver < 0) {
+      fail("the server refused seat " + b.seat + "'s " + m.kind + " (" + b.code + ") with an ack quoting a move signed over no record of the log up to record " + b.i + ": a table judges only a move signed over a record that exists, so the ack misquotes the move",
+        b.i, "prev the h of record " + b.i + " or of an earlier record", b.prev);
+    }
+    const v = await verifyMove(ctx, b.seat, b.prev, m, b.psig);
+    if (!v.ok) {
+      fail("the server refused seat " + b.seat + "'s " + m.kind + " (" + b.code + ") with an ack whose psig is not the seat's move signature over its prev (" + v.problem + "): a table judges only a move its player signed, so the ack misquotes the move",
+        signedOver, "a move signature by " + playerKey(ctx, b.seat), b.psig);
+    }
+    if ((await justified(ctx, b)) !== null) return false;
     // a refusal the rules do not justify was the house's: the seat keeps its whole window from arrived (D35)
     const owed = (what, rec, want, got) =>
       fail("the server refused seat " + b.seat + "'s " + m.kind + " (" + b.code + ") though the rules allowed it, then " + what + " before the seat's whole window from the refusal had passed (D35)", rec, "t ≥ " + want, got);
@@ -257,8 +331,10 @@
         if ((rj.type === "action" || rj.type === "deal") && rj.events.some((e) => e.kind === "turn")) break;
       }
     }
+    return true;
   }
 
+  /** Check one item of this hand; true when it is an ack of a refusal that owed the seat its window. */
   async function checkItem(ctx, k, item) {
     const log = ctx.t.log;
     const b = item.body;
@@ -272,11 +348,16 @@
     const key = p === "player" ? b.player_key : ctx.header.public_key;
     const v = await verifySig(true, key, p, b, item.sig);
     if (!v.ok) fail("not signed by " + (p === "player" ? "the key it names" : "the header's public key") + ": " + v.problem, null, "a valid " + p + " signature by " + key, item.sig);
+    // rule 8: a head or an ack the void cut off, or an accepted seed behind a void that hides the server's
+    const cut = cutByVoid(logShape(ctx.t), ctx.t, item);
+    if (cut) fail(cut.msg, cut.record, cut.expected, cut.found);
     if (p === "header") {
       if (!jsonEqual(b, ctx.header)) fail("the header your client accepted is not the transcript's header: the server signed another header for this hand", 0, show(ctx.header, 200), show(b, 200));
     } else if (p === "player") {
+      // rule 4: the player's own word (anyone can sign one for any key and seat): it fails nothing;
+      // a key the header does not list for the seat is the warning key_claim
       const listed = playerKey(ctx, b.seat);
-      if (listed !== b.player_key) fail("the header lists another key for seat " + b.seat + " than the player's own (key substitution)", 0, b.player_key, listed === null ? "no such seat" : listed);
+      if (listed !== b.player_key) ctx.keyClaims.push({ item: k, seat: b.seat, player_key: b.player_key, listed });
     } else if (p === "head") {
       const r = log[b.i];
       if (!r || r.h !== b.h) fail("the signed head of record " + b.i + " is not that record's h", r ? b.i : null, r ? r.h : "(no such record)", b.h);
@@ -292,7 +373,30 @@
           fail("the server accepted seat " + b.seat + "'s seed, but record 2 does not show it revealed", 2, show({ status: "revealed", seed: b.value }), show(e ? { status: e.status, seed: e.seed } : "(no entry)"));
         }
       }
-    } else await checkAck(ctx, b, fail);
+    } else return checkAck(ctx, b, fail);
+    return false;
+  }
+
+  /** rule 8: the refusals of a commit (a reveal) the void came before that owed the seat its
+      window — rule 7 holds of them up to D35, whose check needs record 1 (2), which the log
+      never reached — as the set of their indices. A refusal the rules justify, or an ack that
+      fails rule 7 (or any rule) before D35, is checked as any. */
+  async function owedAfterVoid(ctx, items) {
+    const T = ctx.t;
+    const shape = logShape(T);
+    const owed = new Set();
+    for (let k = 0; k < items.length; k++) {
+      const item = items[k];
+      if (formProblem(item) !== null || item.purpose !== "ack" || item.body.outcome !== "refused") continue;
+      if (item.body.table_id !== T.table_id || item.body.hand_no !== T.hand_no) continue;
+      if (voidedBeforeIts(shape, item) === null || cutByVoid(shape, T, item) !== null) continue;
+      try {
+        if (await checkItem(ctx, k, item)) owed.add(k);
+      } catch (e) {
+        if (!(e instanceof CheckFailure)) throw e;
+      }
+    }
+    return owed;
   }
 
   // ---------------------------------------------------------------- the check
@@ -305,9 +409,13 @@
     if (!Array.isArray(items)) {
       throw new CheckFailure("evidence", "an evidence file is a JSON array of signed items (§15)", null, "an array", show(items, 120));
     }
-    const c = counts(T, items);
+    // rule 8: which refusals the void came before owed the seat its window (judged with the
+    // header and the replay, which the checks before have read)
+    const owed = ctx.v2 ? await owedAfterVoid(ctx, items) : undefined;
+    const c = counts(T, items, owed);
     ctx.evidenceCounts = c;
-    const classes = classify(T, items);
+    ctx.keyClaims = [];
+    const classes = classify(T, items, owed);
     const none = () => {
       const msg = "no item of this evidence is for " + where + ": evidence that proves nothing does not pass";
       throw new CheckFailure("evidence", msg + " — " + countText(c), null, "at least one item for " + where, countText(c));

@@ -324,6 +324,14 @@
     if (ctx.isVoid && ctx.t.server_seed === "") {
       out.push({ code: "seed_not_revealed", message: "the server seed of this void hand was not revealed: nothing about its cards can be checked" });
     }
+    // §15 rule 4: a player item naming another key for its seat than the header lists (set by the evidence check)
+    if (ctx.keyClaims && ctx.keyClaims.length) {
+      const said = ctx.keyClaims.map((c) => "evidence item " + c.item + " says seat " + c.seat + "'s key is " + c.player_key + ", the header lists " + (c.listed === null ? "no such seat" : c.listed));
+      out.push({
+        code: "key_claim",
+        message: said.join("; ") + ": the player's word, not proof (anyone can sign a player item for any key and seat; the server signed nothing that says so)",
+      });
+    }
     return out;
   }
 

@@ -27,6 +27,7 @@ const PLAIN = {
   wrong_phase: "That does not fit the hand's current phase.",
   no_hand: "No hand is being played at this table right now.",
   stale_head: "The table moved on before your move arrived.",
+  unknown_head: "Your move was signed over a record this hand does not have: it was not judged. Reload the table.",
   bad_signature: "The server did not accept your signature: this browser's key is not the one registered for you. Sign out and in again to register it.",
   signature_required: "You are in a hand: leaving must be signed. Try again.",
   no_player_key: "Your signing key is not registered yet. Sign out and in again.",
