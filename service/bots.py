@@ -60,6 +60,11 @@ BACKOFF_MAX = 5.0
 #: tries the next node it knows: within 10 s, inside the reach D37 gives it.
 HEARTBEAT_SECONDS = 6.0
 CONNECT_SECONDS = 8.0
+#: A live server says ``waiting`` every 2 s while a message's table is slow, and answers
+#: ``busy`` by 30 s (docs/api.md, "Silence"): a message still waiting after this long is
+#: one this server will not answer (a stuck table, or a server that keeps the player
+#: waiting while another node runs its clock), and the socket is given up like a silent one.
+WAITING_SECONDS = 40.0
 SHOWN_HANDS = 8  # hands whose views and events we keep, for `bots --verify` to hold against the published hand
 
 
@@ -123,6 +128,7 @@ class Bot:
     _joining: str | None = None  # the id of our join message
     _ws: aiohttp.ClientWebSocketResponse | None = None
     _asking: asyncio.Task[None] | None = None  # a join sent again after a refused move
+    _waited: dict[str, float] = field(default_factory=dict)  # message id -> first told `waiting` (monotonic)
     home: str = ""  # the server first given; any node of a cluster sends us on from there
     others: list[str] = field(default_factory=list)  # other nodes, as a node named them (hello, moved, shutdown)
 
@@ -189,6 +195,7 @@ class Bot:
             self.connections += 1
             self._acted_on = None
             self._sent.clear()  # moves of an earlier connection: their answers went with it
+            self._waited.clear()
             self._joining = await self.send({"type": "join", "table_id": self.table_id})
             async for msg in ws:
                 if msg.type != aiohttp.WSMsgType.TEXT:
@@ -233,7 +240,22 @@ class Bot:
     async def on_message(self, m: dict[str, Any]) -> None:
         t = m.get("type")
         self.told[str(t)] += 1
-        if t == "hello":
+        if t in ("reply", "error") and isinstance(m.get("id"), str):
+            self._waited.pop(m["id"], None)
+        if t == "waiting" and isinstance(m.get("id"), str):
+            first = self._waited.setdefault(m["id"], time.monotonic())
+            if time.monotonic() - first >= WAITING_SECONDS:
+                log.info(
+                    "bot %s: message %s still waiting after %.0f s: giving the socket up",
+                    self.player_id,
+                    m["id"],
+                    WAITING_SECONDS,
+                )
+                if self._ws is not None:  # not a polite close: it would read the server's `waiting`s for ever
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._ws.close(code=4001, message=b"kept waiting"), 1.0)
+                raise TimeoutError("the server keeps the message waiting")  # the next node, as after silence
+        elif t == "hello":
             self.player_id = m.get("player_id")
             servers = _servers(m)
             if servers:

@@ -24,10 +24,11 @@ from tests.conftest import Api, wait_for
 from tests.pgproxy import PgProxy
 from tests.skipclock import SkipClock, clocked
 from tests.test_recovery import key_of, proxied, restart_table  # noqa: F401 - a fixture
-from tests.test_server import latest_view, seat_of, seat_two, through_seeds
+from tests.test_server import latest_view, seat_of, seat_two, seated, through_seeds
 from tests.wsclient import Client
 from verifier import vectors
-from verifier.fairness import PROTOCOL_V2, canonical, lp
+from verifier.chain import commit_move
+from verifier.fairness import PROTOCOL_V2, canonical, lp, player_commit
 from verifier.record import HandRecorder
 from verifier.signing import verify
 from verifier.transcript import verify_transcript
@@ -132,6 +133,30 @@ async def test_every_judged_move_is_acknowledged_and_the_acks_agree_with_the_tra
         assert report.summary["evidence"]["checked"] == len(items)
     # The signature is over the ack purpose, exactly (§9).
     assert server_signed(key, ack) and canonical(ack["body"]) and lp("rummy-pf/v2/ack")
+
+
+async def test_a_commitment_not_signed_by_the_seat_over_the_header_is_refused_unjudged(
+    api: Api, server: Running
+) -> None:
+    """§15: a table judges only a move its player signed over the record the server
+    reads it over (a commitment: the header).  One signed by another key, or over
+    another record, is refused ``bad_signature`` with no ack — an ack would quote a
+    signature that does not verify, which the verifier now takes for the house
+    misquoting the move.  The seat commits afterwards as if nothing happened."""
+    table, a, b = await seat_two(api, server)
+    async with Client(server.url, a["token"], a["signer"]) as ca, Client(server.url, b["token"], b["signer"]) as cb:
+        await seated(table, ca, cb)
+        frame = await ca.wait_frame(lambda f: f.get("type") == "hand" and f.get("phase") == "commit")
+        h, seat = frame["record"]["header"], ca.seat_in(frame["record"])
+        commit = player_commit(seat, b"\x05" * 32)
+        base = {"type": "commit", "table_id": h["table_id"], "hand_no": h["hand_no"], "commit": commit.hex()}
+        over_another = ca.sign(h["table_id"], h["hand_no"], "00" * 32, commit_move(seat, commit))
+        by_another = cb.sign(h["table_id"], h["hand_no"], frame["record"]["h"], commit_move(seat, commit))
+        for sig in (over_another, by_another):
+            r = await ca.request({**base, "sig": sig})
+            assert r["type"] == "error" and r["error"]["code"] == "bad_signature" and "ack" not in r["error"], r
+        r = await ca.commit(frame["record"], commit)
+        assert r["type"] == "reply" and r["result"]["ack"]["body"]["outcome"] == "accepted", r
 
 
 # ----------------------------------------------------------------------------- D36

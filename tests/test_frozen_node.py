@@ -14,6 +14,7 @@ they know: here the page its own server, the bot the node ``hello`` named.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 from pathlib import Path
@@ -31,7 +32,7 @@ from service.table import REACH_FLOOR_SECONDS, Settings
 from service.tablecore.phase import HandPhase
 from tests.conftest import Api, wait_for
 from tests.test_partitioned_node import Pair, playing, proxied_pair, table_on_a
-from tests.test_web_table import at_the_table, conn, new_person, person_page, start_bots, stop_bots
+from tests.test_web_table import at_the_table, conn, new_person, person_page, sign_in, start_bots, stop_bots
 
 
 def connected_at(server: Running, table: str, player_id: str) -> bool:
@@ -150,3 +151,95 @@ def test_the_reach_covers_the_time_clients_take_to_hear_a_silent_node() -> None:
     assert Settings(resume_grace=3).core().reach_ms == REACH_FLOOR_SECONDS * 1000  # not the grace
     assert Settings(resume_grace=30).core().reach_ms == 30_000  # the grace, when longer
     assert Settings(resume_grace=3, reach_seconds=1).core().reach_ms == 1000  # set: as set
+
+
+async def test_a_bot_gives_up_a_socket_that_keeps_its_join_waiting(
+    server: Running, api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A live server says ``waiting`` every 2 s while a message's table is slow and
+    answers ``busy`` by 30 s (docs/api.md, "Silence").  A server that keeps a message
+    waiting longer (a stuck table; or one that keeps a player talking to it while
+    another node runs the player's clock) is never silent, so the heartbeat never
+    fires: the bot gives such a socket up after ``WAITING_SECONDS`` and connects again.
+    Here the server never answers the first join and never says ``busy``."""
+    from service import api_ws
+
+    monkeypatch.setattr(bots, "WAITING_SECONDS", 1.5)
+    monkeypatch.setattr(api_ws, "WAITING_SECONDS", 0.2)
+    monkeypatch.setattr(api_ws, "TABLE_ANSWER_SECONDS", float("inf"))  # the stuck part: never ``busy``
+    held: list[asyncio.Future[object]] = []
+    real = api_ws._dispatch
+
+    async def stuck(request: object, conn: object, player: object, data: dict[str, object], *more: object) -> object:
+        if data.get("type") == "join" and not held:
+            held.append(asyncio.get_running_loop().create_future())  # answered by no one
+            return held[0]
+        return await real(request, conn, player, data, *more)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(api_ws, "_dispatch", stuck)
+    table = await api.table(seats=4)
+    p = await api.player("kept-waiting")
+    bot = Bot(server.url, p["token"], table, fast=True, key=p["signer"])
+    task = asyncio.create_task(bot.run())
+    try:
+        await wait_for(lambda: bot.connections >= 2 and bot.seat is not None, timeout=60)
+        assert held and not held[0].done()
+        assert bot.told["waiting"] >= 5  # 1.5 s of waiting every 0.2 s, then given up
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def test_the_page_gives_up_a_socket_that_keeps_its_join_waiting(
+    server: Running, api: Api, browser: Browser, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The table page, as the bot above: a join still ``waiting`` after ``WAITING_MS``
+    (40 s of the page's clock) gives the socket up, and the next one joins.  The
+    page's clock runs 2 s at a time, each step followed by a moment of real time in
+    which the server says ``waiting`` (every 0.2 s here), so the page never goes
+    quiet."""
+    from service import api_ws
+
+    monkeypatch.setattr(api_ws, "WAITING_SECONDS", 0.2)
+    monkeypatch.setattr(api_ws, "TABLE_ANSWER_SECONDS", float("inf"))  # the stuck part: never ``busy``
+    held: list[asyncio.Future[object]] = []
+    real = api_ws._dispatch
+
+    async def stuck(request: object, conn: object, player: object, data: dict[str, object], *more: object) -> object:
+        if data.get("type") == "join" and not held:
+            held.append(asyncio.get_running_loop().create_future())  # answered by no one
+            return held[0]
+        return await real(request, conn, player, data, *more)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(api_ws, "_dispatch", stuck)
+    table = await api.table(seats=4)
+    person = await new_person(api, "Wen")
+    async with person_page(browser) as (_context, page, _console):
+        await page.clock.install()
+        await sign_in(page, server.url, person["token"], person["name"])
+        await page.goto(server.url + f"/#/table/{table}")
+        await page.wait_for_function("() => RummyTable.state.t.sock.waited.size === 1", timeout=30_000)
+        for _ in range(22):
+            await page.clock.run_for(2_000)
+            await asyncio.sleep(0.3)
+            if await page.evaluate("RummyTable.state.t.sock.gaveUp") >= 1:
+                break
+        assert await page.evaluate("RummyTable.state.t.sock.gaveUp") == 1
+        assert await page.evaluate("RummyTable.state.t.sock.pings") == 0  # never quiet: not taken for silence
+        await page.wait_for_function(conn("open"), timeout=30_000)
+        await wait_for(lambda: connected_at(server, table, person["id"]), timeout=30)
+        assert held and not held[0].done()
+
+
+def test_the_clients_wait_longer_than_the_server_takes_to_say_busy() -> None:
+    """The page and the bots give a waiting message up only after the server's own
+    bound for answering it (``busy``), with slack: an honest slow table is never taken
+    for a stuck one.  Read from the page's script and the constants."""
+    from service import api_ws
+
+    script = (Path(__file__).parent.parent / "service/web/table/connection.js").read_text()
+    m = re.search(r"export const WAITING_MS = (\d+);", script)
+    assert m is not None
+    for cap in (int(m.group(1)) / 1000, bots.WAITING_SECONDS):
+        assert cap >= api_ws.TABLE_ANSWER_SECONDS + 2 * api_ws.WAITING_SECONDS, cap

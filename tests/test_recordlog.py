@@ -225,6 +225,25 @@ def test_a_log_forgets_stored_records_but_its_first_and_newest_and_takes_them_ba
     assert rec.transcript()["log"] == whole
 
 
+def test_a_log_knows_every_records_link_forgotten_ones_too_and_none_other() -> None:
+    """A table judges only a move signed over a record of its log (docs/fairness.md
+    §15): the log answers that for every record it made — one it forgot (stored) as
+    well — and for nothing else; a record taken off is no longer one of them."""
+    rec = played(1)
+    links = [str(r["h"]) for r in rec.records]
+    log = rec.records
+    log.forget(len(links))
+    assert log.forgotten  # some records are held no more
+    assert all(log.index_of(h) == i for i, h in enumerate(links))
+    assert rec.knows(links[FIRST_KEPT]) and not rec.knows("00" * 32) and not rec.knows(None)
+    assert log.index_of(chain_link(links[-1], {"type": "void", "reason": "x", "i": len(links), "t": 0})) is None
+    fresh, _ = fresh_hand()
+    newest = str(fresh.records[0]["h"])
+    assert fresh.knows(newest)
+    fresh.records.pop()
+    assert not fresh.knows(newest) and fresh.records.index_of(newest) is None
+
+
 def _altered(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = [dict(r) for r in records]
     out[1]["t"] += 1

@@ -14,6 +14,11 @@ const SUBPROTOCOL = "rummy.v2";
 export const QUIET_MS = 5000;
 export const ANSWER_MS = 4000;
 export const CONNECT_MS = 8000;
+/* A live server says `waiting` every 2 s while a message's table is slow, and answers
+   `busy` by 30 s (docs/api.md, "Silence"): a message still `waiting` after WAITING_MS is
+   one this server will not answer (a stuck table, or a server that keeps the player
+   waiting while another node runs its clock), and the socket is given up like a silent one. */
+export const WAITING_MS = 40000;
 const WATCH_MS = 500;
 /* A node on another host name takes a ticket from this page's own server (the cookie
    does not go there), and a server that stands still gives none: while the card room
@@ -82,6 +87,7 @@ export class TableSocket {
     this.heard = 0; // when the socket last brought anything (Date.now())
     this.opening = 0; // when its handshake began
     this.pinged = null; // when it was last asked, still unanswered
+    this.waited = new Map(); // message id -> when it was first told `waiting` (Date.now())
     this.pings = 0; // pings sent, and sockets given up for silence (tests read them)
     this.gaveUp = 0;
     this.spare = []; // [{ticket, at}]: for nodes on another host name
@@ -155,6 +161,7 @@ export class TableSocket {
     this.joined = false;
     this.opening = this.heard = Date.now();
     this.pinged = null;
+    this.waited.clear();
     let opened = false;
     ws.onopen = async () => {
       if (this.ws !== ws) return;
@@ -196,7 +203,15 @@ export class TableSocket {
       } catch (e) {
         return;
       }
-      if (m.type === "waiting") return; // its table has not answered yet: this server lives (docs/api.md)
+      if (m.type === "waiting") {
+        // its table has not answered yet: this server lives (docs/api.md) — but not for ever
+        if (!this.pending.has(m.id)) return;
+        const first = this.waited.get(m.id);
+        if (first === undefined) this.waited.set(m.id, this.heard);
+        else if (this.heard - first >= WAITING_MS) this._giveUp(ws);
+        return;
+      }
+      if ((m.type === "reply" || m.type === "error") && m.id !== null) this.waited.delete(m.id);
       if (m.type === "reply" && m.update && typeof m.update === "object" && this.joined) {
         this.onPush(m.update); // a move's update comes with its reply, in order (docs/api.md)
       }
