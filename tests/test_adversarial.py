@@ -49,6 +49,7 @@ def test_every_kind_of_the_issue_is_there() -> None:
         "refused-misquoting-the-signature-then-dropped": "evidence",
         "refused-misquoting-prev-then-dropped": "evidence",
         "void-after-seeds-accepted-hides-the-seed": "evidence",
+        "void-after-seeds-refused-hides-the-seed": "evidence",
         "leave-signed-over-an-older-record": "player_signatures",
         "one-key-two-seats": "format",
         "void-after-the-reveals-without-seed": "format",

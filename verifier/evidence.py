@@ -217,15 +217,7 @@ def accepted_reveal(j: Judge, body: Mapping[str, Any]) -> Outcome:
     s, seat = j.ctx.s, body["seat"]
     _accepted_at(j, body, 1)
     if s.reveals is None:
-        if j.ctx.t["server_seed"] == "":
-            fail(
-                f"the server accepted seat {seat}'s seed and then voided the hand before recording the reveals, "
-                "without revealing its own seed: it held the seats' seeds and could know the deck, so the void "
-                "could have been chosen for that deck (§15.8, D33)",
-                len(j.log) - 1,
-                "the server seed revealed",
-                "",
-            )
+        seed_held_then_hidden(j, body, "accepted")
         return "after_void"
     entry = next((r for r in s.reveals if r["seat"] == seat), None)
     want = {"seed": body["move"]["seed"], "status": REVEALED, "psig": body["psig"]}
@@ -315,6 +307,22 @@ def _commit_of(j: Judge, seat: int) -> str | None:
     return None if c is None else next((e["commit"] for e in c["commits"] if e["seat"] == seat), None)
 
 
+def seed_held_then_hidden(j: Judge, body: Mapping[str, Any], how: str) -> None:
+    """§15.8: the server held this seat's seed (it accepted the reveal, or refused it
+    for a reason of its own: the seed matched the commitment) and voided the hand
+    before recording the reveals without revealing its own seed — a void it could
+    have chosen for the deck the seeds gave."""
+    if j.ctx.t["server_seed"] == "":
+        fail(
+            f"the server {how} seat {body['seat']}'s seed and then voided the hand before recording the reveals, "
+            "without revealing its own seed: it held the seats' seeds and could know the deck, so the void "
+            "could have been chosen for that deck (§15.8, D33)",
+            len(j.log) - 1,
+            "the server seed revealed",
+            "",
+        )
+
+
 def owed_window(j: Judge, body: Mapping[str, Any]) -> Outcome:
     """D35: after a refusal that was the house's, the seat keeps its whole window
     from the move's arrival: no clock move, missed commitment or withheld reveal is
@@ -324,6 +332,8 @@ def owed_window(j: Judge, body: Mapping[str, Any]) -> Outcome:
     if kind in ("commit", "reveal"):
         record, window = (1, header["commit_ms"]) if kind == "commit" else (2, header["reveal_ms"])
         if len(log) <= record or log[record]["type"] == "void":
+            if kind == "reveal":
+                seed_held_then_hidden(j, body, f"refused ({body['code']})")
             return "after_void"
         charged = (
             _commit_of(j, seat) is None

@@ -873,6 +873,28 @@ def audit_2026_12_07(base: VectorHand) -> list[Case]:
             hand.evidence[1],
         )
     )
+    # The same, the seeds refused for the house's own reason (busy) instead: it holds them all the same.
+    hand = VectorHand("adv-void-after-seeds-refused", 0, TWO, [1, 3], 3)
+    rec = hand.rec
+    hand._heads(rec.open(hand.now))
+    hand.accept_header()
+    hand._heads(rec.commitments(hand.commit_all({3: hand.now + 40, 1: hand.now + 80}), hand.now + 1_500))
+    h1 = str(rec.records[1]["h"])
+    for seat, at in ((3, 1_540), (1, 1_580)):
+        move = reveal_move(seat, hand.seeds[seat])
+        ack = rec.ack(seat, move, h1, hand.sign(seat, h1, move), arrived=hand.now + at, code="busy")
+        hand.evidence[seat].append(ack)
+    rec.void("the key that seals the server seed is gone: the hand cannot resume (D33)", hand.now + 1_600)
+    out.append(
+        Case(
+            "void-after-seeds-refused-hides-the-seed",
+            "both seats' reveals refused for the house's reason (busy) — the house holds the seeds all the same — "
+            "then the hand voided before the reveals were recorded, its server seed not revealed (§15.8, D33)",
+            failing("evidence", 2),
+            rec.transcript(seed_revealed=False),
+            hand.evidence[1],
+        )
+    )
     # Anyone can sign a player item for any key and seat: it is a claim, never proof.
     t3 = fresh(base)
     stranger = vectors.player_signer("adv-stranger", 3)

@@ -99,7 +99,9 @@
       {msg, record, expected, found}, or null. A head or an ack of a record past the void's
       (a larger i: the house cut off records it had made; the void record's own head is checked
       as any head, rule 5); an accepted reveal's ack when the log ends in a void before record 2
-      and the server seed is "" (the house held the seed). */
+      and the server seed is "" (the house held the seed). The ack of a reveal refused for a
+      reason the rules do not justify, under the same void, fails the same way, but only rule 7
+      can tell it (checkAck, through seedHiddenByVoid). */
   function cutByVoid(shape, T, item) {
     if (!shape.isVoid) return null;
     const b = item.body;
@@ -122,6 +124,20 @@
     return null;
   }
 
+  /** rule 8's second item for the ack of a reveal the house refused though the rules allowed it
+      (rule 7: its seed matched the seat's commitment, signed over record 1's h): the house held
+      the seat's seed as surely as if it had accepted it (amended 2026-12: before, such an ack was
+      counted after_void). The failure, as cutByVoid gives one, or null. */
+  function seedHiddenByVoid(shape, T, b) {
+    if (!shape.isVoid || b.move.kind !== "reveal" || shape.hasReveals || T.server_seed !== "") return null;
+    return {
+      msg: "the server refused seat " + b.seat + "'s seed (" + b.code + ") though the rules allowed it (its seed matched the seat's commitment), then voided the hand before the reveals were recorded and did not reveal its own seed: holding the seat's seed and its own, the house could know the deck, and a void that hides its seed could have been chosen for that deck (D33; refusing a reveal holds the seed as well as accepting it)",
+      record: shape.voidIndex,
+      expected: "the server seed revealed",
+      found: show(T.server_seed),
+    };
+  }
+
   /** The kind (commit or reveal) of the record 1 or 2 an item is for, when the log ends in a
       void before that record: a receipt, or an ack of a commit or a reveal; else null. */
   function voidedBeforeIts(shape, item) {
@@ -141,6 +157,9 @@
     const r = log[b.i];
     if (!isPlainObject(r) || r.h !== b.prev) return false;
     if (b.move.kind === "commit") return b.i === 0;
+    // a reveal's refusal the rules do not justify, behind a void that hides the server seed,
+    // fails (rule 8, seedHiddenByVoid); one they justify is checked as any: neither is after_void
+    if (T.server_seed === "") return false;
     if (b.i !== 1 || r.type !== "commitments" || !isPlainObject(r.commitments) || !Array.isArray(r.commitments.commits)) return false;
     const e = r.commitments.commits.find((x) => isPlainObject(x) && x.seat === b.seat);
     return !!e && e.commit !== null;
@@ -149,7 +168,8 @@
   /** rule 8: an item for a record the log never reached because the hand was voided first
       (a commit's receipt, accepted ack, or ack of a refusal that owed the seat its window,
       when the log ends in a void before record 1; a reveal's before record 2), unless rule 8
-      fails it (cutByVoid). A refusal the rules justify is checked as any (rule 7). owed: the
+      fails it (cutByVoid; for a refused reveal's ack, seedHiddenByVoid in checkAck, which
+      leaves it out of owed). A refusal the rules justify is checked as any (rule 7). owed: the
       indices of the refusals the evidence check judged to owe the seat its window (rule 7 up
       to D35, whose check needs the record the void came before); without it, as read. */
   function afterVoid(shape, T, item, k, owed) {
@@ -312,6 +332,10 @@
         signedOver, "a move signature by " + playerKey(ctx, b.seat), b.psig);
     }
     if ((await justified(ctx, b)) !== null) return false;
+    // rule 8: a reveal refused for the house's reason, behind a void before record 2 that hides the
+    // server seed: the house held the seat's seed (as for an accepted reveal, cutByVoid)
+    const hidden = seedHiddenByVoid(logShape(ctx.t), ctx.t, b);
+    if (hidden) fail(hidden.msg, hidden.record, hidden.expected, hidden.found);
     // a refusal the rules do not justify was the house's: the seat keeps its whole window from arrived (D35)
     const owed = (what, rec, want, got) =>
       fail("the server refused seat " + b.seat + "'s " + m.kind + " (" + b.code + ") though the rules allowed it, then " + what + " before the seat's whole window from the refusal had passed (D35)", rec, "t ≥ " + want, got);
@@ -349,6 +373,7 @@
     const v = await verifySig(true, key, p, b, item.sig);
     if (!v.ok) fail("not signed by " + (p === "player" ? "the key it names" : "the header's public key") + ": " + v.problem, null, "a valid " + p + " signature by " + key, item.sig);
     // rule 8: a head or an ack the void cut off, or an accepted seed behind a void that hides the server's
+    // (a seed refused for the house's reason, behind such a void, fails in checkAck: rule 7 tells it)
     const cut = cutByVoid(logShape(ctx.t), ctx.t, item);
     if (cut) fail(cut.msg, cut.record, cut.expected, cut.found);
     if (p === "header") {
