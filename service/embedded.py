@@ -104,12 +104,13 @@ def _gone(pid: int) -> bool:
 class Recovery:
     """One look at a postmaster that is not yet ready: its own processes (pid and
     title), the CPU time they have used and the bytes they have read and written, and
-    whether one of them is blocked on the disk."""
+    whether one of them is at work: running or waiting for a CPU, or blocked on the
+    disk."""
 
     processes: tuple[tuple[int, str], ...]
     cpu: float
     io: int
-    on_disk: bool
+    working: bool
 
     @property
     def title(self) -> str:
@@ -119,8 +120,12 @@ class Recovery:
 
     def moved_since(self, before: Recovery | None) -> bool:
         """Whether the recovery is working: a process came or went or changed its
-        title, one ran or read or wrote, or one is waiting on the disk (an fsync)."""
-        if before is None or self.on_disk:
+        title, one ran or read or wrote, or one is at work now — runnable (on a machine
+        so busy it waits for a CPU, and its CPU time, counted in ticks, may not move
+        between two looks: a busy run saw the data directory's sync killed so) or
+        waiting on the disk (an fsync).  Only a recovery whose every process sleeps,
+        and did nothing since the last look, has stopped."""
+        if before is None or self.working:
             return True
         return (self.processes, self.cpu, self.io) != (before.processes, before.cpu, before.io)
 
@@ -156,7 +161,7 @@ def _replaying(postmaster: int) -> Recovery | None:
             if _own_process(title := " ".join(child.cmdline()).strip()):
                 family.append((child, title))
     processes: list[tuple[int, str]] = []
-    cpu, io, on_disk = 0.0, 0, False
+    cpu, io, working = 0.0, 0, False
     for p, title in family or [(parent, "postmaster")]:
         with contextlib.suppress(psutil.Error):  # one that ends meanwhile: the set changed anyway
             times = p.cpu_times()
@@ -164,11 +169,11 @@ def _replaying(postmaster: int) -> Recovery | None:
             with contextlib.suppress(AttributeError):
                 counters = p.io_counters()
                 io += counters.read_chars + counters.write_chars
-            on_disk = on_disk or p.status() == psutil.STATUS_DISK_SLEEP
+            working = working or p.status() in (psutil.STATUS_RUNNING, psutil.STATUS_DISK_SLEEP)
             processes.append((p.pid, title))
     if not processes:  # the postmaster itself ended meanwhile
         return None
-    return Recovery(tuple(sorted(processes)), round(cpu, 2), io, on_disk)
+    return Recovery(tuple(sorted(processes)), round(cpu, 2), io, working)
 
 
 class EmbeddedStartFailed(subprocess.SubprocessError):
@@ -372,8 +377,8 @@ class EmbeddedPostgres:
     def _wait_ready(self, proc: subprocess.Popen[bytes]) -> bool:
         """Whether the postmaster became ready.  One not ready within ``READY_SECONDS``
         is taken for one that never will be, unless its crash recovery moves on: one of
-        its processes has run, read or written since the last look, or waits on the
-        disk (:func:`_replaying`).  (Found by an audit: a recovery longer than the
+        its processes has run, read or written since the last look, or is at work now
+        (runnable, or waiting on the disk: :func:`_replaying`).  (Found by an audit: a recovery longer than the
         bound — a few GB of WAL on a slow disk — was killed and started again from the
         same checkpoint, for ever.)"""
         end = time.monotonic() + READY_SECONDS
