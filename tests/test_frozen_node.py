@@ -153,18 +153,11 @@ def test_the_reach_covers_the_time_clients_take_to_hear_a_silent_node() -> None:
     assert Settings(resume_grace=3, reach_seconds=1).core().reach_ms == 1000  # set: as set
 
 
-async def test_a_bot_gives_up_a_socket_that_keeps_its_join_waiting(
-    server: Running, api: Api, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A live server says ``waiting`` every 2 s while a message's table is slow and
-    answers ``busy`` by 30 s (docs/api.md, "Silence").  A server that keeps a message
-    waiting longer (a stuck table; or one that keeps a player talking to it while
-    another node runs the player's clock) is never silent, so the heartbeat never
-    fires: the bot gives such a socket up after ``WAITING_SECONDS`` and connects again.
-    Here the server never answers the first join and never says ``busy``."""
+def first_join_never_answered(monkeypatch: pytest.MonkeyPatch) -> list[asyncio.Future[object]]:
+    """A server that never answers the first ``join`` it is sent, says ``waiting``
+    every 0.2 s meanwhile and never ``busy``: the future that join waits on, once sent."""
     from service import api_ws
 
-    monkeypatch.setattr(bots, "WAITING_SECONDS", 1.5)
     monkeypatch.setattr(api_ws, "WAITING_SECONDS", 0.2)
     monkeypatch.setattr(api_ws, "TABLE_ANSWER_SECONDS", float("inf"))  # the stuck part: never ``busy``
     held: list[asyncio.Future[object]] = []
@@ -177,6 +170,20 @@ async def test_a_bot_gives_up_a_socket_that_keeps_its_join_waiting(
         return await real(request, conn, player, data, *more)  # type: ignore[arg-type]
 
     monkeypatch.setattr(api_ws, "_dispatch", stuck)
+    return held
+
+
+async def test_a_bot_gives_up_a_socket_that_keeps_its_join_waiting(
+    server: Running, api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A live server says ``waiting`` every 2 s while a message's table is slow and
+    answers ``busy`` by 30 s (docs/api.md, "Silence").  A server that keeps a message
+    waiting longer (a stuck table; or one that keeps a player talking to it while
+    another node runs the player's clock) is never silent, so the heartbeat never
+    fires: the bot gives such a socket up after ``WAITING_SECONDS`` and connects again.
+    Here the server never answers the first join and never says ``busy``."""
+    monkeypatch.setattr(bots, "WAITING_SECONDS", 1.5)
+    held = first_join_never_answered(monkeypatch)
     table = await api.table(seats=4)
     p = await api.player("kept-waiting")
     bot = Bot(server.url, p["token"], table, fast=True, key=p["signer"])
@@ -199,20 +206,7 @@ async def test_the_page_gives_up_a_socket_that_keeps_its_join_waiting(
     page's clock runs 2 s at a time, each step followed by a moment of real time in
     which the server says ``waiting`` (every 0.2 s here), so the page never goes
     quiet."""
-    from service import api_ws
-
-    monkeypatch.setattr(api_ws, "WAITING_SECONDS", 0.2)
-    monkeypatch.setattr(api_ws, "TABLE_ANSWER_SECONDS", float("inf"))  # the stuck part: never ``busy``
-    held: list[asyncio.Future[object]] = []
-    real = api_ws._dispatch
-
-    async def stuck(request: object, conn: object, player: object, data: dict[str, object], *more: object) -> object:
-        if data.get("type") == "join" and not held:
-            held.append(asyncio.get_running_loop().create_future())  # answered by no one
-            return held[0]
-        return await real(request, conn, player, data, *more)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(api_ws, "_dispatch", stuck)
+    held = first_join_never_answered(monkeypatch)
     table = await api.table(seats=4)
     person = await new_person(api, "Wen")
     async with person_page(browser) as (_context, page, _console):
