@@ -50,6 +50,10 @@ class Judge:
     def void(self) -> bool:
         return self.ctx.s.void is not None
 
+    def index_of(self, h: str) -> int | None:
+        """The number of the record whose chain link is ``h``, or None."""
+        return next((k for k, r in enumerate(self.log) if r["h"] == h), None)
+
     def record(self, body: Mapping[str, Any], what: str) -> dict[str, Any]:
         """Record ``body.i`` with the ``h`` the server signed for it.  A record past
         a void is not one the log never reached (§15 rule 8): the server signed that
@@ -161,8 +165,8 @@ def judged_at_the_last_record(j: Judge, body: Mapping[str, Any]) -> None:
     its own refusal off as a stale move's (justified), then charge the seat before the
     window D35 owes it."""
     i = body["i"]
-    later = next((k for k in range(i + 1, len(j.log)) if j.log[k]["h"] == body["prev"]), None)
-    if later is not None:
+    later = j.index_of(body["prev"])
+    if later is not None and later > i:
         fail(
             f"a refusal names record {i} as the last of the log when seat {body['seat']}'s move was judged, but the"
             f" move is signed over record {later}, which the log holds after it",
@@ -180,7 +184,7 @@ def quotes_a_judged_move(j: Judge, body: Mapping[str, Any]) -> None:
     would pass the house's own refusal off as justified (a stale move's, or one the
     player did not sign) and let its clock charge the seat."""
     i, seat, prev = body["i"], body["seat"], body["prev"]
-    if not any(j.log[k]["h"] == prev for k in range(i + 1)):
+    if j.index_of(prev) is None:  # one after i failed judged_at_the_last_record
         fail(
             f"the server refused a move of seat {seat} signed over no record of the log up to record {i}: "
             "no table judges such a move, so the ack misquotes it",
