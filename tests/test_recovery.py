@@ -260,7 +260,7 @@ async def test_absent_seats_of_a_table_that_cannot_deal_stand_up_and_a_restart_i
     ``away_seconds`` (120), counted from its sitting or its disconnection and never
     across a restart of the table (the house's fault, D37); then whoever sits can play."""
     table = await api.table(seats=4, point_value=2)
-    actor, clock = await clocked(server, table)
+    actor, clock = await clocked(server, table, SkipClock(wall=False))  # time only as skipped
     away = actor.core.cfg.away_ms / 1000
     a, ghost, c = [await api.player(n) for n in ("ann", "ghost", "cy")]
 
@@ -452,7 +452,7 @@ async def test_a_lost_database_pauses_the_table_and_nothing_is_half_applied(
                 assert r.status == 503 and health["status"] == "degraded", (r.status, health)
                 assert any("database" in p for p in health["problems"]), health
             # two turn clocks' worth, skipped on the tables' clock: no clock may run meanwhile
-            await clock.skip(server.app[TABLES].values(), 4)
+            await clock.skip(server.app[TABLES].values(), 4, store_answers=False)
             proxy.refuse = False
             back = clock()
             answer = await move
@@ -512,7 +512,7 @@ async def test_a_hang_that_ends_in_a_refused_sit_gives_the_seat_on_turn_its_grac
             waiting = await cw.wait_frame(lambda f: f.get("type") == "waiting", timeout=20)
             assert waiting == {"type": "waiting", "id": "sit-1"}, waiting
             assert not sit.done()
-            await clock.skip(server.app[TABLES].values(), 4)  # two turns' worth: no clock runs
+            await clock.skip(server.app[TABLES].values(), 4, store_answers=False)  # two turns' worth: no clock runs
             proxy.let_go()
             back = clock()
             refused = await sit
