@@ -895,6 +895,32 @@ def audit_2026_12_07(base: VectorHand) -> list[Case]:
             hand.evidence[1],
         )
     )
+    # The seeds accepted after record 1 was pushed, then the hand re-published with a
+    # void in record 1's place (seed revealed): the seat's reveal ack names record 1's
+    # link, and the void at 1 has another (§15 rule 7's first check, not rule 8).
+    hand = VectorHand("adv-void-replaces-the-commitments", 0, TWO, [1, 3], 3)
+    rec = hand.rec
+    hand._heads(rec.open(hand.now))
+    hand.accept_header()
+    hand._heads(rec.commitments(hand.commit_all({3: hand.now + 40, 1: hand.now + 80}), hand.now + 1_500))
+    hand.reveal_all({3: hand.now + 1_540, 1: hand.now + 1_580})
+    rec.void("the key that seals the server seed is gone: the hand cannot resume (D33)", hand.now + 1_600)
+    t = copy.deepcopy(rec.transcript())
+    void = {"type": "void", "reason": "a stored record does not reproduce (D33)", "i": 1, "t": hand.now + 1_600}
+    t["log"] = [t["log"][0], void]
+    held = [it for it in hand.evidence[1] if not (it["purpose"] == "head" and it["body"]["i"] == 1)]
+    out.append(
+        Case(
+            "void-replaces-the-commitments-after-the-reveals",
+            "both seats' seeds accepted after record 1 (the commitments) was pushed, then the hand re-published "
+            "with a void in record 1's place, its server seed revealed; seat 1 holds no head of record 1 (its "
+            "socket dropped as it was pushed) but the ack of its reveal, which names record 1's link: the void "
+            "at 1 has another, so the house cut off a record it had made (§15.7, §15.8, D33)",
+            failing("evidence", 1),
+            forge(t),
+            held,
+        )
+    )
     # Anyone can sign a player item for any key and seat: it is a claim, never proof.
     t3 = fresh(base)
     stranger = vectors.player_signer("adv-stranger", 3)

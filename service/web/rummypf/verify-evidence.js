@@ -95,14 +95,11 @@
     return { isVoid, voidIndex: isVoid ? last : null, hasCommitments: type(1) === "commitments", hasReveals: type(2) === "reveals" };
   }
 
-  /** rule 8, the two items it does not count after_void but fails: why this one fails, as
-      {msg, record, expected, found}, or null. A head or an ack of a record past the void's
-      (a larger i: the house cut off records it had made; the void record's own head is checked
-      as any head, rule 5); an accepted reveal's ack when the log ends in a void before record 2
-      and the server seed is "" (the house held the seed). The ack of a reveal refused for a
-      reason the rules do not justify, under the same void, fails the same way, but only rule 7
-      can tell it (checkAck, through seedHiddenByVoid). */
-  function cutByVoid(shape, T, item) {
+  /** rule 8's first item it does not count after_void but fails: a head or an ack of a record
+      past the void's (a larger i: the house cut off records it had made), as
+      {msg, record, expected, found}, or null. The void record's own head, and an ack whose i is
+      the void record's, are checked as any (rules 5 and 7, linkProblem). */
+  function pastTheVoid(shape, item) {
     if (!shape.isVoid) return null;
     const b = item.body;
     if ((item.purpose === "head" || item.purpose === "ack") && b.i > shape.voidIndex) {
@@ -113,6 +110,39 @@
         found: b.i,
       };
     }
+    return null;
+  }
+
+  /** rule 5, and rule 7's first check: a head's or an ack's record i exists and its h is the
+      body's h (and, for an ack, arrived ≥ record i's t); why not, as cutByVoid gives it, or null.
+      Checked before anything in rule 8 but the records past the void's (pastTheVoid, where no
+      record i exists): an ack for the void record's own i that names another h fails here, not
+      after_void — the house showed the seat a record and published a void in its place
+      (clarified 2026-12-07: an accepted reveal's ack names record 1, so a void that replaces
+      record 1 fails it). */
+  function linkProblem(T, item) {
+    if (item.purpose !== "head" && item.purpose !== "ack") return null;
+    const log = Array.isArray(T.log) ? T.log : [];
+    const b = item.body;
+    const r = isPlainObject(log[b.i]) ? log[b.i] : null;
+    if (item.purpose === "head") {
+      if (!r || r.h !== b.h) return { msg: "the signed head of record " + b.i + " is not that record's h", record: r ? b.i : null, expected: r ? r.h : "(no such record)", found: b.h };
+      return null;
+    }
+    if (!r) return { msg: "record " + b.i + " does not exist", record: b.i, expected: "a record of the log", found: "none" };
+    if (r.h !== b.h) return { msg: "the signed h of record " + b.i + " is not that record's h", record: b.i, expected: r.h, found: b.h };
+    if (b.arrived < r.t) return { msg: "the move arrived before record " + b.i + " was made", record: b.i, expected: "arrived ≥ " + r.t, found: b.arrived };
+    return null;
+  }
+
+  /** rule 8's second item it does not count after_void but fails: an accepted reveal's ack when
+      the log ends in a void before record 2 and the server seed is "" (the house held the seed),
+      as pastTheVoid gives it, or null. The ack of a reveal refused for a reason the rules do not
+      justify, under the same void, fails the same way, but only rule 7 can tell it (checkAck,
+      through seedHiddenByVoid). */
+  function seedHeldByVoid(shape, T, item) {
+    if (!shape.isVoid) return null;
+    const b = item.body;
     if (item.purpose === "ack" && b.outcome === "accepted" && b.move.kind === "reveal" && !shape.hasReveals && T.server_seed === "") {
       return {
         msg: "the server accepted seat " + b.seat + "'s seed, then voided the hand before the reveals were recorded and did not reveal its own seed: holding the seat's seed and its own, the house could know the deck, and a void that hides its seed could have been chosen for that deck (D33)",
@@ -122,6 +152,12 @@
       };
     }
     return null;
+  }
+
+  /** rule 8, the two items it does not count after_void but fails (pastTheVoid, seedHeldByVoid):
+      why this one fails, or null. */
+  function cutByVoid(shape, T, item) {
+    return pastTheVoid(shape, item) || seedHeldByVoid(shape, T, item);
   }
 
   /** rule 8's second item for the ack of a reveal the house refused though the rules allowed it
@@ -167,13 +203,15 @@
 
   /** rule 8: an item for a record the log never reached because the hand was voided first
       (a commit's receipt, accepted ack, or ack of a refusal that owed the seat its window,
-      when the log ends in a void before record 1; a reveal's before record 2), unless rule 8
-      fails it (cutByVoid; for a refused reveal's ack, seedHiddenByVoid in checkAck, which
-      leaves it out of owed). A refusal the rules justify is checked as any (rule 7). owed: the
-      indices of the refusals the evidence check judged to owe the seat its window (rule 7 up
-      to D35, whose check needs the record the void came before); without it, as read. */
+      when the log ends in a void before record 1; a reveal's before record 2), unless rule 7's
+      first check fails it (linkProblem: record i exists with the ack's h — a void that took
+      record i's place does not) or rule 8 does (cutByVoid; for a refused reveal's ack,
+      seedHiddenByVoid in checkAck, which leaves it out of owed). A refusal the rules justify
+      is checked as any (rule 7). owed: the indices of the refusals the evidence check judged
+      to owe the seat its window (rule 7 up to D35, whose check needs the record the void came
+      before); without it, as read. */
   function afterVoid(shape, T, item, k, owed) {
-    if (voidedBeforeIts(shape, item) === null || cutByVoid(shape, T, item) !== null) return false;
+    if (voidedBeforeIts(shape, item) === null || linkProblem(T, item) !== null || cutByVoid(shape, T, item) !== null) return false;
     const b = item.body;
     if (item.purpose === "receipt" || b.outcome === "accepted") return true;
     return owed ? owed.has(k) : owedAsRead(T, b);
@@ -263,15 +301,13 @@
 
   // ---------------------------------------------------------------- checking one item
 
-  /** rule 7 for one ack; true when it is a refusal the rules do not justify (it owed the seat
-      its window, D35), else false. */
+  /** rule 7 for one ack, after its first check (record i exists, its h, arrived ≥ its t:
+      linkProblem, in checkItem); true when it is a refusal the rules do not justify (it owed the
+      seat its window, D35), else false. */
   async function checkAck(ctx, b, fail) {
     const log = ctx.t.log;
     const hd = ctx.header;
     const r = log[b.i];
-    if (!r) fail("record " + b.i + " does not exist", b.i, "a record of the log", "none");
-    if (r.h !== b.h) fail("the signed h of record " + b.i + " is not that record's h", b.i, r.h, b.h);
-    if (b.arrived < r.t) fail("the move arrived before record " + b.i + " was made", b.i, "arrived ≥ " + r.t, b.arrived);
     const m = b.move;
     // an accepted move's record dated before the move arrived: the windows and turns that run from it are shortened
     const backdated = (what, rec, t) =>
@@ -372,10 +408,19 @@
     const key = p === "player" ? b.player_key : ctx.header.public_key;
     const v = await verifySig(true, key, p, b, item.sig);
     if (!v.ok) fail("not signed by " + (p === "player" ? "the key it names" : "the header's public key") + ": " + v.problem, null, "a valid " + p + " signature by " + key, item.sig);
-    // rule 8: a head or an ack the void cut off, or an accepted seed behind a void that hides the server's
-    // (a seed refused for the house's reason, behind such a void, fails in checkAck: rule 7 tells it)
-    const cut = cutByVoid(logShape(ctx.t), ctx.t, item);
-    if (cut) fail(cut.msg, cut.record, cut.expected, cut.found);
+    const shape = logShape(ctx.t);
+    const failWith = (why) => fail(why.msg, why.record, why.expected, why.found);
+    // rule 8: a head or an ack of a record past the void's, which the void cut off
+    const past = pastTheVoid(shape, item);
+    if (past) failWith(past);
+    // rules 5 and 7, first: record i exists and its h is the item's (an ack's arrived ≥ its t), before
+    // anything else in rule 8 — an ack for the void record's own i with another h fails here
+    const link = linkProblem(ctx.t, item);
+    if (link) failWith(link);
+    // rule 8: an accepted seed behind a void that hides the server's (a seed refused for the house's
+    // reason, behind such a void, fails in checkAck: rule 7 tells it)
+    const held = seedHeldByVoid(shape, ctx.t, item);
+    if (held) failWith(held);
     if (p === "header") {
       if (!jsonEqual(b, ctx.header)) fail("the header your client accepted is not the transcript's header: the server signed another header for this hand", 0, show(ctx.header, 200), show(b, 200));
     } else if (p === "player") {
@@ -384,8 +429,7 @@
       const listed = playerKey(ctx, b.seat);
       if (listed !== b.player_key) ctx.keyClaims.push({ item: k, seat: b.seat, player_key: b.player_key, listed });
     } else if (p === "head") {
-      const r = log[b.i];
-      if (!r || r.h !== b.h) fail("the signed head of record " + b.i + " is not that record's h", r ? b.i : null, r ? r.h : "(no such record)", b.h);
+      // rule 5: record i exists and its h is the body's (linkProblem, above): nothing more
     } else if (p === "receipt") {
       if (b.kind === "commit") {
         const e = entryOf(ctx.rec("commitments"), b.seat);
