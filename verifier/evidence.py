@@ -115,10 +115,8 @@ def check_receipt(j: Judge, body: Mapping[str, Any]) -> Outcome:
     seat, kind, value = body["seat"], body["kind"], body["value"]
     record = 1 if kind == "commit" else 2
     listed = (None if s.commitments is None else s.commitments["commits"]) if kind == "commit" else s.reveals
-    if listed is None:
-        if j.void:
-            return "after_void"
-        fail(f"the transcript has no record {record}")  # pragma: no cover - format requires it
+    # what the receipt says of the records the log has is checked before rule 8 sets it
+    # aside: the log always has record 0, and a void after it stands at record 1's place
     if seat not in s.seats:
         fail(f"a {kind} receipt for seat {seat}, which the header does not list", record, s.seats, seat)
     if body["prev"] != j.ctx.h(record - 1):
@@ -128,6 +126,10 @@ def check_receipt(j: Judge, body: Mapping[str, Any]) -> Outcome:
             body["prev"],
             j.ctx.h(record - 1),
         )
+    if listed is None:
+        if j.void:
+            return "after_void"
+        fail(f"the transcript has no record {record}")  # pragma: no cover - format requires it
     entry = next(e for e in listed if e["seat"] == seat)
     if kind == "commit" and entry["commit"] != value:
         fail(f"the server accepted seat {seat}'s commitment, record 1 says otherwise", 1, value, entry["commit"])
@@ -232,6 +234,12 @@ def accepted_reveal(j: Judge, body: Mapping[str, Any]) -> Outcome:
 
 
 def _accepted_at(j: Judge, body: Mapping[str, Any], i: int) -> None:
+    """What an accepted commit's or reveal's ack says of records 0 and 1, checked
+    before rule 8 may set it aside (§15.8): its seat is the header's, its ``i`` and
+    ``prev`` the record it was judged at."""
+    seat, seats = body["seat"], j.ctx.s.seats
+    if seat not in seats:
+        fail(f"an accepted {body['move']['kind']} of seat {seat}, which the header does not list", 0, seats, seat)
     if body["i"] != i:
         fail(f"an accepted {body['move']['kind']} is acknowledged at record {i}", body["i"], i, body["i"])
     if body["prev"] != j.ctx.h(i):

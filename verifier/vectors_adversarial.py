@@ -938,6 +938,57 @@ def audit_2026_12_07(base: VectorHand) -> list[Case]:
     return out
 
 
+def void_before_the_commitments_with_another_record_0() -> list[Case]:
+    """Before rule 8 sets an item aside as after the void, what it says of the records
+    the log has is checked (§15 rule 8, said plainly 2026-12-07): an accepted commit's
+    ack and a commit receipt name record 0's link as their ``prev``, and a void at
+    record 1 does not excuse one that names another header's (rummy-verify failed the
+    ack and passed the receipt; the browser page passed both), nor an accepted ack for
+    a seat the header does not list."""
+    hand = VectorHand("adv-void-another-record-0", 0, TWO, [1, 3], 3)
+    rec = hand.rec
+    hand._heads(rec.open(hand.now))
+    hand.accept_header()
+    commits = hand.commit_all({3: hand.now + 40, 1: hand.now + 80})
+    rec.void("the key that seals the server seed is gone: the hand cannot resume (D33)", hand.now + 1_600)
+    t = rec.transcript()
+    other = sha256(b"another header's record 0").hex()
+    ev = hand.evidence[1]
+    ack = next(it for it in ev if it["purpose"] == "ack")
+    shown = signed_item(TEST_SIGNER, "ack", {**ack["body"], "prev": other})
+    receipt = receipt_body(t["table_id"], t["hand_no"], 1, "commit", commits[1][0], other)
+    unlisted = {**ack["body"], "seat": 2, "move": {**ack["body"]["move"], "seat": 2}}
+    return [
+        Case(
+            "void-before-the-commitments-ack-over-another-record-0",
+            "seat 1's commitment accepted with an ack signed over another record 0 (another header) than the "
+            "transcript's, then the hand voided before the commitments were recorded: the ack's prev is checked "
+            "against record 0, which the log has, before rule 8 sets the ack aside (§15.7, §15.8)",
+            failing("evidence", 0),
+            t,
+            [*(it for it in ev if it is not ack), shown],
+        ),
+        Case(
+            "void-before-the-commitments-receipt-over-another-record-0",
+            "seat 1's commit receipt (the amendments' predecessor) signed over another record 0 than the "
+            "transcript's, then the hand voided before the commitments were recorded: the receipt's prev is "
+            "checked against record 0 before rule 8 sets it aside (§15.6, §15.8)",
+            failing("evidence", 0),
+            t,
+            [*ev, signed_item(TEST_SIGNER, "receipt", receipt)],
+        ),
+        Case(
+            "void-before-the-commitments-ack-for-a-seat-not-in-the-header",
+            "an accepted commitment's ack for seat 2, which the header does not list, then the hand voided before "
+            "the commitments were recorded: the ack's seat is checked against the header before rule 8 sets it "
+            "aside (§15.7, §15.8; the browser page failed it, rummy-verify passed it)",
+            failing("evidence", 0),
+            t,
+            [*ev, signed_item(TEST_SIGNER, "ack", unlisted)],
+        ),
+    ]
+
+
 def cases() -> list[Case]:
     base = two_players()
     other = two_players("adv-other")
@@ -955,6 +1006,7 @@ def cases() -> list[Case]:
         *refusals(),
         *backdated(),
         receipts_still_read(base),
+        *void_before_the_commitments_with_another_record_0(),
         *audit_2026_12_07(base),
     ]
     names = [c.name for c in out]

@@ -135,6 +135,47 @@
     return null;
   }
 
+  /** The seats record 0's header lists, as far as the log can be read (the counts are reported
+      whatever the verdict). */
+  function headerSeats(T) {
+    const r0 = Array.isArray(T.log) && isPlainObject(T.log[0]) ? T.log[0] : null;
+    const hd = r0 && isPlainObject(r0.header) ? r0.header : null;
+    return hd && Array.isArray(hd.seats) ? hd.seats.filter(isPlainObject).map((s) => s.seat) : [];
+  }
+
+  /** The h of record j of the log, or null when it has none. */
+  function hOf(T, j) {
+    const log = Array.isArray(T.log) ? T.log : [];
+    return isPlainObject(log[j]) ? log[j].h : null;
+  }
+
+  /** rules 6 and 7, what a receipt or an accepted commit's (reveal's) ack says of records 0 and 1
+      beyond linkProblem: its seat is one the header lists (record 0), an accepted commit is judged
+      at record 0 and an accepted reveal at record 1, and the move (the receipt) is signed over
+      record 0's h (a commit) or record 1's h (a reveal). Why not, as linkProblem gives it, or null.
+      None of it needs a record after 1, so rule 8 checks it before it sets the item aside
+      (clarified 2026-12-07: a commit's ack or receipt signed over another record 0 fails
+      evidence, though the void came before record 1). Refusals quote their move in checkAck:
+      owedAfterVoid keeps one that misquotes it from after_void. */
+  function heldRecordProblem(T, item) {
+    const b = item.body;
+    const accepted = item.purpose === "ack" && b.outcome === "accepted" && (b.move.kind === "commit" || b.move.kind === "reveal");
+    if (item.purpose !== "receipt" && !accepted) return null;
+    const kind = item.purpose === "receipt" ? b.kind : b.move.kind;
+    const what = item.purpose === "receipt" ? "the " + kind + " receipt" : "the " + kind;
+    const seats = headerSeats(T);
+    if (!seats.includes(b.seat)) {
+      return { msg: what + " is for seat " + b.seat + ", which the header does not list", record: 0, expected: "a seat of " + show(seats), found: b.seat };
+    }
+    const at = kind === "commit" ? 0 : 1;
+    if (accepted && b.i !== at) return { msg: "an accepted " + kind + " is judged at record " + at, record: b.i, expected: at, found: b.i };
+    const h = hOf(T, at);
+    if (b.prev !== h) {
+      return { msg: kind === "commit" ? what + "'s prev is not the header's h" : what + "'s prev is not the commitments' h", record: at, expected: h, found: b.prev };
+    }
+    return null;
+  }
+
   /** rule 8's second item it does not count after_void but fails: an accepted reveal's ack when
       the log ends in a void before record 2 and the server seed is "" (the house held the seed),
       as pastTheVoid gives it, or null. The ack of a reveal refused for a reason the rules do not
@@ -203,15 +244,19 @@
 
   /** rule 8: an item for a record the log never reached because the hand was voided first
       (a commit's receipt, accepted ack, or ack of a refusal that owed the seat its window,
-      when the log ends in a void before record 1; a reveal's before record 2), unless rule 7's
-      first check fails it (linkProblem: record i exists with the ack's h — a void that took
-      record i's place does not) or rule 8 does (cutByVoid; for a refused reveal's ack,
-      seedHiddenByVoid in checkAck, which leaves it out of owed). A refusal the rules justify
-      is checked as any (rule 7). owed: the indices of the refusals the evidence check judged
-      to owe the seat its window (rule 7 up to D35, whose check needs the record the void came
-      before); without it, as read. */
+      when the log ends in a void before record 1; a reveal's before record 2), unless what it
+      says of the records the log has fails it, as for any item (rules 5–7: linkProblem, record
+      i exists with the ack's h — a void that took record i's place does not; heldRecordProblem,
+      a receipt's or an accepted ack's seat, i and prev; for a refusal, checkAck's quoting of
+      the move, which leaves one that misquotes it out of owed) or rule 8 does (cutByVoid; for
+      a refused reveal's ack, seedHiddenByVoid in checkAck, which leaves it out of owed): such
+      an item is applied, and fails in its place. A refusal the rules justify is checked as any
+      (rule 7). owed: the indices of the refusals the evidence check judged to owe the seat its
+      window (rule 7 up to D35, whose check needs the record the void came before); without
+      it, as read. */
   function afterVoid(shape, T, item, k, owed) {
-    if (voidedBeforeIts(shape, item) === null || linkProblem(T, item) !== null || cutByVoid(shape, T, item) !== null) return false;
+    if (voidedBeforeIts(shape, item) === null || linkProblem(T, item) !== null || heldRecordProblem(T, item) !== null) return false;
+    if (cutByVoid(shape, T, item) !== null) return false;
     const b = item.body;
     if (item.purpose === "receipt" || b.outcome === "accepted") return true;
     return owed ? owed.has(k) : owedAsRead(T, b);
@@ -313,9 +358,8 @@
     const backdated = (what, rec, t) =>
       fail("the server accepted seat " + b.seat + "'s " + m.kind + " when it arrived at " + b.arrived + ", but dated the " + what + " record that holds it (record " + rec + ") earlier: a record cannot be made before a move it holds arrived", rec, "t ≥ " + b.arrived, t);
     if (b.outcome === "accepted") {
+      // its seat, i and prev (records 0 and 1) were checked first (heldRecordProblem, in checkItem)
       if (m.kind === "commit") {
-        if (b.i !== 0) fail("an accepted commit is judged at record 0", b.i, 0, b.i);
-        if (b.prev !== log[0].h) fail("the commit's prev is not the header's h", 0, log[0].h, b.prev);
         const e = entryOf(ctx.rec("commitments"), b.seat);
         if (!e || e.commit !== m.commit || e.psig !== b.psig) {
           fail("the server accepted seat " + b.seat + "'s commitment, but record 1 does not list it", 1, show({ commit: m.commit, psig: b.psig }), show(e));
@@ -324,8 +368,6 @@
         const r1 = ctx.rec("commitments");
         if (r1.t < b.arrived) backdated("commitments", 1, r1.t);
       } else if (m.kind === "reveal") {
-        if (b.i !== 1) fail("an accepted reveal is judged at record 1", b.i, 1, b.i);
-        if (b.prev !== log[1].h) fail("the reveal's prev is not the commitments' h", 1, log[1].h, b.prev);
         const e = entryOf(ctx.rec("reveals"), b.seat);
         if (!e || e.status !== "revealed" || e.seed !== m.seed || e.psig !== b.psig) {
           fail("the server accepted seat " + b.seat + "'s seed, but record 2 does not show it revealed", 2, show({ seed: m.seed, status: "revealed", psig: b.psig }), show(e));
@@ -396,7 +438,6 @@
 
   /** Check one item of this hand; true when it is an ack of a refusal that owed the seat its window. */
   async function checkItem(ctx, k, item) {
-    const log = ctx.t.log;
     const b = item.body;
     const p = item.purpose;
     const fail = (msg, record, expected, found) => {
@@ -417,10 +458,14 @@
     // anything else in rule 8 — an ack for the void record's own i with another h fails here
     const link = linkProblem(ctx.t, item);
     if (link) failWith(link);
+    // rules 6 and 7, what a receipt or an accepted commit's (reveal's) ack says of records 0 and 1:
+    // its seat is the header's, its i and its prev — checked before rule 8 sets it aside
+    const held = heldRecordProblem(ctx.t, item);
+    if (held) failWith(held);
     // rule 8: an accepted seed behind a void that hides the server's (a seed refused for the house's
     // reason, behind such a void, fails in checkAck: rule 7 tells it)
-    const held = seedHeldByVoid(shape, ctx.t, item);
-    if (held) failWith(held);
+    const seedHeld = seedHeldByVoid(shape, ctx.t, item);
+    if (seedHeld) failWith(seedHeld);
     if (p === "header") {
       if (!jsonEqual(b, ctx.header)) fail("the header your client accepted is not the transcript's header: the server signed another header for this hand", 0, show(ctx.header, 200), show(b, 200));
     } else if (p === "player") {
@@ -431,13 +476,12 @@
     } else if (p === "head") {
       // rule 5: record i exists and its h is the body's (linkProblem, above): nothing more
     } else if (p === "receipt") {
+      // rule 6: its seat and prev (records 0 and 1) were checked first (heldRecordProblem, above)
       if (b.kind === "commit") {
         const e = entryOf(ctx.rec("commitments"), b.seat);
-        if (log[0].h !== b.prev) fail("the commit receipt's prev is not the header's h", 0, log[0].h, b.prev);
         if (!e || e.commit !== b.value) fail("the server accepted seat " + b.seat + "'s commitment, but record 1 shows another", 1, b.value, show(e ? e.commit : "(no entry)"));
       } else {
         const e = entryOf(ctx.rec("reveals"), b.seat);
-        if (!log[1] || log[1].h !== b.prev) fail("the reveal receipt's prev is not the commitments' h", 1, log[1] ? log[1].h : null, b.prev);
         if (!e || e.status !== "revealed" || e.seed !== b.value) {
           fail("the server accepted seat " + b.seat + "'s seed, but record 2 does not show it revealed", 2, show({ status: "revealed", seed: b.value }), show(e ? { status: e.status, seed: e.seed } : "(no entry)"));
         }
