@@ -413,20 +413,30 @@ def unapplied_counts(t: Any, items: Any) -> dict[str, int]:
     return {"items": len(listed), "checked": 0, "other_hands": other, "after_void": 0}
 
 
-def _typed(items: Any) -> list[dict[str, Any]]:
+def _listed(items: Any) -> list[Any]:
     if type(items) is not list:
         fail("the evidence is a JSON array of signed items (§15)", None, "an array", type(items).__name__)
-    for n, item in enumerate(items):
-        try:
-            check_evidence_item(item, ("evidence", n))
-        except SchemaError as e:
-            fail(
-                f"evidence item {n} is not a signed item of §15: {render_path(e.path)}: {e.message}",
-                None,
-                e.expected,
-                e.found,
-            )
     return items
+
+
+def _typed_item(item: Any, n: int) -> dict[str, Any]:
+    """Item ``n`` is a signed object of one of §15's forms; else it fails where it
+    stands ("the first item that fails is the failure": one before it that fails
+    otherwise is named first)."""
+    try:
+        check_evidence_item(item, ("evidence", n))
+    except SchemaError as e:
+        fail(
+            f"evidence item {n} is not a signed item of §15: {render_path(e.path)}: {e.message}",
+            None,
+            e.expected,
+            e.found,
+        )
+    return item  # type: ignore[no-any-return]
+
+
+def _typed(items: Any) -> list[dict[str, Any]]:
+    return [_typed_item(item, n) for n, item in enumerate(_listed(items))]
 
 
 def _no_item(ctx: Ctx, counts: dict[str, int], why: str) -> Skip:
@@ -448,10 +458,11 @@ def check_evidence(ctx: Ctx) -> Skip | None:
     if ctx.evidence is None:
         return Skip("no evidence was given (rummy-verify --receipts FILE)")
     counts = _counts(ctx, ctx.evidence)
-    items = _typed(ctx.evidence)
+    items = _listed(ctx.evidence)
     t = ctx.t
     j = Judge(ctx, public_key(ctx.public, "the header's public_key", 0))
-    for n, item in enumerate(items):
+    for n, raw in enumerate(items):
+        item = _typed_item(raw, n)
         body, purpose = item["body"], item["purpose"]
         if body["table_id"] != t["table_id"] or body["hand_no"] != t["hand_no"]:
             counts["other_hands"] += 1
