@@ -23,7 +23,7 @@ from service.errors import OutcomeUnknown
 from service.internal import SiblingAway, Siblings, make_internal_app
 from service.startup import Running
 from service.worker import WorkerPlan
-from tests.conftest import Api
+from tests.conftest import Api, wait_for
 
 
 def plan(run_dir: str) -> WorkerPlan:
@@ -102,7 +102,9 @@ async def test_a_command_the_sibling_did_not_answer_in_time_is_a_timeout(
     s, took, _ = sibling
     with pytest.raises(TimeoutError):
         await s.call(2, "POST", "/slow", {"kind": "stand"}, timeout=0.3)
-    assert took == ["POST"]
+    # the command was sent: the sibling takes it, though perhaps only after the caller
+    # gave up (a machine kept busy may run its handler after the 0.3 s)
+    await wait_for(lambda: took == ["POST"])
 
 
 async def test_a_command_the_sibling_reads_after_its_caller_gave_up_is_not_done(

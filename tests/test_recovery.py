@@ -10,6 +10,7 @@ import dataclasses
 import secrets
 import shutil
 import tempfile
+import time
 from collections.abc import AsyncIterator
 from datetime import datetime
 from pathlib import Path
@@ -441,6 +442,9 @@ async def test_a_lost_database_pauses_the_table_and_nothing_is_half_applied(
             c = ca if view["turn"] == view["me"]["seat"] else cb
             clock = server.app[CONFIG].settings.clock
             assert isinstance(clock, SkipClock)
+            # from here the tables' time is only what the test skips: the turn (2 s) and
+            # the resume's grace (1 s) are not real seconds a busy machine could overrun
+            clock.still = time.time()
             proxy.refuse = True
             proxy.cut()  # PostgreSQL is gone
             gone = clock()
@@ -455,6 +459,13 @@ async def test_a_lost_database_pauses_the_table_and_nothing_is_half_applied(
             await clock.skip(server.app[TABLES].values(), 4, store_answers=False)
             proxy.refuse = False
             back = clock()
+            # the table tries the store again when its clock says so
+            await clock.skip(
+                server.app[TABLES].values(),
+                30,
+                until=lambda: any(f.get("type") == "resumed" for f in c.frames),
+                store_answers=False,
+            )
             answer = await move
             # The move was in flight when the database went: refused, typed, never half applied.
             assert answer["type"] == "error" and answer["error"]["code"] == "unavailable", answer

@@ -14,19 +14,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from service.startup import Running
 from service.table import TableActor
 from service.tablecore import io
-from tests.conftest import Api
+from tests.conftest import Api, wait_for
 from tests.skipclock import SkipClock, clocked
 from tests.test_server import latest_view, seat_of, seat_two, seated, through_seeds
 from tests.wsclient import Client
 from verifier.fairness import player_commit
 from verifier.transcript import verify_transcript
+
+T = TypeVar("T")
 
 
 def clock_moves(c: Client) -> list[dict[str, Any]]:
@@ -55,6 +57,16 @@ def send_draw(c: Client, table: str, hand_no: int) -> asyncio.Task[dict[str, Any
     return asyncio.create_task(c.request({**msg, "prev": prev, "sig": sig}, msg_id="draw-1"))
 
 
+async def dealt(actor: TableActor, clock: SkipClock, c: Client, seating: Awaitable[T]) -> T:
+    """``seating`` (the clients sit, and so on) while the table's clock is skipped until
+    ``c`` is dealt a hand: the wait before a deal is skipped, not waited for."""
+    skip = asyncio.create_task(clock.skip([actor], 60, until=lambda: any(f.get("type") == "hand" for f in c.frames)))
+    try:
+        return await seating
+    finally:
+        await skip
+
+
 @dataclass
 class Turn:
     table: str
@@ -68,11 +80,14 @@ class Turn:
 @contextlib.asynccontextmanager
 async def a_turn(api: Api, server: Running) -> AsyncIterator[Turn]:
     """Two seated players dealt in at a table on a clock the test skips (5 s turns);
-    the first turn runs."""
+    the first turn runs.  The clock stands still but for what is skipped
+    (``SkipClock(wall=False)``): the real time a busy machine takes between the test's
+    steps is no time to the table, so neither makes a 2.4 s stall a freeze (D37) nor
+    runs out what the seat keeps after it."""
     table, a, b = await seat_two(api, server, turn_seconds=5, max_missed_turns=3)
-    actor, clock = await clocked(server, table)
+    actor, clock = await clocked(server, table, SkipClock(wall=False))
     async with Client(server.url, a["token"], a["signer"]) as ca, Client(server.url, b["token"], b["signer"]) as cb:
-        hand_no = await through_seeds(table, ca, cb)
+        hand_no = await dealt(actor, clock, ca, through_seeds(table, ca, cb))
         view = latest_view(ca)
         c, other = (ca, cb) if view["turn"] == view["me"]["seat"] else (cb, ca)
         yield Turn(table, hand_no, actor, clock, c, other)
@@ -82,6 +97,9 @@ async def discard_and_finish(api: Api, t: Turn) -> None:
     """The seat on turn discards (its turn kept what it had left), both leave, and the
     hand's transcript verifies with no timeout in it."""
     c = t.on_turn
+    # half a second of the table's time on, past the turn's own end: what the seat kept
+    # (at least a beat) is what lets its discard in, not a real time too short to notice
+    await t.clock.skip([t.actor], 0.5)
     card = latest_view(c)["me"]["cards"][0]
     discarded = await c.act(t.table, t.hand_no, seat_of(c), {"kind": "discard", "card": card})
     assert discarded["type"] == "reply", discarded
@@ -117,8 +135,9 @@ async def test_a_seat_with_no_connection_is_not_held_by_a_stall(api: Api, server
     """D16: the clock moves for an absent seat; nothing of it waits unread, so a stall
     across its deadline gives it nothing back."""
     async with a_turn(api, server) as t:
+        gone = t.on_turn.player_id
         await t.on_turn.__aexit__(None, None, None)  # the seat on turn goes away
-        await asyncio.sleep(0.2)
+        await wait_for(lambda: gone not in t.actor.core.reach.connected)  # and the table has seen it go
         await to_before_the_deadline(t.actor, t.clock, 1.5)
         stall(t.actor, t.clock, 2.4)
         other = t.other
@@ -133,9 +152,9 @@ async def test_a_reveal_sent_before_a_short_stall_across_the_window_s_end_is_tak
     """The audit's second case: the reveal was refused ``wrong_phase`` and the seat
     was forfeited a first drop (D29) for a reveal it had sent in time."""
     table, a, b = await seat_two(api, server, turn_seconds=30, max_missed_turns=3)
-    actor, clock = await clocked(server, table)
+    actor, clock = await clocked(server, table, SkipClock(wall=False))  # time only as skipped
     async with Client(server.url, a["token"], a["signer"]) as ca, Client(server.url, b["token"], b["signer"]) as cb:
-        await seated(table, ca, cb)
+        await dealt(actor, clock, ca, seated(table, ca, cb))
         seeds = {}
         for c in (ca, cb):
             frame = await c.wait_frame(lambda f: f.get("type") == "hand" and f.get("phase") == "commit")
@@ -176,7 +195,8 @@ async def test_a_draw_sent_before_a_stall_that_ends_as_the_turn_does_is_taken(ap
         await to_before_the_deadline(t.actor, t.clock, 1.0)
         draw = send_draw(t.on_turn, t.table, t.hand_no)
         await asyncio.sleep(0)  # the draw is written to the socket
-        time.sleep(0.95)
+        t.clock.skipped += 0.95  # the table's clock (it stands still but for what is skipped) ...
+        time.sleep(0.95)  # ... and the loop's meter see the stop
         drawn = await draw
         assert drawn["type"] == "reply", drawn
         await discard_and_finish(api, t)

@@ -60,15 +60,24 @@ async def start_and_signal(sig: signal.Signals, dsn: str, where: Path, data: Pat
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group: the one the signal goes to
         )
+    held = None
     try:
         deadline = time.monotonic() + 120  # only a hang exceeds it
         while " ready (pid " not in out.read_text():
             assert proc.poll() is None and time.monotonic() < deadline, out.read_text()
+            if held is None and (kids := psutil.Process(proc.pid).children()):
+                # the first worker is held still as it starts (a worker's start takes far
+                # longer than this look), so that the supervisor is still waiting for it
+                # when the other says ready, however late this process looks
+                held = kids[0].pid
+                os.kill(held, signal.SIGSTOP)
             await asyncio.sleep(0.002)
         os.kill(proc.pid, signal.SIGSTOP)
         caught = "serving on" not in out.read_text()
         workers = psutil.Process(proc.pid).children()
         os.killpg(proc.pid, sig)  # to the supervisor (held until it runs) and every worker
+        if held is not None:
+            os.kill(held, signal.SIGCONT)  # the held worker takes the signal too
         deadline = time.monotonic() + 60  # only a hang exceeds it
         while not all(ended(w) for w in workers):  # zombies: their parent is stopped
             assert time.monotonic() < deadline, "a worker did not end on the signal"
