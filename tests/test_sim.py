@@ -16,9 +16,11 @@ import time
 
 import pytest
 
+from service.tablecore import core as core_module
 from service.tablecore.clock import Reachability
 from service.tablecore.core import TableCore
 from service.tablecore.steps import Steps
+from tests.sim.leaving import LeaveWorld, lost_then_away
 from tests.sim.run import Figures, worlds
 from tests.sim.shrink import Failure, simulate
 from tests.sim.store import SimStore
@@ -137,6 +139,59 @@ def test_a_core_that_never_stands_an_absent_seat_up_is_caught(monkeypatch: pytes
     _, found = walking_worlds()
     assert found is not None, "five seeds of walks, and no seat held a table"
     assert "still holds its seat" in found.violation.what, found.violation
+
+
+def leaving_worlds() -> list[str]:
+    """Worlds of three seats whose players leave (tests/sim/leaving.py) among every
+    kind of fault: the violations found (the seeds an audit's core failed on)."""
+    found = []
+    for seed in (5, 6, 8):
+        w = LeaveWorld(
+            seed,
+            seats=3,
+            tables=6,
+            duration=240_000,
+            fault_rate=4.0,
+            store_fault_rate=20.0,
+            stall_rate=2.0,
+            clock_rate=0.5,
+        )
+        try:
+            w.run()
+        except AssertionError as e:
+            found.append(f"seed {seed}: {e}")
+            continue
+        assert w.leaves >= 20 and w.hands_ended > 50, (seed, w.leaves, w.hands_ended)
+    return found
+
+
+def test_a_world_whose_players_leave_keeps_every_invariant() -> None:
+    """D15, D25, D35, D36: seats leave on turn (the turn passes on) and in the seed
+    phases, among store faults, crashes, freezes and stalls; a leave the house refused
+    leaves the seat its whole turn, and the next seat's turn is whole from its tell."""
+    assert leaving_worlds() == []
+
+
+def test_a_core_that_takes_a_refused_leave_for_no_move_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check can fail: a core that notes the house's refusals of commits, reveals
+    and actions but not of leaves (before 2026-12-07) charges the seat a missed turn
+    within a turn of refusing its leave."""
+    monkeypatch.setattr(core_module, "MOVES", frozenset({"commit", "reveal", "action"}))
+    found = leaving_worlds()
+    assert found and all("after its move was refused (D35)" in f for f in found), found
+
+
+def test_a_turn_stored_as_the_store_went_away_is_whole_from_its_tell() -> None:
+    """D35, told late: a move stored as the store went away (its answer lost, the store
+    away 8 s after) begins the next turn, told only by the reload's ``resumed``: the
+    turn is whole from then, never just the grace."""
+    assert lost_then_away(range(20_000, 80_000, 1_700)) == []
+
+
+def test_a_core_that_gives_a_turn_told_at_a_reload_only_the_grace_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(core_module, "_stored_untold", lambda op, hand: False)
+    found = lost_then_away(range(20_000, 80_000, 1_700))
+    assert found and all("after its turn was first told" in f for f in found), found
 
 
 def test_a_world_whose_clocks_step_back_keeps_every_invariant() -> None:

@@ -131,6 +131,8 @@ class Commands(Steps):
         def left(_: Any) -> dict[str, Any]:
             told = facts.stand({player_id}, "left", "D15" if result["charged"] else None, None, now)
             self.tell_seats(told)
+            if tell and hand is not None:  # a leave on turn passes it on: told late, the next seat is owed (D35)
+                self._owe_if_told_late(hand)
             for u in tell:
                 assert hand is not None
                 due = self.told_deadline(hand)

@@ -33,7 +33,7 @@ from verifier.record import RestoreError
 
 log = logging.getLogger("rummy.table")
 HOUSE_REFUSALS = frozenset({"unavailable", "moved", "shutting_down"})  # the house's fault (D35)
-MOVES = frozenset({"commit", "reveal", "action"})
+MOVES = frozenset({"commit", "reveal", "action", "leave"})  # a leave in play is a move too (D15, D35)
 
 
 class Mode(Enum):
@@ -476,6 +476,13 @@ class TableCore(Commands):
             hand.owed.update(old.owed)  # D35: what the house owed before this reload, it still owes
         elif first and hand is not None:
             self._owe_what_was_forgotten(hand, now)
+        if hand is not None and self.unsettled is not None and _stored_untold(self.unsettled.op, hand):
+            # D35: the write in flight was stored but its answer was lost: its records
+            # were never told, and are told only now (``resumed``); the window or turn
+            # they began runs from its record's t, so each seat it would charge keeps its
+            # whole window from now (as when a record is told late, Steps._owe_if_told_late)
+            for seat in self.charged(hand):
+                hand.owe(seat, now)
         p, self.unsettled = self.unsettled, None
         if p is not None and p.cmd is not None:
             result = p.settled() if p.settled is not None else None
@@ -572,3 +579,17 @@ class TableCore(Commands):
         self.pending = self.unsettled = None
         self.mode = Mode.GONE
         return self.fx
+
+
+def _stored_untold(op: io.Op, hand: HandRun) -> bool:
+    """The op in flight when the store failed held records of ``hand`` (a move, a
+    clock move, a leave, the deal, the seed windows' records, the hand's start) and the
+    reload found them stored: they were never told."""
+    if isinstance(op, io.StartOp):
+        return op.hand_no == hand.hand_no
+    records = getattr(op, "records", ())
+    if not records or getattr(op, "hand_id", None) != hand.hand_id:
+        return False
+    last = records[-1]
+    got = hand.recorder.records.get(int(last["i"])) if int(last["i"]) < len(hand.recorder.records) else None
+    return got is not None and got["h"] == last["h"]

@@ -45,6 +45,7 @@ SECOND = 1000
 BEAT = SECOND  # the shell's steady tick (service.table: beat_seconds)
 LEASE = 8 * SECOND  # a frozen node loses its leases after this long
 TURN_MS = 4 * SECOND
+TOLD_LATE_MS = 250  # D35: a record told this much after its t leaves each seat it makes wait its whole window
 STORE_WIDE = ("unreachable", "hung", "slow", "full")  # the store's faults: every table meets them
 OWN = ("crash", "lost_reply", "takeover", "freeze", "drop", "slow_reader")  # one table's (or one player's)
 #: the clock of the node serving a table steps back ``duration`` (D37: the table's time
@@ -117,6 +118,9 @@ class SimTable:
     reached: dict[str, int] = field(default_factory=dict)  # since ok_at: when each player could reach the owner
     paired_at: int | None = 0  # when the owner last told two seats or more taken (None: fewer now)
     refused: dict[str, int] = field(default_factory=dict)  # D35: when the house last refused a player's move
+    # D35, told late: (hand id, the table's t of the record that began a turn) -> when the
+    # owner first told it (the record's update, or a ``resumed`` whose reload found it)
+    told: dict[tuple[Any, int], int] = field(default_factory=dict)
     cmds: dict[int, tuple[str, str]] = field(default_factory=dict)  # command id -> (player, kind)
     seq: int = 0
     # the last inputs and what each did; formatted only when a failure is reported (lines())
@@ -334,6 +338,8 @@ class World:
         return fx
 
     def _effects(self, t: SimTable, core: TableCore, fx: list[io.Effect]) -> None:
+        if core is t.core:
+            self._note_told(t, core, fx)
         # a charge is judged by what was known of the house's faults when it was made
         charges = [(e, self._grace_of(t, core, e)) for e in fx if isinstance(e, io.Charge)]
         for e in fx:
@@ -353,7 +359,7 @@ class World:
             elif isinstance(e, io.Reply):
                 sent = t.cmds.pop(e.cmd_id, None)
                 if e.error is not None and e.error.code in ("unavailable", "moved", "shutting_down"):
-                    if sent is not None and sent[1] in ("commit", "reveal", "action") and core is t.core:
+                    if sent is not None and sent[1] in ("commit", "reveal", "action", "leave") and core is t.core:
                         t.refused[sent[0]] = self.now
                     self._retry_soon(t)
             elif isinstance(e, io.TellPhase | io.TellUpdate | io.TellResumed | io.TellSeats):
@@ -743,6 +749,16 @@ class World:
         if bad is not None:
             raise Violation(self.now, t.tid, bad)
 
+    def _note_told(self, t: SimTable, core: TableCore, fx: list[io.Effect]) -> None:
+        """When the owner first told each turn: the update of the record that began it,
+        or the ``resumed`` of a reload that found that record stored (its write's answer
+        lost: nobody had been told it)."""
+        for e in fx:
+            if isinstance(e, io.TellUpdate) and any(ev.kind == "turn" for ev in e.events):
+                t.told.setdefault((e.hand.hand_id, int(e.record["t"])), self.now)
+            elif isinstance(e, io.TellResumed) and core.hand is not None and core.hand.phase is HandPhase.PLAY:
+                t.told.setdefault((core.hand.hand_id, core.hand.turn_began), self.now)
+
     def _grace_of(self, t: SimTable, core: TableCore, c: io.Charge) -> str | None:
         """Why this clock charge is unfair, or None: no charge while the house is at
         fault, nor before the seat has had its full grace from the moment it could
@@ -780,6 +796,13 @@ class World:
                 f"seat {c.seat} charged ({c.kind}) {(at - began) / 1000:.3f}s into a window that began before "
                 f"the house's fault ({t.fault_from / 1000:.3f}s): D32 gives it {window / 1000:.1f}s and the "
                 f"{self.cfg.grace_ms / 1000:.1f}s grace"
+            )
+        told = None if c.began is None or c.kind != "play" else t.told.get((c.hand_id, c.began))
+        if told is not None and began is not None and told - began > TOLD_LATE_MS and at < told + TURN_MS:
+            return (
+                f"seat {c.seat} charged (play) {(at - told) / 1000:.3f}s after its turn was first told, "
+                f"{(told - began) / 1000:.3f}s after the t of the record that began it (D35: a turn told late is "
+                "whole from the tell)"
             )
         return None
 

@@ -1,0 +1,75 @@
+"""Two worlds the simulator's fault model lacked, found by an audit (2026-12-07):
+
+- :class:`LeaveWorld`: players leave.  The seat on turn signs a leave now and then (a
+  move of the hand, D15; with three seats the turn passes on, D25), and a seat leaves
+  in the seed phases (D36); a player without a seat sits again.  A leave stored slowly
+  cut the next seat's turn (D35, told late), and a leave the house refused gave the
+  seat nothing (D35).
+- :class:`LostThenAway`: a write is stored but its answer is lost, and the store then
+  stays away: the records it held are told only by the ``resumed`` of the reload that
+  finds them, and the turn they began is whole from that tell (D35)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from service.tablecore import io
+from service.tablecore.core import TableCore
+from service.tablecore.phase import HandPhase
+from tests.sim.world import SECOND, Fault, Player, SimTable, World
+from verifier.chain import move_body
+from verifier.fairness import PROTOCOL_V2
+
+
+class LeaveWorld(World):
+    def __init__(self, *a: Any, leave_rate: float = 0.05, **kw: Any) -> None:
+        super().__init__(*a, **kw)
+        self.leave_rate = leave_rate
+        self.leaves = 0
+
+    def _act(self, t: SimTable, p: Player) -> None:
+        core = p.conn
+        hand = None if core is None or core is not t.core or core.gone or not core.facts else core.hand
+        seat = None if hand is None else hand.seat_of(p.pid)
+        if hand is not None and seat is not None:
+            rec = hand.recorder
+            if hand.phase is HandPhase.PLAY and rec.state is not None and rec.state.turn == seat:
+                if t.rng.random() < self.leave_rate:
+                    move = {"kind": "leave", "seat": seat}
+                    sig = p.signer.sign("move", move_body(t.tid, hand.hand_no, rec.head, move), PROTOCOL_V2)
+                    self.leaves += 1
+                    self._send(t, p, "leave", {"hand_no": hand.hand_no, "prev": rec.head, "sig": sig})
+                    return
+            elif hand.phase is HandPhase.COMMIT and t.rng.random() < self.leave_rate / 2:
+                self.leaves += 1
+                self._send(t, p, "leave", {})
+                return
+        super()._act(t, p)
+
+
+class LostThenAway(World):
+    """When a write's answer is lost (a ``lost_reply`` fault), the store goes away for
+    ``away`` ms from that moment."""
+
+    def __init__(self, *a: Any, away: int = 8 * SECOND, **kw: Any) -> None:
+        super().__init__(*a, **kw)
+        self.away = away
+
+    def feed(self, t: SimTable, core: TableCore, inp: io.Input, stalled: int = 0) -> list[io.Effect]:
+        if isinstance(inp, io.Outcome) and inp.result is io.Result.AMBIGUOUS and core is t.core:
+            if not any(f.at <= self.now < f.at + f.duration for f in self.store_faults):
+                self.store_faults.append(Fault(self.now, "unreachable", 0, self.away))
+        return super().feed(t, core, inp, stalled)
+
+
+def lost_then_away(starts: range) -> list[str]:
+    """One table, a lost answer at each of ``starts`` (ms) and the store away 8 s after
+    it: the violations found (none, with a core that owes the turns it tells late)."""
+    found = []
+    for x in starts:
+        w = LostThenAway(1, tables=1, duration=x + 40 * SECOND, faults=[Fault(x, "lost_reply", 0, 0)])
+        try:
+            w.run()
+        except AssertionError as e:
+            found.append(f"lost answer at {x} ms: {e}")
+    return found
