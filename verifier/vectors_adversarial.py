@@ -798,6 +798,19 @@ def downgrade_folder() -> Case:
     )
 
 
+def seeds_accepted_then_voided(name: str) -> VectorHand:
+    """Two seats' commitments recorded and both seeds accepted (each seat holds its
+    acks), then the hand voided before the reveals were recorded (D33)."""
+    hand = VectorHand(name, 0, TWO, [1, 3], 3)
+    rec = hand.rec
+    hand._heads(rec.open(hand.now))
+    hand.accept_header()
+    hand._heads(rec.commitments(hand.commit_all({3: hand.now + 40, 1: hand.now + 80}), hand.now + 1_500))
+    hand.reveal_all({3: hand.now + 1_540, 1: hand.now + 1_580})
+    rec.void("the key that seals the server seed is gone: the hand cannot resume (D33)", hand.now + 1_600)
+    return hand
+
+
 def audit_2026_12_07(base: VectorHand) -> list[Case]:
     """Found by the audits of 2026-12-07 (a dishonest house, a lying player): what
     passed before and fails now (§15 rules 4, 7 and 8, D33)."""
@@ -856,13 +869,8 @@ def audit_2026_12_07(base: VectorHand) -> list[Case]:
         )
     # Every seed accepted (the house knows the deck), then a void before the reveals are
     # recorded that hides the server seed: a re-deal of the house's choosing.
-    hand = VectorHand("adv-void-after-seeds", 0, TWO, [1, 3], 3)
+    hand = seeds_accepted_then_voided("adv-void-after-seeds")
     rec = hand.rec
-    hand._heads(rec.open(hand.now))
-    hand.accept_header()
-    hand._heads(rec.commitments(hand.commit_all({3: hand.now + 40, 1: hand.now + 80}), hand.now + 1_500))
-    hand.reveal_all({3: hand.now + 1_540, 1: hand.now + 1_580})
-    rec.void("the key that seals the server seed is gone: the hand cannot resume (D33)", hand.now + 1_600)
     out.append(
         Case(
             "void-after-seeds-accepted-hides-the-seed",
@@ -898,13 +906,8 @@ def audit_2026_12_07(base: VectorHand) -> list[Case]:
     # The seeds accepted after record 1 was pushed, then the hand re-published with a
     # void in record 1's place (seed revealed): the seat's reveal ack names record 1's
     # link, and the void at 1 has another (§15 rule 7's first check, not rule 8).
-    hand = VectorHand("adv-void-replaces-the-commitments", 0, TWO, [1, 3], 3)
+    hand = seeds_accepted_then_voided("adv-void-replaces-the-commitments")
     rec = hand.rec
-    hand._heads(rec.open(hand.now))
-    hand.accept_header()
-    hand._heads(rec.commitments(hand.commit_all({3: hand.now + 40, 1: hand.now + 80}), hand.now + 1_500))
-    hand.reveal_all({3: hand.now + 1_540, 1: hand.now + 1_580})
-    rec.void("the key that seals the server seed is gone: the hand cannot resume (D33)", hand.now + 1_600)
     t = copy.deepcopy(rec.transcript())
     void = {"type": "void", "reason": "a stored record does not reproduce (D33)", "i": 1, "t": hand.now + 1_600}
     t["log"] = [t["log"][0], void]
