@@ -24,7 +24,7 @@ from tests.conftest import Api, wait_for
 from tests.pgproxy import PgProxy
 from tests.skipclock import SkipClock, clocked
 from tests.test_recovery import key_of, proxied, restart_table  # noqa: F401 - a fixture
-from tests.test_server import latest_view, seat_of, seat_two, seated, through_seeds
+from tests.test_server import by_turn, latest_view, seat_of, seat_two, seated, through_seeds
 from tests.wsclient import Client
 from verifier import vectors
 from verifier.chain import commit_move
@@ -83,8 +83,7 @@ async def test_every_judged_move_is_acknowledged_and_the_acks_agree_with_the_tra
                     assert ack["body"]["outcome"] == "accepted" and server_signed(key, ack)
                     kept[c].append(ack)
             assert [k["body"]["move"]["kind"] for k in kept[c]] == ["commit", "reveal"]
-        view = latest_view(ca)
-        on, off = (ca, cb) if view["turn"] == view["me"]["seat"] else (cb, ca)
+        on, off = by_turn(ca, cb)
         # refused by the rules: out of turn, and over an old record
         out_of_turn = await off.act(table, hand_no, seat_of(off), {"kind": "draw_closed"})
         older = next(f["record"]["h"] for f in on.frames if f.get("type") == "hand" and f["record"]["i"] == 1)
@@ -248,8 +247,7 @@ async def test_a_move_the_house_could_not_store_leaves_the_seat_its_whole_turn(
             Client(server.url, b["token"], b["signer"]) as cb,
         ):
             hand_no = await through_seeds(table, ca, cb)
-            view = latest_view(ca)
-            c = ca if view["turn"] == view["me"]["seat"] else cb
+            c = by_turn(ca, cb)[0]
             other = cb if c is ca else ca
             seat = seat_of(c)
             clock = server.app[CONFIG].settings.clock  # the tables' clock skips ahead instead of sleeping

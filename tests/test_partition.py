@@ -28,7 +28,7 @@ import pytest
 from service.db import ServerLock, ServerLocked, lock_holders
 from tests.conftest import Api, fresh_database, server_on
 from tests.partition import Partition
-from tests.test_server import latest_view, seat_of, seated, through_seeds
+from tests.test_server import by_turn, seat_of, seated, through_seeds
 from tests.workerserver import worker_server
 from tests.wsclient import Client
 
@@ -92,8 +92,7 @@ async def test_after_a_partition_the_server_ends_its_own_old_lock_session_and_se
                     await asyncio.sleep(0.2)
                 assert await holders(dsn) == [lock.conn.get_server_pid()]
                 assert "ending it" in caplog.text and "took this database's lock" not in caplog.text
-                view = latest_view(ca)
-                c = ca if view["turn"] == view["me"]["seat"] else cb
+                c = by_turn(ca, cb)[0]
                 r = await c.act(table, hand_no, seat_of(c), {"kind": "draw_closed"})
                 assert r["type"] == "reply", r  # the table serves: it was never stopped
 

@@ -32,7 +32,7 @@ from service.tablecore.core import Mode
 from tests.conftest import OPERATOR, Api, fresh_database, wait_for
 from tests.pgproxy import PgProxy
 from tests.skipclock import SkipClock, clocked
-from tests.test_server import draw_and_discard, latest_view, seat_of, seat_two, seated, through_seeds
+from tests.test_server import by_turn, draw_and_discard, latest_view, seat_of, seat_two, seated, through_seeds
 from tests.wsclient import Client
 from verifier.signing import load_public_key
 from verifier.transcript import verify_transcript
@@ -82,8 +82,7 @@ async def hand_row(server: Running, table: str) -> asyncpg.Record:
 
 
 async def play_two_moves(table: str, hand_no: int, ca: Client, cb: Client) -> None:
-    view = latest_view(ca)
-    c = ca if view["turn"] == view["me"]["seat"] else cb
+    c = by_turn(ca, cb)[0]
     assert (await c.act(table, hand_no, seat_of(c), {"kind": "draw_closed"}))["type"] == "reply"
     await wait_for(lambda: latest_view(c)["phase"] == "discard")
     card = latest_view(c)["me"]["cards"][0]
@@ -438,8 +437,7 @@ async def test_a_lost_database_pauses_the_table_and_nothing_is_half_applied(
             Client(server.url, b["token"], b["signer"]) as cb,
         ):
             hand_no = await through_seeds(table, ca, cb)
-            view = latest_view(ca)
-            c = ca if view["turn"] == view["me"]["seat"] else cb
+            c = by_turn(ca, cb)[0]
             clock = server.app[CONFIG].settings.clock
             assert isinstance(clock, SkipClock)
             # from here the tables' time is only what the test skips: the turn (2 s) and
@@ -671,8 +669,7 @@ async def test_a_seat_that_draws_in_its_graced_turn_keeps_the_grace(api: Api, se
     table, a, b = await seat_two(api, server, turn_seconds=2, max_missed_turns=3)
     async with Client(server.url, a["token"], a["signer"]) as ca, Client(server.url, b["token"], b["signer"]) as cb:
         hand_no = await through_seeds(table, ca, cb)
-        view = latest_view(ca)
-        c = ca if view["turn"] == view["me"]["seat"] else cb
+        c = by_turn(ca, cb)[0]
         # The table is down past the turn's end (2 s), and comes back with 4 s of grace.
         new = await restart_table(server, table, down=2.5, grace=4.0)
         hand = new.hand

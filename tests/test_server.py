@@ -240,12 +240,17 @@ def latest_view(c: Client) -> dict[str, Any]:
     return next(f["view"] for f in reversed(c.frames) if f.get("type") == "update")
 
 
+def by_turn(ca: Client, cb: Client) -> tuple[Client, Client]:
+    """The two seats' clients, the one on turn first (as ``ca``'s latest view says)."""
+    view = latest_view(ca)
+    return (ca, cb) if view["turn"] == view["me"]["seat"] else (cb, ca)
+
+
 async def draw_and_discard(table: str, hand_no: int, ca: Client, cb: Client, turns: int) -> None:
     """``turns`` turns of a two-seat hand: the seat to move draws from the closed pile
     and discards its first card (two action records a turn)."""
     for _ in range(turns):
-        view = latest_view(ca)
-        c = ca if view["turn"] == view["me"]["seat"] else cb
+        c = by_turn(ca, cb)[0]
         r = await c.act(table, hand_no, seat_of(c), {"kind": "draw_closed"})
         assert r["type"] == "reply", r
         await wait_for(lambda c=c: latest_view(c)["phase"] == "discard")
@@ -274,8 +279,7 @@ async def test_bad_messages_get_typed_errors_and_change_nothing(api: Api, server
         Client(server.url, b["token"], b["signer"]) as cb,
     ):
         hand_no = await through_seeds(table, ca, cb)
-        view = latest_view(ca)
-        on_turn, off_turn = (ca, cb) if view["turn"] == view["me"]["seat"] else (cb, ca)
+        on_turn, off_turn = by_turn(ca, cb)
         n0 = await records(pool, table)
         before = latest_view(on_turn)
         header_h = next(f for f in on_turn.frames if f.get("type") == "hand")["record"]["h"]
@@ -692,8 +696,7 @@ async def test_state_is_rebuilt_from_the_stored_log(api: Api, server: Running) -
     table, a, b = await seat_two(api, server)
     async with Client(server.url, a["token"], a["signer"]) as ca, Client(server.url, b["token"], b["signer"]) as cb:
         hand_no = await through_seeds(table, ca, cb)
-        view = latest_view(ca)
-        on_turn = ca if view["turn"] == view["me"]["seat"] else cb
+        on_turn = by_turn(ca, cb)[0]
         r = await on_turn.act(table, hand_no, seat_of(on_turn), {"kind": "draw_open"})
         assert r["type"] == "reply", r
         await wait_for(lambda: latest_view(on_turn)["phase"] == "discard")
@@ -721,8 +724,7 @@ async def test_one_live_connection_per_seat_and_reconnect_restores_the_view(api:
         hand_no = await through_seeds(table, ca, cb)
         # The seat on turn draws from the closed pile; the other seat sees that it drew,
         # never which card.
-        view = latest_view(ca)
-        on_turn = ca if view["turn"] == view["me"]["seat"] else cb
+        on_turn = by_turn(ca, cb)[0]
         deal_i = next(f["i"] for f in ca.frames if f.get("type") == "update")
         r = await on_turn.act(table, hand_no, seat_of(on_turn), {"kind": "draw_closed"})
         assert r["type"] == "reply", r

@@ -23,7 +23,7 @@ from service.table import TableActor
 from service.tablecore import io
 from tests.conftest import Api, wait_for
 from tests.skipclock import SkipClock, clocked
-from tests.test_server import latest_view, seat_of, seat_two, seated, through_seeds
+from tests.test_server import by_turn, latest_view, seat_of, seat_two, seated, through_seeds
 from tests.wsclient import Client
 from verifier.fairness import player_commit
 from verifier.transcript import verify_transcript
@@ -88,8 +88,7 @@ async def a_turn(api: Api, server: Running) -> AsyncIterator[Turn]:
     actor, clock = await clocked(server, table, SkipClock(wall=False))
     async with Client(server.url, a["token"], a["signer"]) as ca, Client(server.url, b["token"], b["signer"]) as cb:
         hand_no = await dealt(actor, clock, ca, through_seeds(table, ca, cb))
-        view = latest_view(ca)
-        c, other = (ca, cb) if view["turn"] == view["me"]["seat"] else (cb, ca)
+        c, other = by_turn(ca, cb)
         yield Turn(table, hand_no, actor, clock, c, other)
 
 

@@ -20,7 +20,7 @@ from tests.conftest import Api, wait_for
 from tests.pgproxy import PgProxy
 from tests.skipclock import SkipClock
 from tests.test_recovery import proxied  # noqa: F401 - a fixture
-from tests.test_server import latest_view, seat_of, seat_two, through_seeds
+from tests.test_server import by_turn, latest_view, seat_of, seat_two, through_seeds
 from tests.wsclient import Client
 
 TURN = 10
@@ -40,8 +40,7 @@ async def test_a_turn_whose_record_was_stored_as_the_database_went_away_is_whole
             Client(server.url, b["token"], b["signer"]) as cb,
         ):
             hand_no = await through_seeds(table, ca, cb)
-            view = latest_view(ca)
-            c, other = (ca, cb) if view["turn"] == view["me"]["seat"] else (cb, ca)
+            c, other = by_turn(ca, cb)
             assert (await c.act(table, hand_no, seat_of(c), {"kind": "draw_closed"}))["type"] == "reply"
             await wait_for(lambda: latest_view(c)["phase"] == "discard")
             card = latest_view(c)["me"]["cards"][0]
