@@ -56,7 +56,16 @@ def main() -> int:
         "--away-rate", type=float, default=1.0, help="a table's player walks away for 5-60 s (every 5 virtual min)"
     )
     ap.add_argument(
-        "--stall-rate", type=float, default=1.0, help="a table's node stalls for 1.3-2.9 s (every 5 virtual min)"
+        "--stall-rate", type=float, default=1.0, help="a table's node stalls for 0.3-2.9 s (every 5 virtual min)"
+    )
+    ap.add_argument(
+        "--short-stall-rate",
+        type=float,
+        default=2.0,
+        help="a table's node stalls for 11-349 ms across its next wake, not yet metered (every 5 virtual min)",
+    )
+    ap.add_argument(
+        "--last-moment", type=float, default=0.02, help="how often a seat on turn moves in the turn's last 300 ms"
     )
     ap.add_argument("--verify-every", type=int, default=25)
     ap.add_argument("--json", type=Path)
@@ -68,6 +77,8 @@ def main() -> int:
         "clock_rate": args.clock_rate,
         "away_rate": args.away_rate,
         "stall_rate": args.stall_rate,
+        "short_stall_rate": args.short_stall_rate,
+        "last_moment": args.last_moment,
         "verify_every": args.verify_every,
     }
     started = time.perf_counter()

@@ -56,6 +56,8 @@ class HandRun:
     #: D37: (clock, seat) -> the latest that stalls of the node may hold that window to
     #: (its deadline at the first stall plus the whole window)
     stall_cap: dict[tuple[tuple[str, int], int], int] = field(default_factory=dict)
+    #: D37: the (clock, seat) windows a short stall of the node has held already (once each)
+    settled: set[tuple[tuple[str, int], int]] = field(default_factory=set)
     #: once the hand has ended: its transcript's canonical JSON, and the seats the
     #: clock dropped (D31), made once as the hand finishes (TableSteps.finish)
     transcript: bytes | None = None
@@ -163,6 +165,16 @@ class HandRun:
         until = min(until, self.stall_cap.setdefault(key, end + self.window_ms()))
         self.hold(seat, until)
         return until
+
+    def hold_for_short_stall(self, seat: int, until: int, end: int) -> int | None:
+        """D37: hold ``seat``'s window to ``until`` after a short stall of the node, once
+        a window (a loop late at every wake, a busy machine's, does not hold a turn wake
+        after wake); None when this window was held so once already."""
+        key = (self.clock, seat)
+        if key in self.settled:
+            return None
+        self.settled.add(key)
+        return self.hold_for_stall(seat, until, end)
 
     def hold(self, seat: int, until: int) -> None:
         """The clock that runs now does not charge ``seat`` before ``until`` (D35's owed

@@ -130,6 +130,47 @@ async def test_a_draw_sent_before_a_short_stall_across_the_deadline_is_taken_and
         await discard_and_finish(api, t)
 
 
+async def test_a_draw_sent_before_a_stall_of_a_tenth_of_a_second_across_the_deadline_is_taken(
+    api: Api, server: Running
+) -> None:
+    """A stall shorter than ``stall_ms`` that the loop's meter has not counted (the
+    table's wake is stepped first): the wake is 0.1 s late, more than the loop's jitter
+    (``jitter_ms``), so the seat keeps as long again, at least ``settle_ms``, and its
+    draw, read only after the stall, is taken; its discard follows within what it kept.
+    (Before, the clock drew for the seat and its own draw was refused ``stale_head``.)"""
+    async with a_turn(api, server) as t:
+        await to_before_the_deadline(t.actor, t.clock, 0.05)
+        draw = send_draw(t.on_turn, t.table, t.hand_no)
+        await asyncio.sleep(0)  # the draw is written to the socket; the server has not read it yet
+        stall(t.actor, t.clock, 0.15)
+        drawn = await draw
+        assert drawn["type"] == "reply", drawn
+        assert clock_moves(t.on_turn) == [], "the seat was charged for the node's stall"
+        hand = t.actor.core.hand
+        assert hand is not None and hand.settled and hand.owed, "the short stall was not seen"
+        c = t.on_turn
+        card = latest_view(c)["me"]["cards"][0]
+        discarded = await c.act(t.table, t.hand_no, seat_of(c), {"kind": "discard", "card": card})
+        assert discarded["type"] == "reply", discarded
+        for cl in (c, t.other):
+            await cl.leave(t.table, t.hand_no, seat_of(cl))
+        result = await c.wait_frame(lambda f: f.get("type") == "result", timeout=30)
+        report = verify_transcript(await api.call("GET", result["transcript"], expect=200))
+        assert report.ok, report.failure
+
+
+async def test_a_wake_late_by_the_loop_s_jitter_alone_holds_nothing(api: Api, server: Running) -> None:
+    """The other side of ``jitter_ms``: a wake 5 ms late is on time, and the clock
+    moves for the seat on turn at once (D16), its window not held."""
+    async with a_turn(api, server) as t:
+        await to_before_the_deadline(t.actor, t.clock, 0.005)
+        stall(t.actor, t.clock, 0.01)
+        c = t.on_turn
+        await c.wait_frame(lambda f: f.get("type") == "update" and bool(clock_moves(c)), timeout=20)
+        hand = t.actor.core.hand
+        assert hand is not None and not hand.settled and not hand.owed
+
+
 async def test_a_seat_with_no_connection_is_not_held_by_a_stall(api: Api, server: Running) -> None:
     """D16: the clock moves for an absent seat; nothing of it waits unread, so a stall
     across its deadline gives it nothing back."""

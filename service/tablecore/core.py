@@ -237,6 +237,8 @@ class TableCore(Commands):
             late = max(clock - woke, stalled)  # the loop's own count sees one that ended just after the wake
             if late > self.cfg.stall_ms:
                 self._stalled(now, last, late)
+            elif late > self.cfg.jitter_ms:
+                self._settle(now, late)
         p = self.pending
         if p is not None and not self.hung:
             # Timed on the clock's run, as the freeze: the table's time runs slower while it
@@ -277,6 +279,30 @@ class TableCore(Commands):
         held = max(hand.hold_for_stall(seat, now + left, end) for seat in charged)
         if held > now:
             log.warning("table %s: woke %d ms late; seats %s keep %d ms", self.table_id, late, charged, held - now)
+
+    def _settle(self, now: int, late: int) -> None:
+        """D37: this node woke ``late`` ms after the wake it asked for, more than the
+        loop's jitter and less than a stall: a short stop, a long collection, a busy
+        neighbour.  A deadline that ran out in it may hide a move sent in time and not
+        yet read (the clock's wake is stepped first; the loop's meter may not have
+        counted the stall yet).  The seats the clock would charge now keep as long again
+        as the wake was late, at least ``settle_ms``: the move, read at last, is stepped
+        first.  Once a window (HandRun.hold_for_short_stall), so a loop late at every
+        wake still ends its turns, and never past the cap of a stall's hold.  A seat
+        with no connection to the table is not held (D16)."""
+        hand = self.hand
+        if hand is None:
+            return
+        phase = hand.phase
+        end = self.deadline(hand, phase)
+        if end is None or end > now:
+            return
+        until = now + max(late, self.cfg.settle_ms)
+        for seat in self.charged(hand, phase):
+            if hand.players[seat] in self.reach.connected:
+                held = hand.hold_for_short_stall(seat, until, end)
+                if held is not None and held > now:
+                    log.info("table %s: woke %d ms late; seat %d keeps %d ms", self.table_id, late, seat, held - now)
 
     def _arm(self, now: int, due: int | None) -> None:
         """The next wake-up, on the clock the shell runs: ``due`` is the table's time of

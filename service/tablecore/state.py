@@ -65,6 +65,8 @@ class CoreConfig:
     freeze_ms: int = 3_000  # D37: a gap this long between the shell's beats means this node stood still
     beat_ms: int = 1_000  # the shell steps its core at least this often (service.table: beat_seconds)
     stall_ms: int = 250  # D37: a step this much later than the wake asked for (or the beat) is a stall
+    jitter_ms: int = 10  # D37: a wake no later than this is on time (the loop's jitter); a later one is a short stall
+    settle_ms: int = 100  # D37: after a short stall, the least time a seat keeps for its move, read at last, to step
     slew: int = 10  # D37: while ahead of its clock, the table's time runs at (slew - 1) / slew of its pace
     retry_first_ms: int = 200  # the first backoff step after repeated failures
     retry_max_ms: int = 5_000  # the backoff's ceiling

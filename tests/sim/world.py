@@ -3,8 +3,8 @@
 sign their moves with real Ed25519 keys, a virtual clock, and faults injected at the
 boundaries where effects leave the core: a node crash, the store unreachable, hung,
 slow or full, a COMMIT whose answer is lost, a lease lost and taken by another node,
-a frozen node, a node that stalls a second or two (its late wake stepped before the
-moves that came meanwhile), clients that drop and come back after a random backoff,
+a frozen node, a node that stalls a second or two or a moment across a deadline (its
+late wake stepped before the moves that came meanwhile), clients that drop and come back after a random backoff,
 slow readers.
 
 Everything random comes from one seed; the same seed and fault list replay the same
@@ -31,6 +31,7 @@ from service.tablecore import io
 from service.tablecore.core import TableCore
 from service.tablecore.phase import HandPhase
 from service.tablecore.state import CoreConfig
+from tests.sim.schedule import KINDS, OWN, SECOND, STORE_WIDE, Fault, Schedule
 from tests.sim.sigbook import BookedSigner, booked
 from tests.sim.store import Hand, SimStore
 from verifier.chain import commit_move, move_body, reveal_move
@@ -39,40 +40,14 @@ from verifier.hand import Discard, Drop, Phase, TableRules, action_to_json
 from verifier.signing import Signer
 from verifier.transcript import verify_transcript
 
+__all__ = ["KINDS", "OWN", "SECOND", "STORE_WIDE", "Fault", "Player", "SimTable", "Violation", "World"]
+
 logging.getLogger("rummy.table").setLevel(logging.ERROR)  # the faults are many; their log is the trace
 
-SECOND = 1000
 BEAT = SECOND  # the shell's steady tick (service.table: beat_seconds)
 LEASE = 8 * SECOND  # a frozen node loses its leases after this long
 TURN_MS = 4 * SECOND
 TOLD_LATE_MS = 250  # D35: a record told this much after its t leaves each seat it makes wait its whole window
-STORE_WIDE = ("unreachable", "hung", "slow", "full")  # the store's faults: every table meets them
-OWN = ("crash", "lost_reply", "takeover", "freeze", "drop", "slow_reader")  # one table's (or one player's)
-#: the clock of the node serving a table steps back ``duration`` (D37: the table's time
-#: goes on); drawn from a stream of its own (``clock_rate``), so that the worlds of the
-#: other faults stay what they were for every seed
-CLOCK = ("clock_back",)
-#: a player who walks away for longer than ``away_ms`` (D34: the table, too few
-#: connected to deal at, stands the seat up), from a stream of its own (``away_rate``)
-AWAY = ("walk_away",)
-#: the node serving a table stalls 0.3 to 2.9 s (a stop, a long collection, a starved
-#: process): too short for a freeze (3 beats), so no fault of the house, and as it wakes
-#: the shell steps its late wake before the sockets are read (D37: the seats it would
-#: charge keep what they had left); from a stream of its own (``stall_rate``)
-STALL = ("stall",)
-KINDS = STORE_WIDE + OWN + CLOCK + AWAY + STALL
-
-
-@dataclass(frozen=True, order=True)
-class Fault:
-    at: int
-    kind: str
-    table: int  # which table (store-wide faults: ignored)
-    duration: int
-    player: int = 0
-
-    def __str__(self) -> str:
-        return f"{self.kind}@{self.at / 1000:.1f}s t{self.table} p{self.player} for {self.duration / 1000:.1f}s"
 
 
 class Violation(AssertionError):
@@ -105,6 +80,7 @@ class SimTable:
     held: deque[io.Input] = field(default_factory=deque)  # inputs held while frozen
     held_at: dict[int, int] = field(default_factory=dict)  # id of a held input -> when it arrived
     stalled: int = 0  # frozen by a stall of this many ms (no fault of the house), not a freeze
+    metered: bool = True  # the stall is told to the first step after it (False: a short one, not yet counted)
     arm_gen: int = 0
     lost_reply: int = 0  # the next n ops are applied but answered ambiguous
     clock_off: int = 0  # how far the clock of the table's nodes is behind the world's time (clock_back)
@@ -145,6 +121,8 @@ class World:
         clock_rate: float = 0.0,
         away_rate: float = 0.0,
         stall_rate: float = 0.0,
+        short_stall_rate: float = 0.0,
+        last_moment: float = 0.0,
         only: set[int] | None = None,
         stop_after_hands: int | None = None,
         verify_every: int = 25,
@@ -171,6 +149,7 @@ class World:
         )
         self.store = SimStore(self.keys, self.rng)
         self.duration = duration
+        self.last_moment = last_moment  # how often a seat on turn thinks until its turn's last 300 ms
         self.now = 0
         self.events: list[tuple[int, int, int, Callable[[], object]]] = []
         self._seq = 0
@@ -205,11 +184,13 @@ class World:
                 t.players.append(Player(pid, signer, tid))
             self.tables.append(t)
         if faults is None:
+            plan = Schedule(seed, self.rng, tables, duration)
             faults = (
-                self.random_faults(fault_rate, store_fault_rate)
-                + self.clock_faults(clock_rate)
-                + self.away_faults(away_rate)
-                + self.stall_faults(stall_rate)
+                plan.random_faults(fault_rate, store_fault_rate)
+                + plan.clock_faults(clock_rate)
+                + plan.away_faults(away_rate)
+                + plan.stall_faults(stall_rate)
+                + plan.short_stall_faults(short_stall_rate)
             )
         self.by_index = {t.index: t for t in self.tables}
         self.faults = sorted(f for f in faults if f.kind in STORE_WIDE or f.table in self.by_index)
@@ -219,82 +200,6 @@ class World:
             self.at(t.rng.randrange(0, 200), lambda t=t: self._boot(t), t)
             self.at(BEAT, lambda t=t: self._beat(t), t)
         self.at(10 * SECOND, self._stall_check)
-
-    # -- the schedule ---------------------------------------------------------------------
-    def random_faults(self, rate: float, store_rate: float | None = None) -> list[Fault]:
-        """A table meets about ``rate`` faults of its own (a crash, a lost COMMIT answer,
-        a takeover, a freeze, a player's drop or slow reading) and about ``store_rate``
-        (default: ``rate``) of the store's (unreachable, hung, slow, full: one store,
-        so every table meets each) every 5 virtual minutes; none in the last minute
-        (the run drains).  The store's faults do not grow with the number of tables: a
-        world of 100 tables is 100 tables of the same world as one of 10."""
-        out: list[Fault] = []
-        end = max(1, self.duration - 60 * SECOND)
-        own = int(rate * self.n_tables * self.duration / (300 * SECOND))
-        store = int((rate if store_rate is None else store_rate) * self.duration / (300 * SECOND))
-        for kinds, n in ((OWN, own), (STORE_WIDE, store)):
-            for _ in range(n):
-                kind = self.rng.choice(kinds)
-                dur = {
-                    "crash": self.rng.randrange(1, 20) * SECOND,
-                    "unreachable": self.rng.randrange(1, 30) * SECOND,
-                    "hung": self.rng.randrange(1, 30) * SECOND,
-                    "slow": self.rng.randrange(2, 20) * SECOND,
-                    "full": self.rng.randrange(2, 30) * SECOND,
-                    "freeze": self.rng.randrange(4, 30) * SECOND,
-                    "drop": self.rng.randrange(0, 10) * SECOND,
-                    "slow_reader": self.rng.randrange(1, 10) * SECOND,
-                }.get(kind, 0)
-                out.append(
-                    Fault(
-                        self.rng.randrange(5 * SECOND, end),
-                        kind,
-                        self.rng.randrange(self.n_tables),
-                        dur,
-                        self.rng.randrange(4),
-                    )
-                )
-        return out
-
-    def away_faults(self, rate: float) -> list[Fault]:
-        """About ``rate`` players a table who walk away every 5 virtual minutes, for
-        5 to 60 s (``away_ms`` is 20 s here), none in the last 90 s."""
-        return self._stream("away", "walk_away", rate, 90, (5, 60), player=True)
-
-    def clock_faults(self, rate: float) -> list[Fault]:
-        """About ``rate`` steps back of a table's clock every 5 virtual minutes, of a
-        second to an hour, none in the last minute."""
-        return self._stream("clock", "clock_back", rate, 60, (1, 3600), player=False)
-
-    def stall_faults(self, rate: float) -> list[Fault]:
-        """About ``rate`` stalls of a table's node every 5 virtual minutes, of 0.3 to
-        2.9 s (longer than ``stall_ms``, shorter than a freeze), none in the last
-        minute; the first step after one is told its length, as the loop's meter tells
-        the real shell's (service.stallmeter)."""
-        return self._stream("stall", "stall", rate, 60, (300, 2900), player=False, unit=1)
-
-    def _stream(
-        self,
-        stream: str,
-        kind: str,
-        rate: float,
-        quiet: int,
-        seconds: tuple[int, int],
-        *,
-        player: bool,
-        unit: int = SECOND,
-    ) -> list[Fault]:
-        """About ``rate`` faults ``kind`` a table every 5 virtual minutes, lasting
-        ``seconds`` (a range), none in the last ``quiet`` seconds, drawn from a stream
-        of their own: the worlds of the other faults stay what they were for every seed."""
-        rng = random.Random(f"{self.seed}/{stream}")
-        end = max(1, self.duration - quiet * SECOND)
-        n = int(rate * self.n_tables * self.duration / (300 * SECOND))
-        out = []
-        for _ in range(n):
-            at, table, duration = rng.randrange(5 * SECOND, end), rng.randrange(self.n_tables), rng.randrange(*seconds)
-            out.append(Fault(at, kind, table, duration * unit, rng.randrange(4) if player else 0))
-        return out
 
     def at(self, when: int, fn: Callable[[], object], t: SimTable | None = None) -> None:
         """Run ``fn`` at ``when``; events of one table at one moment keep their order
@@ -561,10 +466,20 @@ class World:
         elif k == "clock_back":
             t.clock_off += f.duration
         elif k == "stall":
-            if t.core is None or self.now < t.frozen_until:
-                return
-            t.frozen_until, t.stalled = self.now + f.duration, f.duration
-            self.at(self.now + f.duration, lambda: self._thaw(t), t)
+            self._stall(t, f.duration, metered=True)
+        elif k == "short_stall":
+            # across the table's next wake (a deadline, or its beat), where a short one can
+            # hide a move from the clock: it begins up to its length before the wake
+            core = t.core
+            wake = None if core is None or core.armed is None else core.armed + t.clock_off
+            begin = self.now if wake is None or wake <= self.now else max(self.now, wake - t.rng.randrange(f.duration))
+            self.at(begin, lambda: self._stall(t, f.duration, metered=False), t)
+
+    def _stall(self, t: SimTable, duration: int, *, metered: bool) -> None:
+        if t.core is None or self.now < t.frozen_until:
+            return
+        t.frozen_until, t.stalled, t.metered = self.now + duration, duration, metered
+        self.at(self.now + duration, lambda: self._thaw(t), t)
 
     def _takeover(self, t: SimTable, frozen: bool = False) -> None:
         old = t.core
@@ -602,8 +517,11 @@ class World:
         arrived, t.held_at = t.held_at, {}
         if t.stalled:  # the shell's order after a stall: the late wake before the sockets are read
             stalled, t.stalled = t.stalled, 0  # as the loop's meter counted it (service.stallmeter)
-            for c in (e for e in self.feed(t, core, io.Tick(), stalled) if isinstance(e, io.Charge)):
-                unfair = self._charged_while_unread(t, core, c, held, arrived)
+            # a short stall: how late the wake it asked for is stepped (its clock's jitter, or more)
+            late = None if t.metered or core.armed is None else self.now - t.clock_off - core.armed
+            told = stalled if t.metered else 0
+            for c in (e for e in self.feed(t, core, io.Tick(), told) if isinstance(e, io.Charge)):
+                unfair = self._charged_while_unread(t, core, c, held, arrived, late)
                 if unfair is not None:
                     raise Violation(self.now, t.tid, unfair)
             for inp in held:
@@ -615,10 +533,19 @@ class World:
         self.feed(t, core, io.Tick())
 
     def _charged_while_unread(
-        self, t: SimTable, core: TableCore, c: io.Charge, held: list[io.Input], arrived: dict[int, int]
+        self,
+        t: SimTable,
+        core: TableCore,
+        c: io.Charge,
+        held: list[io.Input],
+        arrived: dict[int, int],
+        late: int | None = None,
     ) -> str | None:
         """D37: a seat charged as the node woke from a stall while its move for that
-        window, arrived before the window's ordinary end, waited unread."""
+        window, arrived before the window's ordinary end, waited unread.  A stall the
+        loop's meter has not counted whose wake came no more than ``jitter_ms`` after
+        it was due (``late``) is the loop's jitter: a move read that late is late, as one
+        the network held as long."""
         hand = self.store.hands.get(c.hand_id)
         if hand is None or c.began is None:
             return None
@@ -630,6 +557,8 @@ class World:
             return None
         window = {"commit": self.cfg.commit_ms, "reveal": self.cfg.reveal_ms}.get(c.kind, TURN_MS)
         end = c.began + t.clock_off - core.skew + window  # on the world's clock
+        if late is not None and late <= core.cfg.jitter_ms:
+            return None
         kind = {"commit": "commit", "reveal": "reveal"}.get(c.kind, "action")
         for inp in held:
             if (
@@ -685,9 +614,19 @@ class World:
         p.look_gen += 1
         gen = p.look_gen
         think = delay if delay is not None else t.rng.randrange(50, 1200)
+        if delay is None and self.last_moment and self._on_turn(p) and t.rng.random() < self.last_moment:
+            think = TURN_MS - t.rng.randrange(0, 300)  # its move arrives in the turn's last moments
         if self.now < p.slow_until:
             think += t.rng.randrange(1000, 6000)
         self.at(self.now + think, lambda: gen == p.look_gen and self._act(t, p), t)
+
+    @staticmethod
+    def _on_turn(p: Player) -> bool:
+        core = p.conn
+        hand = None if core is None else core.hand
+        if hand is None or hand.phase is not HandPhase.PLAY or hand.recorder.state is None:
+            return False
+        return hand.recorder.state.turn == hand.seat_of(p.pid)
 
     def _act(self, t: SimTable, p: Player) -> None:
         """What a bot does with what it was last told."""
