@@ -17,7 +17,10 @@ count (``criterion="deal"``) or by who wins a quick play-out of the hand with th
 bots' strategy (``criterion="playout"``).  It grinds a share ``rate`` of the hands
 its colluder sits in.  With ``via="void"`` it leaves the reveals alone and instead
 voids, after the reveals, the hands in which its colluder is dealt the worst hand
-(D33: "voided by the operator"), so that a new hand is dealt.
+(D33: "voided by the operator"), so that a new hand is dealt; with
+``via="void_in_window"`` it voids them in the reveal window, once every seed it
+waited for has come and before it writes the reveals (record 2): the deck is never
+published, and only the table's ``void_rate`` can see it.
 """
 
 from __future__ import annotations
@@ -55,7 +58,7 @@ class Grinder:
     rate: float = 1.0
     max_withhold: int = 1
     criterion: Literal["deal", "playout"] = "deal"
-    via: Literal["withhold", "void"] = "withhold"
+    via: Literal["withhold", "void", "void_in_window"] = "withhold"
 
 
 def play_out(state: HandState, key: bytes, cap: int = 600) -> HandState:
@@ -135,12 +138,17 @@ class TableSim:
         for s in commits:
             if self.rng.random() >= self.withhold_rate:
                 arrived[s] = (seeds[s], self._sign(rec, s, rec.head, reveal_move(s, seeds[s])))
+        if self._void(rec, self._reveals(rec, arrived), "void_in_window"):
+            rec.void(VOID_REASON, self.now + 1_000)  # every seed it waited for is in: it knows the deck
+            t = rec.transcript()
+            self.head = str(t["head"])
+            return t
         out = self._grind(rec, arrived)
         kept = {s: v for s, v in arrived.items() if s not in out}
         self.now += WINDOW_MS if len(kept) < len(commits) else 1_200
         rec.reveal(kept, self.now)
         self.now += 5
-        if self._void(rec):
+        if self._void(rec, rec.reveals, "void"):
             rec.void(VOID_REASON, self.now)
         else:
             rec.deal(self.now)
@@ -149,14 +157,14 @@ class TableSim:
         self.head = str(t["head"])
         return t
 
-    def _void(self, rec: HandRecorder) -> bool:
-        """Whether the void-grinder voids this hand: its colluder would be dealt the
-        strictly worst hand."""
+    def _void(self, rec: HandRecorder, reveals: list[dict[str, Any]], via: str) -> bool:
+        """Whether the void-grinder (of ``via``) voids this hand: with ``reveals``, its
+        colluder would be dealt the strictly worst hand."""
         g = self.grinder
-        if g is None or g.via != "void" or g.colluder not in self.players:
+        if g is None or g.via != via or g.colluder not in self.players:
             return False
         c = self.players.index(g.colluder)
-        _, _, state, _ = start_hand(rec.header, rec.reveals, rec.server_seed)
+        _, _, state, _ = start_hand(rec.header, reveals, rec.server_seed)
         if state is None or c not in state.playing() or len(state.playing()) < 2 or self.rng.random() >= g.rate:
             return False
         counts = {s: strategy.points_of(list(state.seat(s).cards), state) for s in state.playing()}
@@ -185,9 +193,12 @@ class TableSim:
         self.ground += bool(chosen)
         return chosen
 
-    def _score(
-        self, rec: HandRecorder, arrived: dict[int, tuple[bytes, str]], out: set[int], c: int, g: Grinder
-    ) -> tuple[int, ...]:
+    @staticmethod
+    def _reveals(
+        rec: HandRecorder, arrived: dict[int, tuple[bytes, str]], out: frozenset[int] = frozenset()
+    ) -> list[dict[str, Any]]:
+        """The reveals record's entries if the seeds ``arrived`` but those of ``out``
+        are recorded."""
         reveals = []
         for s in rec.seat_numbers:
             if rec.commit_of(s) is None:
@@ -196,6 +207,12 @@ class TableSim:
                 reveals.append({"seat": s, "seed": arrived[s][0].hex(), "status": "revealed"})
             else:
                 reveals.append({"seat": s, "seed": "", "status": "withheld"})
+        return reveals
+
+    def _score(
+        self, rec: HandRecorder, arrived: dict[int, tuple[bytes, str]], out: set[int], c: int, g: Grinder
+    ) -> tuple[int, ...]:
+        reveals = self._reveals(rec, arrived, frozenset(out))
         key, _, state, _ = start_hand(rec.header, reveals, rec.server_seed)
         assert state is not None
         dealt = strategy.points_of(list(state.seat(c).cards), state)

@@ -5,7 +5,8 @@ colluding player (tests/audit_sim.py: it claims an honest seat's reveal never
 arrived whenever that gives its friend a better deal) is flagged within 80 hands,
 and only that player; an honest table of the same size, with its genuine
 ``withheld`` and ``no_commit`` seats, is not; a dealer that voids its friend's bad
-deals instead is flagged within 40 hands.  The full proof (100 honest tables,
+deals instead is flagged within 40 hands, after the reveals (``void_deal``) or in the
+reveal window (``void_rate``, beside an honest table).  The full proof (100 honest tables,
 and dealers that grind only sometimes) is tests/test_audit_drill.py; the figures are
 bench/audit_power.py's.
 """
@@ -49,15 +50,18 @@ def room(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     grind = TableSim("grind", ["g0", "g1", "g2", "g3"], seed=1, grinder=Grinder("g0"))
     honest = TableSim("honest", ["h0", "h1", "h2", "h3"], seed=2)
     voider = TableSim("voider", ["v0", "v1", "v2", "v3"], seed=3, grinder=Grinder("v0", via="void"))
+    window = TableSim("window", ["w0", "w1", "w2", "w3"], seed=4, grinder=Grinder("w0", via="void_in_window"))
     out: dict[str, Any] = {
         "root": root,
         "grind": write_table(grind, HANDS, root / "grind"),
         "honest": write_table(honest, HANDS, root / "honest"),
         "voider": write_table(voider, VOID_HANDS, root / "voider"),
+        "window": write_table(window, VOID_HANDS, root / "window"),
         "ground": grind.ground,
         "voided": voider.ground,
+        "window_voided": window.ground,
     }
-    out["read"] = {name: read_folder(root / name) for name in ("grind", "honest", "voider")}
+    out["read"] = {name: read_folder(root / name) for name in ("grind", "honest", "voider", "window")}
     return out
 
 
@@ -100,6 +104,25 @@ def test_a_table_whose_dealer_voids_its_colluders_bad_deals_is_flagged(room: dic
     assert flagged(report) == [("void_deal", "v0")]
     assert report["tables"][0]["voids"] == {VOID_REASON: room["voided"]} and room["voided"] >= 5
     assert report["tables"][0]["left_out"] < 0.05 * report["tables"][0]["seat_hands"]  # nothing else amiss
+
+
+@SLOW
+def test_a_table_whose_dealer_voids_in_the_reveal_window_is_flagged_by_its_void_rate(room: dict[str, Any]) -> None:
+    """The void grinder's other moment: it voids its colluder's bad deals in the reveal
+    window, every seed it waited for in and before it writes the reveals, so the deck
+    is never published and ``void_deal`` has nothing to test.  ``void_rate`` counts
+    the voids from the reveal window on (of the hands that reached it) and flags the
+    table beside an honest one; counted after the reveals only, as before, it had
+    none."""
+    found = room["read"]["window"]
+    assert len(found.hands) == VOID_HANDS and not found.findings
+    report = audit(found.hands + room["read"]["honest"].hands)
+    table = next(t for t in report["tables"] if t["table"] == "window")
+    assert table["void_after_reveals"] == 0 and table["revealed_hands"] == VOID_HANDS - room["window_voided"]
+    assert table["void_from_window"] == room["window_voided"] >= 5 and table["window_hands"] == VOID_HANDS
+    assert ("void_rate", "window") in flagged(report)
+    assert not [f for f in flagged(report) if f[1].startswith("h") or f[1] == "honest"]
+    assert not [t for t in report["tests"] if t["test"] == "void_deal" and t["player"] == "w0"]
 
 
 @SLOW
@@ -174,7 +197,7 @@ def seat(
 
 def hand(no: int, seats: list[SeatFacts], *, table: str = "t", void: str | None = None) -> HandFacts:
     winner = next((s.seat for s in seats if s.won), None)
-    return HandFacts(f"{table}/{no}", table, no, tuple(seats), True, void, None if void else winner)
+    return HandFacts(f"{table}/{no}", table, no, tuple(seats), True, True, void, None if void else winner)
 
 
 def test_deal_advantage_counts_the_seats_beaten_in_left_out_hands() -> None:

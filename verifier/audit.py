@@ -231,11 +231,14 @@ def _table_counts(hands: Iterable[HandFacts]) -> dict[str, dict[str, int]]:
         c = out.setdefault(
             h.table_id,
             {"hands": 0, "revealed_hands": 0, "void": 0, "void_after_reveals": 0, "seat_hands": 0}
+            | {"window_hands": 0, "void_from_window": 0}
             | {"withheld": 0, "no_commit": 0, "left_out": 0, "turns": 0, "timeouts": 0, "clock_drops": 0},
         )
         c["hands"] += 1
         c["void"] += h.void is not None
         c["void_after_reveals"] += h.void_after_reveals
+        c["window_hands"] += h.reached_window
+        c["void_from_window"] += h.void_from_window
         if h.reached_reveals:
             c["revealed_hands"] += 1
             c["seat_hands"] += len(h.seats)
@@ -256,7 +259,7 @@ def table_tests(counts: dict[str, dict[str, int]]) -> list[Verdict]:
     tests = []
     for name, trials, events in (
         ("left_out_rate", "seat_hands", "left_out"),
-        ("void_rate", "revealed_hands", "void_after_reveals"),
+        ("void_rate", "window_hands", "void_from_window"),
         ("clock_rate", "turns", "timeouts"),
     ):
         room_n = sum(c[trials] for c in counts.values())
@@ -420,11 +423,11 @@ def render(report: dict[str, Any]) -> str:
     for f in report["table_checks"]:
         lines.append(f"  FAIL {', '.join(f['files'])}: check '{f['check']}' failed: {f['message']}")
     if report["tables"]:
-        rows = [["table", "hands", "void (after reveals)", "left out / seat-hands", "withheld", "no_commit"]]
+        rows = [["table", "hands", "void (from the reveal window)", "left out / seat-hands", "withheld", "no_commit"]]
         rows[0] += ["clock moves / turns", "clock drops"]
         for t in report["tables"]:
             rows.append(
-                [t["table"], f"{t['hands']:,}", f"{t['void']:,} ({t['void_after_reveals']:,})"]
+                [t["table"], f"{t['hands']:,}", f"{t['void']:,} ({t['void_from_window']:,})"]
                 + [_pct(t["left_out"], t["seat_hands"]), f"{t['withheld']:,}", f"{t['no_commit']:,}"]
                 + [_pct(t["timeouts"], t["turns"]), f"{t['clock_drops']:,}"]
             )

@@ -63,6 +63,9 @@ class HandFacts:
     hand_no: int
     seats: tuple[SeatFacts, ...]
     reached_reveals: bool  # the log holds the reveals (record 2): the server knew the deck
+    #: the log holds the commitments (record 1): the reveal window opened, and the server
+    #: may have known the deck before it wrote record 2 (every seed it waited for in)
+    reached_window: bool
     void: str | None  # the void record's reason
     winner: int | None  # a seat; None for a void hand
 
@@ -77,6 +80,12 @@ class HandFacts:
     @property
     def void_after_reveals(self) -> bool:
         return self.void is not None and self.reached_reveals
+
+    @property
+    def void_from_window(self) -> bool:
+        """Voided once the reveal window had opened (in it, or after the reveals): a
+        server that had every seed it waited for knew the deck, record 2 or not."""
+        return self.void is not None and self.reached_window
 
     def others_left_out(self, seat: int) -> bool:
         return any(s.left_out for s in self.seats if s.seat != seat)
@@ -159,6 +168,7 @@ def hand_facts(t: Mapping[str, Any], path: str = "") -> HandFacts:
         hand_no=int(t["hand_no"]),
         seats=tuple(seats),
         reached_reveals=bool(reveals),
+        reached_window=bool(reveals) or bool(_records(log, "commitments")),
         void=str(voids[0]["reason"]) if voids else None,
         winner=winner,
     )
