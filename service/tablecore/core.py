@@ -613,9 +613,8 @@ def _stored_untold(op: io.Op, hand: HandRun) -> bool:
     reload found them stored: they were never told."""
     if isinstance(op, io.StartOp):
         return op.hand_no == hand.hand_no
-    records = getattr(op, "records", ())
-    if not records or getattr(op, "hand_id", None) != hand.hand_id:
-        return False
-    last = records[-1]
+    if not isinstance(op, io.RecordsOp | io.UnseatOp) or not op.records or op.hand_id != hand.hand_id:
+        return False  # the other ops hold no record (a seed's, a finish's, a read)
+    last = op.records[-1]
     got = hand.recorder.records.get(int(last["i"])) if int(last["i"]) < len(hand.recorder.records) else None
     return got is not None and got["h"] == last["h"]
