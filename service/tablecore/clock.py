@@ -49,9 +49,15 @@ class Reachability:
     #: its hold at a deal no hand came of (and has been unable at every try since)
     unable: dict[str, int] = field(default_factory=dict)
 
-    def fault_over(self, now: int) -> None:
-        """The house serves again: every grace starts again from here."""
+    #: the last fault was a node that stood still: it learns of the connections lost
+    #: during it only as it moves again (``NOTICE_MS``, :meth:`disconnect`)
+    notices_late: bool = False
+
+    def fault_over(self, now: int, *, stood_still: bool = False) -> None:
+        """The house serves again: every grace starts again from here.  ``stood_still``:
+        the fault was this node standing still (its loop heard nothing meanwhile)."""
         self.recovered_at = now
+        self.notices_late = stood_still
         self.reach = dict.fromkeys(self.connected, now)
         self.left.clear()
         self.unable.clear()
@@ -62,15 +68,24 @@ class Reachability:
         self.left.pop(player_id, None)
 
     def disconnect(self, player_id: str, now: int, *, seated: bool) -> None:
-        """A player's connection is gone.  Learnt of within ``NOTICE_MS`` of a fault's
-        end by a player counted as connected then, the connection went during the
-        fault (a node that stood still hears of it only when it moves again): the
-        player could not reach the owner since, and its grace waits for it (D37).  A
-        seated player is away from now (D34, :meth:`away_since`)."""
+        """A player's connection is gone.  Learnt of within ``NOTICE_MS`` of the end of
+        a fault in which this node stood still, by a player counted as connected then,
+        the connection went during the fault (a node that stood still hears of it only
+        when it moves again): the player could not reach the owner since, and its grace
+        waits for it (D37).  After any other fault (a reload, a hung write) the node's
+        loop heard every disconnection as it came: one it hears after the fault's end is
+        the player's own, and changes nothing (D16; else a client that dropped its socket
+        just after a reload, and came back just before ``reach_ms``, kept its turn that
+        much longer: an audit found it).  A seated player is away from now (D34,
+        :meth:`away_since`)."""
         self.connected.discard(player_id)
         if seated:
             self.left[player_id] = now
-        if self.reach.get(player_id) == self.recovered_at and now - self.recovered_at <= NOTICE_MS:
+        if (
+            self.notices_late
+            and self.reach.get(player_id) == self.recovered_at
+            and now - self.recovered_at <= NOTICE_MS
+        ):
             del self.reach[player_id]
 
     def sat(self, player_id: str, now: int) -> None:

@@ -14,6 +14,7 @@ from service.tablecore.phase import HandPhase
 from service.tablecore.steps import Steps
 from service.telling import iso_ms
 from verifier.chain import commit_move, reveal_move
+from verifier.errors import RuleError
 from verifier.hand import Event, Leave, Status, action_from_json, action_to_json, seat_view
 from verifier.settle import hold_amount
 
@@ -170,6 +171,45 @@ class Commands(Steps):
         rec.check_signed(seat, prev, move, psig)
         i = len(rec.records) - 1
         return Judged(hand, seat, move, prev, psig, arrived=hand.next_t(now), i=i, clock=hand.clock)
+
+    def refusal_owes(self, cmd: io.Command) -> bool:
+        """D35: whether the house's refusal of ``cmd`` (``unavailable``: the table
+        reloading, or its write failed with ``cmd`` in the queue) owes its seat a whole
+        window from now.  Only a move its player signed, over a record of the hand in
+        progress, by a seat the running clock would charge: what a table would judge
+        (docs/fairness.md §15).  Anything else the house refuses (junk, a move for
+        another hand, unsigned, or by a seat no clock runs for) owes nothing (before, any
+        of it did, and a client sending junk at each reload kept its turn a whole window
+        from there instead of D32's grace: an audit found it)."""
+        hand = self.hand
+        if hand is None or hand.phase not in (HandPhase.COMMIT, HandPhase.REVEAL, HandPhase.PLAY):
+            return False
+        try:
+            hand, seat = self._hand_for(cmd)
+            if seat not in self.charged(hand):
+                return False
+            p, rec = cmd.payload, hand.recorder
+            if cmd.kind in ("commit", "reveal"):
+                if cmd.kind == "commit":
+                    prev, move = str(rec.records[0]["h"]), commit_move(seat, bytes.fromhex(p["commit"]))
+                else:
+                    prev = str(rec.records[1]["h"]) if len(rec.records) > 1 else rec.head
+                    move = reveal_move(seat, bytes.fromhex(p["seed"]))
+                sig = str(p["sig"])
+            elif cmd.kind == "action":
+                move = action_to_json(action_from_json({**p["action"], "seat": seat}))
+                prev, sig = p["prev"], p["sig"]
+            elif cmd.kind == "leave" and rec.state is not None:  # a leave in play is a move (D15)
+                psig = _signed(p, hand)
+                move, prev, sig = {"kind": "leave", "seat": seat}, psig["prev"], psig["sig"]
+            else:
+                return False
+            if not rec.knows(prev):
+                return False
+            rec.check_signed(seat, prev, move, sig)
+        except (RuleError, KeyError, TypeError, ValueError, AttributeError):
+            return False
+        return True
 
     @staticmethod
     def _in_phase(hand: HandRun, phase: HandPhase) -> None:

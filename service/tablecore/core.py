@@ -53,6 +53,9 @@ class TableCore(Commands):
         self.hand: HandRun | None = None
         self.mode = Mode.NEW
         self.queue: collections.deque[io.Command] = collections.deque()
+        #: cmd_id -> when a command came that arrived while a write was in flight and
+        #: after the clock had run out (the table's time): it does not go before the clock
+        self.arrivals: dict[int, int] = {}
         self.pending: io.Pending | None = None
         self.unsettled: io.Pending | None = None  # the op in flight when the store failed
         self.load_id: int | None = None
@@ -150,7 +153,13 @@ class TableCore(Commands):
     ) -> None:
         if cmd is not None:
             self.fx.append(io.Reply(cmd.cmd_id, result, error))
-            if error is not None and error.code in HOUSE_REFUSALS and cmd.kind in MOVES and self.last_now is not None:
+            if (
+                error is not None
+                and error.code in HOUSE_REFUSALS
+                and cmd.kind in MOVES
+                and self.last_now is not None
+                and self.refusal_owes(cmd)
+            ):
                 self.reach.refused[cmd.player_id] = self.last_now  # D35: its whole window from now
 
     # -- time ---------------------------------------------------------------------------
@@ -226,7 +235,7 @@ class TableCore(Commands):
             # This node stood still (frozen, or its loop blocked): nobody could reach it.
             # Measured on the clock: the table's time runs slower while it is ahead.
             log.warning("table %s: no beat for %d ms; every grace starts again", self.table_id, clock - last_clock)
-            self.reach.fault_over(now)
+            self.reach.fault_over(now, stood_still=True)
         elif last is not None and last_clock is not None and self.mode is Mode.SERVING:
             # A stall too short to be taken for standing still (a stop of a second or
             # two, a long collection, a starved process): the step comes late, and a
@@ -330,6 +339,10 @@ class TableCore(Commands):
         elif self.mode is Mode.WAITING:
             self.reply(cmd, error=unavailable())
         else:
+            if self.pending is not None and not self.paused:
+                due = self.due_by_rule(now)
+                if due is not None and due <= now:  # it came after the clock ran out
+                    self.arrivals[cmd.cmd_id] = now
             self.queue.append(cmd)
 
     def _snapshot(self, cmd: io.Command, now: int) -> None:
@@ -362,7 +375,20 @@ class TableCore(Commands):
             self._load(now)
         while self.mode is Mode.SERVING and self.pending is None:
             if self.queue:
+                arrived = self.arrivals.get(self.queue[0].cmd_id)
+                if arrived is not None:
+                    if self.advance(now):
+                        continue
+                    # D37: a move that waited in the queue is taken before the clock if
+                    # it came before the clock ran out; one that came after (as the rules
+                    # stood when it came) does not hold it.  Else commands that each cost
+                    # a write (a commitment sent again, a sit the store refuses), sent as
+                    # fast as the store answers, held every clock of the table for ever
+                    # (an audit found it: repro/test_flood_holds_the_clock.py)
+                    if self.fire(now, self.due(now)):
+                        continue
                 cmd = self.queue.popleft()
+                self.arrivals.pop(cmd.cmd_id, None)
                 if cmd.kind == "snapshot":  # a join that came before the table had loaded
                     self._snapshot(cmd, now)
                     continue
@@ -452,6 +478,7 @@ class TableCore(Commands):
         for cmd in self.queue:
             self.reply(cmd, error=unavailable())
         self.queue.clear()
+        self.arrivals.clear()
         wait = backoff(self.table_id, self.streak, self.cfg)
         if wait == 0:
             self._load(now)
@@ -591,6 +618,7 @@ class TableCore(Commands):
         for cmd in self.queue:
             self.reply(cmd, error=moved())
         self.queue.clear()
+        self.arrivals.clear()
         self.emit(io.LetGo(release, why))
 
     def refuse_all(self, error: ClientError) -> list[io.Effect]:
@@ -602,6 +630,7 @@ class TableCore(Commands):
         for cmd in self.queue:
             self.reply(cmd, error=error)
         self.queue.clear()
+        self.arrivals.clear()
         self.pending = self.unsettled = None
         self.mode = Mode.GONE
         return self.fx

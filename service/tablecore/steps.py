@@ -136,6 +136,12 @@ class Steps:
         """When the clock runs out next; None while the house is at fault or nothing waits."""
         if self.paused or self.pending is not None or self.facts is None:
             return None
+        return self.due_by_rule(now)
+
+    def due_by_rule(self, now: int) -> int | None:
+        """When the clock runs out next by the rules, a write in flight or not."""
+        if self.facts is None:
+            return None
         hand = self.hand
         if hand is not None:
             phase = hand.phase
