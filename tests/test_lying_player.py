@@ -9,7 +9,10 @@ of what a client that sends whatever it likes can gain in time, or cost the othe
 - junk refused ``unavailable`` while the table reloads owed its sender a whole window
   (D35) from the refusal: 19 s more than D32's grace;
 - a socket dropped just after a reload, and back just before ``reach_ms``, was taken
-  as lost during the fault (as after a node that stood still): its grace waited for it.
+  as lost during the fault (as after a node that stood still): its grace waited for it;
+- a seat that connected for a moment every ``away_ms`` at a table too few were
+  connected to deal at was never dealt in (the next try came a second later) nor stood
+  up (D34): any connection ended its time away, and the other player waited for ever.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from service.tablecore import io
 from service.tablecore.core import Mode
 from service.tablecore.phase import HandPhase
 from service.tablecore.state import CoreConfig
-from tests.test_tablecore import Harness
+from tests.test_tablecore import Harness, stood_at
 from verifier.chain import commit_move, move_body
 from verifier.fairness import PROTOCOL_V2, player_commit
 
@@ -173,3 +176,28 @@ def test_dropping_the_socket_just_after_a_reload_buys_no_time() -> None:
     assert hostile <= began + TURN + GRACE + 500, (
         f"a socket dropped 0.5 s after the reload kept the turn {hostile - began - TURN - GRACE} ms longer"
     )
+
+
+MINUTE = 60_000
+
+
+def test_an_absent_seat_that_flickers_is_stood_up_in_its_time_away() -> None:
+    """D34: a connection in which no deal was tried does not end a seat's time away:
+    the seat that comes for 5 ms every ``away_ms - 20`` s is stood up ``away_ms`` after
+    the load (it was never seen at a deal try), and the other player's table is free
+    to deal again."""
+    h = Harness(players=2, connected=False)
+    loaded = h.now
+    h.step(io.Reach("p0", True))  # p0 waits to play; p1 (hostile) is away
+    cfg = h.core.cfg
+    end = h.now + 10 * MINUTE
+    while h.now < end and "p1" not in stood_at(h):
+        h.advance(h.now + cfg.away_ms - 20_000)
+        h.step(io.Reach("p1", True))  # a moment's connection...
+        h.now += 5
+        h.step(io.Reach("p1", False))  # ...and gone again
+    assert "p1" in stood_at(h), "ten minutes on, p1 still holds its seat at a table that cannot deal without it"
+    at, reason, hand_no = stood_at(h)["p1"]
+    assert (reason, hand_no) == ("away", None)
+    assert loaded + cfg.away_ms <= at <= loaded + cfg.away_ms + 2 * cfg.next_hand_ms + 1000
+    assert not h.store.hands

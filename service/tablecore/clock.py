@@ -48,6 +48,13 @@ class Reachability:
     #: D34: since the last fault, when a connected seat was first found unable to cover
     #: its hold at a deal no hand came of (and has been unable at every try since)
     unable: dict[str, int] = field(default_factory=dict)
+    #: D34: a connected player's time away as it connected (its ``left``, or the last
+    #: fault's end), and how many deals had been tried then: a connection no deal was
+    #: tried in does not end its time away (else a seat that connected for a moment
+    #: every ``away_ms`` held the table for ever, never dealt in nor stood up: an audit
+    #: found it)
+    came: dict[str, tuple[int, int]] = field(default_factory=dict)
+    tries: int = 0  # D34: the deals tried (a hand started, or too few found to start one)
 
     #: the last fault was a node that stood still: it learns of the connections lost
     #: during it only as it moves again (``NOTICE_MS``, :meth:`disconnect`)
@@ -63,9 +70,10 @@ class Reachability:
         self.unable.clear()
 
     def connect(self, player_id: str, now: int) -> None:
+        if player_id not in self.connected:
+            self.came[player_id] = (self.left.pop(player_id, self.recovered_at), self.tries)
         self.connected.add(player_id)
         self.reach.setdefault(player_id, now)
-        self.left.pop(player_id, None)
 
     def disconnect(self, player_id: str, now: int, *, seated: bool) -> None:
         """A player's connection is gone.  Learnt of within ``NOTICE_MS`` of the end of
@@ -77,10 +85,13 @@ class Reachability:
         the player's own, and changes nothing (D16; else a client that dropped its socket
         just after a reload, and came back just before ``reach_ms``, kept its turn that
         much longer: an audit found it).  A seated player is away from now (D34,
-        :meth:`away_since`)."""
+        :meth:`away_since`) — or, when no deal was tried while it was connected, from
+        when it was away before it came."""
         self.connected.discard(player_id)
+        came = self.came.pop(player_id, None)
         if seated:
-            self.left[player_id] = now
+            # away from now; or, no deal tried since it came, still from when it was
+            self.left[player_id] = came[0] if came is not None and self.tries == came[1] else now
         if (
             self.notices_late
             and self.reach.get(player_id) == self.recovered_at

@@ -242,6 +242,7 @@ class Steps:
         assert facts is not None
         rules = facts.rules
         reach = self.reach
+        reach.tries += 1
         live = reach.connected
         candidates = tuple((s, p) for s, p in sorted(facts.seats.items()) if p in live)
         absent = tuple(p for p in facts.seats.values() if p not in live)

@@ -64,6 +64,10 @@ class Player:
     conn: TableCore | None = None  # the core this player's socket is attached to
     connected_at: int = 0
     left_at: int = 0  # when its socket to the table's owner last went
+    #: D34: since when its time away counts: its last disconnection from a connection
+    #: in which the owner tried a hand (a moment's connection with no deal tried in it
+    #: does not end a seat's time away)
+    away_from: int = 0
     look_gen: int = 0
     slow_until: int = 0
     seeds: dict[int, bytes] = field(default_factory=dict)  # hand id -> my seed
@@ -98,6 +102,7 @@ class SimTable:
     # owner first told it (the record's update, or a ``resumed`` whose reload found it)
     told: dict[tuple[Any, int], int] = field(default_factory=dict)
     cmds: dict[int, tuple[str, str]] = field(default_factory=dict)  # command id -> (player, kind)
+    tried_at: int = -1  # D34: when the owner last tried a hand (its StartOp)
     seq: int = 0
     # the last inputs and what each did; formatted only when a failure is reported (lines())
     trace: deque[Any] = field(default_factory=lambda: deque(maxlen=80))
@@ -251,6 +256,8 @@ class World:
             if isinstance(e, io.Write):
                 if isinstance(e.op, io.StandAwayOp):
                     self._stand_away(t, core, e.op)
+                elif isinstance(e.op, io.StartOp) and core is t.core:
+                    t.tried_at = self.now
                 self._write(t, core, e, charges)
                 charges = []
             elif isinstance(e, io.Load):
@@ -584,6 +591,8 @@ class World:
         p.conn = None
         if old is not None and not old.gone and old is t.core:
             p.left_at = self.now
+            if t.tried_at > p.connected_at:  # (a try at the same moment may have come first)
+                p.away_from = self.now
             self.feed(t, old, io.Reach(p.pid, False))
         if reconnect:
             delay = after if after is not None else t.rng.randrange(100, 4000)
@@ -748,15 +757,16 @@ class World:
     def _stand_away(self, t: SimTable, core: TableCore, op: io.StandAwayOp) -> None:
         """D34: a seat stood up for its time away is one nobody has played from for
         ``away_ms``, the house's faults not counted: its player has had no socket to the
-        table's owner since at least ``away_ms`` ago, and the house has not been at
-        fault since then either."""
+        table's owner in which a hand was tried since at least ``away_ms`` ago (a
+        moment's connection with no deal tried in it does not count), and the house has
+        not been at fault since then either."""
         self.stood_away += len(op.players)
         for p in t.players:
             if p.pid not in op.players:
                 continue
             if p.conn is core:
                 raise Violation(self.now, t.tid, f"{p.pid} stood up as away while connected (D34)")
-            since = max(p.left_at, t.ok_at)
+            since = max(p.away_from, t.ok_at)
             if t.fault_open or self.now - since < self.cfg.away_ms:
                 raise Violation(
                     self.now,
