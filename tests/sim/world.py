@@ -551,8 +551,9 @@ class World:
         """D37: a seat charged as the node woke from a stall while its move for that
         window, arrived before the window's ordinary end, waited unread.  A stall the
         loop's meter has not counted whose wake came no more than ``jitter_ms`` after
-        it was due (``late``) is the loop's jitter: a move read that late is late, as one
-        the network held as long."""
+        it was due (``late``) is the loop's jitter, as far as the core can tell: the
+        simulator steps the wake first, the worst order (the real shell reads its
+        sockets first at a wake for the clock, TableActor._read_first)."""
         hand = self.store.hands.get(c.hand_id)
         if hand is None or c.began is None:
             return None
