@@ -47,8 +47,9 @@ def percentile(values: Sequence[float], q: float) -> float:
     return v[min(len(v) - 1, max(0, round(q * (len(v) - 1))))]
 
 
-def serve_command(port: int, data_dir: Path, dsn: str, *extra: str, verbose: bool = False) -> list[str]:
-    """One ``rummy-table serve`` worker with the fast clocks the drills use."""
+def serve_command(port: int, data_dir: Path, dsn: str | None, *extra: str, verbose: bool = False) -> list[str]:
+    """One ``rummy-table serve`` worker with the fast clocks the drills use (``dsn``
+    None: its embedded PostgreSQL in ``data_dir``)."""
     return [
         sys.executable,
         "-m",
@@ -61,8 +62,7 @@ def serve_command(port: int, data_dir: Path, dsn: str, *extra: str, verbose: boo
         str(port),
         "--data-dir",
         str(data_dir),
-        "--database-url",
-        dsn,
+        *(["--database-url", dsn] if dsn is not None else []),
         "--seed-seconds",
         "2",
         "--next-hand-delay",

@@ -70,6 +70,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench.common import free_port, serve_command  # noqa: E402
 from tests.wsclient import Client  # noqa: E402
 from verifier.fairness import player_commit  # noqa: E402
 from verifier.signing import Signer  # noqa: E402
@@ -79,8 +80,6 @@ OPERATOR = "stall-drill-" + secrets.token_hex(6)
 
 TURN_SECONDS = 3  # the table's turn clock: short, so a trial takes a few seconds
 MAX_MISSED_TURNS = 100  # the most a table allows: a seat charged in every trial is never dropped
-SEED_SECONDS = 2.0  # serve --seed-seconds: the commit and reveal windows
-NEXT_HAND_DELAY_S = 0.5  # serve --next-hand-delay
 TABLE_SEATS = 4
 POINT_VALUE = 1
 DEPOSIT = 10_000_000  # HT minor units each player gets: many hands' holds
@@ -158,35 +157,6 @@ class Trial:
 # -- the server ------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def serve_command(port: int, data_dir: Path) -> list[str]:
-    """``serve`` with one worker, the embedded PostgreSQL in ``data_dir``, INFO logs."""
-    return [
-        sys.executable,
-        "-m",
-        "service.cli",
-        "-v",
-        "serve",
-        "--workers",
-        "1",
-        "--port",
-        str(port),
-        "--data-dir",
-        str(data_dir),
-        "--seed-seconds",
-        str(SEED_SECONDS),
-        "--next-hand-delay",
-        str(NEXT_HAND_DELAY_S),
-    ]
-
-
 @dataclass
 class Server:
     tree: Path
@@ -207,7 +177,11 @@ class Server:
         env.pop("DATABASE_URL", None)
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
-                serve_command(self.port, self.workdir / "data"), cwd=self.workdir, env=env, stdout=log, stderr=log
+                serve_command(self.port, self.workdir / "data", None, verbose=True),
+                cwd=self.workdir,
+                env=env,
+                stdout=log,
+                stderr=log,
             )
 
     async def wait_ready(self, session: aiohttp.ClientSession) -> None:

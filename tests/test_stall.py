@@ -94,6 +94,19 @@ async def a_turn(api: Api, server: Running) -> AsyncIterator[Turn]:
         yield Turn(table, hand_no, actor, clock, c, other)
 
 
+async def draw_across_a_stall(t: Turn, before: float, jump: float) -> None:
+    """The seat on turn sends its draw ``before`` s before the turn's end, and the node
+    stalls ``jump`` s before it reads it: the draw is taken (before the fixes the clock
+    drew for the seat first, and its draw was refused ``stale_head``), no clock move."""
+    await to_before_the_deadline(t.actor, t.clock, before)
+    draw = send_draw(t.on_turn, t.table, t.hand_no)
+    await asyncio.sleep(0)  # the draw is written to the socket; the server has not read it yet
+    stall(t.actor, t.clock, jump)
+    drawn = await draw
+    assert drawn["type"] == "reply", drawn
+    assert clock_moves(t.on_turn) == [], "the seat was charged for the node's stall"
+
+
 async def discard_and_finish(api: Api, t: Turn) -> None:
     """The seat on turn discards (its turn kept what it had left), both leave, and the
     hand's transcript verifies with no timeout in it."""
@@ -120,13 +133,7 @@ async def test_a_draw_sent_before_a_short_stall_across_the_deadline_is_taken_and
     async with a_turn(api, server) as t:
         # last awake 1.5 s before the turn's end; the wake comes 0.9 s after it (a
         # 2.4 s gap: under the 3 s of a freeze, which would give every seat its grace)
-        await to_before_the_deadline(t.actor, t.clock, 1.5)
-        draw = send_draw(t.on_turn, t.table, t.hand_no)
-        await asyncio.sleep(0)  # the draw is written to the socket; the server has not read it yet
-        stall(t.actor, t.clock, 2.4)
-        drawn = await draw
-        assert drawn["type"] == "reply", drawn  # before: stale_head, the clock had drawn for the seat
-        assert clock_moves(t.on_turn) == [], "the seat was charged for the node's stall"
+        await draw_across_a_stall(t, 1.5, 2.4)
         held = t.actor.core.hand.owed if t.actor.core.hand is not None else {}
         assert held, "the stall was not seen (it was taken for a freeze, or for nothing)"
         await discard_and_finish(api, t)
@@ -141,13 +148,7 @@ async def test_a_draw_sent_before_a_stall_of_a_tenth_of_a_second_across_the_dead
     draw, read only after the stall, is taken; its discard follows within what it kept.
     (Before, the clock drew for the seat and its own draw was refused ``stale_head``.)"""
     async with a_turn(api, server) as t:
-        await to_before_the_deadline(t.actor, t.clock, 0.05)
-        draw = send_draw(t.on_turn, t.table, t.hand_no)
-        await asyncio.sleep(0)  # the draw is written to the socket; the server has not read it yet
-        stall(t.actor, t.clock, 0.15)
-        drawn = await draw
-        assert drawn["type"] == "reply", drawn
-        assert clock_moves(t.on_turn) == [], "the seat was charged for the node's stall"
+        await draw_across_a_stall(t, 0.05, 0.15)
         hand = t.actor.core.hand
         assert hand is not None and hand.settled and hand.owed, "the short stall was not seen"
         c = t.on_turn
