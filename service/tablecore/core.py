@@ -384,7 +384,7 @@ class TableCore(Commands):
                     # stood when it came) does not hold it.  Else commands that each cost
                     # a write (a commitment sent again, a sit the store refuses), sent as
                     # fast as the store answers, held every clock of the table for ever
-                    # (an audit found it: repro/test_flood_holds_the_clock.py)
+                    # (an audit found it: tests/test_lying_player.py)
                     if self.fire(now, self.due(now)):
                         continue
                 cmd = self.queue.popleft()
