@@ -16,6 +16,7 @@ from service.telling import iso_ms
 from verifier.chain import commit_move, reveal_move
 from verifier.errors import RuleError
 from verifier.hand import Event, Leave, Status, action_from_json, action_to_json, seat_view
+from verifier.record import HandRecorder
 from verifier.settle import hold_amount
 
 
@@ -190,11 +191,8 @@ class Commands(Steps):
                 return False
             p, rec = cmd.payload, hand.recorder
             if cmd.kind in ("commit", "reveal"):
-                if cmd.kind == "commit":
-                    prev, move = str(rec.records[0]["h"]), commit_move(seat, bytes.fromhex(p["commit"]))
-                else:
-                    prev = str(rec.records[1]["h"]) if len(rec.records) > 1 else rec.head
-                    move = reveal_move(seat, bytes.fromhex(p["seed"]))
+                value = bytes.fromhex(p["commit" if cmd.kind == "commit" else "seed"])
+                prev, move = _seed_move(rec, seat, cmd.kind, value)
                 sig = str(p["sig"])
             elif cmd.kind == "action":
                 move = action_to_json(action_from_json({**p["action"], "seat": seat}))
@@ -221,10 +219,7 @@ class Commands(Steps):
         hand, seat = self._hand_for(cmd)
         value, psig = bytes.fromhex(cmd.payload[kind if commit else "seed"]), str(cmd.payload["sig"])
         rec = hand.recorder
-        if commit:
-            prev, move = str(rec.records[0]["h"]), commit_move(seat, value)
-        else:  # before record 1 there is no such prev
-            prev, move = (str(rec.records[1]["h"]) if len(rec.records) > 1 else rec.head), reveal_move(seat, value)
+        prev, move = _seed_move(rec, seat, kind, value)
         judged = self.judged = self._judge(hand, seat, move, prev, psig, now)
         self._in_phase(hand, HandPhase.COMMIT if commit else HandPhase.REVEAL)
         held = hand.commits if commit else hand.seeds
@@ -396,6 +391,15 @@ _HANDLERS = {
     "close": Commands._operator_close,
     "stand": Commands._operator_stand,
 }
+
+
+def _seed_move(rec: HandRecorder, seat: int, kind: str, value: bytes) -> tuple[str, dict[str, Any]]:
+    """A commitment's or a seed's move (§9) and the record it is signed over: record
+    0's link for a commit; record 1's for a reveal (before record 1 there is no such
+    prev: the head)."""
+    if kind == "commit":
+        return str(rec.records[0]["h"]), commit_move(seat, value)
+    return (str(rec.records[1]["h"]) if len(rec.records) > 1 else rec.head), reveal_move(seat, value)
 
 
 def _signed(payload: dict[str, Any], hand: HandRun) -> dict[str, Any]:

@@ -53,9 +53,9 @@ class TableCore(Commands):
         self.hand: HandRun | None = None
         self.mode = Mode.NEW
         self.queue: collections.deque[io.Command] = collections.deque()
-        #: cmd_id -> when a command came that arrived while a write was in flight and
-        #: after the clock had run out (the table's time): it does not go before the clock
-        self.arrivals: dict[int, int] = {}
+        #: the cmd_ids of commands that came while a write was in flight and after the
+        #: clock had run out: they do not go before the clock
+        self.arrivals: set[int] = set()
         self.pending: io.Pending | None = None
         self.unsettled: io.Pending | None = None  # the op in flight when the store failed
         self.load_id: int | None = None
@@ -342,7 +342,7 @@ class TableCore(Commands):
             if self.pending is not None and not self.paused:
                 due = self.due_by_rule(now)
                 if due is not None and due <= now:  # it came after the clock ran out
-                    self.arrivals[cmd.cmd_id] = now
+                    self.arrivals.add(cmd.cmd_id)
             self.queue.append(cmd)
 
     def _snapshot(self, cmd: io.Command, now: int) -> None:
@@ -375,8 +375,7 @@ class TableCore(Commands):
             self._load(now)
         while self.mode is Mode.SERVING and self.pending is None:
             if self.queue:
-                arrived = self.arrivals.get(self.queue[0].cmd_id)
-                if arrived is not None:
+                if self.queue[0].cmd_id in self.arrivals:
                     if self.advance(now):
                         continue
                     # D37: a move that waited in the queue is taken before the clock if
@@ -388,7 +387,7 @@ class TableCore(Commands):
                     if self.fire(now, self.due(now)):
                         continue
                 cmd = self.queue.popleft()
-                self.arrivals.pop(cmd.cmd_id, None)
+                self.arrivals.discard(cmd.cmd_id)
                 if cmd.kind == "snapshot":  # a join that came before the table had loaded
                     self._snapshot(cmd, now)
                     continue
