@@ -44,7 +44,7 @@ from service import views
 from verifier import strategy
 from verifier.chain import commit_move, move_body, player_body, reveal_move
 from verifier.echo import Fault, Sent, echo_faults
-from verifier.fairness import player_commit
+from verifier.fairness import canonical, player_commit
 from verifier.forks import Fork, Seen, fork_with, note
 from verifier.hand import HandState, Phase, Seat, Status, TableRules, action_to_json
 from verifier.record import PROTOCOL
@@ -79,6 +79,15 @@ class _Reconnect(Exception):
 class _JoinLater(Exception):
     """The node could not serve our join yet (the table is between nodes, its database
     is away…): connect to it again after the backoff; it sends us on once it knows."""
+
+
+def _same_json(a: Any, b: Any) -> bool:
+    """Equal as JSON values (``true`` is not ``1``); a value that is not JSON data is
+    equal to nothing."""
+    try:
+        return canonical(a) == canonical(b)
+    except (TypeError, ValueError):
+        return False
 
 
 @dataclass
@@ -116,6 +125,8 @@ class Bot:
     _evidence_hands: dict[tuple[Any, Any], None] = field(default_factory=dict)  # hands with evidence, oldest first
     _seeds: dict[int, bytes] = field(default_factory=dict)  # hand_no -> our seed
     _headers_kept: set[tuple[str, int]] = field(default_factory=set)  # (table, hand_no) whose header we kept
+    _rules: dict[str, Any] | None = None  # the table's rules as we first saw them, when we sat (D38)
+    shunned: dict[int, str] = field(default_factory=dict)  # hand_no -> why we sign nothing in it (its header)
     _hand_no: int | None = None
     _first_hand: int | None = None  # the first hand of this table we heard of: catch-up starts there
     _http: aiohttp.ClientSession | None = None
@@ -439,6 +450,8 @@ class Bot:
         """Where we stand, after a (re)connect or a table's reload: our seat, and what
         the hand in progress still needs from us."""
         self._seat_from(snap.get("seats", {}))
+        if self._rules is None and isinstance(snap.get("rules"), dict):
+            self._rules = snap["rules"]
         hand = snap.get("hand")
         await self._catch_up(hand["hand_no"] if isinstance(hand, dict) else None)
         if self.seat is None and self._leaving is None and not self.left:
@@ -533,9 +546,11 @@ class Bot:
         if entry is None:
             return  # we sit this hand out
         self._keep_header(header_record, entry["seat"])
-        if entry.get("player_key") != self.key.public_bytes.hex():
-            # Key substitution: the signed header and our own player item prove it (§15.4).
-            log.error("bot %s: hand %d lists another key for us; not committing", self.player_id, hand_no)
+        wrong = self._wrong_header(hand_no, header, entry)
+        if wrong is not None:
+            # The signed header we keep (and our player item) are the proof (§15.3, §15.4, D38).
+            log.error("bot %s: hand %d's header %s; signing nothing in it", self.player_id, hand_no, wrong)
+            self.shunned[hand_no] = wrong
             return
         self.seat = entry["seat"]
         seed = self._seeds.setdefault(hand_no, secrets.token_bytes(32))
@@ -547,6 +562,33 @@ class Bot:
             move,
             header_record["h"],
         )
+
+    def _wrong_header(self, hand_no: int, header: dict[str, Any], entry: dict[str, Any]) -> str | None:
+        """Why we must not commit to this header, or None: it lists another key for our
+        seat (§15.4), names another table or hand than the one being dealt, or gives
+        other rules than the table we sat at (RULES.md D38)."""
+        if entry.get("player_key") != self.key.public_bytes.hex():
+            return "lists another key for us"
+        if (header.get("table_id"), header.get("hand_no")) != (self.table_id, hand_no):
+            return f"is for table {header.get('table_id')} hand {header.get('hand_no')}"
+        rules = self._table_rules(hand_no)
+        if rules is not None and not _same_json(header.get("rules"), rules):
+            return f"gives other rules than the table's: {header.get('rules')} for {rules}"
+        return None
+
+    def _table_rules(self, hand_no: int) -> Any:
+        """The table's rules, which never change (D38): as the server signed them in the
+        header of another hand of the table that we kept (signed word beats a snapshot),
+        else as the table showed them when we first joined; None if we know neither."""
+        kept = [
+            e["body"]
+            for e in self.evidence
+            if e.get("purpose") == "header"
+            and isinstance(e.get("body"), dict)
+            and e["body"].get("table_id") == self.table_id
+            and e["body"].get("hand_no") != hand_no
+        ]
+        return kept[-1].get("rules") if kept else self._rules
 
     async def _reveal(self, hand_no: int, commitments_record: dict[str, Any]) -> None:
         commits = {c["seat"]: c["commit"] for c in commitments_record["commitments"]["commits"]}
@@ -649,6 +691,8 @@ class Bot:
             return
         me = view["me"]
         head = self._head
+        if hand_no in self.shunned:
+            return  # its header is not one we sign under (_wrong_header)
         if view["turn"] != me["seat"] or me["status"] != "playing" or head is None or self._acted_on == head:
             return
         self._acted_on = head

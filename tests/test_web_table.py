@@ -987,7 +987,10 @@ async def test_a_header_listing_another_key_gets_no_commitment_and_a_hand_ended_
             signed = [r for r in transcript["log"] if r.get("psig") and r["action"]["seat"] == seat["seat"]]
             assert signed == []
             evidence = await page.evaluate(f"RummyTable.evidence({transcript['hand_no']})")
-            assert evidence and all(e["purpose"] == "head" for e in evidence)
+            # heads, and the header it refused (its proof, §15): no ack, no player item — nothing signed
+            assert {e["purpose"] for e in evidence} == {"head", "header"}
+            (kept,) = [e for e in evidence if e["purpose"] == "header"]
+            assert kept["body"] == header and kept["sig"] == transcript["log"][0]["sig"]
             assert "Warning: hand" in (await page.text_content("#log") or "")
             row = page.locator(f'#results-table tr[data-seat="{seat["seat"]}"]')
             assert (await row.locator("td.how").text_content() or "").strip() == "dropped by the clock"

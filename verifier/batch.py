@@ -12,6 +12,8 @@ run over the hands that verified, per table:
 - ``fork`` — no two different signed transcripts of one table and hand;
 - ``downgrade`` — no rummy-pf/v1 hand numbered at or after a rummy-pf/v2 hand of the
   same table (the switch to v2 is one way), whatever ``allow_v1`` says.
+- ``rules`` — every signed hand of a table has the same ``rules_id`` (a table's
+  rules never change, RULES.md D38).
 
 An evidence file given with a directory is checked against every transcript it holds
 items for; a transcript it holds none for skips ``evidence``, and evidence with no
@@ -72,6 +74,9 @@ class FileResult:
     claimed: tuple[str, str, int] | None = None  # (protocol, table_id, hand_no)
     signed: bool = False  # its server signatures verified (check ``signature`` passed)
     evidence: dict[str, int] | None = None  # the evidence counts of §15, when evidence was given
+    # for ``rules``: the header's rules_id and the key that signed it (when ``format`` passed)
+    rules_id: str | None = None
+    server_key: str | None = None
 
 
 @dataclass(frozen=True)
@@ -118,6 +123,7 @@ def verify_and_read(path: str, job: Settings) -> tuple[FileResult, dict[str, Any
         header = t["log"][0]["header"]
         out.table_id, out.hand_no = str(t["table_id"]), int(t["hand_no"])
         out.prev_head, out.head, out.signature = str(header["prev_head"]), str(t["head"]), str(t["signature"])
+        out.rules_id, out.server_key = str(header["rules_id"]), str(header["public_key"])
     return out, t if report.ok else None
 
 
@@ -165,7 +171,7 @@ def run_jobs(paths: list[str], settings: Settings, processes: int) -> Iterator[F
 
 @dataclass
 class Finding:
-    """A directory-level failure (chain, gap, fork, downgrade, evidence) and the files
+    """A directory-level failure (chain, gap, fork, downgrade, rules, evidence) and the files
     it marks failed (none for evidence that fits no transcript)."""
 
     check: str
@@ -183,7 +189,7 @@ def table_findings(results: Iterable[FileResult]) -> list[Finding]:
     for r in results:
         if r.table_id is not None and r.hand_no is not None:
             present.setdefault(r.table_id, {}).setdefault(r.hand_no, []).append(r)
-    out: list[Finding] = downgrades(results)
+    out: list[Finding] = downgrades(results) + changed_rules(results)
     for table in sorted(present):
         hands = present[table]
         numbers = sorted(hands)
@@ -222,6 +228,36 @@ def table_findings(results: Iterable[FileResult]) -> list[Finding]:
                             [r.path],
                         )
                     )
+    return out
+
+
+def changed_rules(results: Iterable[FileResult]) -> list[Finding]:
+    """§14 ``rules``: a table's rules never change (RULES.md D38), so every hand of a
+    table whose server signatures verify has one ``rules_id`` — among the hands
+    signed by one key (a transcript under another key is no signature of this
+    server's: anyone can make one)."""
+    seen: dict[tuple[str, str], dict[str, list[FileResult]]] = {}
+    for r in results:
+        if r.signed and r.table_id is not None and r.rules_id is not None and r.server_key is not None:
+            seen.setdefault((r.table_id, r.server_key), {}).setdefault(r.rules_id, []).append(r)
+    out: list[Finding] = []
+    for (table, _), by_rules in sorted(seen.items()):
+        if len(by_rules) < 2:
+            continue
+        groups = sorted(by_rules.values(), key=lambda rs: min(r.hand_no or 0 for r in rs))
+        hands = "; ".join(
+            "hands " + ", ".join(str(n) for n in sorted({r.hand_no for r in rs if r.hand_no is not None}))
+            for rs in groups
+        )
+        files = sorted(r.path for rs in groups for r in rs)
+        out.append(
+            Finding(
+                "rules",
+                f"table {table} was dealt under {len(groups)} different rule sets, each signed by the server ({hands});"
+                " a table's rules never change (RULES.md D38)",
+                files,
+            )
+        )
     return out
 
 

@@ -89,6 +89,26 @@ def check_header(j: Judge, body: Mapping[str, Any]) -> Outcome:
     return "checked"
 
 
+def check_table_rules(j: Judge, n: int, item: Mapping[str, Any]) -> None:
+    """§15.3, RULES.md D38: the header of another hand of this table, if the server
+    signed it with this transcript's key, gives this hand's rules — a table's rules
+    never change.  (One signed with another key is another era's, §16: counted with
+    the other hands, as any item of another hand.)"""
+    body = item["body"]
+    if not signature_ok(j.server, PROTOCOL_V2, "header", body, item["sig"]):
+        return
+    header = j.ctx.s.header
+    for name in ("rules", "rules_id"):
+        if not same(body.get(name), header[name]):
+            fail(
+                f"evidence item {n} (header): the server signed hand {body['hand_no']} of table {body['table_id']}"
+                f" with other {name} than this hand's; a table's rules never change (RULES.md D38)",
+                0,
+                body.get(name),
+                header[name],
+            )
+
+
 def check_player(j: Judge, body: Mapping[str, Any]) -> Outcome:
     """§15.4: the player's own word, signed by the key it names: it fails nothing
     (anyone can sign one for any key and seat — a player could "prove" a substitution
@@ -465,6 +485,8 @@ def check_evidence(ctx: Ctx) -> Skip | None:
         item = _typed_item(raw, n)
         body, purpose = item["body"], item["purpose"]
         if body["table_id"] != t["table_id"] or body["hand_no"] != t["hand_no"]:
+            if purpose == "header" and body["table_id"] == t["table_id"]:
+                check_table_rules(j, n, item)
             counts["other_hands"] += 1
             continue
         where = f"evidence item {n} ({purpose})"

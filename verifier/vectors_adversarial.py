@@ -799,6 +799,7 @@ def downgrade_folder() -> Case:
 
 
 def cases() -> list[Case]:
+    from verifier.vectors_adversarial_rules import rules_changed
     from verifier.vectors_adversarial_voids import audit_2026_12_07, void_before_the_commitments_with_another_record_0
 
     base = two_players()
@@ -819,6 +820,7 @@ def cases() -> list[Case]:
         receipts_still_read(base),
         *void_before_the_commitments_with_another_record_0(),
         *audit_2026_12_07(base),
+        *rules_changed(),
     ]
     names = [c.name for c in out]
     assert len(set(names)) == len(names)

@@ -1,7 +1,8 @@
 /* rummy-pf browser verifier: check 14, `evidence` (docs/fairness.md §15): the
    items a player keeps (acks, heads, the header it accepted, its player key,
    receipts), judged against the transcript; D35 for refusals the rules do not
-   justify.  A player item is the player's word: it fails nothing, and a key the
+   justify; a header the server signed for another hand of the same table, held to this
+   hand's rules (rule 3, RULES.md D38).  A player item is the player's word: it fails nothing, and a key the
    header does not list for its seat is the warning key_claim (§14), which verify.js
    reports from ctx.keyClaims.  Loaded after verify.js and verify-play.js; registers
    itself there. */
@@ -58,7 +59,8 @@
     const b = item.body;
     if (!isPlainObject(b)) return "its body is not an object";
     if (p === "header") {
-      // the header's own fields are judged by rule 3 (equal to the transcript's header)
+      // the header's own fields are judged by rule 3 (equal to the transcript's header; for another
+      // hand of the same table, signed by the header's key, its rules and rules_id: checkOtherHeader)
       if (!isId(b.table_id) || !isInt(b.hand_no, 1, HAND_NO_MAX)) return "a header body without a table_id and a hand_no";
       return null;
     }
@@ -490,6 +492,52 @@
     return false;
   }
 
+  /** The fields of §4's R, in the order the messages name them. */
+  const RULE_FIELDS = ["commission_bps", "max_missed_turns", "min_players", "point_value", "seats", "turn_seconds"];
+
+  /** What differs between this hand's rules (the transcript header's) and another header's,
+      as text ("commission_bps 500 here, 700 in hand 1; rules_id …"), or "" when nothing does. */
+  function rulesDiffer(hd, b) {
+    const where = "in hand " + b.hand_no;
+    const out = [];
+    if (!isPlainObject(b.rules)) out.push("rules " + show(hd.rules) + " here, " + show(b.rules) + " " + where);
+    else {
+      const extra = Object.keys(b.rules).filter((f) => !RULE_FIELDS.includes(f)).sort();
+      for (const f of RULE_FIELDS.concat(extra)) {
+        if (!jsonEqual(b.rules[f], hd.rules[f])) out.push(f + " " + show(hd.rules[f]) + " here, " + show(b.rules[f]) + " " + where);
+      }
+    }
+    if (b.rules_id !== hd.rules_id) out.push("rules_id " + show(hd.rules_id) + " here, " + show(b.rules_id) + " " + where);
+    return out.join("; ");
+  }
+
+  /** rule 3 for an item of another hand of the same table (its body's table_id the transcript's,
+      its hand_no another): a header item whose signature verifies under the transcript header's
+      public_key has this hand's rules and rules_id — a table's rules never change (RULES.md D38),
+      so two rule sets the server signed for one table are its proof that it changed them. One
+      whose signature does not verify under that key (the key was rotated in between, §16) is
+      counted with the other hands and ignored, as is every other item of another hand (classify
+      counts them all as other_hand; formProblem has checked their form). */
+  async function checkOtherHeader(ctx, k, item) {
+    const T = ctx.t;
+    const hd = ctx.header;
+    const b = item.body;
+    if (item.purpose !== "header" || b.table_id !== T.table_id || b.hand_no === T.hand_no) return;
+    const v = await verifySig(true, hd.public_key, "header", b, item.sig);
+    if (!v.ok) return;
+    const differ = rulesDiffer(hd, b);
+    if (differ === "") return;
+    const f = new CheckFailure(
+      "evidence",
+      "evidence item " + k + " (header): the server signed hand " + b.hand_no + " of table " + T.table_id + " with other rules than this hand's (" + differ + "): a table's rules never change (RULES.md D38)",
+      0,
+      show({ rules: hd.rules, rules_id: hd.rules_id }),
+      show({ rules: b.rules, rules_id: b.rules_id })
+    );
+    f.item = k;
+    throw f;
+  }
+
   /** rule 8: the refusals of a commit (a reveal) the void came before that owed the seat its
       window — rule 7 holds of them up to D35, whose check needs record 1 (2), which the log
       never reached — as the set of their indices. A refusal the rules justify, or an ack that
@@ -548,6 +596,8 @@
         throw f;
       }
       if (classes[k] === "applied") await checkItem(ctx, k, items[k]);
+      // rule 3: a header the server signed for another hand of this table has this hand's rules
+      else if (classes[k] === "other_hand") await checkOtherHeader(ctx, k, items[k]);
     }
     // rule 1: at least one item is for this hand (its table and hand); one counted after_void (rule 8) is
     if (c.applied + c.after_void === 0) none();

@@ -1,6 +1,6 @@
 /* The player's evidence (docs/fairness.md §15): every signed object the server sends
    (acks, heads, receipts — kept whatever their purpose, without duplicates), the
-   signed header the page accepted before it committed, and the page's own `player`
+   signed header of every hand the player is seated in, and the page's own `player`
    item (its key and seat, signed by that key).  Kept per hand in localStorage, so a
    reload keeps it; the download is exactly an evidence file, a JSON array of
    {purpose, body, sig}. */
@@ -38,6 +38,28 @@ export function keepEvidence(playerId, item) {
     store.setJSON(indexName, index);
   }
   return true;
+}
+
+/** The headers this browser kept of a table's other hands: with a hand's own items
+    they hold it to the table's rules, which never change (§15 rule 3, RULES.md D38). */
+export function tableHeadersOf(playerId, tableId, handNo) {
+  const prefix = name(playerId, tableId, "");
+  const out = [];
+  for (const key of store.getJSON("evidence-index." + playerId, [])) {
+    if (!key.startsWith(prefix) || key === name(playerId, tableId, handNo)) continue;
+    for (const x of store.getJSON(key, [])) {
+      if (x && x.purpose === "header" && x.body && x.body.table_id === tableId && x.body.hand_no !== handNo) out.push(x);
+    }
+  }
+  return out;
+}
+
+/** The table's rules as the server signed them in the newest kept header of another
+    of its hands, or null: a table's rules never change (D38), and signed word beats
+    what a snapshot says. */
+export function keptRules(playerId, tableId, handNo) {
+  const headers = tableHeadersOf(playerId, tableId, handNo);
+  return headers.length ? headers[headers.length - 1].body.rules : null;
 }
 
 /** §15's header item: the signed header (record 0) the page accepted. */

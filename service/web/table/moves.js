@@ -9,7 +9,7 @@ import { signedItems } from "./connection.js";
 import { ht } from "./dom.js";
 import { echoFaults, evidenceOf, forkOf, headerItem, keepEvidence, playerItem } from "./evidence.js";
 import { moveBody, serverSigned, sign } from "./keys.js";
-import { S, logLine, mySeat } from "./state.js";
+import { S, logLine, mySeat, signable } from "./state.js";
 import { forgetSeed, knownSeed, seedFor } from "./store.js";
 
 const R = window.RummyPF;
@@ -66,7 +66,7 @@ export function keep(item) {
 export async function commit(hand) {
   const t = S.t;
   if (!t || hand.committed || hand.working || hand.seat === null || hand.ended) return;
-  if (!hand.keyOk) return; // the header lists another key: the person was warned
+  if (!signable(hand)) return; // the header lists another key, or is not this table's hand or rules: the person was warned
   hand.working = true;
   try {
     // the header this page accepts, and its own key and seat: evidence (§15)
@@ -92,7 +92,7 @@ export async function commit(hand) {
 export async function reveal(hand) {
   const t = S.t;
   if (!t || hand.revealed || hand.working || hand.seat === null || !hand.commitments || hand.ended) return;
-  if (!hand.keyOk) return;
+  if (!signable(hand)) return;
   const entry = hand.commitments.commitments.commits.find((c) => c.seat === hand.seat);
   if (!entry || !entry.commit) {
     logLine(t, "Your seed was not committed in time: you play this hand with the empty seed (D21).", "bad");
@@ -195,6 +195,12 @@ export function moveName(kind) {
   return { draw_closed: "Drawing", draw_open: "Taking the open card", discard: "Discarding", declare: "Declaring", drop: "Dropping" }[kind] || kind;
 }
 
+/** Why the page signs nothing in this hand, as an error to show. */
+function refusedHeader(hand) {
+  if (!hand.keyOk) return new ServerError("key_mismatch", "this hand lists another key for you");
+  return new ServerError("header_mismatch", "this hand's signed header " + hand.headerWrong);
+}
+
 /** Sign and send an action: {kind} or {kind, card} (a declare also sends the arrangement as its hint). */
 export async function act(kind, card) {
   const t = S.t;
@@ -203,8 +209,8 @@ export async function act(kind, card) {
     ui.error(new ServerError("not_in_hand", "the page has no hand of yours to move in"));
     return false;
   }
-  if (!hand.keyOk) {
-    ui.error(new ServerError("key_mismatch", "this hand lists another key for you"), "The page does not move in this hand");
+  if (!signable(hand)) {
+    ui.error(refusedHeader(hand), "The page does not move in this hand");
     return false;
   }
   const action = { kind };
@@ -269,8 +275,8 @@ export async function leave() {
   const fields = {};
   const me = hand && hand.view && hand.view.me;
   const inHand = hand && hand.seat !== null && !hand.ended && (!me || me.status === "playing");
-  if (inHand && !hand.keyOk) {
-    ui.error(new ServerError("key_mismatch", "this hand lists another key for you"), "The page cannot sign your leave in this hand; you can leave when it is over");
+  if (inHand && !signable(hand)) {
+    ui.error(refusedHeader(hand), "The page cannot sign your leave in this hand; you can leave when it is over");
     return false;
   }
   // Before the deal a leave is not a move of the hand (D36): it goes unsigned, and the

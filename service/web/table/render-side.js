@@ -49,6 +49,7 @@ function renderHandInfo(t, ctl) {
           "ul",
           { class: "checks" },
           el("li", { class: hand.keyOk ? "ok" : "bad", id: "key-check" }, hand.keyOk ? "The signed header lists your key" : "The header lists another key for you — nothing is signed in this hand"),
+          hand.headerWrong ? el("li", { class: "bad", id: "header-check" }, "The signed header " + hand.headerWrong + " — nothing is signed in this hand") : null,
           el("li", { class: hand.committed ? "ok" : "wait" }, hand.committed ? "Your seed is committed" : "Seed not committed yet"),
           el("li", { class: hand.revealed ? "ok" : "wait" }, hand.revealed ? "Your seed is revealed" : "Seed not revealed yet"),
           hand.serverKeyOk === false ? el("li", { class: "bad" }, "The header names a server key you have not pinned") : null,
@@ -56,7 +57,7 @@ function renderHandInfo(t, ctl) {
           hand.badAck ? el("li", { class: "bad", id: "ack-check" }, "A signed answer of the server did not name the move you sent (" + hand.badAck + ")") : null,
           hand.fork ? el("li", { class: "bad", id: "fork-check" }, "The server signed two histories of this hand (" + hand.fork + "); your evidence proves it") : null,
         ),
-        hand.keyOk === false && hand.header ? el("button", { type: "button", id: "download-header", on: { click: () => ctl.downloadHeader(hand) } }, "Download the signed header (your proof)") : null,
+        (hand.keyOk === false || hand.headerWrong) && hand.header ? el("button", { type: "button", id: "download-header", on: { click: () => ctl.downloadHeader(hand) } }, "Download the signed header (your proof)") : null,
       );
     } else items.push(el("p", { class: "small" }, "You do not play in this hand."));
   }

@@ -2,7 +2,7 @@
    own header line and move buttons, and the situation box (why the seat is gone…). */
 import { $, el, fill, fillEach, ht, nameEl, partsNodes, plural } from "./dom.js";
 import { cardView, short, wildRankOf } from "./cardview.js";
-import { S, decksOf, mySeat, nameOf, who } from "./state.js";
+import { S, decksOf, mySeat, nameOf, signable, who } from "./state.js";
 
 const R = window.RummyPF;
 export const STATUS = { playing: "playing", declared: "declared", wrong_declare: "wrong declare", dropped: "dropped", left: "left", forfeit: "sat out" };
@@ -25,7 +25,8 @@ export function renderSeats(t, onSit) {
   const hand = t.hand;
   const decks = decksOf(t);
   const wr = hand ? wildRankOf(hand.view, decks) : null;
-  const mine = hand && hand.seat !== null ? hand.seat : mySeat(t);
+  // a hand over whose seat the player no longer holds (stood up, D31, D34): free seats are offered again
+  const mine = hand && hand.seat !== null && !(hand.ended && mySeat(t) === null) ? hand.seat : mySeat(t);
   const boxes = [];
   const n = t.rules.seats;
   const start = mine === null ? 0 : mine + 1;
@@ -193,7 +194,7 @@ export function renderActions(t) {
   const me = v && v.me;
   const decks = decksOf(t);
   const live = t.conn === "open" && !t.paused && !t.busy;
-  const mine = !!(live && me && me.status === "playing" && v.phase !== "ended" && v.turn === me.seat && hand.keyOk);
+  const mine = !!(live && me && me.status === "playing" && v.phase !== "ended" && v.turn === me.seat && signable(hand));
   const drawPhase = mine && v.phase === "draw";
   const discardPhase = mine && v.phase === "discard";
   const sel = t.selected;

@@ -8,7 +8,7 @@ import { decksFor, wildRankOf } from "./cardview.js";
 import { bySuit, sync } from "./arranging.js";
 import { eventLine } from "./story.js";
 import { store } from "./store.js";
-import { shownOf } from "./evidence.js";
+import { keptRules, shownOf } from "./evidence.js";
 
 const LOG_KEPT = 150;
 const CLOSED_WORDS = "The operator closed this table: no hand is dealt here any more.";
@@ -63,6 +63,7 @@ export function newHand(handNo, handId) {
     phase: null,
     seat: null,
     keyOk: null,
+    headerWrong: null, // why the signed header is not one to sign under: another table, hand or rules (D38)
     listedKey: null,
     serverKeyOk: null,
     header: null,
@@ -291,6 +292,7 @@ function fromSnapshot(t, snap, how, fx) {
   t.snapshot = snap;
   t.status = snap.status || "open";
   t.rules = snap.rules;
+  if (!t.satRules && snap.rules) t.satRules = snap.rules; // the rules the player sat under: a table's never change (D38)
   t.seats = snap.seats;
   t.paused = snap.paused;
   if (mySeat(t) === null && remembered !== null) {
@@ -366,6 +368,34 @@ function fromSnapshot(t, snap, how, fx) {
   fx.push({ do: "suggest" });
 }
 
+/** Why a signed header is not one to commit to, though it lists my key (or null): it
+    names another table or hand than the one being dealt, or gives other rules than
+    the table's when I sat (a table's rules never change, RULES.md D38). */
+function headerWrong(t, hand, header) {
+  if (header.table_id !== t.id || header.hand_no !== hand.hand_no) return "is for table " + header.table_id + ", hand " + header.hand_no;
+  const R = window.RummyPF;
+  const rules = (S.me && keptRules(S.me.id, t.id, hand.hand_no)) || t.satRules;
+  let same = false;
+  try {
+    same = !rules || R.canonical(header.rules) === R.canonical(rules);
+  } catch (e) {
+    same = false; // not JSON data of §2
+  }
+  return same ? null : "gives other rules than the table's (" + ruleDiff(header.rules, rules) + ")";
+}
+
+function ruleDiff(shown, sat) {
+  const a = shown && typeof shown === "object" ? shown : {};
+  const b = sat && typeof sat === "object" ? sat : {};
+  const names = [...new Set([...Object.keys(a), ...Object.keys(b)])].sort();
+  return names.filter((k) => a[k] !== b[k]).map((k) => k + " " + a[k] + " for " + b[k]).join(", ");
+}
+
+/** May this page sign in this hand: the header lists its key, for this table, hand and rules. */
+export function signable(hand) {
+  return !!hand.keyOk && !hand.headerWrong;
+}
+
 /** From the signed header: do I take part in this hand, at which seat, and is the key it lists for me mine? */
 function learnSeat(t, hand, fx) {
   if (!hand.header || !S.me) return;
@@ -375,6 +405,14 @@ function learnSeat(t, hand, fx) {
   hand.keyOk = entry ? !!S.key && entry.player_key === S.key.pub : null;
   hand.listedKey = entry ? entry.player_key : null;
   hand.serverKeyOk = !S.serverKey || header.public_key === S.serverKey;
+  hand.headerWrong = entry ? headerWrong(t, hand, header) : null;
+  // every header this player is seated in is kept, committed to or not: a refused one is proof (§15)
+  if (entry) fx.push({ do: "keep", item: { purpose: "header", body: header, sig: hand.header.sig } });
+  if (entry && hand.headerWrong && !hand.headerWarned) {
+    hand.headerWarned = true;
+    fx.push({ do: "headerWrong", hand });
+    logLine(t, "Warning: hand " + hand.hand_no + "'s signed header " + hand.headerWrong + ". Nothing is signed in this hand. Keep the header: it is signed proof (D38).", "bad");
+  }
   if (entry && !hand.keyOk && !hand.keyWarned) {
     hand.keyWarned = true;
     fx.push({ do: "keyMismatch", hand, listed: entry.player_key });

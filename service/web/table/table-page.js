@@ -4,7 +4,7 @@
 import { api } from "./api.js";
 import { $, download, el } from "./dom.js";
 import { TableSocket } from "./connection.js";
-import { evidenceOf, verdictOf } from "./evidence.js";
+import { evidenceOf, tableHeadersOf, verdictOf } from "./evidence.js";
 import { best, nudge as nudged } from "./arranging.js";
 import { wildRankOf } from "./cardview.js";
 import { countOf, suggest, suggestionKey } from "./suggest.js";
@@ -127,6 +127,9 @@ function run(t, fx) {
     case "keyMismatch":
       showError({ code: "key_mismatch", message: "the header lists key " + fx.listed.slice(0, 16) + "… for you, this browser holds " + S.key.pub.slice(0, 16) + "…" }, "Hand " + fx.hand.hand_no + " does not list your key — the page will not commit a seed or move in it");
       break;
+    case "headerWrong":
+      showError({ code: "header_mismatch", message: "the signed header " + fx.hand.headerWrong }, "Hand " + fx.hand.hand_no + "'s header is not this table's — the page will not commit a seed or move in it");
+      break;
     case "sit":
       moves.sit(fx.seat).then(refreshMe);
       break;
@@ -173,7 +176,8 @@ async function verifyResult(res) {
   res.verdict = null;
   const mine = t && t.results === res;
   const shown = mine ? t.shown.get(res.hand_no) : null;
-  res.verdict = await verdictOf(res.transcriptText, S.serverKey, mine ? evidenceFor(res.hand_no) : [], shown, S.me && S.me.id);
+  const items = mine && S.me ? evidenceFor(res.hand_no).concat(tableHeadersOf(S.me.id, t.id, res.hand_no)) : [];
+  res.verdict = await verdictOf(res.transcriptText, S.serverKey, items, shown, S.me && S.me.id);
   if (S.t && S.t.results === res) renderTable();
 }
 
@@ -240,7 +244,7 @@ function evidenceFor(handNo) {
 }
 
 function downloadEvidence(tableId, handNo) {
-  const items = evidenceOf(S.me.id, tableId, handNo);
+  const items = evidenceOf(S.me.id, tableId, handNo).concat(tableHeadersOf(S.me.id, tableId, handNo));
   download("evidence-" + tableId + "-hand" + handNo + ".json", JSON.stringify(items, null, 1) + "\n");
 }
 

@@ -1,0 +1,89 @@
+"""The table page against a house that changes a table's rules for one hand (RULES.md
+D38), in a real headless Chromium against a real server made dishonest in memory:
+the page signs nothing in that hand, says why, keeps the signed header, and its own
+verdict on the hand — the browser verifier with the page's evidence, which holds the
+header of the table's earlier hand — fails ``evidence`` (docs/fairness.md §15 rule 3)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+from playwright.async_api import Browser
+
+from service.app import TABLES
+from tests.conftest import Api
+from tests.heldbot import no_declares
+from tests.test_web_table import PatientBot, at_the_table, new_person, person_page, start_bots, stop_bots
+from verifier.transcript import verify_transcript
+
+SEATED = "() => RummyTable.state.t.seats && Object.keys(RummyTable.state.t.seats).length === {n}"
+VERDICT = (
+    "(n) => { const r = RummyTable.state.t.results;"
+    " return !!(r && r.hand_no === n && r.verdict && document.querySelector('#auto-verdict[data-ok]')); }"
+)
+
+
+async def test_the_page_signs_nothing_under_raised_rules_and_its_verdict_fails(
+    server: Any, api: Api, browser: Browser, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hand 1 under the table's rules (500 bps): the page commits, keeping the signed
+    header, and the clock drops the person (D16), who is stood up (D31) and sits
+    again.  The house then raises the commission to 10 000 bps in memory: hand 2's
+    header gives other rules than hand 1's, so the page commits nothing, warns, and
+    once the clock has played the hand out its verdict is ``evidence`` — while the
+    transcript alone verifies."""
+    no_declares(monkeypatch)  # the bot's first-turn declare would end a hand before the clock drops the person
+    table_id = await api.table(
+        seats=4, point_value=1, commission_bps=500, turn_seconds=3, max_missed_turns=1, min_players=2
+    )
+    person = await new_person(api, "Rhea")
+    p = await api.player("d38-page-bot")
+    bot = PatientBot(server.url, p["token"], table_id, fast=True, key=p["signer"])
+    tasks = []
+    try:
+        async with person_page(browser) as (_context, page, _console):
+            await at_the_table(page, server.url, person, table_id)
+            await page.locator("#seats button.sit-here").first.click()
+            await page.wait_for_function(SEATED.format(n=1))
+            tasks = start_bots([bot])
+            await page.wait_for_function("() => RummyTable.state.t.hand && RummyTable.state.t.hand.committed")
+            hand_1 = await page.evaluate("RummyTable.state.t.hand.hand_no")
+            await page.wait_for_function(VERDICT, arg=hand_1, timeout=60_000)
+            assert await page.get_attribute("#auto-verdict", "data-ok") == "true"
+            facts = server.app[TABLES][table_id].core.facts
+            assert facts.rules.commission_bps == 500
+            facts.rules = dataclasses.replace(facts.rules, commission_bps=10_000)  # the house cheats from here on
+            # stood up when the clock dropped it (D31): the person reads the results and sits again
+            await page.click("#results-close")
+            if await page.is_visible("#situation-close"):
+                await page.click("#situation-close")
+            await page.locator("#seats button.sit-here").first.click()
+            await page.wait_for_function(
+                "(n) => { const h = RummyTable.state.t.hand; return !!(h && h.hand_no > n && h.headerWrong); }",
+                arg=hand_1,
+                timeout=60_000,
+            )
+            raised = await page.evaluate("RummyTable.state.t.hand.hand_no")
+            assert "other rules" in (await page.text_content("#header-check") or "")
+            assert "commission_bps 10000 for 500" in (await page.text_content("#header-check") or "")
+            await page.wait_for_function(VERDICT, arg=raised, timeout=90_000)
+            assert await page.get_attribute("#auto-verdict", "data-ok") == "false"
+            assert await page.get_attribute("#auto-verdict", "data-check") == "evidence"
+            assert "D38" in (await page.text_content("#log") or "")
+            hand_id = await page.evaluate("RummyTable.state.t.results.hand_id")
+            t = await api.call("GET", f"/api/hands/{hand_id}/transcript", token=None, expect=200)
+            assert t["log"][0]["header"]["rules"]["commission_bps"] == 10_000
+            mine = next(s["seat"] for s in t["log"][0]["header"]["seats"] if s["player_id"] == person["id"])
+            commits = {c["seat"]: c["commit"] for c in t["log"][1]["commitments"]["commits"]}
+            assert commits[mine] is None  # nothing signed under the raised rules
+            assert not [r for r in t["log"] if r.get("psig") and r["action"]["seat"] == mine]
+            key = bytes.fromhex(t["log"][0]["header"]["public_key"])
+            assert verify_transcript(t, key).ok  # alone, the hand looks sound
+            evidence = await page.evaluate(f"RummyTable.evidence({raised})")
+            assert [e["body"]["rules"] for e in evidence if e["purpose"] == "header"] == [
+                t["log"][0]["header"]["rules"]
+            ]
+    finally:
+        await stop_bots(tasks)
