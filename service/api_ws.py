@@ -9,7 +9,8 @@ import asyncio
 import contextlib
 import logging
 import math
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from functools import partial
 from typing import Any
 
 from aiohttp import ClientConnectionResetError, WSCloseCode, WSMsgType, web
@@ -38,10 +39,14 @@ WS_HARD_LIMIT = 64 * 1024  # aiohttp closes the socket beyond this; up to it, a 
 
 
 TABLE_ANSWER_SECONDS = 30.0
-#: While a frame waits for its table's answer, the socket reads nothing more (its pings
-#: wait too), so it is told ``waiting`` this often: a client tells a server that lives
-#: from one that stands still by what it hears (docs/api.md, "Silence").
+#: While a frame waits for its table's answer, the later frames of that table wait
+#: behind it, so the socket is told ``waiting`` this often: a client tells a server
+#: that lives from one that stands still by what it hears (docs/api.md, "Silence").
 WAITING_SECONDS = 2.0
+#: A socket's answers still to be told, at most this many at once: beyond them its
+#: reader waits for one to be told before it reads on (a client that floods a slow
+#: table slows only itself).  A player sends one message a table at a time, or a few.
+PENDING_ANSWERS = 32
 
 
 # ----------------------------------------------------------------------------- WebSocket
@@ -51,7 +56,8 @@ async def websocket(request: web.Request) -> web.StreamResponse:
     never applied twice (``join`` is never replayed).  Frames go straight to the
     socket, or through its bounded outbox when one is waiting (service.telling).  A
     socket's messages are read at its pace: beyond its burst, a message waits for its
-    turn before it is read (service.pace).
+    turn before it is read (service.pace).  Each is taken by its table as it is read,
+    and answered in order with that table's other answers (:class:`Answers`).
 
     A socket names its table in its URL (``/ws?table=ID``, as the page, the bots and
     every client of this server do): when another worker of this server serves that
@@ -123,6 +129,7 @@ async def _serve(request: web.Request, player: store.Player) -> web.StreamRespon
     )
     loop = asyncio.get_running_loop()
     paced = Pace.full(loop.time(), config.message_rate, config.message_burst)
+    answers = Answers()
     try:
         async for msg in ws:
             metrics.ws_messages.inc()
@@ -131,7 +138,8 @@ async def _serve(request: web.Request, player: store.Player) -> web.StreamRespon
                 metrics.ws_slowed.inc()
                 await asyncio.sleep(wait)
             if msg.type == WSMsgType.TEXT:
-                await _on_text(request, conn, player, msg.data, joined)
+                await answers.room()
+                await _on_text(request, conn, player, msg.data, joined, answers)
             elif msg.type == WSMsgType.BINARY:
                 conn.push(_error(None, "bad_message", "messages are JSON text"))
             elif msg.type == WSMsgType.PING:
@@ -141,6 +149,7 @@ async def _serve(request: web.Request, player: store.Player) -> web.StreamRespon
     except ClientConnectionResetError:  # its socket closed under a pong: the client is gone, not
         pass  # the database (the errors middleware would log it as the database away)
     finally:
+        await answers.close()
         for table_id in joined:
             a = request.app[TABLES].get(table_id)
             if a is not None:
@@ -181,7 +190,52 @@ def _reply_for(msg_id: str, outcome: asyncio.Future[dict[str, Any]]) -> dict[str
     return _error(msg_id, "server_error", "the server failed; nothing was applied unless an update says so")
 
 
-async def _on_text(request: web.Request, conn: Connection, player: store.Player, text: str, joined: set[str]) -> None:
+class Answers:
+    """A socket's answers still to be told, each told by a task that waits first for
+    the one before it of the same table: a table's replies go out in order, and a slow
+    table holds up only its own, so a move for another table is read and taken in time
+    (D35, D37).  At most ``PENDING_ANSWERS`` at once (:meth:`room`)."""
+
+    def __init__(self) -> None:
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.last: dict[str, asyncio.Task[None]] = {}  # table id -> its newest task
+
+    async def room(self) -> None:
+        """Wait, when the socket has ``PENDING_ANSWERS`` to tell, until one is told."""
+        while len(self.tasks) >= PENDING_ANSWERS:
+            await asyncio.wait(self.tasks, return_when=asyncio.FIRST_COMPLETED)
+
+    def after(self, table_id: str, tell: Callable[[], Awaitable[None]]) -> None:
+        """``tell`` once the answers told before it at ``table_id`` are."""
+        before = self.last.get(table_id)
+
+        async def in_turn() -> None:
+            if before is not None:
+                await asyncio.wait([before])
+            await tell()
+
+        task = asyncio.create_task(in_turn())
+        self.tasks.add(task)
+        self.last[table_id] = task
+        task.add_done_callback(partial(self._told, table_id))
+
+    def _told(self, table_id: str, task: asyncio.Task[None]) -> None:
+        self.tasks.discard(task)
+        if self.last.get(table_id) is task:
+            del self.last[table_id]
+        if not task.cancelled() and task.exception() is not None:
+            log.error("telling an answer failed", exc_info=task.exception())
+
+    async def close(self) -> None:
+        """The socket is closing: what is still to be told is not."""
+        for task in self.tasks:
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+
+
+async def _on_text(
+    request: web.Request, conn: Connection, player: store.Player, text: str, joined: set[str], answers: Answers
+) -> None:
     try:
         msg_id, data = wire.frame(text)
     except WireError as e:
@@ -190,17 +244,25 @@ async def _on_text(request: web.Request, conn: Connection, player: store.Player,
     replayable = data["type"] != "join"
     earlier = conn.replies.recall(msg_id) if replayable else None
     if earlier is not None:  # the same answer again, once it is known; nothing is applied twice
-        if earlier.future is not None:
-            await _wait_telling(conn, msg_id, earlier.future, math.inf)
-            conn.push({**_reply_for(msg_id, earlier.future), "replayed": True})
-        elif earlier.text is not None:
-            conn.push_text(earlier.text)
-        conn.replies.delivered(msg_id)  # sent now (a reply told ``busy`` was not before)
-        return
-    route = Route(conn, msg_id)
-    outcome = await _dispatch(request, conn, player, data, joined, route)
-    if replayable:
-        conn.replies.remember(msg_id, outcome, lambda: dumps({**_reply_for(msg_id, outcome), "replayed": True}))
+        tell = partial(_tell_again, conn, msg_id, earlier)
+    else:
+        route = Route(conn, msg_id)
+        outcome = await _dispatch(request, conn, player, data, joined, route)  # taken now, in order
+        if replayable:
+            conn.replies.remember(msg_id, outcome, lambda: dumps({**_reply_for(msg_id, outcome), "replayed": True}))
+        tell = partial(_tell, conn, msg_id, outcome, route, replayable)
+    table_id = data.get("table_id")
+    if table_id is None:  # a ping: answered at once
+        await tell()
+    else:  # told in order with the table's other answers, while the socket reads on
+        answers.after(table_id, tell)
+
+
+async def _tell(
+    conn: Connection, msg_id: str, outcome: asyncio.Future[dict[str, Any]], route: Route, replayable: bool
+) -> None:
+    """The answer to a message taken: sent by its table, or here once it comes, or
+    ``busy`` when it has not come in ``TABLE_ANSWER_SECONDS``."""
     done = await _wait_telling(conn, msg_id, outcome, TABLE_ANSWER_SECONDS)
     if route.sent:  # the table sent it, in order with its pushes
         if replayable:
@@ -213,6 +275,17 @@ async def _on_text(request: web.Request, conn: Connection, player: store.Player,
     conn.push(_reply_for(msg_id, outcome))
     if replayable:
         conn.replies.delivered(msg_id)
+
+
+async def _tell_again(conn: Connection, msg_id: str, earlier: replies.Reply) -> None:
+    """The remembered answer to a repeated id, once it is known."""
+    future = earlier.future  # None once answered (the memory keeps its text then)
+    if future is not None:
+        await _wait_telling(conn, msg_id, future, math.inf)
+        conn.push({**_reply_for(msg_id, future), "replayed": True})
+    elif earlier.text is not None:
+        conn.push_text(earlier.text)
+    conn.replies.delivered(msg_id)  # sent now (a reply told ``busy`` was not before)
 
 
 async def _wait_telling(conn: Connection, msg_id: str, outcome: asyncio.Future[Any], seconds: float) -> bool:

@@ -11,8 +11,8 @@ A socket may send ``burst`` messages at once, and then ``rate`` a second: a mess
 beyond that is read only when its turn comes (the handler waits before taking it, so
 the socket's unread frames fill aiohttp's buffer and then TCP's window, and the client
 is slowed at its own end).  Nothing is refused or lost, every message is answered in
-order; a person at a table, a bot, or the page after a reconnect sends a handful a
-second and is never held back.
+order per table; a person at a table, a bot, or the page after a reconnect sends a
+handful a second and is never held back.
 
 A pace per socket bounds a player only if the player's sockets are bounded too: a
 process serves at most ``SOCKETS_PER_PLAYER`` open sockets of one player
