@@ -11,7 +11,6 @@ earlier hand, and with the winner's evidence holding both headers."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import json
 from pathlib import Path
@@ -21,6 +20,7 @@ from service.app import TABLES
 from service.bots import Bot
 from service.startup import Running
 from tests.conftest import Api, wait_for
+from tests.test_web_table import start_bots, stop_bots
 from verifier.batch import verify_folder
 from verifier.hand import TableRules
 from verifier.signing import Signer
@@ -147,7 +147,7 @@ async def test_bots_sign_nothing_under_rules_the_house_raised_and_their_evidence
         Bot(server.url, p["token"], table, fast=True, key=p["signer"], evidence=list(b.evidence))
         for p, b in zip(players, first, strict=True)
     ]
-    tasks = [asyncio.create_task(b.run()) for b in second]
+    tasks = start_bots(second)
     try:
         # the first hand dealt after the change (a hand dealt before it, while the first
         # bots were still closing their sockets, is played as any other)
@@ -155,11 +155,7 @@ async def test_bots_sign_nothing_under_rules_the_house_raised_and_their_evidence
         raised = min(second[0].shunned)
         await wait_for(lambda: any(h["hand_no"] == raised for b in second for h in b.hands_seen), timeout=120)
     finally:
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await stop_bots(tasks)
     assert raised > hand_1 and all("other rules" in b.shunned[raised] for b in second)
     result = next(h for h in second[0].hands_seen if h["hand_no"] == raised)
     t = await api.call("GET", result["transcript"], token=None, expect=200)
