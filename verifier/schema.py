@@ -220,6 +220,13 @@ def check_transcript(t: Mapping[str, Any], v2: bool) -> Shape:
     seats = [s["seat"] for s in seat_list]
     if len(seats) > rules["seats"]:
         raise SchemaError((*hp, "seats"), "more seats than the table has", rules["seats"], len(seats))
+    if len(seats) < rules["min_players"]:  # D2: a hand is dealt only with at least min_players
+        raise SchemaError(
+            (*hp, "seats"),
+            "fewer seats than the table's min_players (D2)",
+            f"at least {rules['min_players']}",
+            len(seats),
+        )
     for n, s in enumerate(seats):
         if s >= rules["seats"]:
             raise SchemaError((*hp, "seats", n, "seat"), "no such seat at this table", f"0 to {rules['seats'] - 1}", s)

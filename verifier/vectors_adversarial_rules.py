@@ -1,16 +1,18 @@
 """Adversarial vectors of a table's rules (``verifier/vectors/adversarial/*.json``, made
 with the others by verifier/vectors_adversarial.py): a house that signs one hand's
 header with other rules than its table's and settles the hand by them (RULES.md D38;
-docs/fairness.md §14 ``rules``, §15 rule 3).  Found by the audit of 2026-12-07
-(evening): before, each hand verified on its own, and with the players' evidence."""
+docs/fairness.md §14 ``rules``, §15 rule 3), and one that deals a hand with fewer
+seats than its rules allow (D2, §13).  Found by the audit of 2026-12-07 (evening):
+before, each such hand verified, and with the players' evidence."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from verifier.fairness import rules_id
 from verifier.hand import TableRules
 from verifier.vectors import VectorHand, greedy, play_hand
-from verifier.vectors_adversarial import Case, failing, passing
+from verifier.vectors_adversarial import Case, failing, forge, fresh, passing, two_players
 
 #: The table as it was opened, 5 % commission; and the rules the house signs into
 #: hand 2's header to keep the whole pot.
@@ -31,6 +33,22 @@ def _winners_items(one: VectorHand, two: VectorHand) -> tuple[int, list[dict[str
     """What hand 2's winner's client kept over both hands (§15: every header it was shown)."""
     winner = two.rec.transcript()["result"]["winner"]
     return winner, [*one.evidence[winner], *two.evidence[winner]]
+
+
+def fewer_than_min_players() -> Case:
+    """A two-seat hand whose header says the table deals only with three (D2): the
+    house dealt a hand its table's rules forbid."""
+    t = fresh(two_players("adv-min-players"))
+    header = t["log"][0]["header"]
+    header["rules"] = {**header["rules"], "min_players": 3}
+    header["rules_id"] = rules_id(header["rules"])
+    return Case(
+        "fewer-seats-than-min-players",
+        "a hand of two seats under rules that deal only with three or more (min_players 3), re-signed by the server: "
+        "§13 format (D2)",
+        failing("format", 0),
+        forge(t),
+    )
 
 
 def rules_changed() -> list[Case]:

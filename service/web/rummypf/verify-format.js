@@ -174,7 +174,8 @@
     if (hd.rules_id !== rid) h0.sub("rules_id").fail(rid + " (the rules id of §4)", hd.rules_id);
     const sf = h0.sub("seats");
     sf.list(hd.seats);
-    if (hd.seats.length < 2 || hd.seats.length > R.seats) sf.fail("2 to " + R.seats + " seats", hd.seats.length + " seats");
+    // rules.min_players to rules.seats seats (§13, RULES.md D2; the lower bound was 2 until 2026-12-07)
+    if (hd.seats.length < R.min_players || hd.seats.length > R.seats) sf.fail(R.min_players + " to " + R.seats + " seats", hd.seats.length + " seats");
     const ids = new Set();
     const keys = new Map();
     let prevSeat = -1;
