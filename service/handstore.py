@@ -29,13 +29,19 @@ def ts(seconds: float | None) -> datetime | None:
 
 
 def public_record(record: Mapping[str, Any]) -> dict[str, Any]:
-    """What a spectator may see of a record: events without their private parts, and
-    no finish card in a declare (D24)."""
+    """What a spectator may see of a record: events without their private parts, no
+    finish card in a declare (D24), and no player signature.  A signature is an oracle
+    for what it signs: with ``prev`` and the seat's key, trying each of the 106 card ids
+    names a declare's hidden finish card; and with it the record's ``h`` (the hash of
+    the whole record) names the card a closed draw took (found by the audit of
+    2026-12-07).  Without it neither can be tried; the sealed copy keeps it."""
     out = dict(record)
     if "events" in out:
         out["events"] = [{**e, "private": {}} for e in out["events"]]
-    if out.get("type") == "action" and out["action"].get("kind") == "declare":
-        out["action"] = {"kind": "declare", "seat": out["action"]["seat"]}
+    if out.get("type") == "action":
+        out.pop("psig", None)
+        if out["action"].get("kind") == "declare":
+            out["action"] = {"kind": "declare", "seat": out["action"]["seat"]}
     return out
 
 
