@@ -65,12 +65,11 @@ async def start_and_signal(sig: signal.Signals, dsn: str, where: Path, data: Pat
         deadline = time.monotonic() + 120  # only a hang exceeds it
         while " ready (pid " not in out.read_text():
             assert proc.poll() is None and time.monotonic() < deadline, out.read_text()
-            if held is None and (kids := psutil.Process(proc.pid).children()):
+            if held is None:
                 # the first worker is held still as it starts (a worker's start takes far
                 # longer than this look), so that the supervisor is still waiting for it
                 # when the other says ready, however late this process looks
-                held = kids[0].pid
-                os.kill(held, signal.SIGSTOP)
+                held = hold_a_worker(proc.pid)
             await asyncio.sleep(0.002)
         os.kill(proc.pid, signal.SIGSTOP)
         caught = "serving on" not in out.read_text()
@@ -90,6 +89,27 @@ async def start_and_signal(sig: signal.Signals, dsn: str, where: Path, data: Pat
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
     return caught, code, out.read_text()
+
+
+def hold_a_worker(supervisor: int) -> int | None:
+    """SIGSTOP to the first child of ``supervisor`` that is a worker already (its pid),
+    None while there is none.  A child is held only once it runs ``service.worker``:
+    Popen forks it with vfork, and until its exec the supervisor is suspended inside
+    Popen; a child stopped in that window (its command line still the supervisor's)
+    held the supervisor too, which then never started the other worker -- nothing
+    said ready, and the test failed at its deadline.  Seen by holding the first
+    child of a bare Popen at once: 3, then 2, of 40 parents stuck (disk-sleep) beside
+    stress-ng.  Past the exec the supervisor runs on, however long the child is held."""
+    for kid in psutil.Process(supervisor).children():
+        try:
+            if kid.cmdline()[1:3] != ["-m", "service.worker"]:
+                continue  # not exec'd yet: its supervisor is still inside Popen
+        except (psutil.NoSuchProcess, psutil.ZombieProcess):
+            continue
+        pid: int = kid.pid
+        os.kill(pid, signal.SIGSTOP)
+        return pid
+    return None
 
 
 def ended(p: psutil.Process) -> bool:
