@@ -203,8 +203,8 @@ async def test_the_page_gives_up_a_socket_that_keeps_its_join_waiting(
 ) -> None:
     """The table page, as the bot above: a join still ``waiting`` after ``WAITING_MS``
     (40 s of the page's clock) gives the socket up, and the next one joins.  The
-    page's clock runs 2 s at a time, each step followed by a moment of real time in
-    which the server says ``waiting`` (every 0.2 s here), so the page never goes
+    page's clock runs 2 s at a time, each step followed by real time until the page
+    has heard the server say ``waiting`` (every 0.2 s here), so the page never goes
     quiet."""
     held = first_join_never_answered(monkeypatch)
     table = await api.table(seats=4)
@@ -216,7 +216,15 @@ async def test_the_page_gives_up_a_socket_that_keeps_its_join_waiting(
         await page.wait_for_function("() => RummyTable.state.t.sock.waited.size === 1", timeout=30_000)
         for _ in range(22):
             await page.clock.run_for(2_000)
-            await asyncio.sleep(0.3)
+            # the step's real time: until the page has heard the server (its `waiting`)
+            # since its clock moved, or has given the socket up -- never a fixed moment,
+            # which a slow server could let pass in silence (then a ping, and pings != 0)
+            moved_to = await page.evaluate("Date.now()")
+            await page.wait_for_function(
+                "(t) => { const s = RummyTable.state.t.sock; return s.gaveUp >= 1 || s.heard >= t; }",
+                arg=moved_to,
+                timeout=30_000,
+            )
             if await page.evaluate("RummyTable.state.t.sock.gaveUp") >= 1:
                 break
         assert await page.evaluate("RummyTable.state.t.sock.gaveUp") == 1

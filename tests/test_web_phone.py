@@ -186,6 +186,14 @@ RESULTS_SHOWN = """() => {
 }"""
 
 
+# the table's socket has no ping unanswered (service/web/table/connection.js: `pinged`
+# is when it last asked, `heard` when it last heard anything; both the page's clock)
+PING_ANSWERED = """() => {
+  const s = RummyTable.state.t.sock;
+  return s.pinged === null || s.heard >= s.pinged;
+}"""
+
+
 async def kept_through_a_render(page: Page, selector: str) -> None:
     """The table renders again on every update (here: as an update would); a button
     that shows the same stays the same element.  A button swapped under a finger loses
@@ -269,10 +277,11 @@ async def test_a_hand_on_a_phone_by_taps(server: Any, api: Api, browser: Browser
             await shot(page, "phone-results")
             # ten seconds on, through the next deal, the results are still on the page: the
             # deal in real time (the server's), then ten seconds of the page's timers, two at
-            # a time, each followed by a moment of real time in which the server answers what
-            # they sent (ten at once gave the socket up as silent: a ping at 5 s, unanswered
-            # at 9 s, since no real time passed; the reconnection then took the page's second
-            # turn past this test's wait once in a busy run)
+            # a time, each followed by real time until the server has answered the ping
+            # they sent, if any (ten at once gave the socket up as silent: a ping at 5 s,
+            # unanswered at 9 s, since no real time passed; the reconnection then took the
+            # page's second turn past this test's wait once in a busy run; a fixed 0.3 s of
+            # real time after each step left the same to a slow server)
             await page.wait_for_function(
                 "(n) => { const h = RummyTable.state.t.hand; return !!h && h.hand_no === n; }",
                 arg=hand_no + 1,
@@ -280,7 +289,7 @@ async def test_a_hand_on_a_phone_by_taps(server: Any, api: Api, browser: Browser
             )
             for _ in range(5):
                 await page.clock.run_for(2_000)
-                await asyncio.sleep(0.3)
+                await page.wait_for_function(PING_ANSWERED, timeout=30_000)
             shown = await page.evaluate(RESULTS_SHOWN)
             assert f"Hand {hand_no}" in shown, shown
             next_hand = await page.evaluate("RummyTable.state.t.hand && RummyTable.state.t.hand.hand_no")
