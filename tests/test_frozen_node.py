@@ -17,7 +17,9 @@ import asyncio
 import contextlib
 import json
 import re
+import time
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -187,11 +189,34 @@ async def test_a_bot_gives_up_a_socket_that_keeps_its_join_waiting(
     table = await api.table(seats=4)
     p = await api.player("kept-waiting")
     bot = Bot(server.url, p["token"], table, fast=True, key=p["signer"])
+    # when the bot read its first `waiting` (before it read its clock), and when it said
+    # it gave the socket up (after it read its clock): a count of `waiting`s (>= 5, one
+    # every 0.2 s) was short whenever this process stood still a moment in the 1.5 s
+    first_waiting: list[float] = []
+    gave_up: list[float] = []
+    read = bot.on_message
+
+    async def on_message(m: dict[str, Any]) -> None:
+        if m.get("type") == "waiting" and not first_waiting:
+            first_waiting.append(time.monotonic())
+        await read(m)
+
+    info = bots.log.info
+
+    def noted(msg: str, *args: Any, **kw: Any) -> None:
+        if "still waiting" in msg:
+            gave_up.append(time.monotonic())
+        info(msg, *args, **kw)
+
+    bot.on_message = on_message  # type: ignore[method-assign]
+    monkeypatch.setattr(bots.log, "info", noted)
     task = asyncio.create_task(bot.run())
     try:
         await wait_for(lambda: bot.connections >= 2 and bot.seat is not None, timeout=60)
         assert held and not held[0].done()
-        assert bot.told["waiting"] >= 5  # 1.5 s of waiting every 0.2 s, then given up
+        assert bot.told["waiting"] >= 2 and first_waiting and gave_up, (bot.told, gave_up)
+        # given up at a `waiting` after 1.5 s of them (a lower bound: a busy machine only adds)
+        assert gave_up[0] - first_waiting[0] >= bots.WAITING_SECONDS, (first_waiting, gave_up)
     finally:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
