@@ -41,6 +41,8 @@ async def node(
     database_url: str | None = None,
     public_host: str = "127.0.0.1",
     front: Callable[[int], Awaitable[str]] | None = None,
+    lease_seconds: float = 3.0,
+    heartbeat_seconds: float = 0.5,
 ) -> Running:
     """A cluster node on ``dsn`` (reached through ``database_url`` when given), its
     public URL on ``public_host``, or the URL ``front`` gives for its port (a proxy
@@ -59,8 +61,8 @@ async def node(
             public_url=public,
             cluster=True,
             shared=True,  # as `serve --node-id` sets it: other nodes may take its tables
-            lease_seconds=3.0,
-            heartbeat_seconds=0.5,
+            lease_seconds=lease_seconds,
+            heartbeat_seconds=heartbeat_seconds,
         ),
     )
 
