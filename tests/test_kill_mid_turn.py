@@ -44,17 +44,22 @@ async def test_a_worker_killed_mid_turn_charges_nobody_for_its_downtime_and_the_
     ):
         api = ServerApi(server, s)
         [table] = await settled_tables(s, server, 1, {"turn_seconds": TURN, "max_missed_turns": 1})
+        # the owner and its pid looked up before the deal (settled: no hand-over comes),
+        # so that nothing but the kill comes between the deal and the kill, which must
+        # come inside the turn (4 s): a look at the database there, on a busy machine,
+        # ate into it
+        [(owner, epoch)] = (await lease_rows(dsn, [table])).values()
+        index = int(owner.rsplit("/w", 1)[1])
+        pid = server.worker_pids()[index]
         a, b = await api.player("ann"), await api.player("bo")
         async with (
             Client(server.url, a["token"], a["signer"], table=table) as ca,
             Client(server.url, b["token"], b["signer"], table=table) as cb,
         ):
             hand_no = await through_seeds(table, ca, cb)
-            turn = latest_view(ca)["turn"]
-            [(owner, epoch)] = (await lease_rows(dsn, [table])).values()
-            index = int(owner.rsplit("/w", 1)[1])
             killed_at = time.time() * 1000  # ms, the clock the server stamps records with
-            os.kill(server.worker_pids()[index], signal.SIGKILL)
+            os.kill(pid, signal.SIGKILL)
+            turn = latest_view(ca)["turn"]
         _, t = await settled_after_the_kill(server, api, dsn, table, hand_no, index, epoch)
         assert t["log"][0]["header"]["rules"]["turn_seconds"] == TURN
         played = t["log"][4:]  # after the deal
