@@ -425,17 +425,22 @@ async def test_what_a_killed_postmaster_left_does_not_keep_postgres_from_startin
 
 def _titled(*children: str) -> subprocess.Popen[bytes]:
     """A parent whose children carry PostgreSQL-like titles (``exec -a``): ``title:idle``
-    sleeps, ``title:spin`` runs on a CPU."""
+    sleeps, ``title:spin`` runs on a CPU.  Returned once every child carries its title
+    and every ``idle`` one sleeps: just after its exec a ``sleep`` still starts up (on a
+    busy machine it waits for a CPU meanwhile: runnable, its CPU time still moving),
+    which a look taken then counts as work."""
     run = {"idle": "sleep 600", "spin": f"{sys.executable} -c 'while True: pass'"}
     script = " ".join(f"(exec -a '{t}' {run[what]}) &" for t, what in (c.rsplit(":", 1) for c in children))
     tree = subprocess.Popen(["bash", "-c", f"{script} wait"])
+    idle = {t for t, what in (c.rsplit(":", 1) for c in children) if what == "idle"}
     end = time.monotonic() + HANG
-    while sum(" ".join(c.cmdline()).startswith("postgres: ") for c in psutil.Process(tree.pid).children()) < len(
-        children
-    ):
+    while True:
+        titled = [(c.cmdline()[:1], c) for c in psutil.Process(tree.pid).children()]  # argv[0]: the title
+        titled = [(t[0], c) for t, c in titled if t and t[0].startswith("postgres: ")]
+        if len(titled) == len(children) and all(c.status() == psutil.STATUS_SLEEPING for t, c in titled if t in idle):
+            return tree
         assert time.monotonic() < end
         time.sleep(0.01)
-    return tree
 
 
 def test_a_recovery_is_seen_moving_in_any_of_postgres_own_processes_not_in_its_clients() -> None:
