@@ -123,6 +123,8 @@ class Supervisor:
                         async with s.get("http://w/internal/health", timeout=aiohttp.ClientTimeout(total=2)) as r:
                             if r.status == 200:
                                 break
+                    if stop.is_set():  # asked to stop while it asked (a signal is no late start)
+                        return False
                     if time.monotonic() > end:
                         raise CliError(EXIT_INTERNAL, f"worker {w.plan.index} did not start within {timeout:g} s")
                     await asyncio.sleep(0.05)
