@@ -11,6 +11,7 @@ import { hideError, notice, showError } from "./messages.js";
 import { loadLobby, renderLobby } from "./lobby.js";
 import { loadHands } from "./history.js";
 import { createPlayer, ready, renderWho, resume, signIn, signOut } from "./signin.js";
+import { forgetCards } from "./store.js";
 import { evidenceOf, verdictOf } from "./evidence.js";
 import { historyCtl, leaveTablePage, onTableKey, openTable, receive, renderTable, sortHand, wireTable } from "./table-page.js";
 import * as moves from "./moves.js";
@@ -92,6 +93,7 @@ async function onCreate(e) {
 async function onSignOut() {
   leaveTablePage();
   await signOut();
+  if (S.me) forgetCards(S.me.id);
   S.me = null;
   S.key = null;
   S.hands = null;

@@ -1,7 +1,8 @@
 /* What this browser keeps in localStorage, under "rummypf.": the pinned server key,
    each hand's seed until the hand ends (docs/fairness.md §5), the arrangement of the
-   cards, the evidence, the table's log, the seat the player had.  No credential: the
-   session is an HttpOnly cookie no script can read (docs/api.md, "Sessions"). */
+   cards, the evidence, the table's log, the seat the player had; signing out forgets
+   the arrangements and logs (forgetCards).  No credential: the session is an HttpOnly
+   cookie no script can read (docs/api.md, "Sessions"). */
 
 const LS = "rummypf.";
 
@@ -39,7 +40,28 @@ export const store = {
   setJSON(name, value) {
     store.set(name, JSON.stringify(value));
   },
+  /** Remove every entry whose name begins with one of `prefixes`. */
+  removeAll(prefixes) {
+    try {
+      const names = [];
+      for (let k = 0; k < window.localStorage.length; k++) {
+        const key = window.localStorage.key(k);
+        if (key && prefixes.some((p) => key.startsWith(LS + p))) names.push(key);
+      }
+      for (const key of names) window.localStorage.removeItem(key);
+    } catch (e) {
+      /* storage disabled: nothing was kept */
+    }
+  },
 };
+
+/** On sign-out: what shows the player's cards — the arrangements of its hands and its
+    tables' logs — so that the next person at a shared browser does not read a live
+    hand's cards.  Seeds and evidence stay (a seed is needed to reveal, evidence to
+    dispute; neither shows a card the player holds). */
+export function forgetCards(playerId) {
+  store.removeAll(["arr." + playerId + ".", "log." + playerId + "."]);
+}
 
 
 // ------------------------------------------------------------------ seeds (§5)

@@ -1,0 +1,45 @@
+"""Signing out of the table page in a real headless Chromium: what shows the player's
+cards (its hands' arrangements, its tables' logs) leaves this browser's localStorage,
+so the next person at a shared browser cannot read a live hand's cards; what the
+player still needs (its seeds, its evidence) stays.  Found by the leak audit of
+2026-12-07 (helper-60)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from playwright.async_api import Browser
+
+from tests.conftest import Api
+from tests.test_web_table import PatientBot, at_the_table, new_person, person_page, start_bots, stop_bots
+
+KEYS = "() => Object.keys(window.localStorage)"
+
+
+async def test_signing_out_forgets_the_cards_and_keeps_the_evidence(server: Any, api: Api, browser: Browser) -> None:
+    table_id = await api.table(seats=4, point_value=1, turn_seconds=60, min_players=2)
+    person = await new_person(api, "Ines")
+    p = await api.player("signout-bot")
+    tasks = []
+    try:
+        async with person_page(browser) as (_context, page, _console):
+            await at_the_table(page, server.url, person, table_id)
+            await page.locator("#seats button.sit-here").first.click()
+            tasks = start_bots([PatientBot(server.url, p["token"], table_id, fast=True, key=p["signer"], think=30)])
+            await page.wait_for_function(
+                "() => { const h = RummyTable.state.t.hand; return !!(h && h.view && h.view.me && h.arr); }",
+                timeout=60_000,
+            )
+            mine = person["id"]
+            before = await page.evaluate(KEYS)
+            cards = [k for k in before if k.startswith((f"rummypf.arr.{mine}.", f"rummypf.log.{mine}."))]
+            assert any(k.startswith(f"rummypf.arr.{mine}.") for k in cards), before  # the live hand's arrangement
+            kept = [k for k in before if k.startswith(f"rummypf.evidence.{mine}.")]
+            assert kept, before
+            await page.click("#sign-out")
+            await page.wait_for_function("() => document.body.dataset.view !== 'table'")
+            after = await page.evaluate(KEYS)
+            assert not [k for k in after if k in cards], after
+            assert all(k in after for k in kept), after
+    finally:
+        await stop_bots(tasks)
