@@ -578,17 +578,19 @@ class Bot:
 
     def _table_rules(self, hand_no: int) -> Any:
         """The table's rules, which never change (D38): as the server signed them in the
-        header of another hand of the table that we kept (signed word beats a snapshot),
-        else as the table showed them when we first joined; None if we know neither."""
+        header of the table's earliest other hand that we kept (signed word beats a
+        snapshot; the earliest, as a header we refused is kept too), else as the table
+        showed them when we first joined; None if we know neither."""
         kept = [
             e["body"]
             for e in self.evidence
             if e.get("purpose") == "header"
             and isinstance(e.get("body"), dict)
             and e["body"].get("table_id") == self.table_id
-            and e["body"].get("hand_no") != hand_no
+            and isinstance(e["body"].get("hand_no"), int)
+            and e["body"]["hand_no"] != hand_no
         ]
-        return kept[-1].get("rules") if kept else self._rules
+        return min(kept, key=lambda b: b["hand_no"]).get("rules") if kept else self._rules
 
     async def _reveal(self, hand_no: int, commitments_record: dict[str, Any]) -> None:
         commits = {c["seat"]: c["commit"] for c in commitments_record["commitments"]["commits"]}

@@ -126,6 +126,10 @@ def test_the_bot_signs_nothing_under_a_header_not_of_its_table_hand_or_rules() -
     bot.evidence.append({"purpose": "header", "body": body, "sig": "00" * 64})
     assert "other rules" in str(bot._wrong_header(2, _header("T", 2, RAISED, me.public_bytes), entry))
     assert bot._wrong_header(2, _header("T", 2, TABLE, me.public_bytes), entry) is None
+    # the raised header of hand 2, refused and kept as proof, does not become the table's rules
+    bot.evidence.append({"purpose": "header", "body": _header("T", 2, RAISED, me.public_bytes), "sig": "00" * 64})
+    assert "other rules" in str(bot._wrong_header(3, _header("T", 3, RAISED, me.public_bytes), entry))
+    assert bot._wrong_header(3, _header("T", 3, TABLE, me.public_bytes), entry) is None
 
 
 async def test_bots_sign_nothing_under_rules_the_house_raised_and_their_evidence_proves_it(

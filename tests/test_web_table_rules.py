@@ -2,7 +2,8 @@
 D38), in a real headless Chromium against a real server made dishonest in memory:
 the page signs nothing in that hand, says why, keeps the signed header, and its own
 verdict on the hand — the browser verifier with the page's evidence, which holds the
-header of the table's earlier hand — fails ``evidence`` (docs/fairness.md §15 rule 3)."""
+header of the table's earlier hand — fails ``evidence`` (docs/fairness.md §15 rule 3);
+and the raised header it kept does not become the table's rules for the next hand."""
 
 from __future__ import annotations
 
@@ -85,5 +86,18 @@ async def test_the_page_signs_nothing_under_raised_rules_and_its_verdict_fails(
             assert [e["body"]["rules"] for e in evidence if e["purpose"] == "header"] == [
                 t["log"][0]["header"]["rules"]
             ]
+            # the raised header, refused and kept as proof, is not taken for the table's rules
+            # in the next hand: still hand 1's
+            await page.click("#results-close")
+            if await page.is_visible("#situation-close"):
+                await page.click("#situation-close")
+            await page.locator("#seats button.sit-here").first.click()
+            await page.wait_for_function(
+                "(n) => { const h = RummyTable.state.t.hand; return !!(h && h.hand_no > n && h.phase); }",
+                arg=raised,
+                timeout=60_000,
+            )
+            assert await page.evaluate("!!RummyTable.state.t.hand.headerWrong")
+            assert "commission_bps 10000 for 500" in (await page.text_content("#header-check") or "")
     finally:
         await stop_bots(tasks)

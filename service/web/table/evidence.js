@@ -54,12 +54,13 @@ export function tableHeadersOf(playerId, tableId, handNo) {
   return out;
 }
 
-/** The table's rules as the server signed them in the newest kept header of another
-    of its hands, or null: a table's rules never change (D38), and signed word beats
-    what a snapshot says. */
+/** The table's rules as the server signed them in the kept header of its earliest
+    other hand, or null: a table's rules never change (D38), signed word beats what a
+    snapshot says, and the earliest, as a header the page refused is kept too. */
 export function keptRules(playerId, tableId, handNo) {
-  const headers = tableHeadersOf(playerId, tableId, handNo);
-  return headers.length ? headers[headers.length - 1].body.rules : null;
+  const headers = tableHeadersOf(playerId, tableId, handNo).filter((x) => Number.isInteger(x.body.hand_no));
+  if (!headers.length) return null;
+  return headers.reduce((a, b) => (b.body.hand_no < a.body.hand_no ? b : a)).body.rules;
 }
 
 /** §15's header item: the signed header (record 0) the page accepted. */
