@@ -11,7 +11,7 @@ import dataclasses
 from typing import Any
 
 import pytest
-from playwright.async_api import Browser
+from playwright.async_api import Browser, Page
 
 from service.app import TABLES
 from tests.conftest import Api
@@ -24,6 +24,21 @@ VERDICT = (
     "(n) => { const r = RummyTable.state.t.results;"
     " return !!(r && r.hand_no === n && r.verdict && document.querySelector('#auto-verdict[data-ok]')); }"
 )
+
+
+async def sit_again_for_the_next_hand(page: Page, after: int) -> int:
+    """Stood up when the clock dropped it (D31): the person reads the results, sits
+    again, and is shown the next hand's header; its number."""
+    await page.click("#results-close")
+    if await page.is_visible("#situation-close"):
+        await page.click("#situation-close")
+    await page.locator("#seats button.sit-here").first.click()
+    await page.wait_for_function(
+        "(n) => { const h = RummyTable.state.t.hand; return !!(h && h.hand_no > n && h.header); }",
+        arg=after,
+        timeout=60_000,
+    )
+    return int(await page.evaluate("RummyTable.state.t.hand.hand_no"))
 
 
 async def test_the_page_signs_nothing_under_raised_rules_and_its_verdict_fails(
@@ -56,17 +71,8 @@ async def test_the_page_signs_nothing_under_raised_rules_and_its_verdict_fails(
             facts = server.app[TABLES][table_id].core.facts
             assert facts.rules.commission_bps == 500
             facts.rules = dataclasses.replace(facts.rules, commission_bps=10_000)  # the house cheats from here on
-            # stood up when the clock dropped it (D31): the person reads the results and sits again
-            await page.click("#results-close")
-            if await page.is_visible("#situation-close"):
-                await page.click("#situation-close")
-            await page.locator("#seats button.sit-here").first.click()
-            await page.wait_for_function(
-                "(n) => { const h = RummyTable.state.t.hand; return !!(h && h.hand_no > n && h.headerWrong); }",
-                arg=hand_1,
-                timeout=60_000,
-            )
-            raised = await page.evaluate("RummyTable.state.t.hand.hand_no")
+            raised = await sit_again_for_the_next_hand(page, hand_1)
+            assert await page.evaluate("!!RummyTable.state.t.hand.headerWrong")
             assert "other rules" in (await page.text_content("#header-check") or "")
             assert "commission_bps 10000 for 500" in (await page.text_content("#header-check") or "")
             await page.wait_for_function(VERDICT, arg=raised, timeout=90_000)
@@ -88,15 +94,7 @@ async def test_the_page_signs_nothing_under_raised_rules_and_its_verdict_fails(
             ]
             # the raised header, refused and kept as proof, is not taken for the table's rules
             # in the next hand: still hand 1's
-            await page.click("#results-close")
-            if await page.is_visible("#situation-close"):
-                await page.click("#situation-close")
-            await page.locator("#seats button.sit-here").first.click()
-            await page.wait_for_function(
-                "(n) => { const h = RummyTable.state.t.hand; return !!(h && h.hand_no > n && h.phase); }",
-                arg=raised,
-                timeout=60_000,
-            )
+            await sit_again_for_the_next_hand(page, raised)
             assert await page.evaluate("!!RummyTable.state.t.hand.headerWrong")
             assert "commission_bps 10000 for 500" in (await page.text_content("#header-check") or "")
     finally:
