@@ -43,8 +43,9 @@ import aiohttp
 from service import views
 from verifier import strategy
 from verifier.chain import commit_move, move_body, player_body, reveal_move
+from verifier.checkbase import same
 from verifier.echo import Fault, Sent, echo_faults
-from verifier.fairness import canonical, player_commit
+from verifier.fairness import player_commit
 from verifier.forks import Fork, Seen, fork_with, note
 from verifier.hand import HandState, Phase, Seat, Status, TableRules, action_to_json
 from verifier.record import PROTOCOL
@@ -79,15 +80,6 @@ class _Reconnect(Exception):
 class _JoinLater(Exception):
     """The node could not serve our join yet (the table is between nodes, its database
     is away…): connect to it again after the backoff; it sends us on once it knows."""
-
-
-def _same_json(a: Any, b: Any) -> bool:
-    """Equal as JSON values (``true`` is not ``1``); a value that is not JSON data is
-    equal to nothing."""
-    try:
-        return canonical(a) == canonical(b)
-    except (TypeError, ValueError):
-        return False
 
 
 @dataclass
@@ -572,7 +564,7 @@ class Bot:
         if (header.get("table_id"), header.get("hand_no")) != (self.table_id, hand_no):
             return f"is for table {header.get('table_id')} hand {header.get('hand_no')}"
         rules = self._table_rules(hand_no)
-        if rules is not None and not _same_json(header.get("rules"), rules):
+        if rules is not None and not same(header.get("rules"), rules):
             return f"gives other rules than the table's: {header.get('rules')} for {rules}"
         return None
 

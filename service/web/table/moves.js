@@ -1,13 +1,13 @@
 /* The player's moves, signed in this browser (docs/fairness.md §5, §9) and sent over
    the table's socket: the seed's commitment and reveal (by themselves), the actions
    the buttons make, sitting and leaving.  Every signed object the server answers
-   with is kept as evidence (§15), and so is the header accepted before committing;
+   with is kept as evidence (§15), and so is the header of each hand it is seated in;
    each ack is checked against the move sent (§15, "On receipt"), and a move refused
    under an ack that does not echo it is sent again. */
 import { ServerError } from "./api.js";
 import { signedItems } from "./connection.js";
 import { ht } from "./dom.js";
-import { echoFaults, evidenceOf, forkOf, headerItem, keepEvidence, playerItem } from "./evidence.js";
+import { echoFaults, evidenceOf, forkOf, keepEvidence, playerItem } from "./evidence.js";
 import { moveBody, serverSigned, sign } from "./keys.js";
 import { S, logLine, mySeat, signable } from "./state.js";
 import { forgetSeed, knownSeed, seedFor } from "./store.js";
@@ -69,8 +69,7 @@ export async function commit(hand) {
   if (!signable(hand)) return; // the header lists another key, or is not this table's hand or rules: the person was warned
   hand.working = true;
   try {
-    // the header this page accepts, and its own key and seat: evidence (§15)
-    keep(headerItem(hand.header));
+    // its own key and seat: evidence (§15; the header was kept as it was shown, state.js learnSeat)
     keep(await playerItem(S.key, t.id, hand.hand_no, hand.seat));
     const seed = seedFor(S.me.id, t.id, hand.hand_no);
     const value = await R.fairness.playerCommit(hand.seat, seed);

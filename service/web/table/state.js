@@ -8,7 +8,7 @@ import { decksFor, wildRankOf } from "./cardview.js";
 import { bySuit, sync } from "./arranging.js";
 import { eventLine } from "./story.js";
 import { store } from "./store.js";
-import { keptRules, shownOf } from "./evidence.js";
+import { headerItem, keptRules, shownOf } from "./evidence.js";
 
 const LOG_KEPT = 150;
 const CLOSED_WORDS = "The operator closed this table: no hand is dealt here any more.";
@@ -407,7 +407,7 @@ function learnSeat(t, hand, fx) {
   hand.serverKeyOk = !S.serverKey || header.public_key === S.serverKey;
   hand.headerWrong = entry ? headerWrong(t, hand, header) : null;
   // every header this player is seated in is kept, committed to or not: a refused one is proof (§15)
-  if (entry) fx.push({ do: "keep", item: { purpose: "header", body: header, sig: hand.header.sig } });
+  if (entry) fx.push({ do: "keep", item: headerItem(hand.header) });
   if (entry && hand.headerWrong && !hand.headerWarned) {
     hand.headerWarned = true;
     fx.push({ do: "headerWrong", hand });
