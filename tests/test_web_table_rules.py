@@ -1,13 +1,21 @@
-"""The table page against a house that changes a table's rules for one hand (RULES.md
-D38), in a real headless Chromium against a real server made dishonest in memory:
-the page signs nothing in that hand, says why, keeps the signed header, and its own
-verdict on the hand — the browser verifier with the page's evidence, which holds the
+"""The table page against signed headers it must not sign under, in a real headless
+Chromium against a real server.
+
+A house that changes a table's rules for one hand (RULES.md D38), made dishonest in
+memory: the page signs nothing in that hand, says why, keeps the signed header, and its
+own verdict on the hand — the browser verifier with the page's evidence, which holds the
 header of the table's earlier hand — fails ``evidence`` (docs/fairness.md §15 rule 3);
-and the raised header it kept does not become the table's rules for the next hand."""
+and the raised header it kept does not become the table's rules for the next hand.
+
+A header that lists another key for the person's seat (§15 rule 4): the page commits
+nothing and signs no move in that hand (moved here from tests/test_web_table.py)."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import json
+import pathlib
 from typing import Any
 
 import pytest
@@ -16,7 +24,20 @@ from playwright.async_api import Browser, Page
 from service.app import TABLES
 from tests.conftest import Api
 from tests.heldbot import no_declares
-from tests.test_web_table import PatientBot, at_the_table, new_person, person_page, start_bots, stop_bots
+from tests.test_web_table import (
+    PatientBot,
+    at_the_table,
+    conn,
+    me,
+    new_person,
+    page_state,
+    person_page,
+    server_key,
+    sign_in,
+    start_bots,
+    stop_bots,
+)
+from verifier.signing import Signer
 from verifier.transcript import verify_transcript
 
 SEATED = "() => RummyTable.state.t.seats && Object.keys(RummyTable.state.t.seats).length === {n}"
@@ -97,5 +118,85 @@ async def test_the_page_signs_nothing_under_raised_rules_and_its_verdict_fails(
             await sit_again_for_the_next_hand(page, raised)
             assert await page.evaluate("!!RummyTable.state.t.hand.headerWrong")
             assert "commission_bps 10000 for 500" in (await page.text_content("#header-check") or "")
+    finally:
+        await stop_bots(tasks)
+
+
+async def test_a_header_listing_another_key_gets_no_commitment_and_a_hand_ended_away_is_shown(
+    server: Any, api: Api, browser: Browser, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The key the signed header lists for the person's seat is not the page's (another
+    device registered its own after the page did): the page says so and commits
+    nothing, and signs no move in that hand.  The page then loses the network, and the
+    hand ends meanwhile (the clock drops the seat, D16): back online, the page says so
+    and shows the result from the published transcript."""
+    # The bot never declares: a first-turn declare (about 1 deal in 100 with its
+    # strategy) would end the hand before the clock drops the person
+    no_declares(monkeypatch)
+    table_id = await api.table(seats=4, point_value=1, turn_seconds=3, max_missed_turns=1, min_players=2)
+    person = await new_person(api, "Omar")
+    p = await api.player("steady-bot")
+    other = PatientBot(server.url, p["token"], table_id, fast=True, key=p["signer"], max_hands=1)
+    tasks: list[asyncio.Task[None]] = []
+    try:
+        async with person_page(browser) as (context, page, _console):
+            await sign_in(page, server.url, person["token"], "Omar")
+            mine = (await me(api, person["token"]))["public_key"]
+            await page.goto(server.url + f"/#/table/{table_id}")
+            await page.locator("#seats button.sit-here").first.click()
+            await page.wait_for_function(
+                "() => RummyTable.state.t.seats && Object.keys(RummyTable.state.t.seats).length === 1"
+            )
+            substitute = Signer.generate().public_bytes.hex()  # a strict key: the server refuses others (bad_key)
+            await api.call("PUT", "/api/me/key", token=person["token"], body={"public_key": substitute}, expect=200)
+            tasks = start_bots([other])
+            await page.wait_for_function(
+                "() => document.getElementById('alert-text').textContent.includes('does not list your key')",
+                timeout=60_000,
+            )
+            assert "The header lists another key for you" in (await page.text_content("#key-check") or "")
+            async with page.expect_download() as dl:  # the signed proof of the substitution
+                await page.click("#download-header")
+            proof = json.loads(pathlib.Path(await (await dl.value).path()).read_text())
+            assert proof["i"] == 0 and proof["sig"]
+            assert any(s["player_key"] == substitute for s in proof["header"]["seats"])
+            # the hand goes on without the person's seed or moves, and without the page
+            hand_id = (await page_state(page))["hand_id"]
+            await context.set_offline(True)
+            await page.evaluate("RummyTable.dropConnection()")
+            transcript: dict[str, Any] = {}
+            # the clock drops the seat (D16) and the hand ends: a few turns of 3 s, which a
+            # busy machine stretches (40 s was once too few); only a hang takes 150 s
+            deadline = asyncio.get_running_loop().time() + 150
+            while asyncio.get_running_loop().time() < deadline:
+                transcript = await api.call("GET", f"/api/hands/{hand_id}/transcript", token=None)
+                if "log" in transcript:
+                    break
+                await asyncio.sleep(0.2)
+            assert "log" in transcript, transcript
+            await context.set_offline(False)
+            await page.wait_for_function(conn("open"), timeout=60_000)
+            await page.wait_for_function(
+                "() => document.getElementById('notice').textContent.includes('the hand ended while you were away')"
+            )
+            await page.locator("#results-table").wait_for(timeout=60_000)
+            assert await page.locator("#results-table tbody tr").count() == 2
+            assert verify_transcript(transcript, await server_key(api)).ok
+            header = transcript["log"][0]["header"]
+            seat = next(s for s in header["seats"] if s["player_id"] == person["id"])
+            assert seat["player_key"] == substitute != mine
+            commits = {c["seat"]: c["commit"] for c in transcript["log"][1]["commitments"]["commits"]}
+            assert commits[seat["seat"]] is None
+            signed = [r for r in transcript["log"] if r.get("psig") and r["action"]["seat"] == seat["seat"]]
+            assert signed == []
+            evidence = await page.evaluate(f"RummyTable.evidence({transcript['hand_no']})")
+            # heads, and the header it refused (its proof, §15): no ack, no player item — nothing signed
+            assert {e["purpose"] for e in evidence} == {"head", "header"}
+            (kept,) = [e for e in evidence if e["purpose"] == "header"]
+            assert kept["body"] == header and kept["sig"] == transcript["log"][0]["sig"]
+            assert "Warning: hand" in (await page.text_content("#log") or "")
+            row = page.locator(f'#results-table tr[data-seat="{seat["seat"]}"]')
+            assert (await row.locator("td.how").text_content() or "").strip() == "dropped by the clock"
+            assert await row.locator("td.points").get_attribute("data-points") == "20"
     finally:
         await stop_bots(tasks)
