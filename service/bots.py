@@ -47,7 +47,7 @@ from verifier.checkbase import same
 from verifier.echo import Fault, Sent, echo_faults
 from verifier.fairness import player_commit
 from verifier.forks import Fork, Seen, fork_with, note
-from verifier.hand import HandState, Phase, Seat, Status, TableRules, action_to_json
+from verifier.hand import HandState, Phase, Seat, Status, TableRules, action_to_json, dealer_after
 from verifier.record import PROTOCOL
 from verifier.signing import Signer, verify
 
@@ -557,8 +557,9 @@ class Bot:
 
     def _wrong_header(self, hand_no: int, header: dict[str, Any], entry: dict[str, Any]) -> str | None:
         """Why we must not commit to this header, or None: it lists another key for our
-        seat (§15.4), names another table or hand than the one being dealt, or gives
-        other rules than the table we sat at (RULES.md D38)."""
+        seat (§15.4), names another table or hand than the one being dealt, gives
+        other rules than the table we sat at (RULES.md D38), or a dealer the button
+        did not move to (D3)."""
         if entry.get("player_key") != self.key.public_bytes.hex():
             return "lists another key for us"
         if (header.get("table_id"), header.get("hand_no")) != (self.table_id, hand_no):
@@ -566,6 +567,29 @@ class Bot:
         rules = self._table_rules(hand_no)
         if rules is not None and not same(header.get("rules"), rules):
             return f"gives other rules than the table's: {header.get('rules')} for {rules}"
+        return self._wrong_dealer(hand_no, header)
+
+    def _wrong_dealer(self, hand_no: int, header: dict[str, Any]) -> str | None:
+        """The button moves to the next seat each hand (RULES.md D3): if we kept the
+        header of the hand before, this one is dealt by the next of its seats after
+        that hand's dealer; why it is not, or None."""
+        before = next(
+            (
+                e["body"]
+                for e in self.evidence
+                if e.get("purpose") == "header"
+                and isinstance(e.get("body"), dict)
+                and e["body"].get("table_id") == self.table_id
+                and e["body"].get("hand_no") == hand_no - 1
+            ),
+            None,
+        )
+        if before is None or type(before.get("dealer")) is not int:
+            return None
+        want = dealer_after(sorted(e["seat"] for e in header["seats"]), before["dealer"])
+        if header.get("dealer") != want:
+            last = f"hand {hand_no - 1}'s dealer"
+            return f"is dealt by seat {header.get('dealer')}, not seat {want}, the next after {last} (D3)"
         return None
 
     def _table_rules(self, hand_no: int) -> Any:

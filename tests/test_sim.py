@@ -333,3 +333,15 @@ def test_twenty_thousand_simulated_hands_keep_every_invariant() -> None:
     assert figures.hands >= 20_000
     assert figures.verified >= figures.touched + (figures.hands - figures.touched) // 25 - 2 * figures.parts
     assert figures.on_curve >= figures.verified // 10, "one in ten verified on the curve alone (tests/sim/sigbook.py)"
+
+
+def test_a_core_that_keeps_the_button_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The D3 check can fail: a core that deals every hand from its lowest seat (the
+    house choosing who plays first, as the clients and the verifier now refuse) is
+    caught at a table's second hand."""
+    from service.tablecore import steps as steps_module
+
+    monkeypatch.setattr(steps_module, "dealer_after", lambda order, last: order[0])
+    _, found = simulate(11, tables=4, duration=90_000, fault_rate=1.0)
+    assert found is not None, "no table dealt two hands"
+    assert "(D3)" in found.violation.what and "is dealt by seat" in found.violation.what, found.violation

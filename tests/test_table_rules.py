@@ -3,6 +3,9 @@ hand is caught: by a directory of the table's transcripts (§14 ``rules``), by a
 player's kept headers of two hands (§15 rule 3), and, before any of that, by the
 player's client, which signs nothing under a header whose rules are not the table's.
 
+The same for the button, which moves to the next seat each hand (RULES.md D3): the
+bot signs nothing under a header of the hand after one it kept that another seat deals.
+
 Found by the audit of 2026-12-07 (helper-55): the house signed one hand's header with
 the commission raised from 500 to 10 000 bps, settled the hand by it (the winner got
 nothing of the pot), and the hand verified — alone, in a directory beside the table's
@@ -33,7 +36,7 @@ KEY = TEST_SIGNER.public_bytes
 
 def two_hands(name: str, second: TableRules = RAISED) -> tuple[VectorHand, VectorHand]:
     one = play_hand(name, 0, TABLE, [1, 3], 3, greedy)
-    two = play_hand(name, 1, second, [1, 3], 3, greedy, prev_head=str(one.rec.head))
+    two = play_hand(name, 1, second, [1, 3], 1, greedy, prev_head=str(one.rec.head))  # D3: seat 1 deals next
     assert one.rec.table_id == two.rec.table_id and (one.rec.hand_no, two.rec.hand_no) == (1, 2)
     return one, two
 
@@ -132,6 +135,30 @@ def test_the_bot_signs_nothing_under_a_header_not_of_its_table_hand_or_rules() -
     assert bot._wrong_header(3, _header("T", 3, TABLE, me.public_bytes), entry) is None
 
 
+def test_the_bot_signs_nothing_under_a_header_whose_button_did_not_move() -> None:
+    """The client's side of D3 (``Bot._wrong_dealer``): with the kept header of the hand
+    before (dealt by seat 3 of seats 0, 1 and 3), the next hand must be dealt by the
+    next of its own seats after seat 3, wrapping — seat 0, or seat 1 if seat 0 is not
+    dealt in; without that header (an earlier hand, or none) nothing is checked."""
+    me = Signer.generate()
+    bot = Bot("http://127.0.0.1:1", "token", "T", key=me)
+    bot._rules = TABLE.to_json()
+    entry = {"seat": 1, "player_id": "me", "player_key": me.public_bytes.hex()}
+
+    def header(hand_no: int, dealer: int, seats: list[int]) -> dict[str, Any]:
+        listed = [{"seat": s, "player_id": f"p{s}", "player_key": "00" * 32} for s in seats]
+        return {**_header("T", hand_no, TABLE, me.public_bytes), "dealer": dealer, "seats": listed}
+
+    assert bot._wrong_header(5, header(5, 1, [0, 1, 3]), entry) is None  # no header of hand 4 kept
+    bot.evidence.append({"purpose": "header", "body": header(3, 0, [0, 1, 3]), "sig": "00" * 64})
+    assert bot._wrong_header(5, header(5, 1, [0, 1, 3]), entry) is None  # hand 3 is not the hand before
+    bot.evidence.append({"purpose": "header", "body": header(4, 3, [0, 1, 3]), "sig": "00" * 64})
+    assert bot._wrong_header(5, header(5, 0, [0, 1, 3]), entry) is None
+    assert bot._wrong_header(5, header(5, 1, [1, 3]), entry) is None
+    assert "is dealt by seat 3, not seat 0" in str(bot._wrong_header(5, header(5, 3, [0, 1, 3]), entry))
+    assert "is dealt by seat 2, not seat 1" in str(bot._wrong_header(5, header(5, 2, [1, 2]), entry))
+
+
 async def test_bots_sign_nothing_under_rules_the_house_raised_and_their_evidence_proves_it(
     api: Api, server: Running
 ) -> None:
@@ -172,3 +199,36 @@ async def test_bots_sign_nothing_under_rules_the_house_raised_and_their_evidence
         report = verify_transcript(t, key, b.evidence)
         assert report.failure is not None and report.failure.check == "evidence", report.failure
         assert report.failure.expected["commission_bps"] == 500 and report.failure.found["commission_bps"] == 10_000
+
+
+def test_a_kept_header_of_the_hand_before_or_after_holds_the_dealer() -> None:
+    """§15 rule 3, D3: hand 2 (dealt by seat 1 after hand 1's seat 3, wrapping) passes
+    with seat 1's evidence of both hands, from either side; hand 2's header dealt by
+    seat 3 again fails hand 1's transcript and hand 2's, the next seat expected; a
+    header item of the hand before or after with no integer dealer or no list of
+    seats (re-signed: the house's word) has no such dealer, ``null`` expected; and a
+    header two hands away holds no dealer."""
+    one, two = two_hands("dealer-ev", TABLE)
+    items = [*one.evidence[1], *two.evidence[1]]
+    assert verify_transcript(one.rec.transcript(), KEY, items).ok
+    assert verify_transcript(two.rec.transcript(), KEY, items).ok
+
+    def with_header(hand_no: int, **change: Any) -> list[dict[str, Any]]:
+        out = [dict(x) for x in items]
+        for x in out:
+            if x["purpose"] == "header" and x["body"]["hand_no"] == hand_no:
+                x["body"] = {**x["body"], **change}
+                x["sig"] = TEST_SIGNER.sign("header", x["body"], "rummy-pf/v2")
+        return out
+
+    for t, other in ((one.rec.transcript(), 2), (two.rec.transcript(), 1)):
+        r = verify_transcript(t, KEY, with_header(other, dealer=1 if other == 1 else 3))
+        assert r.failure is not None and r.failure.check == "evidence" and r.failure.record == 0, r.failure
+        assert (r.failure.expected, r.failure.found) == ((1, 3) if other == 2 else (3, 1)) and "D3" in r.failure.message
+        for change in ({"dealer": "3"}, {"seats": []}, {"seats": [{"seat": "1"}]}):
+            r = verify_transcript(t, KEY, with_header(other, **change))
+            assert r.failure is not None and r.failure.check == "evidence" and r.failure.expected is None, change
+    first = next(x["body"] for x in items if x["purpose"] == "header")
+    far = {**first, "hand_no": 4, "dealer": 1}  # hand 4: two hands after hand 2, not checked
+    item = {"purpose": "header", "body": far, "sig": TEST_SIGNER.sign("header", far, "rummy-pf/v2")}
+    assert verify_transcript(two.rec.transcript(), KEY, [*items, item]).ok

@@ -7,6 +7,9 @@ own verdict on the hand — the browser verifier with the page's evidence, which
 header of the table's earlier hand — fails ``evidence`` (docs/fairness.md §15 rule 3);
 and the raised header it kept does not become the table's rules for the next hand.
 
+A house that deals the next hand from the same seat (the button not moved, RULES.md
+D3): the page signs nothing in that hand, and its verdict fails ``evidence``.
+
 A header that lists another key for the person's seat (§15 rule 4): the page commits
 nothing and signs no move in that hand (moved here from tests/test_web_table.py)."""
 
@@ -37,6 +40,7 @@ from tests.test_web_table import (
     start_bots,
     stop_bots,
 )
+from verifier.hand import dealer_after
 from verifier.signing import Signer
 from verifier.transcript import verify_transcript
 
@@ -118,6 +122,63 @@ async def test_the_page_signs_nothing_under_raised_rules_and_its_verdict_fails(
             await sit_again_for_the_next_hand(page, raised)
             assert await page.evaluate("!!RummyTable.state.t.hand.headerWrong")
             assert "commission_bps 10000 for 500" in (await page.text_content("#header-check") or "")
+    finally:
+        await stop_bots(tasks)
+
+
+async def test_the_page_signs_nothing_where_the_button_did_not_move_and_its_verdict_fails(
+    server: Any, api: Api, browser: Browser, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """RULES.md D3: hand 1 is dealt by the table's lowest seat, and the page keeps its
+    signed header.  The house then deals hand 2 from another seat than the one the
+    button moves to (made dishonest in memory): the page commits nothing,
+    says why, and its verdict on the hand, with the page's evidence holding hand 1's
+    header, is ``evidence`` (docs/fairness.md §15 rule 3) — as is ``rummy-verify``'s,
+    while the transcript alone verifies."""
+    from service.tablecore import steps as steps_module
+
+    no_declares(monkeypatch)  # the bot's first-turn declare would end a hand before the clock drops the person
+    table_id = await api.table(seats=4, point_value=1, turn_seconds=3, max_missed_turns=1, min_players=2)
+    person = await new_person(api, "Dara")
+    p = await api.player("d3-page-bot")
+    bot = PatientBot(server.url, p["token"], table_id, fast=True, key=p["signer"])
+    tasks = []
+    try:
+        async with person_page(browser) as (_context, page, _console):
+            await at_the_table(page, server.url, person, table_id)
+            await page.locator("#seats button.sit-here").first.click()
+            await page.wait_for_function(SEATED.format(n=1))
+            tasks = start_bots([bot])
+            await page.wait_for_function("() => RummyTable.state.t.hand && RummyTable.state.t.hand.committed")
+            hand_1 = await page.evaluate("RummyTable.state.t.hand.hand_no")
+            await page.wait_for_function(VERDICT, arg=hand_1, timeout=60_000)
+            assert await page.get_attribute("#auto-verdict", "data-ok") == "true"
+            honest = steps_module.dealer_after  # the house cheats: any seat but the one the button moves to
+            monkeypatch.setattr(
+                steps_module, "dealer_after", lambda o, last: next(s for s in o if s != honest(o, last))
+            )
+            kept = await sit_again_for_the_next_hand(page, hand_1)
+            assert kept == hand_1 + 1
+            assert "is dealt by seat" in (await page.text_content("#header-check") or "")
+            await page.wait_for_function(VERDICT, arg=kept, timeout=90_000)
+            assert await page.get_attribute("#auto-verdict", "data-ok") == "false"
+            assert await page.get_attribute("#auto-verdict", "data-check") == "evidence"
+            hand_id = await page.evaluate("RummyTable.state.t.results.hand_id")
+            t = await api.call("GET", f"/api/hands/{hand_id}/transcript", token=None, expect=200)
+            header = t["log"][0]["header"]
+            mine = next(s["seat"] for s in header["seats"] if s["player_id"] == person["id"])
+            commits = {c["seat"]: c["commit"] for c in t["log"][1]["commitments"]["commits"]}
+            assert commits[mine] is None  # nothing signed where the button did not move
+            key = bytes.fromhex(header["public_key"])
+            assert verify_transcript(t, key).ok  # alone, the hand looks sound
+            # the page's items of both hands, as its evidence download holds them
+            evidence = await page.evaluate(f"[...RummyTable.evidence({hand_1}), ...RummyTable.evidence({kept})]")
+            (before,) = [e["body"] for e in evidence if e["purpose"] == "header" and e["body"]["hand_no"] == hand_1]
+            want = dealer_after(sorted(s["seat"] for s in header["seats"]), before["dealer"])
+            assert header["dealer"] != want
+            report = verify_transcript(t, key, evidence)
+            assert report.failure is not None and report.failure.check == "evidence", report.failure
+            assert (report.failure.expected, report.failure.found) == (want, header["dealer"])
     finally:
         await stop_bots(tasks)
 

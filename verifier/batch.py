@@ -14,6 +14,9 @@ run over the hands that verified, per table:
   same table (the switch to v2 is one way), whatever ``allow_v1`` says.
 - ``rules`` — every signed hand of a table has the same ``rules_id`` (a table's
   rules never change, RULES.md D38).
+- ``dealer`` — the dealer of rummy-pf/v2 hand n+1 is the next seat of its header
+  after hand n's dealer, wrapping, when hand n+1 chains from hand n (the button
+  moves to the next seated player each hand, RULES.md D3).
 
 An evidence file given with a directory is checked against every transcript it holds
 items for; a transcript it holds none for skips ``evidence``, and evidence with no
@@ -32,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from verifier.fairness import PROTOCOL_V1, PROTOCOL_V2
+from verifier.hand import dealer_after
 from verifier.strictjson import MAX_BYTES, InputError, parse, read_stream, unwrap_transcript
 from verifier.transcript import INTERNAL, verify_transcript
 
@@ -77,6 +81,9 @@ class FileResult:
     # for ``rules``: the header's rules_id and the key that signed it (when ``format`` passed)
     rules_id: str | None = None
     server_key: str | None = None
+    # for ``dealer``: the header's dealer and seats (when ``format`` passed)
+    dealer: int | None = None
+    seats: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -124,6 +131,7 @@ def verify_and_read(path: str, job: Settings) -> tuple[FileResult, dict[str, Any
         out.table_id, out.hand_no = str(t["table_id"]), int(t["hand_no"])
         out.prev_head, out.head, out.signature = str(header["prev_head"]), str(t["head"]), str(t["signature"])
         out.rules_id, out.server_key = str(header["rules_id"]), str(header["public_key"])
+        out.dealer, out.seats = int(header["dealer"]), tuple(int(e["seat"]) for e in header["seats"])
     return out, t if report.ok else None
 
 
@@ -171,7 +179,7 @@ def run_jobs(paths: list[str], settings: Settings, processes: int) -> Iterator[F
 
 @dataclass
 class Finding:
-    """A directory-level failure (chain, gap, fork, downgrade, rules, evidence) and the files
+    """A directory-level failure (chain, gap, fork, downgrade, rules, dealer, evidence) and the files
     it marks failed (none for evidence that fits no transcript)."""
 
     check: str
@@ -228,7 +236,33 @@ def table_findings(results: Iterable[FileResult]) -> list[Finding]:
                             [r.path],
                         )
                     )
+                elif r.ok:
+                    out.extend(moved_button(first, r))
     return out
+
+
+def moved_button(before: FileResult, after: FileResult) -> list[Finding]:
+    """§14 ``dealer``: hand n+1, chained from hand n, is dealt by the next seat of its
+    header after hand n's dealer (RULES.md D3); the house does not choose who plays
+    first.  Only between two rummy-pf/v2 hands."""
+    if not _v2(before) or not _v2(after) or before.dealer is None or after.dealer is None:
+        return []
+    want = dealer_after(sorted(after.seats), before.dealer)
+    if after.dealer == want:
+        return []
+    return [
+        Finding(
+            "dealer",
+            f"hand {after.hand_no} of table {after.table_id} is dealt by seat {after.dealer}, but hand"
+            f" {before.hand_no}'s dealer was seat {before.dealer} ({before.path}), so the button moves to seat {want},"
+            " the next seat of the hand's header (RULES.md D3)",
+            [after.path],
+        )
+    ]
+
+
+def _v2(r: FileResult) -> bool:
+    return r.claimed is not None and r.claimed[0] == PROTOCOL_V2
 
 
 def changed_rules(results: Iterable[FileResult]) -> list[Finding]:

@@ -3,7 +3,7 @@
     rummy-verify TRANSCRIPT [--key KEY] [--receipts FILE] [--allow-v1] [--json] [--debug]
         TRANSCRIPT: a file, - for standard input, an http(s) URL
     rummy-verify DIR [--key KEY] [--receipts FILE] [--allow-v1] [--json] [--jobs N]
-        every *.json under DIR, then each table's chain, gaps, forks, downgrades and rules
+        every *.json under DIR, then each table's chain, gaps, forks, downgrades, rules and dealers
     rummy-verify score [--json] --wild 7H AS 2S 3S …     one hand of 13 cards
     rummy-verify score [--json] < hands.jsonl             {"wild": "7H", "hand": [...]} per line
     rummy-verify audit DIR [--json] [--alpha A] [--jobs N] [--key KEY] [--allow-v1]   the room audit
@@ -439,7 +439,8 @@ def build_verify_parser() -> argparse.ArgumentParser:
         f"score …' counts a hand. Checks, in order: {', '.join(CHECKS)}. A directory: every *.json under it, then "
         "across each table's hands: chain (each hand starts from the previous hand's head, hand 1 from 64 zeros), "
         "gap (no hand number missing), fork (one transcript per hand), downgrade (no v1 hand at or after a v2 "
-        "hand), rules (one rule set per table). Exit codes: 0 passed, 1 a check failed, 2 unreadable input, "
+        "hand), rules (one rule set per table), dealer (the button moves to the next seat each hand). Exit codes: "
+        "0 passed, 1 a check failed, 2 unreadable input, "
         "3 wrong usage, 70 a fault of the verifier, 130 interrupted, 141 output closed.",
     )
     ap.add_argument("transcript", help="a transcript file, - for standard input, an http(s) URL, or a directory")

@@ -23,7 +23,7 @@ from verifier.chain import REVEALED, WITHHELD, move_body
 from verifier.checkbase import Ctx, Fail, Skip, canon, fail, public_key, same, signature_ok
 from verifier.errors import RuleError
 from verifier.fairness import PROTOCOL_V1, PROTOCOL_V2, player_commit, reshuffler
-from verifier.hand import action_from_json, apply
+from verifier.hand import action_from_json, apply, dealer_after
 from verifier.schema import SchemaError, check_evidence_item, render_path
 
 Outcome = Literal["checked", "after_void"]
@@ -89,24 +89,53 @@ def check_header(j: Judge, body: Mapping[str, Any]) -> Outcome:
     return "checked"
 
 
-def check_table_rules(j: Judge, n: int, item: Mapping[str, Any]) -> None:
-    """§15.3, RULES.md D38: the header of another hand of this table, if the server
-    signed it with this transcript's key, gives this hand's rules — a table's rules
-    never change.  (One signed with another key is another era's, §16: counted with
-    the other hands, as any item of another hand.)"""
+def check_table_header(j: Judge, n: int, item: Mapping[str, Any]) -> None:
+    """§15.3: the header of another hand of this table, if the server signed it with
+    this transcript's key, gives this hand's rules — a table's rules never change
+    (RULES.md D38) — and, of the hand just before or after this one, a dealer from
+    which the button moved to the next seat (D3).  (One signed with another key is
+    another era's, §16: counted with the other hands, as any item of another hand.)"""
     body = item["body"]
     if not signature_ok(j.server, PROTOCOL_V2, "header", body, item["sig"]):
         return
     header = j.ctx.s.header
+    other = f"evidence item {n} (header): the server signed hand {body['hand_no']} of table {body['table_id']}"
     for name in ("rules", "rules_id"):
         if not same(body.get(name), header[name]):
             fail(
-                f"evidence item {n} (header): the server signed hand {body['hand_no']} of table {body['table_id']}"
-                f" with other {name} than this hand's; a table's rules never change (RULES.md D38)",
+                f"{other} with other {name} than this hand's; a table's rules never change (RULES.md D38)",
                 0,
                 body.get(name),
                 header[name],
             )
+    if body["hand_no"] == header["hand_no"] - 1:  # the hand before: this hand's button follows its
+        last, seats, dealer, whose = body.get("dealer"), [e["seat"] for e in header["seats"]], header["dealer"], "this"
+    elif body["hand_no"] == header["hand_no"] + 1:  # the hand after: its button follows this hand's
+        last, seats, dealer, whose = header["dealer"], _seats_of(body), body.get("dealer"), "that"
+    else:
+        return
+    # a header the server signs always has an integer dealer and lists its seats (§13)
+    well_formed = type(body.get("dealer")) is int and bool(_seats_of(body))
+    want = dealer_after(sorted(seats), int(last)) if well_formed else None
+    if want is None or dealer != want:
+        fail(
+            f"{other}; hand {body['hand_no'] if whose == 'that' else header['hand_no']}'s button must move from seat"
+            f" {last}, the dealer of the hand before, to the next seat of {whose} hand's header, seat {want}, not"
+            f" seat {dealer} (RULES.md D3)",
+            0,
+            want,
+            dealer,
+        )
+
+
+def _seats_of(header: Mapping[str, Any]) -> list[int]:
+    """The seat numbers a signed header of another hand lists, or [] if it lists none
+    as §13 types them (no header the server signs is like that)."""
+    seats = header.get("seats")
+    if type(seats) is not list:
+        return []
+    out = [e.get("seat") if isinstance(e, dict) else None for e in seats]
+    return [s for s in out if type(s) is int] if all(type(s) is int for s in out) else []
 
 
 def check_player(j: Judge, body: Mapping[str, Any]) -> Outcome:
@@ -486,7 +515,7 @@ def check_evidence(ctx: Ctx) -> Skip | None:
         body, purpose = item["body"], item["purpose"]
         if body["table_id"] != t["table_id"] or body["hand_no"] != t["hand_no"]:
             if purpose == "header" and body["table_id"] == t["table_id"]:
-                check_table_rules(j, n, item)
+                check_table_header(j, n, item)
             counts["other_hands"] += 1
             continue
         where = f"evidence item {n} ({purpose})"

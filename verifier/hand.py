@@ -366,6 +366,13 @@ def first_after(order: Sequence[int], dealer: int) -> int:
     return next((s for s in order if s > dealer), order[0])
 
 
+def dealer_after(order: Sequence[int], last: int | None) -> int:
+    """D3: the dealer of a table's next hand, ``order`` its header's seats (sorted): the
+    next of them after the last hand's dealer, wrapping (whoever sits there now), or
+    the lowest for a table's first hand (``last`` None)."""
+    return order[0] if last is None else first_after(order, last)
+
+
 def rotation_from(order: Sequence[int], first: int) -> list[int]:
     """The seats in ``order`` (sorted) starting at ``first``: D4's dealing order."""
     start = list(order).index(first)

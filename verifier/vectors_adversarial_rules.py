@@ -3,7 +3,10 @@ with the others by verifier/vectors_adversarial.py): a house that signs one hand
 header with other rules than its table's and settles the hand by them (RULES.md D38;
 docs/fairness.md §14 ``rules``, §15 rule 3), and one that deals a hand with fewer
 seats than its rules allow (D2, §13).  Found by the audit of 2026-12-07 (evening):
-before, each such hand verified, and with the players' evidence."""
+before, each such hand verified, and with the players' evidence.  Then one that keeps
+the dealer's button where it was, so that the same seat plays first again (D3, §14
+``dealer``, §15 rule 3; found later that day: nothing checked the dealer across
+hands)."""
 
 from __future__ import annotations
 
@@ -20,10 +23,11 @@ TABLE = TableRules(seats=4, point_value=10, commission_bps=500)
 RAISED = TableRules(seats=4, point_value=10, commission_bps=10_000)
 
 
-def _hands(name: str, second: TableRules) -> tuple[VectorHand, VectorHand]:
-    """Hands 1 and 2 of one table, chained, each ended by a valid declare."""
+def _hands(name: str, second: TableRules, dealer: int = 1) -> tuple[VectorHand, VectorHand]:
+    """Hands 1 and 2 of one table, chained, each ended by a valid declare: hand 1 dealt
+    by seat 3, hand 2 by ``dealer`` (seat 1, the next seat, by D3)."""
     one = play_hand(name, 0, TABLE, [1, 3], 3, greedy)
-    two = play_hand(name, 1, second, [1, 3], 3, greedy, prev_head=str(one.rec.head))
+    two = play_hand(name, 1, second, [1, 3], dealer, greedy, prev_head=str(one.rec.head))
     assert (one.rec.hand_no, two.rec.hand_no) == (1, 2) and one.rec.table_id == two.rec.table_id
     assert one.rec.ended and two.rec.ended and not one.rec.voided and not two.rec.voided
     return one, two
@@ -81,6 +85,39 @@ def rules_changed() -> list[Case]:
             "hands 1 and 2 of one table, chained, signed by one key, hand 2 under a higher commission than hand 1: "
             "a table's rules never change (§14 rules, D38)",
             {"failed": {"hand-1.json": "rules", "hand-2.json": "rules"}, "findings": []},
+            folder={"hand-1.json": one.rec.transcript(), "hand-2.json": two.rec.transcript()},
+        ),
+    ]
+
+
+def button_kept() -> list[Case]:
+    """Hand 2 dealt by hand 1's dealer again (seat 3), so seat 1 plays first twice: the
+    house chose who plays first (D3 moves the button to seat 1)."""
+    one, two = _hands("adv-dealer", TABLE, dealer=3)
+    items = [*one.evidence[1], *two.evidence[1]]  # seat 1's client kept both hands' items
+    return [
+        Case(
+            "dealer-not-moved",
+            "hand 2 of a table dealt by seat 3, hand 1's dealer, again (seat 1 plays first in both); seat 1's "
+            "evidence holds hand 1's signed header: the button moves to the next seat each hand, seat 1 "
+            "(§15 rule 3, D3)",
+            failing("evidence", 0),
+            two.rec.transcript(),
+            items,
+        ),
+        Case(
+            "dealer-not-moved-seen-from-the-hand-before",
+            "hand 1 of the same table, with seat 1's evidence of hands 1 and 2: hand 2's signed header, dealt by "
+            "seat 3 again, is the server's word that it did not move the button (§15 rule 3, D3)",
+            failing("evidence", 0),
+            one.rec.transcript(),
+            items,
+        ),
+        Case(
+            "folder-dealer-not-moved",
+            "hands 1 and 2 of one table, chained, both dealt by seat 3: hand 2's dealer should be seat 1, the next "
+            "seat of its header after hand 1's dealer (§14 dealer, D3)",
+            {"failed": {"hand-2.json": "dealer"}, "findings": []},
             folder={"hand-1.json": one.rec.transcript(), "hand-2.json": two.rec.transcript()},
         ),
     ]

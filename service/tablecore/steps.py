@@ -20,7 +20,7 @@ from service.tablecore.clock import Reachability
 from service.tablecore.phase import HandPhase
 from service.tablecore.state import CoreConfig, TableFacts
 from verifier.errors import RuleError
-from verifier.hand import Action, HandState, TimeOut, action_to_json
+from verifier.hand import Action, HandState, TimeOut, action_to_json, dealer_after
 from verifier.record import HandRecorder
 from verifier.settle import hold_amount
 
@@ -271,7 +271,7 @@ class Steps:
 
         def begin(st: io.Started) -> tuple[HandRun, int]:
             order = sorted(st.players)
-            dealer = next((s for s in order if prev_dealer is not None and s > prev_dealer), order[0])
+            dealer = dealer_after(order, prev_dealer)  # D3
             recorder = HandRecorder(
                 signer=self.keys.signer,
                 table_id=self.table_id,

@@ -36,7 +36,7 @@ from tests.sim.sigbook import BookedSigner, booked
 from tests.sim.store import Hand, SimStore
 from verifier.chain import commit_move, move_body, reveal_move
 from verifier.fairness import PROTOCOL_V2, player_commit
-from verifier.hand import Discard, Drop, Phase, TableRules, action_to_json
+from verifier.hand import Discard, Drop, Phase, TableRules, action_to_json, dealer_after
 from verifier.signing import Signer
 from verifier.transcript import verify_transcript
 
@@ -785,6 +785,7 @@ class World:
         if fastjson.canonical(h.transcript) != op.transcript:
             raise Violation(self.now, t.tid, f"hand {op.hand_id}'s transcript is not published as canonical JSON")
         self._dated_in_order(t.tid, self.store.by_table[t.tid][-2:])
+        self._button_moved(t.tid, self.store.by_table[t.tid][-2:])
         self._dated_after_arrivals(t.tid, h)
         self.hands_ended += 1
         if op.hand_id in t.touched:
@@ -848,6 +849,18 @@ class World:
                 end, start = int(before.records[max(before.records)]["t"]), int(after.records[min(after.records)]["t"])
                 if start < end:
                     what = f"hand {after.hand_no} is dated {end - start} ms before hand {before.hand_no} ended"
+                    raise Violation(self.now, tid, what)
+
+    def _button_moved(self, tid: str, hands: list[Hand]) -> None:
+        """D3 across hands: hand n+1 is dealt by the next of its seats after hand n's
+        dealer, whatever the table went through between them (a reload, a move to
+        another worker, a store that failed at the hand's start)."""
+        for before, after in itertools.pairwise(hands):
+            if after.hand_no == before.hand_no + 1 and 0 in before.records and 0 in after.records:
+                last, header = before.records[0]["header"]["dealer"], after.records[0]["header"]
+                want = dealer_after(sorted(e["seat"] for e in header["seats"]), last)
+                if header["dealer"] != want:
+                    what = f"hand {after.hand_no} is dealt by seat {header['dealer']}, not seat {want} (D3)"
                     raise Violation(self.now, tid, what)
 
     def _dated_after_arrivals(self, tid: str, h: Hand) -> None:

@@ -2,7 +2,8 @@
    items a player keeps (acks, heads, the header it accepted, its player key,
    receipts), judged against the transcript; D35 for refusals the rules do not
    justify; a header the server signed for another hand of the same table, held to this
-   hand's rules (rule 3, RULES.md D38).  A player item is the player's word: it fails nothing, and a key the
+   hand's rules (rule 3, RULES.md D38) and, for the hand just before or after, to the button
+   moving one seat (rule 3, D3).  A player item is the player's word: it fails nothing, and a key the
    header does not list for its seat is the warning key_claim (§14), which verify.js
    reports from ctx.keyClaims.  Loaded after verify.js and verify-play.js; registers
    itself there. */
@@ -60,7 +61,8 @@
     if (!isPlainObject(b)) return "its body is not an object";
     if (p === "header") {
       // the header's own fields are judged by rule 3 (equal to the transcript's header; for another
-      // hand of the same table, signed by the header's key, its rules and rules_id: checkOtherHeader)
+      // hand of the same table, signed by the header's key, its rules and rules_id, and its dealer
+      // for the hand just before or after: checkOtherHeader)
       if (!isId(b.table_id) || !isInt(b.hand_no, 1, HAND_NO_MAX)) return "a header body without a table_id and a hand_no";
       return null;
     }
@@ -511,13 +513,61 @@
     return out.join("; ");
   }
 
+  /** The seat numbers of a header's seats, or null when its seats are not a list of objects with
+      integer seats (or an empty one): such a header names no seat the button could move to. */
+  function seatNumbers(seats) {
+    if (!Array.isArray(seats) || seats.length === 0) return null;
+    if (!seats.every((s) => isPlainObject(s) && isInt(s.seat, -MAX_SAFE, MAX_SAFE))) return null;
+    return seats.map((s) => s.seat);
+  }
+
+  /** The next of these seat numbers after dealer d, ascending and wrapping (RULES.md D3), or null
+      when there is no such seat (d not an integer, or no seats). */
+  function nextSeat(nums, d) {
+    if (nums === null || !isInt(d, -MAX_SAFE, MAX_SAFE)) return null;
+    const sorted = nums.slice().sort((a, b) => a - b);
+    const after = sorted.find((s) => s > d);
+    return after !== undefined ? after : sorted[0];
+  }
+
+  /** rule 3's dealer (RULES.md D3) for a header b the server signed for the hand just before this
+      one (hand_no one less) or just after it (one more): the later hand's dealer is the next seat of
+      its own seats after the earlier hand's dealer. Why not, as {msg, expected, found} — the dealer
+      the button should have moved to expected, the signed one found; null expected when b has no
+      integer dealer, or seats that are not objects with integer seats — or null (for another hand,
+      nothing: only consecutive hands say whom the button left). */
+  function dealerProblem(hd, b, handNo) {
+    const before = b.hand_no === handNo - 1;
+    if (!before && b.hand_no !== handNo + 1) return null;
+    const [from, to, toNo] = before ? [b, hd, handNo] : [hd, b, b.hand_no];
+    const fromNo = toNo - 1;
+    const found = to.dealer === undefined ? show(undefined) : to.dealer;
+    if (!isInt(b.dealer, -MAX_SAFE, MAX_SAFE) || seatNumbers(b.seats) === null) {
+      const what = !isInt(b.dealer, -MAX_SAFE, MAX_SAFE) ? "no integer dealer (" + show(b.dealer) + ")" : "seats that are not objects with integer seats";
+      return {
+        msg: "the server signed hand " + b.hand_no + " of this table with " + what + ": it gives no dealer the button should have moved to " + (before ? "in this hand" : "in it") + " (RULES.md D3)",
+        expected: null,
+        found,
+      };
+    }
+    const want = nextSeat(seatNumbers(to.seats), from.dealer);
+    if (want === to.dealer) return null;
+    return {
+      msg: "the server signed hand " + fromNo + " of this table dealt by seat " + from.dealer + " and hand " + toNo + " dealt by seat " + show(to.dealer) +
+        ": the button moves to the next seat each hand, seat " + want + ", the next of hand " + toNo + "'s seats " + show(seatNumbers(to.seats)) + " after seat " + from.dealer + " (RULES.md D3)",
+      expected: want,
+      found,
+    };
+  }
+
   /** rule 3 for an item of another hand of the same table (its body's table_id the transcript's,
       its hand_no another): a header item whose signature verifies under the transcript header's
       public_key has this hand's rules and rules_id — a table's rules never change (RULES.md D38),
-      so two rule sets the server signed for one table are its proof that it changed them. One
-      whose signature does not verify under that key (the key was rotated in between, §16) is
-      counted with the other hands and ignored, as is every other item of another hand (classify
-      counts them all as other_hand; formProblem has checked their form). */
+      so two rule sets the server signed for one table are its proof that it changed them — and, for
+      the hand just before or just after this one, a dealer that follows this hand's (D3,
+      dealerProblem). One whose signature does not verify under that key (the key was rotated in
+      between, §16) is counted with the other hands and ignored, as is every other item of another
+      hand (classify counts them all as other_hand; formProblem has checked their form). */
   async function checkOtherHeader(ctx, k, item) {
     const T = ctx.t;
     const hd = ctx.header;
@@ -525,17 +575,18 @@
     if (item.purpose !== "header" || b.table_id !== T.table_id || b.hand_no === T.hand_no) return;
     const v = await verifySig(true, hd.public_key, "header", b, item.sig);
     if (!v.ok) return;
+    const fail = (msg, expected, found) => {
+      const f = new CheckFailure("evidence", "evidence item " + k + " (header): " + msg, 0, expected, found);
+      f.item = k;
+      throw f;
+    };
     const differ = rulesDiffer(hd, b);
-    if (differ === "") return;
-    const f = new CheckFailure(
-      "evidence",
-      "evidence item " + k + " (header): the server signed hand " + b.hand_no + " of table " + T.table_id + " with other rules than this hand's (" + differ + "): a table's rules never change (RULES.md D38)",
-      0,
-      show({ rules: hd.rules, rules_id: hd.rules_id }),
-      show({ rules: b.rules, rules_id: b.rules_id })
-    );
-    f.item = k;
-    throw f;
+    if (differ !== "") {
+      fail("the server signed hand " + b.hand_no + " of table " + T.table_id + " with other rules than this hand's (" + differ + "): a table's rules never change (RULES.md D38)",
+        show({ rules: hd.rules, rules_id: hd.rules_id }), show({ rules: b.rules, rules_id: b.rules_id }));
+    }
+    const dealer = dealerProblem(hd, b, T.hand_no);
+    if (dealer) fail(dealer.msg, dealer.expected, dealer.found);
   }
 
   /** rule 8: the refusals of a commit (a reveal) the void came before that owed the seat its
@@ -597,6 +648,7 @@
       }
       if (classes[k] === "applied") await checkItem(ctx, k, items[k]);
       // rule 3: a header the server signed for another hand of this table has this hand's rules
+      // (and, for the hand just before or after, a dealer that follows this hand's)
       else if (classes[k] === "other_hand") await checkOtherHeader(ctx, k, items[k]);
     }
     // rule 1: at least one item is for this hand (its table and hand); one counted after_void (rule 8) is
@@ -607,5 +659,5 @@
   }
 
   RummyPF.verify.register("evidence", checkEvidence);
-  RummyPF.verifyEvidence = { counts, countText, formProblem };
+  RummyPF.verifyEvidence = { counts, countText, formProblem, dealerProblem };
 })(typeof window !== "undefined" ? window : globalThis);

@@ -63,6 +63,16 @@ export function keptRules(playerId, tableId, handNo) {
   return headers.reduce((a, b) => (b.body.hand_no < a.body.hand_no ? b : a)).body.rules;
 }
 
+/** The seat that deals a hand after the kept header of the hand before it, or null
+    when the page kept no such header: the button moves to the next of the hand's seats
+    after that hand's dealer, wrapping (RULES.md D3). */
+export function keptDealerAfter(playerId, tableId, handNo, seats) {
+  const before = tableHeadersOf(playerId, tableId, handNo).find((x) => x.body.hand_no === handNo - 1);
+  if (!before || !Number.isInteger(before.body.dealer)) return null;
+  const order = [...seats].sort((a, b) => a - b);
+  return order.find((s) => s > before.body.dealer) ?? order[0];
+}
+
 /** §15's header item: the signed header (record 0) the page accepted. */
 export function headerItem(record0) {
   return { purpose: "header", body: record0.header, sig: record0.sig };

@@ -8,7 +8,7 @@ import { decksFor, wildRankOf } from "./cardview.js";
 import { bySuit, sync } from "./arranging.js";
 import { eventLine } from "./story.js";
 import { store } from "./store.js";
-import { headerItem, keptRules, shownOf } from "./evidence.js";
+import { headerItem, keptDealerAfter, keptRules, shownOf } from "./evidence.js";
 
 const LOG_KEPT = 150;
 const CLOSED_WORDS = "The operator closed this table: no hand is dealt here any more.";
@@ -63,7 +63,7 @@ export function newHand(handNo, handId) {
     phase: null,
     seat: null,
     keyOk: null,
-    headerWrong: null, // why the signed header is not one to sign under: another table, hand or rules (D38)
+    headerWrong: null, // why the signed header is not one to sign under: another table, hand or rules (D38), or dealer (D3)
     listedKey: null,
     serverKeyOk: null,
     header: null,
@@ -369,8 +369,9 @@ function fromSnapshot(t, snap, how, fx) {
 }
 
 /** Why a signed header is not one to commit to, though it lists my key (or null): it
-    names another table or hand than the one being dealt, or gives other rules than
-    the table's when I sat (a table's rules never change, RULES.md D38). */
+    names another table or hand than the one being dealt, gives other rules than the
+    table's when I sat (a table's rules never change, RULES.md D38), or a dealer the
+    button did not move to from the kept header of the hand before (D3). */
 function headerWrong(t, hand, header) {
   if (header.table_id !== t.id || header.hand_no !== hand.hand_no) return "is for table " + header.table_id + ", hand " + header.hand_no;
   const R = window.RummyPF;
@@ -381,7 +382,12 @@ function headerWrong(t, hand, header) {
   } catch (e) {
     same = false; // not JSON data of §2
   }
-  return same ? null : "gives other rules than the table's (" + ruleDiff(header.rules, rules) + ")";
+  if (!same) return "gives other rules than the table's (" + ruleDiff(header.rules, rules) + "; D38)";
+  const want = S.me && keptDealerAfter(S.me.id, t.id, hand.hand_no, header.seats.map((e) => e.seat));
+  if (want !== null && want !== undefined && header.dealer !== want) {
+    return "is dealt by seat " + header.dealer + ", not seat " + want + ", the next after hand " + (hand.hand_no - 1) + "'s dealer (D3)";
+  }
+  return null;
 }
 
 function ruleDiff(shown, sat) {
@@ -411,7 +417,7 @@ function learnSeat(t, hand, fx) {
   if (entry && hand.headerWrong && !hand.headerWarned) {
     hand.headerWarned = true;
     fx.push({ do: "headerWrong", hand });
-    logLine(t, "Warning: hand " + hand.hand_no + "'s signed header " + hand.headerWrong + ". Nothing is signed in this hand. Keep the header: it is signed proof (D38).", "bad");
+    logLine(t, "Warning: hand " + hand.hand_no + "'s signed header " + hand.headerWrong + ". Nothing is signed in this hand. Keep the header: it is signed proof.", "bad");
   }
   if (entry && !hand.keyOk && !hand.keyWarned) {
     hand.keyWarned = true;
