@@ -35,7 +35,12 @@ async def body_json(request: web.Request, spec: wire.Obj, code: str = "bad_reque
     body that does not fit is refused with ``code``."""
     if request.content_length is not None and request.content_length > wire.MAX_MESSAGE_BYTES:
         raise WireError(f"request bodies are at most {wire.MAX_MESSAGE_BYTES} bytes", "message_too_large", 413)
-    raw = await request.content.read(wire.MAX_MESSAGE_BYTES + 1)
+    raw = b""
+    while len(raw) <= wire.MAX_MESSAGE_BYTES:  # to its end: one read gives what has come so far
+        more = await request.content.read(wire.MAX_MESSAGE_BYTES + 1 - len(raw))
+        if not more:
+            break
+        raw += more
     data = wire.parse_object(raw, what="body") if raw.strip() else {}
     return wire.check(spec, data, "body", code=code)
 
