@@ -17,13 +17,11 @@ seat they hold.  Consequence: the seat stays until the hand ends; if the next ha
 dealt before the player tries again (a table deals `next_hand_delay` after the end),
 they are dealt in, and leaving then costs them 40 (D15) or the clock's drop.
 
-The hand's part of a leave is the player's seat in the hand (``hand.seat_of``); the
-seat that stands up is their table seat.
+Fixed: the hand's part of a leave is the player's seat in the hand (``hand.seat_of``);
+the seat that stands up is their table seat.
 """
 
 from __future__ import annotations
-
-import pytest
 
 from service.startup import Running
 from tests.conftest import Api
@@ -31,11 +29,6 @@ from tests.test_server import latest_view, seat_of, through_seeds
 from tests.wsclient import Client
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Commands._leave judges the player's table seat in the hand's state: a seat taken again mid-hand "
-    "is refused not_seated",
-)
 async def test_a_player_seated_again_after_dropping_can_leave(api: Api, server: Running) -> None:
     table = await api.table(seats=4, point_value=2, turn_seconds=30)
     a, b, c = [await api.player(name) for name in ("resit-a", "resit-b", "resit-c")]

@@ -104,7 +104,9 @@ class Commands(Steps):
         records: tuple[dict[str, Any], ...] = ()
         tell: list[io.TellUpdate] = []
         result: dict[str, Any] = {"left": seat, "charged": False}
-        if hand is not None and hand.seat_of(player_id) is not None and not hand.recorder.ended:
+        # the player's seat in the hand: their table seat, unless they dropped, left and sat again meanwhile
+        in_hand = None if hand is None else hand.seat_of(player_id)
+        if hand is not None and in_hand is not None and not hand.recorder.ended:
             rec = hand.recorder
             state = rec.state
             if state is None:  # D36: leaving in the seed phases is no move of the hand
@@ -116,18 +118,18 @@ class Commands(Steps):
 
                 self.write(io.StandLaterOp(seat), now, cmd=cmd, on_commit=later)
                 return None
-            if state.seat(seat).status is Status.PLAYING:  # D15: 40 points, recorded where it was signed
+            if state.seat(in_hand).status is Status.PLAYING:  # D15: 40 points, recorded where it was signed
                 psig = _signed(cmd.payload, hand)
-                move = {"kind": "leave", "seat": seat}
-                self.judged = self._judge(hand, seat, move, psig["prev"], psig["sig"], now)
+                move = {"kind": "leave", "seat": in_hand}
+                self.judged = self._judge(hand, in_hand, move, psig["prev"], psig["sig"], now)
                 old = state
-                new, record, events = rec.prepare(Leave(seat), psig, hand.next_t(now))
+                new, record, events = rec.prepare(Leave(in_hand), psig, hand.next_t(now))
                 rec.accept(new, record)
                 hand.note_turns(record)
                 records = (record,)
                 tell.append(io.TellUpdate(hand, record, events, None, old, new, cmd.cmd_id))
                 i, t = record["i"], record["t"]
-                ack = io.Signed(lambda: rec.ack(seat, move, psig["prev"], psig["sig"], arrived=t, i=i))
+                ack = io.Signed(lambda: rec.ack(in_hand, move, psig["prev"], psig["sig"], arrived=t, i=i))
                 result = {"left": seat, "charged": True, "ack": ack}
 
         def left(_: Any) -> dict[str, Any]:
