@@ -1,0 +1,175 @@
+"""Audit of the seams (helper h62): a database that hangs before the table has noticed.
+
+The scenario (a server alone, its one PostgreSQL behind a proxy; the tables' clock
+skipped, never slept through):
+
+1. a hand is dealt to two players; the player on turn drops its socket (its own
+   doing: a page reload, a phone changing networks) and at once opens a new one;
+2. PostgreSQL hangs just before that new socket's handshake: the handshake needs the
+   database (the player's token is looked up), so the player cannot reach the table
+   however hard it tries. The table itself has no write in flight, so it has not
+   noticed anything;
+3. the turn's deadline falls inside the hang: the clock moves for the absent seat (a
+   ``timeout`` write), that write hangs, and only then does the table call the
+   database hung (D37, ``write_hung_seconds``) and tell ``paused``;
+4. PostgreSQL answers again: the hung write commits, the timeout stands, and with
+   ``max_missed_turns`` 1 the seat is dropped (D16) and pays for the hand (D15, D22).
+
+The rule: D37, "The house is at fault while a table cannot store (its database
+unreachable, refusing writes, or hung …). Then no clock runs: no turn times out",
+and a seat's grace "counts from the moment that seat could reach the table's owner
+again: … from its reconnection for one who comes back later". The table could not
+store from the moment PostgreSQL hung, and the player could not reach it (its
+reconnection was held by the same database). The house's own test of a lost
+database (tests/test_recovery.py,
+``test_a_lost_database_pauses_the_table_and_nothing_is_half_applied``) counts the
+fault from the moment PostgreSQL went, not from the moment the table noticed.
+
+The same scenario with PostgreSQL *away* (connections refused) charges nobody: the
+clock's write fails, the table reloads when the database is back, and the absent
+seat gets its reach and grace from there (D37). That case is run here too, and
+passes. Only the *hang* charges the seat: the clock's decision was taken before the
+table knew, and the write that carries it is stored when the database wakes up.
+
+What the player loses: a turn played by the clock (the card it drew is thrown away)
+and, when that timeout is the ``max_missed_turns``-th, the hand itself: a clock
+drop (here 20 points × point value 2: 40 HT to the other seat, the hand settled at
+once as the last one standing, D14) and the seat stood up (D31).
+
+Run here on a server alone. The workers of ``serve --workers`` have no lease watch
+either (``NodeSettings.shared`` is False for them), so the same path is expected
+there (not run); a node of a cluster gives its leases up after a hang of about
+four seconds (``Cluster.expire``), which may stop the table first (not run).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from typing import Any
+
+import aiohttp
+import pytest
+
+from service.app import CONFIG, POOL, TABLES
+from service.startup import Running
+from tests.conftest import Api, wait_for
+from tests.pgproxy import PgProxy
+from tests.skipclock import SkipClock
+from tests.test_recovery import proxied  # noqa: F401 (the fixture)
+from tests.test_server import by_turn, seat_of, seat_two, through_seeds
+from tests.wsclient import Client
+
+TURN = 6  # seconds: the table's turn_seconds
+
+
+async def clock_moves(server: Running, table: str, hand_no: int) -> list[dict[str, Any]]:
+    """The hand's stored records in which the clock moved for a seat (timeouts)."""
+    async with server.app[POOL].acquire() as conn:
+        rows = await conn.fetch(
+            "SELECT r.record FROM hand_records r JOIN hands h ON h.id = r.hand_id "
+            "WHERE h.table_id = $1 AND h.hand_no = $2 ORDER BY r.i",
+            table,
+            hand_no,
+        )
+    records = [json.loads(r["record"]) if isinstance(r["record"], str) else r["record"] for r in rows]
+    return [r for r in records if r.get("type") == "action" and r["action"]["kind"] == "timeout"]
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize(
+    "fault",
+    [
+        "away",
+        pytest.param(
+            "hang",
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason=(
+                    "D37: a turn whose deadline falls in a database hang the table has not yet seen is timed out "
+                    "(the clock's write hangs, then commits), while the absent player's reconnection was held "
+                    "by the same hang"
+                ),
+            ),
+        ),
+    ],
+)
+async def test_a_player_who_cannot_reconnect_while_the_database_hangs_is_not_charged_by_the_clock(
+    proxied: tuple[Running, PgProxy],  # noqa: F811
+    fault: str,
+) -> None:
+    server, proxy = proxied
+    clock = server.app[CONFIG].settings.clock
+    assert isinstance(clock, SkipClock)
+    async with aiohttp.ClientSession() as session:
+        api = Api(server.url, session)
+        table, a, b = await seat_two(api, server, turn_seconds=TURN, max_missed_turns=1)
+        ca = await Client(server.url, a["token"], a["signer"]).__aenter__()
+        cb = await Client(server.url, b["token"], b["signer"]).__aenter__()
+        back: Client | None = None
+        reconnect: asyncio.Task[Client] | None = None
+        try:
+            hand_no = await through_seeds(table, ca, cb)
+            mover, other = by_turn(ca, cb)
+            player = a if mover is ca else b
+            actor = server.app[TABLES][table]
+            # from here the tables' time is only what the test skips
+            clock.still = time.time()
+            # 1. the player on turn drops its socket, and the table hears it
+            await mover.__aexit__(None, None, None)
+            await wait_for(lambda: mover.player_id not in actor.core.reach.connected, timeout=30)
+            assert actor.core.pending is None, "no write in flight: the table has noticed nothing"
+            # 2. PostgreSQL hangs (or goes away); the player's new socket cannot get through
+            if fault == "hang":
+                proxy.hang()
+            else:
+                proxy.refuse = True
+                proxy.cut()
+            began = clock()
+            reconnect = asyncio.create_task(Client(server.url, player["token"], player["signer"]).__aenter__())
+            if fault == "hang":
+                await wait_for(lambda: proxy.holding > 0, timeout=30)  # its token's lookup is held
+                assert not reconnect.done()
+            else:
+                with pytest.raises(aiohttp.WSServerHandshakeError):
+                    await reconnect  # refused: the database is away
+                reconnect = None
+            # 3. the turn's deadline passes inside the fault
+            await clock.skip(server.app[TABLES].values(), TURN + 4, store_answers=False)
+            await other.wait_frame(lambda f: f.get("type") == "paused", timeout=30)
+            # 4. PostgreSQL answers again
+            if fault == "hang":
+                proxy.let_go()
+            else:
+                proxy.refuse = False
+            ended = clock()
+            if fault == "away":  # the table reloads when its clock says so
+                await clock.skip(
+                    server.app[TABLES].values(),
+                    30,
+                    until=lambda: any(f.get("type") == "resumed" for f in other.frames),
+                    store_answers=False,
+                )
+            await other.wait_frame(lambda f: f.get("type") == "resumed", timeout=30)
+            if reconnect is not None:
+                back = await asyncio.wait_for(reconnect, 60)
+                reconnect = None
+            else:
+                back = await Client(server.url, player["token"], player["signer"]).__aenter__()
+            charged = [r for r in await clock_moves(server, table, hand_no) if r["action"]["seat"] == seat_of(mover)]
+            inside = [r for r in charged if began * 1000 <= r["t"] <= ended * 1000]
+            assert inside == [], (
+                f"the seat on turn was charged by the clock while the database was {fault} "
+                f"(and its player's reconnection with it): {inside}"
+            )
+        finally:
+            if reconnect is not None:
+                proxy.let_go()
+                with contextlib.suppress(Exception):
+                    back = await asyncio.wait_for(reconnect, 60)
+            for c in (ca, cb, back):  # closing one already closed does nothing
+                if c is not None:
+                    with contextlib.suppress(Exception):
+                        await c.__aexit__(None, None, None)
