@@ -36,6 +36,11 @@ and, when that timeout is the ``max_missed_turns``-th, the hand itself: a clock
 drop (here 20 points × point value 2: 40 HT to the other seat, the hand settled at
 once as the last one standing, D14) and the seat stood up (D31).
 
+The same seam in the seed phases needs no setting at all: a player who committed
+and whose socket dropped before it revealed is recorded ``withheld`` when the reveal
+window closes inside the hang, sits the hand out and pays a first drop (D29: 20
+points × point value; 40 HT in the second test, at the table's defaults).
+
 Run here on a server alone. The workers of ``serve --workers`` have no lease watch
 either (``NodeSettings.shared`` is False for them), so the same path is expected
 there (not run); a node of a cluster gives its leases up after a hang of about
@@ -53,20 +58,21 @@ from typing import Any
 import aiohttp
 import pytest
 
+from service import ledger
 from service.app import CONFIG, POOL, TABLES
 from service.startup import Running
 from tests.conftest import Api, wait_for
 from tests.pgproxy import PgProxy
 from tests.skipclock import SkipClock
 from tests.test_recovery import proxied  # noqa: F401 (the fixture)
-from tests.test_server import by_turn, seat_of, seat_two, through_seeds
+from tests.test_server import by_turn, seat_of, seat_two, seated, through_seeds
 from tests.wsclient import Client
+from verifier.fairness import player_commit
 
 TURN = 6  # seconds: the table's turn_seconds
 
 
-async def clock_moves(server: Running, table: str, hand_no: int) -> list[dict[str, Any]]:
-    """The hand's stored records in which the clock moved for a seat (timeouts)."""
+async def stored_records(server: Running, table: str, hand_no: int) -> list[dict[str, Any]]:
     async with server.app[POOL].acquire() as conn:
         rows = await conn.fetch(
             "SELECT r.record FROM hand_records r JOIN hands h ON h.id = r.hand_id "
@@ -74,28 +80,71 @@ async def clock_moves(server: Running, table: str, hand_no: int) -> list[dict[st
             table,
             hand_no,
         )
-    records = [json.loads(r["record"]) if isinstance(r["record"], str) else r["record"] for r in rows]
+    return [json.loads(r["record"]) if isinstance(r["record"], str) else r["record"] for r in rows]
+
+
+async def clock_moves(server: Running, table: str, hand_no: int) -> list[dict[str, Any]]:
+    """The hand's stored records in which the clock moved for a seat (timeouts)."""
+    records = await stored_records(server, table, hand_no)
     return [r for r in records if r.get("type") == "action" and r["action"]["kind"] == "timeout"]
 
 
-@pytest.mark.timeout(300)
-@pytest.mark.parametrize(
-    "fault",
-    [
+def fault_params(what: str) -> list[Any]:
+    return [
         "away",
         pytest.param(
             "hang",
             marks=pytest.mark.xfail(
                 strict=True,
                 reason=(
-                    "D37: a turn whose deadline falls in a database hang the table has not yet seen is timed out "
-                    "(the clock's write hangs, then commits), while the absent player's reconnection was held "
-                    "by the same hang"
+                    f"D37: {what} in a database hang the table has not yet seen is charged (the clock's write "
+                    "hangs, then commits), while the absent player's reconnection was held by the same hang"
                 ),
             ),
         ),
-    ],
-)
+    ]
+
+
+def fault_begins(proxy: PgProxy, fault: str) -> None:
+    if fault == "hang":
+        proxy.hang()
+    else:
+        proxy.refuse = True
+        proxy.cut()
+
+
+async def try_to_come_back(
+    proxy: PgProxy, fault: str, base: str, player: dict[str, Any]
+) -> asyncio.Task[Client] | None:
+    """The player opens a new socket at once: held while PostgreSQL hangs (its token's
+    lookup waits), refused while it is away."""
+    reconnect = asyncio.create_task(Client(base, player["token"], player["signer"]).__aenter__())
+    if fault == "hang":
+        await wait_for(lambda: proxy.holding > 0, timeout=30)
+        assert not reconnect.done()
+        return reconnect
+    with pytest.raises(aiohttp.WSServerHandshakeError):
+        await reconnect
+    return None
+
+
+async def fault_ends(proxy: PgProxy, fault: str, clock: SkipClock, server: Running, other: Client) -> None:
+    """PostgreSQL answers again; the table says ``resumed``."""
+    if fault == "hang":
+        proxy.let_go()
+    else:
+        proxy.refuse = False
+        await clock.skip(  # the table tries the store again when its clock says so
+            server.app[TABLES].values(),
+            30,
+            until=lambda: any(f.get("type") == "resumed" for f in other.frames),
+            store_answers=False,
+        )
+    await other.wait_frame(lambda f: f.get("type") == "resumed", timeout=30)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("fault", fault_params("a turn whose deadline falls"))
 async def test_a_player_who_cannot_reconnect_while_the_database_hangs_is_not_charged_by_the_clock(
     proxied: tuple[Running, PgProxy],  # noqa: F811
     fault: str,
@@ -122,37 +171,15 @@ async def test_a_player_who_cannot_reconnect_while_the_database_hangs_is_not_cha
             await wait_for(lambda: mover.player_id not in actor.core.reach.connected, timeout=30)
             assert actor.core.pending is None, "no write in flight: the table has noticed nothing"
             # 2. PostgreSQL hangs (or goes away); the player's new socket cannot get through
-            if fault == "hang":
-                proxy.hang()
-            else:
-                proxy.refuse = True
-                proxy.cut()
+            fault_begins(proxy, fault)
             began = clock()
-            reconnect = asyncio.create_task(Client(server.url, player["token"], player["signer"]).__aenter__())
-            if fault == "hang":
-                await wait_for(lambda: proxy.holding > 0, timeout=30)  # its token's lookup is held
-                assert not reconnect.done()
-            else:
-                with pytest.raises(aiohttp.WSServerHandshakeError):
-                    await reconnect  # refused: the database is away
-                reconnect = None
+            reconnect = await try_to_come_back(proxy, fault, server.url, player)
             # 3. the turn's deadline passes inside the fault
             await clock.skip(server.app[TABLES].values(), TURN + 4, store_answers=False)
             await other.wait_frame(lambda f: f.get("type") == "paused", timeout=30)
             # 4. PostgreSQL answers again
-            if fault == "hang":
-                proxy.let_go()
-            else:
-                proxy.refuse = False
             ended = clock()
-            if fault == "away":  # the table reloads when its clock says so
-                await clock.skip(
-                    server.app[TABLES].values(),
-                    30,
-                    until=lambda: any(f.get("type") == "resumed" for f in other.frames),
-                    store_answers=False,
-                )
-            await other.wait_frame(lambda f: f.get("type") == "resumed", timeout=30)
+            await fault_ends(proxy, fault, clock, server, other)
             if reconnect is not None:
                 back = await asyncio.wait_for(reconnect, 60)
                 reconnect = None
@@ -163,6 +190,78 @@ async def test_a_player_who_cannot_reconnect_while_the_database_hangs_is_not_cha
             assert inside == [], (
                 f"the seat on turn was charged by the clock while the database was {fault} "
                 f"(and its player's reconnection with it): {inside}"
+            )
+        finally:
+            if reconnect is not None:
+                proxy.let_go()
+                with contextlib.suppress(Exception):
+                    back = await asyncio.wait_for(reconnect, 60)
+            for c in (ca, cb, back):  # closing one already closed does nothing
+                if c is not None:
+                    with contextlib.suppress(Exception):
+                        await c.__aexit__(None, None, None)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("fault", fault_params("a reveal window that closes"))
+async def test_a_player_who_cannot_reconnect_while_the_database_hangs_is_not_charged_a_withheld_reveal(
+    proxied: tuple[Running, PgProxy],  # noqa: F811
+    fault: str,
+) -> None:
+    """The same seam in the seed phases, at the table's defaults (``max_missed_turns``
+    3): a player commits its seed, its socket drops, and the reveal window closes
+    inside a hang while its new socket waits on the database. Its reveal is recorded
+    withheld: it sits the hand out and pays a first drop (D29: 20 points × point
+    value), the other seat winning at once (D14). The same with the database away
+    charges nothing (the absent seat keeps its reach and grace, D37)."""
+    server, proxy = proxied
+    clock = server.app[CONFIG].settings.clock
+    assert isinstance(clock, SkipClock)
+    async with aiohttp.ClientSession() as session:
+        api = Api(server.url, session)
+        table, a, b = await seat_two(api, server)
+        ca = await Client(server.url, a["token"], a["signer"]).__aenter__()
+        cb = await Client(server.url, b["token"], b["signer"]).__aenter__()
+        back: Client | None = None
+        reconnect: asyncio.Task[Client] | None = None
+        try:
+            await seated(table, ca, cb)
+            seeds: dict[Client, tuple[int, bytes]] = {}
+            hand_no = 0
+            for sitter in (ca, cb):
+                frame = await sitter.wait_frame(lambda f: f.get("type") == "hand" and f.get("phase") == "commit")
+                hand_no = int(frame["hand_no"])
+                seat = sitter.seat_in(frame["record"])
+                seeds[sitter] = (seat, bytes([seat + 1]) * 32)
+                assert (await sitter.commit(frame["record"], player_commit(seat, seeds[sitter][1])))["type"] == "reply"
+            frame = await ca.wait_frame(lambda f: f.get("type") == "hand" and f.get("phase") == "reveal")
+            assert (await ca.reveal(frame["record"], *seeds[ca]))["type"] == "reply"
+            actor = server.app[TABLES][table]
+            clock.still = time.time()  # from here the tables' time is only what the test skips
+            async with server.app[POOL].acquire() as conn:
+                before = await ledger.balance(conn, b["id"])
+            # bo has committed; its socket drops before it reveals, and it tries to come back
+            await cb.__aexit__(None, None, None)
+            await wait_for(lambda: cb.player_id not in actor.core.reach.connected, timeout=30)
+            assert actor.core.pending is None, "no write in flight: the table has noticed nothing"
+            fault_begins(proxy, fault)
+            reconnect = await try_to_come_back(proxy, fault, server.url, b)
+            # the reveal window (2 s, the fixture's) closes inside the fault
+            await clock.skip(server.app[TABLES].values(), 2 + 4, store_answers=False)
+            await ca.wait_frame(lambda f: f.get("type") == "paused", timeout=30)
+            await fault_ends(proxy, fault, clock, server, ca)
+            if reconnect is not None:
+                back = await asyncio.wait_for(reconnect, 60)
+                reconnect = None
+            reveals = [r for r in await stored_records(server, table, hand_no) if "reveals" in r]
+            withheld = [x for r in reveals for x in r["reveals"] if x["status"] == "withheld"]
+            if withheld:  # then the hand ends at once (D14): what bo paid, once it is settled
+                await ca.wait_frame(lambda f: f.get("type") == "result", timeout=30)
+            async with server.app[POOL].acquire() as conn:
+                after = await ledger.balance(conn, b["id"])
+            paid = before.available + before.held - after.available - after.held
+            assert withheld == [] and paid == 0, (
+                f"bo's reveal was recorded withheld while the database was {fault}: {withheld}; bo paid {paid} HT"
             )
         finally:
             if reconnect is not None:
