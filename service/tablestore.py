@@ -360,6 +360,8 @@ class TableStore:
             return functools.partial(_quarantine_after, hand_id=op.hand_id, keep=op.keep), ()
         if isinstance(op, io.StandLaterOp | io.StandAwayOp | io.StatusOp | io.CloseOp):
             return functools.partial(_table_change, table_id=t, op=op), ()
+        if isinstance(op, io.ProbeOp):  # nothing to write: the batch checks the lease and commits
+            return _probe, ()
         raise TypeError(f"no such op: {op!r}")
 
     async def _deal(
@@ -438,6 +440,10 @@ async def _unseat(
         await _insert_records(conn, op.hand_id, records)
         await conn.execute("UPDATE hands SET deadline = $2 WHERE id = $1", op.hand_id, ts(_s(op.deadline)))
     await conn.execute("DELETE FROM seats WHERE table_id = $1 AND player_id = $2", table_id, op.player_id)
+
+
+async def _probe(conn: asyncpg.Connection) -> None:
+    """io.ProbeOp: the store answers."""
 
 
 async def _table_change(conn: asyncpg.Connection, *, table_id: str, op: io.Op) -> None:

@@ -573,6 +573,47 @@ def test_a_seats_grace_starts_when_it_reconnects() -> None:
     assert at >= reloaded + 3000 + CFG.grace_ms
 
 
+def test_a_seat_with_no_connection_is_charged_only_once_the_store_has_answered_since_its_deadline() -> None:
+    """D37 (the audit of the seams): the player on turn has no connection, and the store
+    has answered nothing since the turn's deadline.  The clock writes nothing first (a
+    probe, io.ProbeOp): answered, the seat is charged; left hanging (the store hangs
+    with no write in flight, and holds the player's way back too), the table pauses,
+    and once it answers the absent seat has its reach and grace after it.  A connected
+    seat is charged at once, with no probe."""
+    h = Harness()
+    h.through_seeds()
+    pid, _ = h.on_turn()
+    h.step(io.Reach(pid, False))  # its own doing: D16, the clock moves for it
+    began = turn_began(h)
+    h.advance(began + TURN_MS + 500, answer=False)
+    (probe,) = h.inflight.values()
+    assert isinstance(probe, io.Write) and isinstance(probe.op, io.ProbeOp) and h.charges() == []
+    h.answer_all()
+    assert [c.kind for _, c in h.charges()] == ["play"]  # answered: the seat is charged
+    assert h.of(io.Write)[-1].op != probe.op  # and its timeout written
+
+    h = Harness()
+    h.through_seeds()
+    pid, _ = h.on_turn()
+    h.step(io.Reach(pid, False))
+    began = turn_began(h)
+    h.advance(began + TURN_MS + 30_000, answer=False)  # the probe hangs
+    assert [type(e.op) for e in h.inflight.values() if isinstance(e, io.Write)] == [io.ProbeOp]
+    assert h.charges() == [] and h.core.paused and len(h.told("paused")) == 1
+    back = h.now
+    h.answer_all()
+    assert not h.core.paused
+    h.advance(back + CFG.reach_ms + CFG.grace_ms + 1000)
+    ((at, _),) = h.charges()
+    assert at >= back + CFG.reach_ms + CFG.grace_ms, "charged before its reach and grace after the hang"
+
+    h = Harness()
+    h.through_seeds()
+    began = turn_began(h)
+    h.advance(began + TURN_MS + 500, answer=False)
+    assert h.charges() and not any(isinstance(e.op, io.ProbeOp) for e in h.of(io.Write))
+
+
 def test_a_lost_lease_lets_the_table_go_and_answers_moved() -> None:
     h = Harness()
     h.through_seeds()

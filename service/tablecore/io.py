@@ -116,6 +116,15 @@ class StandAwayOp:
 
 
 @dataclass(frozen=True, slots=True)
+class ProbeOp:
+    """A write of nothing, to learn that the store answers (and that this node still
+    holds the table) before the clock charges a seat with no connection (D37): a store
+    that hangs unseen holds that player's way back too (its handshake reads the
+    store), and a hang this write finds is the house's fault, with every grace after
+    it."""
+
+
+@dataclass(frozen=True, slots=True)
 class StatusOp:
     status: str  # closing
 
@@ -240,6 +249,7 @@ Op = (
     | StandAwayOp
     | QuarantineOp
     | LogOp
+    | ProbeOp
 )
 
 

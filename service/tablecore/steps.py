@@ -209,7 +209,17 @@ class Steps:
             return True
         phase = hand.phase
         began = hand.began(phase)
-        for s in self.charged(hand, phase):
+        charged = self.charged(hand, phase)
+        if self.stored_at < due and any(hand.players[s] not in self.reach.connected for s in charged):
+            # D37: a seat with no connection is charged only once the store has answered
+            # since its deadline.  A store that hangs unseen (no write in flight) holds the
+            # player's way back as well — its handshake reads the store — and the clock's
+            # own write would hang, then commit the charge once the store woke.  A probe
+            # that hangs pauses the table like any hung write: the fault is the house's,
+            # and the seat has its grace after it.  (Found by the audit of the seams.)
+            self.write(io.ProbeOp(), now)
+            return True
+        for s in charged:
             self.emit(io.Charge(hand.hand_id, s, phase.value, now, began))
         if phase is HandPhase.COMMIT:
             self.close_commits(hand, now)

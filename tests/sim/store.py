@@ -161,6 +161,8 @@ class SimStore:
             t.stand_after.add(op.seat)
         elif isinstance(op, io.StandAwayOp):
             f.seats = {s: p for s, p in f.seats.items() if p not in op.players}
+        elif isinstance(op, io.ProbeOp):
+            pass  # nothing to write: the store answers
         elif isinstance(op, io.StatusOp):
             f.status = op.status
         elif isinstance(op, io.CloseOp):
