@@ -26,7 +26,7 @@ from service.pace import Pace
 from service.routing import elsewhere, where
 from service.table import LOGGED, ClientError, TableActor
 from service.tasks import running
-from service.telling import Connection, Route, answer, dumps, iso
+from service.telling import Connection, Route, answer, iso, to_client
 from service.wire import WireError
 from service.wsocket import TableSocket
 from verifier.errors import RuleError
@@ -249,7 +249,7 @@ async def _on_text(
         route = Route(conn, msg_id)
         outcome = await _dispatch(request, conn, player, data, joined, route)  # taken now, in order
         if replayable:
-            conn.replies.remember(msg_id, outcome, lambda: dumps({**_reply_for(msg_id, outcome), "replayed": True}))
+            conn.replies.remember(msg_id, outcome, lambda: to_client({**_reply_for(msg_id, outcome), "replayed": True}))
         tell = partial(_tell, conn, msg_id, outcome, route, replayable)
     table_id = data.get("table_id")
     if table_id is None:  # a ping: answered at once

@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from service import views
-from service.fastjson import dumps
+from service.fastjson import to_client
 from service.replies import ReplyMemory
 from verifier.errors import RuleError
 from verifier.hand import seat_view
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("rummy.telling")
 
-__all__ = ["Connection", "Route", "Teller", "answer", "dumps"]
+__all__ = ["Connection", "Route", "Teller", "answer", "to_client"]
 
 Send = Callable[[str], Coroutine[Any, Any, None]]
 
@@ -101,7 +101,7 @@ class Connection:
 
     # -- sending --------------------------------------------------------------------
     def push(self, message: dict[str, Any]) -> None:
-        self.push_text(dumps(message))
+        self.push_text(to_client(message))
 
     def push_text(self, text: str) -> None:
         if self.closed:
@@ -210,7 +210,7 @@ class Watchers:
         return {p for p, c in self.by_player.items() if not c.closed}
 
     def broadcast(self, message: dict[str, Any]) -> None:
-        text = dumps(message)
+        text = to_client(message)
         for c in list(self.by_player.values()):
             c.push_text(text)
 
@@ -294,7 +294,7 @@ class Teller(Watchers):
                 continue
             text = texts.get(key)
             if text is None:
-                text = texts[key] = dumps(self._update(base, u, seat, change, deadline))
+                text = texts[key] = to_client(self._update(base, u, seat, change, deadline))
             c.push_text(text)
         return mine
 

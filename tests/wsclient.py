@@ -33,6 +33,7 @@ class Client:
         self.base, self.token, self.signer = base, token, signer
         self.path = "/ws" if table is None else f"/ws?table={table}"
         self.frames: list[dict[str, Any]] = []
+        self.texts: list[str] = []  # every text the server sent, as it came
         self.views: dict[str, tuple[int, int, dict[str, Any] | None]] = {}  # table -> (hand_no, i, view)
         self._replies: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._new = asyncio.Event()
@@ -62,6 +63,7 @@ class Client:
         async for msg in self.ws:
             if msg.type != aiohttp.WSMsgType.TEXT:
                 break
+            self.texts.append(msg.data)
             data = json.loads(msg.data)
             if isinstance(data.get("update"), dict):
                 self.frames.append({**self._materialise(data["update"]), "via": "reply"})
