@@ -401,17 +401,18 @@
     }
     // ... and a prev that is no record's h, or a psig that does not verify over it, misquotes the move
     // (a table judges only a move its player signed over a record that exists): it would pass the
-    // house's refusal off as justified
-    let signedOver = -1;
-    for (let j = 0; j <= b.i; j++) if (log[j].h === b.prev) signedOver = j;
-    if (signedOver < 0) {
+    // house's refusal off as justified. Either fails at record i, the record the ack says the move
+    // was judged at (not the record its prev names)
+    let quoted = false;
+    for (let j = 0; j <= b.i; j++) if (log[j].h === b.prev) quoted = true;
+    if (!quoted) {
       fail("the server refused seat " + b.seat + "'s " + m.kind + " (" + b.code + ") with an ack quoting a move signed over no record of the log up to record " + b.i + ": a table judges only a move signed over a record that exists, so the ack misquotes the move",
         b.i, "prev the h of record " + b.i + " or of an earlier record", b.prev);
     }
     const v = await verifyMove(ctx, b.seat, b.prev, m, b.psig);
     if (!v.ok) {
       fail("the server refused seat " + b.seat + "'s " + m.kind + " (" + b.code + ") with an ack whose psig is not the seat's move signature over its prev (" + v.problem + "): a table judges only a move its player signed, so the ack misquotes the move",
-        signedOver, "a move signature by " + playerKey(ctx, b.seat), b.psig);
+        b.i, "a move signature by " + playerKey(ctx, b.seat), b.psig);
     }
     if ((await justified(ctx, b)) !== null) return false;
     // rule 8: a reveal refused for the house's reason, behind a void before record 2 that hides the
@@ -565,9 +566,11 @@
       public_key has this hand's rules and rules_id — a table's rules never change (RULES.md D38),
       so two rule sets the server signed for one table are its proof that it changed them — and, for
       the hand just before or just after this one, a dealer that follows this hand's (D3,
-      dealerProblem). One whose signature does not verify under that key (the key was rotated in
-      between, §16) is counted with the other hands and ignored, as is every other item of another
-      hand (classify counts them all as other_hand; formProblem has checked their form). */
+      dealerProblem). Rules that differ fail at record 0: for the first of rules, rules_id that
+      differs, its value in the kept header expected and in the transcript header's found. One
+      whose signature does not verify under that key (the key was rotated in between, §16) is
+      counted with the other hands and ignored, as is every other item of another hand (classify
+      counts them all as other_hand; formProblem has checked their form). */
   async function checkOtherHeader(ctx, k, item) {
     const T = ctx.t;
     const hd = ctx.header;
@@ -580,10 +583,14 @@
       f.item = k;
       throw f;
     };
+    // the first of rules, rules_id that differs: its value in the kept header expected, in the
+    // transcript's header found (rule 3). (hd.rules has exactly RULE_FIELDS, checked by the format
+    // check, so jsonEqual agrees with rulesDiffer on whether the rules differ.)
     const differ = rulesDiffer(hd, b);
     if (differ !== "") {
+      const field = jsonEqual(b.rules, hd.rules) ? "rules_id" : "rules";
       fail("the server signed hand " + b.hand_no + " of table " + T.table_id + " with other rules than this hand's (" + differ + "): a table's rules never change (RULES.md D38)",
-        show({ rules: hd.rules, rules_id: hd.rules_id }), show({ rules: b.rules, rules_id: b.rules_id }));
+        show(b[field]), show(hd[field]));
     }
     const dealer = dealerProblem(hd, b, T.hand_no);
     if (dealer) fail(dealer.msg, dealer.expected, dealer.found);
