@@ -49,6 +49,7 @@ from verifier.fairness import player_commit
 from verifier.forks import Fork, Seen, fork_with, note
 from verifier.hand import HandState, Phase, Seat, Status, TableRules, action_to_json, dealer_after
 from verifier.record import PROTOCOL
+from verifier.schema import WINDOW_MS_MIN
 from verifier.signing import Signer, verify
 
 log = logging.getLogger("rummy.bots")
@@ -558,8 +559,8 @@ class Bot:
     def _wrong_header(self, hand_no: int, header: dict[str, Any], entry: dict[str, Any]) -> str | None:
         """Why we must not commit to this header, or None: it lists another key for our
         seat (§15.4), names another table or hand than the one being dealt, gives
-        other rules than the table we sat at (RULES.md D38), or a dealer the button
-        did not move to (D3)."""
+        other rules than the table we sat at (RULES.md D38), a seed window shorter
+        than the protocol allows (D21), or a dealer the button did not move to (D3)."""
         if entry.get("player_key") != self.key.public_bytes.hex():
             return "lists another key for us"
         if (header.get("table_id"), header.get("hand_no")) != (self.table_id, hand_no):
@@ -567,6 +568,9 @@ class Bot:
         rules = self._table_rules(hand_no)
         if rules is not None and not same(header.get("rules"), rules):
             return f"gives other rules than the table's: {header.get('rules')} for {rules}"
+        for name in ("commit_ms", "reveal_ms"):  # D21: a shorter window closes on our seed
+            if not isinstance(header.get(name), int) or header[name] < WINDOW_MS_MIN:
+                return f"gives a seed window {name} of {header.get(name)}, below the protocol's {WINDOW_MS_MIN} (D21)"
         return self._wrong_dealer(hand_no, header)
 
     def _wrong_dealer(self, hand_no: int, header: dict[str, Any]) -> str | None:

@@ -146,7 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--port", type=int, default=8080, help="1-65535, or 0 for any free port (default 8080)")
     sp.add_argument("--data-dir", default="./rummy-data", help="keys and the embedded database (default ./rummy-data)")
     sp.add_argument("--database-url", default=None, help="PostgreSQL URL (default: DATABASE_URL, else embedded)")
-    sp.add_argument("--seed-seconds", type=float, default=10.0, help="how long seats have to commit, then reveal")
+    sp.add_argument("--seed-seconds", type=float, default=10.0, help="seconds to commit, then reveal (2+, D21)")
     sp.add_argument("--next-hand-delay", type=float, default=2.0, help="seconds between a hand's end and the next")
     sp.add_argument(
         "--resume-grace",

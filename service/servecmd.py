@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from service.envnames import OPERATOR_TOKEN_ENV, database_url_from_env
 from service.errors import EXIT_LOCKED, EXIT_OK, EXIT_USAGE, CliError
 from service.startchecks import DatabaseUrl, check_data_dir, check_listen, check_port
+from verifier.schema import WINDOW_MS_MIN
 
 if TYPE_CHECKING:
     from service.cluster import NodeSettings
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 def cmd_serve(args: argparse.Namespace) -> int:
     check_port(args.port)
     for flag, value, least in (
-        ("--seed-seconds", args.seed_seconds, 0.1),
+        ("--seed-seconds", args.seed_seconds, WINDOW_MS_MIN / 1000),
         ("--next-hand-delay", args.next_hand_delay, 0.0),
         ("--resume-grace", args.resume_grace, 0.0),
         ("--away-seconds", args.away_seconds, 1.0),

@@ -41,6 +41,7 @@ from service.tablestore import Batched, TableStore, outcome
 from service.telling import Connection, Route, Teller, answer
 from service.writer import GroupCommit
 from verifier.errors import RuleError
+from verifier.schema import WINDOW_MS_MIN
 
 __all__ = ["ClientError", "Settings", "TableActor", "moved", "unavailable"]
 
@@ -85,6 +86,9 @@ class Settings:
             return int(s * 1000)
 
         reach = max(self.resume_grace, REACH_FLOOR_SECONDS) if self.reach_seconds is None else self.reach_seconds
+        for name, seconds in (("commit_seconds", self.commit_seconds), ("reveal_seconds", self.reveal_seconds)):
+            if ms(seconds) < WINDOW_MS_MIN:  # D21: refused, never raised to the floor
+                raise ValueError(f"{name} {seconds:g} is below the protocol's {WINDOW_MS_MIN / 1000:g} s (D21)")
         return CoreConfig(
             commit_ms=ms(self.commit_seconds),
             reveal_ms=ms(self.reveal_seconds),

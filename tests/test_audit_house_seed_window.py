@@ -28,7 +28,12 @@ record 2 is not record 1); rule 3 holds a kept header of another hand to the tab
 D38); and neither client checks the windows before committing (``Bot._wrong_header``,
 ``service/web/table/state.js`` ``headerWrong``).
 
-Suggested fix: make the seed windows part of the table's fixed settings (in ``R`` and
+Fixed in part (RULES.md D21's decision, docs/fairness.md §13): every seed window is
+at least 2 000 ms, a shorter one fails ``format``, the server refuses to be started
+with less, and the clients sign nothing under such a header.  A window between the
+floor and the table's usual one, given to one hand, is still the house's choice.
+
+Suggested fix (the rest): make the seed windows part of the table's fixed settings (in ``R`` and
 ``rules_id``, so D38's checks hold them), or give them a floor the verifier checks
 (say ≥ 1000 ms) and have the clients refuse to commit under a header whose windows
 are not the table's (as for its rules) — and hold a kept header of another hand of
@@ -38,11 +43,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from service.bots import Bot
 from verifier.chain import reveal_move
 from verifier.hand import TableRules
+from verifier.schema import WINDOW_MS_MIN
 from verifier.signing import Signer
 from verifier.transcript import verify_transcript
 from verifier.vectors import SEED_WINDOW_MS, TEST_SIGNER, VectorHand
@@ -84,11 +88,6 @@ def test_the_honest_window_cannot_be_closed_on_the_victim() -> None:
     assert report.failure is not None and report.failure.check == "time" and report.failure.record == 2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="h67: a header's seed windows are the house's per hand; reveal_ms=1 makes the victim 'withheld' "
-    "(20 points, D29) and the hand verifies with the victim's evidence",
-)
 def test_a_one_millisecond_reveal_window_is_caught() -> None:
     t, evidence = short_window_hand(1)
     assert t["log"][0]["header"]["reveal_ms"] == 1
@@ -98,15 +97,18 @@ def test_a_one_millisecond_reveal_window_is_caught() -> None:
     assert t["result"]["winner"] == FRIEND and settlement["deltas"][str(VICTIM)] == -20 * TABLE.point_value
     report = verify_transcript(t, KEY, evidence)
     assert not report.ok, "the victim was given 1 ms to reveal, charged 20 points, and the hand verifies"
+    assert report.failure is not None and report.failure.check == "format" and "reveal_ms" in report.failure.message
+    # the floor is 2 000 ms (D21): one below fails format, at the floor the header is well formed
+    t, evidence = short_window_hand(WINDOW_MS_MIN - 1)
+    assert (report := verify_transcript(t, KEY, evidence)).failure is not None and report.failure.check == "format"
+    t, evidence = short_window_hand(WINDOW_MS_MIN)  # closed early: caught by time, as the control
+    assert (report := verify_transcript(t, KEY, evidence)).failure is not None and report.failure.check == "time"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="h67: the bot commits under a header whose seed windows are not the table's (reveal_ms=1)",
-)
 def test_the_bot_signs_nothing_under_a_header_with_a_one_millisecond_window() -> None:
-    """The client's side: the bot commits to a header with a 1 ms reveal window (it
-    checks the key, the table and hand, the rules and the dealer — not the windows)."""
+    """The client's side: the bot committed to a header with a 1 ms reveal window (it
+    checked the key, the table and hand, the rules and the dealer — not the windows);
+    it now signs nothing under a window below the protocol's floor (D21)."""
     me = Signer.generate()
     bot = Bot("http://127.0.0.1:1", "token", "T", key=me)
     bot._rules = TABLE.to_json()
@@ -122,4 +124,6 @@ def test_the_bot_signs_nothing_under_a_header_with_a_one_millisecond_window() ->
     }
     bot.evidence.append({"purpose": "header", "body": {**honest, "hand_no": 1}, "sig": "00" * 64})
     assert bot._wrong_header(2, honest, entry) is None
-    assert bot._wrong_header(2, {**honest, "reveal_ms": 1}, entry) is not None
+    assert "D21" in str(bot._wrong_header(2, {**honest, "reveal_ms": 1}, entry))
+    assert "commit_ms" in str(bot._wrong_header(2, {**honest, "commit_ms": WINDOW_MS_MIN - 1}, entry))
+    assert bot._wrong_header(2, {**honest, "commit_ms": WINDOW_MS_MIN, "reveal_ms": WINDOW_MS_MIN}, entry) is None

@@ -28,6 +28,7 @@ from service.cli import EXIT_CODES
 from service.errors import EXIT_USAGE
 from service.startchecks import DatabaseUrl, database_error
 from service.startup import Running
+from service.table import Settings
 from tests.conftest import OPERATOR
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -489,3 +490,14 @@ def test_local_state_is_ignored_by_git() -> None:
     for path in ("rummy-data/signing-ed25519.key", "rummy-data/pgdata/PG_VERSION"):
         r = subprocess.run(["git", "-C", str(ROOT), "check-ignore", "-q", path], timeout=30)
         assert r.returncode == 0, f"{path} is not ignored"
+
+
+@pytest.mark.parametrize("value", ["1.9", "0.1"])
+def test_a_seed_window_below_the_protocols_floor_is_refused(tmp_path: Path, value: str) -> None:
+    """D21: a seed window under 2 s would be signed into every header and fail the
+    verifier (§13 format); refused before anything is created, not raised to 2."""
+    r = rummy("serve", "--seed-seconds", value, "--port", "0", "--data-dir", "d", cwd=tmp_path)
+    one_line(r, 2, f"--seed-seconds {value}", "out of range", "2 to 3600 seconds")
+    assert not (tmp_path / "d").exists()
+    with pytest.raises(ValueError, match="D21"):  # the server's own settings refuse it too
+        Settings(reveal_seconds=float(value)).core()

@@ -104,6 +104,8 @@ def _header(table: str, hand_no: int, rules: TableRules, key: bytes) -> dict[str
         "hand_no": hand_no,
         "rules": rules.to_json(),
         "seats": [{"seat": 0, "player_id": "me", "player_key": key.hex()}],
+        "commit_ms": 10_000,
+        "reveal_ms": 10_000,
     }
 
 

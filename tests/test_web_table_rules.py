@@ -25,7 +25,7 @@ import pytest
 from playwright.async_api import Browser, Page
 
 from service.app import TABLES
-from tests.conftest import Api
+from tests.conftest import Api, wait_for
 from tests.heldbot import no_declares
 from tests.test_web_table import (
     PatientBot,
@@ -179,6 +179,39 @@ async def test_the_page_signs_nothing_where_the_button_did_not_move_and_its_verd
             report = verify_transcript(t, key, evidence)
             assert report.failure is not None and report.failure.check == "evidence", report.failure
             assert (report.failure.expected, report.failure.found) == (want, header["dealer"])
+    finally:
+        await stop_bots(tasks)
+
+
+async def test_the_page_signs_nothing_under_a_seed_window_below_the_floor(
+    server: Any, api: Api, browser: Browser, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """RULES.md D21: a house that gives one hand a 1 ms reveal window (made dishonest
+    in memory, as a server started with less is refused) shows the page a header it
+    must not sign under: the page commits nothing and says why."""
+    no_declares(monkeypatch)
+    table_id = await api.table(seats=4, point_value=1, turn_seconds=3, max_missed_turns=1, min_players=2)
+    core = server.app[TABLES][table_id].core
+    monkeypatch.setattr(core, "cfg", dataclasses.replace(core.cfg, reveal_ms=1))  # the house cheats
+    person = await new_person(api, "Ines")
+    p = await api.player("d21-page-bot")
+    bot = PatientBot(server.url, p["token"], table_id, fast=True, key=p["signer"], max_hands=1)
+    tasks = []
+    try:
+        async with person_page(browser) as (_context, page, _console):
+            await at_the_table(page, server.url, person, table_id)
+            await page.locator("#seats button.sit-here").first.click()
+            await page.wait_for_function(SEATED.format(n=1))
+            tasks = start_bots([bot])
+            await page.wait_for_function(
+                "() => { const h = RummyTable.state.t.hand; return !!(h && h.header && h.headerWrong); }",
+                timeout=60_000,
+            )
+            shown = await page.text_content("#header-check") or ""
+            assert "seed window reveal_ms of 1 ms" in shown and "D21" in shown, shown
+            assert not await page.evaluate("!!RummyTable.state.t.hand.committed")
+            await wait_for(lambda: bool(bot.shunned), timeout=60)  # the bot refuses it too
+            assert all("D21" in why for why in bot.shunned.values()), bot.shunned
     finally:
         await stop_bots(tasks)
 

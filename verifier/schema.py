@@ -49,6 +49,9 @@ __all__ = ["SchemaError", "Shape", "check_evidence_item", "check_transcript", "d
 HAND_NO_MAX: Final = (1 << 31) - 1
 POINT_VALUE_MAX: Final = 7_692_307_692_307
 WINDOW_MS_MAX: Final = 3_600_000
+#: the shortest seed window a header may give (RULES.md D21): a window the house shortens
+#: for one hand closes it on an honest seat's seed (the audit of 2026-12-07)
+WINDOW_MS_MIN: Final = 2_000
 ACTION_KINDS: Final = ("draw_closed", "draw_open", "discard", "declare", "drop", "leave", "timeout")
 
 HEX32: Final = hexstr(32)
@@ -98,8 +101,8 @@ def _header(v2: bool) -> Validator:
         "public_key": HEX32,
     }
     if v2:
-        fields["commit_ms"] = integer(1, WINDOW_MS_MAX)
-        fields["reveal_ms"] = integer(1, WINDOW_MS_MAX)
+        fields["commit_ms"] = integer(WINDOW_MS_MIN, WINDOW_MS_MAX)
+        fields["reveal_ms"] = integer(WINDOW_MS_MIN, WINDOW_MS_MAX)
     return obj(fields)
 
 

@@ -799,7 +799,7 @@ def downgrade_folder() -> Case:
 
 
 def cases() -> list[Case]:
-    from verifier.vectors_adversarial_rules import button_kept, fewer_than_min_players, rules_changed
+    from verifier.vectors_adversarial_rules import button_kept, fewer_than_min_players, rules_changed, short_seed_window
     from verifier.vectors_adversarial_voids import audit_2026_12_07, void_before_the_commitments_with_another_record_0
 
     base = two_players()
@@ -823,6 +823,7 @@ def cases() -> list[Case]:
         *rules_changed(),
         fewer_than_min_players(),
         *button_kept(),
+        short_seed_window(),
     ]
     names = [c.name for c in out]
     assert len(set(names)) == len(names)

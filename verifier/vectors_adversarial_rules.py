@@ -55,6 +55,21 @@ def fewer_than_min_players() -> Case:
     )
 
 
+def short_seed_window() -> Case:
+    """A header whose reveal window is 1 ms, re-signed by the server: below the
+    protocol's floor of 2 000 ms (D21), a window the house could close on an honest
+    seat's seed (the audit of 2026-12-07)."""
+    t = fresh(two_players("adv-seed-window"))
+    t["log"][0]["header"]["reveal_ms"] = 1
+    return Case(
+        "seed-window-below-the-floor",
+        "a hand whose header gives a reveal window of 1 ms, re-signed by the server: every seed window is at least "
+        "2 000 ms (§13 format, D21)",
+        failing("format", 0),
+        forge(t),
+    )
+
+
 def rules_changed() -> list[Case]:
     one, two = _hands("adv-rules", RAISED)
     settlement = two.rec.transcript()["result"]["settlement"]

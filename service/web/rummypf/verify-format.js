@@ -203,8 +203,9 @@
     h0.sub("prev_head").hex(hd.prev_head, 32);
     h0.sub("public_key").strictKey(hd.public_key, "the server's public_key");
     if (v2) {
-      h0.sub("commit_ms").int(hd.commit_ms, 1, 3600000);
-      h0.sub("reveal_ms").int(hd.reveal_ms, 1, 3600000);
+      // int[2 000, 3 600 000] (§13, RULES.md D21; the lower bound was 1 until 2026-12-07)
+      h0.sub("commit_ms").int(hd.commit_ms, 2000, 3600000);
+      h0.sub("reveal_ms").int(hd.reveal_ms, 2000, 3600000);
     }
     Fmt(0, "log[0].sig").hex(log[0].sig, 64);
 

@@ -11,6 +11,8 @@ import { store } from "./store.js";
 import { headerItem, keptDealerAfter, keptRules, shownOf } from "./evidence.js";
 
 const LOG_KEPT = 150;
+/** The shortest seed window a header may give (ms; docs/fairness.md §13, RULES.md D21). */
+const WINDOW_MS_MIN = 2000;
 const CLOSED_WORDS = "The operator closed this table: no hand is dealt here any more.";
 
 export const S = {
@@ -370,8 +372,9 @@ function fromSnapshot(t, snap, how, fx) {
 
 /** Why a signed header is not one to commit to, though it lists my key (or null): it
     names another table or hand than the one being dealt, gives other rules than the
-    table's when I sat (a table's rules never change, RULES.md D38), or a dealer the
-    button did not move to from the kept header of the hand before (D3). */
+    table's when I sat (a table's rules never change, RULES.md D38), a seed window
+    shorter than the protocol allows (D21), or a dealer the button did not move to
+    from the kept header of the hand before (D3). */
 function headerWrong(t, hand, header) {
   if (header.table_id !== t.id || header.hand_no !== hand.hand_no) return "is for table " + header.table_id + ", hand " + header.hand_no;
   const R = window.RummyPF;
@@ -383,6 +386,10 @@ function headerWrong(t, hand, header) {
     same = false; // not JSON data of §2
   }
   if (!same) return "gives other rules than the table's (" + ruleDiff(header.rules, rules) + "; D38)";
+  for (const name of ["commit_ms", "reveal_ms"]) {
+    // D21: a window shorter than the protocol's floor would close on this page's seed
+    if (!Number.isInteger(header[name]) || header[name] < WINDOW_MS_MIN) return "gives a seed window " + name + " of " + header[name] + " ms, below the protocol's " + WINDOW_MS_MIN + " (D21)";
+  }
   const want = S.me && keptDealerAfter(S.me.id, t.id, hand.hand_no, header.seats.map((e) => e.seat));
   if (want !== null && want !== undefined && header.dealer !== want) {
     return "is dealt by seat " + header.dealer + ", not seat " + want + ", the next after hand " + (hand.hand_no - 1) + "'s dealer (D3)";
