@@ -47,10 +47,11 @@ only once the store has answered since its deadline; the clock first writes noth
 seat getting its reach and grace once the store answers (D37).  Both cases now pass
 with the database hung as with it away.
 
-Run here on a server alone. The workers of ``serve --workers`` have no lease watch
-either (``NodeSettings.shared`` is False for them), so the same path is expected
-there (not run); a node of a cluster gives its leases up after a hang of about
-four seconds (``Cluster.expire``), which may stop the table first (not run).
+Run here on a server alone; tests/test_audit_seams_db_hang_shapes.py runs both cases
+on ``serve --workers 2`` and on a node of a cluster (real processes, real clock):
+without the fix each was charged the same way (on the node the hung write committed
+after ``Cluster.expire`` had let the table go: nobody had taken the lease meanwhile),
+and with it none is.
 """
 
 from __future__ import annotations
