@@ -1,0 +1,155 @@
+"""Audit of the seams (helper h66): more of the house's decisions that a database hang
+the table has not seen turns against a player whose way back the same hang holds
+(a server alone, its PostgreSQL behind tests/pgproxy.py, the tables' clock skipped:
+the set-up of tests/test_audit_seams_db_hang.py).
+
+1. A hang that ends less than ``write_hung_seconds`` (2 s) after the seat's deadline.
+   The clock's probe (``Steps.fire``, D37) is written at the deadline and answered as
+   the hang ends, before the write counts as hung: the store "has answered since the
+   deadline", so the seat is charged at once — in the same instant the player's held
+   handshake goes through, before its ``join`` can reach the table.  The player tried
+   to come back before its deadline and was held until the moment it was charged.
+2. D34's stand-up of an absent seat at a table too few are connected to deal at
+   (``away_seconds``): the seat's time away runs out inside a hang that holds its
+   player's reconnection; the stand-up (``io.StandAwayOp``) is written, hangs, and is
+   stored when PostgreSQL wakes.  D34: "the house's faults stand nobody up".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+
+import aiohttp
+import pytest
+
+from service.app import CONFIG, TABLES
+from service.startup import Running
+from service.tablecore import io
+from tests.conftest import Api, wait_for
+from tests.pgproxy import PgProxy
+from tests.skipclock import SkipClock
+from tests.test_audit_seams_db_hang import clock_moves
+from tests.test_recovery import proxied  # noqa: F401 (the fixture)
+from tests.test_server import by_turn, seat_of, seat_two, through_seeds
+from tests.wsclient import Client
+
+TURN = 6  # seconds: the table's turn_seconds
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="D37: a probe answered within write_hung_seconds counts as the store answering; the seat is "
+    "charged as the hang that held its player's reconnection ends (not fixed: h66)",
+)
+@pytest.mark.timeout(300)
+async def test_a_hang_that_ends_just_after_the_deadline_does_not_charge_the_player_it_held(
+    proxied: tuple[Running, PgProxy],  # noqa: F811
+) -> None:
+    server, proxy = proxied
+    clock = server.app[CONFIG].settings.clock
+    assert isinstance(clock, SkipClock)
+    async with aiohttp.ClientSession() as session:
+        api = Api(server.url, session)
+        table, a, b = await seat_two(api, server, turn_seconds=TURN, max_missed_turns=1)
+        ca = await Client(server.url, a["token"], a["signer"]).__aenter__()
+        cb = await Client(server.url, b["token"], b["signer"]).__aenter__()
+        back: Client | None = None
+        reconnect: asyncio.Task[Client] | None = None
+        try:
+            hand_no = await through_seeds(table, ca, cb)
+            mover, other = by_turn(ca, cb)
+            player, seat = (a if mover is ca else b), seat_of(mover)
+            actor = server.app[TABLES][table]
+            clock.still = time.time()  # from here the tables' time is only what the test skips
+            await mover.__aexit__(None, None, None)  # its own doing
+            await wait_for(lambda: mover.player_id not in actor.core.reach.connected, timeout=30)
+            assert actor.core.pending is None
+            # PostgreSQL hangs well before the deadline; the player's new socket waits on it
+            proxy.hang()
+            began = clock()
+            reconnect = asyncio.create_task(Client(server.url, player["token"], player["signer"]).__aenter__())
+            await wait_for(lambda: proxy.holding > 0, timeout=30)
+            # the deadline passes; the clock's probe is written and waits, not yet hung
+            await clock.skip(server.app[TABLES].values(), TURN + 1, store_answers=False)
+            pending = actor.core.pending
+            assert pending is not None and isinstance(pending.op, io.ProbeOp), pending
+            assert not actor.core.hung and not reconnect.done()
+            # PostgreSQL answers again, 1 s after the deadline
+            ended = clock()
+            proxy.let_go()
+            back = await asyncio.wait_for(reconnect, 60)
+            reconnect = None
+            await wait_for(lambda: actor.core.pending is None, timeout=30)
+            joined = await back.request({"type": "join", "table_id": table})
+            assert joined["type"] == "reply", joined
+            charged = [r for r in await clock_moves(server, table, hand_no) if r["action"]["seat"] == seat]
+            assert charged == [], (
+                f"the seat was charged the moment a hang of {ended - began:.1f} s that held its "
+                f"player's reconnection ended, 1 s after its deadline: {charged}"
+            )
+        finally:
+            if reconnect is not None:
+                proxy.let_go()
+                with contextlib.suppress(Exception):
+                    back = await asyncio.wait_for(reconnect, 60)
+            for c in (ca, cb, back):
+                if c is not None:
+                    with contextlib.suppress(Exception):
+                        await c.__aexit__(None, None, None)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="D34: the stand-up for time away is written at once, hangs with the database and is stored "
+    "when it wakes (h66)",
+)
+@pytest.mark.timeout(300)
+async def test_an_absent_seat_whose_return_a_hang_holds_is_not_stood_up_when_its_time_away_runs_out(
+    proxied: tuple[Running, PgProxy],  # noqa: F811
+) -> None:
+    server, proxy = proxied
+    clock = server.app[CONFIG].settings.clock
+    assert isinstance(clock, SkipClock)
+    async with aiohttp.ClientSession() as session:
+        api = Api(server.url, session)
+        table = await api.table(seats=4, point_value=2)
+        actor = server.app[TABLES][table]
+        away = actor.core.cfg.away_ms / 1000
+        a, ghost = await api.player("ann"), await api.player("ghost")
+        clock.still = time.time()  # from here the tables' time is only what the test skips
+        # the ghost sits with no connection (away from now); ann sits at the table too
+        await api.call("POST", f"/api/tables/{table}/sit", token=ghost["token"], body={"seat": 0}, expect=200)
+        ca = await Client(server.url, a["token"], a["signer"]).__aenter__()
+        back: Client | None = None
+        reconnect: asyncio.Task[Client] | None = None
+        try:
+            await ca.request({"type": "join", "table_id": table})
+            assert (await ca.request({"type": "sit", "table_id": table, "seat": 1}))["type"] == "reply"
+            await clock.skip([actor], away - 2)
+            assert actor.core.pending is None and ghost["id"] in actor.core.facts.seats.values()
+            # two seconds before its time away runs out the ghost comes back; PostgreSQL hangs
+            proxy.hang()
+            reconnect = asyncio.create_task(Client(server.url, ghost["token"], ghost["signer"]).__aenter__())
+            await wait_for(lambda: proxy.holding > 0, timeout=30)
+            await clock.skip([actor], 6, store_answers=False)
+            await ca.wait_frame(lambda f: f.get("type") == "paused", timeout=30)
+            assert not reconnect.done()
+            proxy.let_go()
+            await ca.wait_frame(lambda f: f.get("type") == "resumed", timeout=30)
+            back = await asyncio.wait_for(reconnect, 60)
+            reconnect = None
+            snap = (await back.request({"type": "join", "table_id": table}))["result"]
+            assert ghost["id"] in snap["seats"].values() and snap["stood_up"] is None, (
+                f"the ghost was stood up (D34) while a hang held its return: {snap['stood_up']}"
+            )
+        finally:
+            if reconnect is not None:
+                proxy.let_go()
+                with contextlib.suppress(Exception):
+                    back = await asyncio.wait_for(reconnect, 60)
+            for c in (ca, back):
+                if c is not None:
+                    with contextlib.suppress(Exception):
+                        await c.__aexit__(None, None, None)
