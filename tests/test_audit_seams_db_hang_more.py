@@ -12,7 +12,8 @@ the set-up of tests/test_audit_seams_db_hang.py).
 2. D34's stand-up of an absent seat at a table too few are connected to deal at
    (``away_seconds``): the seat's time away runs out inside a hang that holds its
    player's reconnection; the stand-up (``io.StandAwayOp``) is written, hangs, and is
-   stored when PostgreSQL wakes.  D34: "the house's faults stand nobody up".
+   stored when PostgreSQL wakes.  D34: "the house's faults stand nobody up".  Fixed
+   (``Steps.start``): the table probes the store first, as the clock does (D37).
 """
 
 from __future__ import annotations
@@ -100,11 +101,6 @@ async def test_a_hang_that_ends_just_after_the_deadline_does_not_charge_the_play
                         await c.__aexit__(None, None, None)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="D34: the stand-up for time away is written at once, hangs with the database and is stored "
-    "when it wakes (h66)",
-)
 @pytest.mark.timeout(300)
 async def test_an_absent_seat_whose_return_a_hang_holds_is_not_stood_up_when_its_time_away_runs_out(
     proxied: tuple[Running, PgProxy],  # noqa: F811

@@ -486,6 +486,42 @@ def test_absent_seats_stand_up_after_the_away_time_when_too_few_are_connected_to
     assert not [e for e in h.of(io.Write) if isinstance(e.op, io.StartOp)]  # no hand was tried
 
 
+def test_an_absent_seat_is_stood_up_for_its_time_away_only_once_the_store_has_answered_since() -> None:
+    """D34, D37 (the audit of the seams, h66): at a table too few are connected to deal
+    at, an absent seat's time away runs out while the store has answered nothing since.
+    The table writes nothing first (io.ProbeOp): answered, the seat is stood up at once;
+    left hanging (the store hangs with no write in flight, and holds the player's way
+    back too), the table pauses, and once it answers the time away counts from there."""
+    away = CFG.away_ms
+    h = Harness(players=2, connected=False)
+    loaded = h.now
+    h.step(io.Reach("p0", True))  # one connected: no hand can be dealt (min_players 2)
+    h.advance(loaded + away - 500)
+    assert stood_at(h) == {}
+    h.advance(loaded + away + 1000, answer=False)  # the deal tried at the time away's end
+    (probe,) = h.inflight.values()
+    assert isinstance(probe, io.Write) and isinstance(probe.op, io.ProbeOp) and stood_at(h) == {}
+    answered = h.now
+    h.answer_all()  # the probe, then the stand-up written at once
+    assert [type(e.op) for e in h.of(io.Write)][-2:] == [io.ProbeOp, io.StandAwayOp]
+    assert stood_at(h) == {"p1": (answered, "away", None)}
+
+    h = Harness(players=2, connected=False)
+    loaded = h.now
+    h.step(io.Reach("p0", True))
+    h.advance(loaded + away - 500)
+    h.advance(loaded + away + 30_000, answer=False)  # the probe hangs
+    assert [type(e.op) for e in h.inflight.values() if isinstance(e, io.Write)] == [io.ProbeOp]
+    assert h.core.paused and stood_at(h) == {}
+    back = h.now
+    h.answer_all()
+    h.advance(back + away - 1000)
+    assert stood_at(h) == {}, "the time the store hung counted against the absent seat"
+    h.advance(back + away + 2 * CFG.next_hand_ms + 1000)
+    t, reason, _ = stood_at(h)["p1"]
+    assert back + away <= t and reason == "away"
+
+
 def test_the_away_time_starts_again_after_a_fault_of_the_house() -> None:
     """D34, D37: a node that stood still (no beat for freeze_ms) is the house's fault;
     a seat's time away counts again from the fault's end, as a grace does.  A seat that

@@ -252,13 +252,25 @@ class Steps:
         assert facts is not None
         rules = facts.rules
         reach = self.reach
-        reach.tries += 1
         live = reach.connected
         candidates = tuple((s, p) for s, p in sorted(facts.seats.items()) if p in live)
         absent = tuple(p for p in facts.seats.values() if p not in live)
         reach.seated_now(absent)
         connected = {p for _, p in candidates}
         away_ms = self.cfg.away_ms
+        if len(candidates) < rules.min_players and any(
+            self.stored_at < reach.away_since(p) + away_ms <= now for p in absent
+        ):
+            # D34, D37: an absent seat is stood up for its time away only once the store
+            # has answered since that time ran out.  A store that hangs unseen holds its
+            # player's way back (the handshake reads the store), and the stand-up's write
+            # would hang, then be stored once the store woke.  A probe that hangs is a hung
+            # write: the time away counts again from its end.  Tried again once answered.
+            # (Found by the audit of the seams, h66.)
+            self.next_start = now
+            self.write(io.ProbeOp(), now)
+            return
+        reach.tries += 1
 
         def stand(stood: Collection[str], at_hand: int | None) -> None:
             """D34: who had no connection was away; who had one could not be dealt in."""
