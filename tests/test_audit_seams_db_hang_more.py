@@ -14,6 +14,9 @@ the set-up of tests/test_audit_seams_db_hang.py).
    player's reconnection; the stand-up (``io.StandAwayOp``) is written, hangs, and is
    stored when PostgreSQL wakes.  D34: "the house's faults stand nobody up".  Fixed
    (``Steps.start``): the table probes the store first, as the clock does (D37).
+3. D34 at a deal: a hand due while a seat has no connection (its grace over) is dealt
+   inside a hang that holds that player's reconnection; the deal is stored when
+   PostgreSQL wakes: the seat sat the hand out and, at ``max_away_hands`` 1, was stood up.
 """
 
 from __future__ import annotations
@@ -146,6 +149,70 @@ async def test_an_absent_seat_whose_return_a_hang_holds_is_not_stood_up_when_its
                 with contextlib.suppress(Exception):
                     back = await asyncio.wait_for(reconnect, 60)
             for c in (ca, back):
+                if c is not None:
+                    with contextlib.suppress(Exception):
+                        await c.__aexit__(None, None, None)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="D34: the deal that sits an absent seat out (and stands it up at max_away_hands) is written at "
+    "once, hangs with the database and is stored when it wakes (h66)",
+)
+@pytest.mark.timeout(300)
+async def test_an_absent_seat_whose_return_a_hang_holds_is_not_sat_out_and_stood_up_at_the_deal(
+    proxied: tuple[Running, PgProxy],  # noqa: F811
+) -> None:
+    """3. D34 at a deal: the ghost's grace is over and a hand is due; the ghost comes back
+    two seconds before it, and PostgreSQL hangs.  The deal (``io.StartOp``) is written,
+    hangs, and is stored when PostgreSQL wakes: the ghost sits the hand out and, at
+    ``max_away_hands`` 1, is stood up."""
+    server, proxy = proxied
+    clock = server.app[CONFIG].settings.clock
+    assert isinstance(clock, SkipClock)
+    async with aiohttp.ClientSession() as session:
+        api = Api(server.url, session)
+        table = await api.table(seats=4, point_value=2, max_away_hands=1)
+        actor = server.app[TABLES][table]
+        a, b, ghost = await api.player("ann"), await api.player("bo"), await api.player("ghost")
+        clock.still = time.time()  # from here the tables' time is only what the test skips
+        await api.call("POST", f"/api/tables/{table}/sit", token=ghost["token"], body={"seat": 0}, expect=200)
+        ca = await Client(server.url, a["token"], a["signer"]).__aenter__()
+        cb = await Client(server.url, b["token"], b["signer"]).__aenter__()
+        back: Client | None = None
+        reconnect: asyncio.Task[Client] | None = None
+        try:
+            for c, seat in ((ca, 1), (cb, 2)):
+                await c.request({"type": "join", "table_id": table})
+                assert (await c.request({"type": "sit", "table_id": table, "seat": seat}))["type"] == "reply"
+            await wait_for(lambda: actor.core.pending is None, timeout=30)
+            due = actor.core.due(int(clock() * 1000))
+            assert due is not None and actor.core.hand is None
+            await clock.skip([actor], due / 1000 - clock() - 2)
+            assert actor.core.hand is None and actor.core.pending is None
+            proxy.hang()  # two seconds before the deal the ghost comes back; PostgreSQL hangs
+            reconnect = asyncio.create_task(Client(server.url, ghost["token"], ghost["signer"]).__aenter__())
+            await wait_for(lambda: proxy.holding > 0, timeout=30)
+            await clock.skip([actor], 6, store_answers=False)
+            await ca.wait_frame(lambda f: f.get("type") == "paused", timeout=30)
+            assert not reconnect.done()
+            proxy.let_go()
+            await ca.wait_frame(lambda f: f.get("type") == "resumed", timeout=30)
+            back = await asyncio.wait_for(reconnect, 60)
+            reconnect = None
+            snap = (await back.request({"type": "join", "table_id": table}))["result"]
+            hand = snap["hand"]
+            dealt = [] if hand is None else [s["player_id"] for s in hand["header"]["header"]["seats"]]
+            assert ghost["id"] in snap["seats"].values() and snap["stood_up"] is None, (
+                f"the ghost was stood up (D34) at a deal while a hang held its return: {snap['stood_up']}"
+            )
+            assert hand is None or ghost["id"] in dealt, f"the ghost sat out a hand dealt while a hang held it: {dealt}"
+        finally:
+            if reconnect is not None:
+                proxy.let_go()
+                with contextlib.suppress(Exception):
+                    back = await asyncio.wait_for(reconnect, 60)
+            for c in (ca, cb, back):
                 if c is not None:
                     with contextlib.suppress(Exception):
                         await c.__aexit__(None, None, None)
