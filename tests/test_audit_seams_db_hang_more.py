@@ -17,6 +17,7 @@ the set-up of tests/test_audit_seams_db_hang.py).
 3. D34 at a deal: a hand due while a seat has no connection (its grace over) is dealt
    inside a hang that holds that player's reconnection; the deal is stored when
    PostgreSQL wakes: the seat sat the hand out and, at ``max_away_hands`` 1, was stood up.
+   Fixed (``Steps.fire``): the table probes the store first before such a deal.
 """
 
 from __future__ import annotations
@@ -154,11 +155,6 @@ async def test_an_absent_seat_whose_return_a_hang_holds_is_not_stood_up_when_its
                         await c.__aexit__(None, None, None)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="D34: the deal that sits an absent seat out (and stands it up at max_away_hands) is written at "
-    "once, hangs with the database and is stored when it wakes (h66)",
-)
 @pytest.mark.timeout(300)
 async def test_an_absent_seat_whose_return_a_hang_holds_is_not_sat_out_and_stood_up_at_the_deal(
     proxied: tuple[Running, PgProxy],  # noqa: F811

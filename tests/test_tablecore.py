@@ -522,6 +522,35 @@ def test_an_absent_seat_is_stood_up_for_its_time_away_only_once_the_store_has_an
     assert back + away <= t and reason == "away"
 
 
+def test_a_deal_sits_an_absent_seat_out_only_once_the_store_has_answered_since_it_was_due() -> None:
+    """D34, D37 (the audit of the seams, h66): a hand is due and a seat has no
+    connection (its grace over).  The table writes nothing first (io.ProbeOp):
+    answered, the hand is dealt without that seat; left hanging, the table pauses, and
+    once it answers the absent seat has its reach and grace before a deal passes it over."""
+    h = Harness(players=3, connected=False)
+    for p in ("p0", "p1"):
+        h.step(io.Reach(p, True))
+    h.advance(CFG.reach_ms + CFG.grace_ms + 200, answer=False)
+    (probe,) = h.inflight.values()
+    assert isinstance(probe, io.Write) and isinstance(probe.op, io.ProbeOp) and h.core.hand is None
+    h.answer_all()
+    assert [type(e.op) for e in h.of(io.Write)][-2:] == [io.ProbeOp, io.StartOp]
+    assert h.core.hand is not None and set(h.core.hand.players.values()) == {"p0", "p1"}
+
+    h = Harness(players=3, connected=False)
+    for p in ("p0", "p1"):
+        h.step(io.Reach(p, True))
+    h.advance(CFG.reach_ms + CFG.grace_ms + 30_000, answer=False)  # the probe hangs
+    assert [type(e.op) for e in h.inflight.values() if isinstance(e, io.Write)] == [io.ProbeOp]
+    assert h.core.paused and h.core.hand is None
+    back = h.now
+    h.answer_all()
+    h.advance(back + CFG.reach_ms + CFG.grace_ms - 500)
+    assert h.core.hand is None, "a hand was dealt past the absent seat within its reach and grace after the hang"
+    h.advance(back + CFG.reach_ms + CFG.grace_ms + 2000)
+    assert h.core.hand is not None and set(h.core.hand.players.values()) == {"p0", "p1"}
+
+
 def test_the_away_time_starts_again_after_a_fault_of_the_house() -> None:
     """D34, D37: a node that stood still (no beat for freeze_ms) is the house's fault;
     a seat's time away counts again from the fault's end, as a grace does.  A seat that

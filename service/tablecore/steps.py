@@ -204,6 +204,12 @@ class Steps:
             return False
         hand = self.hand
         if hand is None:
+            if self.stored_at < due and self._deal_passes_over_absent():
+                # D34, D37: a seat with no connection sits a hand out (and is stood up
+                # after max_away of them) only once the store has answered since the deal
+                # was due, as the clock charges one (below).  Tried again once answered.
+                self.write(io.ProbeOp(), now)
+                return True
             self.next_start = None
             self.start(now)
             return True
@@ -232,6 +238,15 @@ class Steps:
             assert state is not None
             self.apply(hand, TimeOut(state.turn), None, now)  # D16: the clock moves for the seat
         return True
+
+    def _deal_passes_over_absent(self) -> bool:
+        """Whether a deal tried now would sit out a seated player with no connection:
+        enough are connected to deal, and someone seated is not."""
+        facts = self.facts
+        assert facts is not None
+        live = self.reach.connected
+        connected = sum(1 for p in facts.seats.values() if p in live)
+        return facts.rules.min_players <= connected < len(facts.seats)
 
     def _schedule_start(self, now: int) -> None:
         facts = self.facts
