@@ -18,6 +18,9 @@ the set-up of tests/test_audit_seams_db_hang.py).
    inside a hang that holds that player's reconnection; the deal is stored when
    PostgreSQL wakes: the seat sat the hand out and, at ``max_away_hands`` 1, was stood up.
    Fixed (``Steps.fire``): the table probes the store first before such a deal.
+4. The clock probes only for seats with no connection: a seat whose old socket went
+   silent (the server still counts it connected) and whose player's new socket the
+   hang holds is timed out at its deadline, the write stored when PostgreSQL wakes.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from urllib.parse import urlsplit
 
 import aiohttp
 import pytest
@@ -35,9 +39,10 @@ from service.tablecore import io
 from tests.conftest import Api, wait_for
 from tests.pgproxy import PgProxy
 from tests.skipclock import SkipClock
+from tests.tcpfreeze import FreezeProxy
 from tests.test_audit_seams_db_hang import clock_moves
 from tests.test_recovery import proxied  # noqa: F401 (the fixture)
-from tests.test_server import by_turn, seat_of, seat_two, through_seeds
+from tests.test_server import by_turn, draw_and_discard, latest_view, seat_of, seat_two, through_seeds
 from tests.wsclient import Client
 
 TURN = 6  # seconds: the table's turn_seconds
@@ -212,3 +217,69 @@ async def test_an_absent_seat_whose_return_a_hang_holds_is_not_sat_out_and_stood
                 if c is not None:
                     with contextlib.suppress(Exception):
                         await c.__aexit__(None, None, None)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="D37: Steps.fire probes only for seats with no connection; a seat whose dead socket the server "
+    "still counts is charged at the deadline, the write stored when the hang ends (not fixed: h66)",
+)
+@pytest.mark.timeout(300)
+async def test_a_player_whose_old_socket_went_silent_and_whose_new_one_a_hang_holds_is_not_timed_out(
+    proxied: tuple[Running, PgProxy],  # noqa: F811
+) -> None:
+    """4. As tests/test_audit_seams_db_hang.py, but the old socket of the player on turn
+    is not closed: its network went away (a phone that changed networks), so the
+    server still counts it connected until its heartbeat gives up.  Its player opens a
+    new socket at once, and PostgreSQL hangs: the handshake waits.  The clock probes
+    only for seats with no connection, so it charges this one at the deadline; the
+    write hangs and is stored when PostgreSQL wakes."""
+    server, proxy = proxied
+    clock = server.app[CONFIG].settings.clock
+    assert isinstance(clock, SkipClock)
+    front = await FreezeProxy(int(urlsplit(server.url).port or 0)).start()
+    async with aiohttp.ClientSession() as session:
+        api = Api(server.url, session)
+        table, a, b = await seat_two(api, server, turn_seconds=TURN, max_missed_turns=1)
+        ca = await Client(front.url, a["token"], a["signer"]).__aenter__()  # ann's network: through the front
+        cb = await Client(server.url, b["token"], b["signer"]).__aenter__()
+        back: Client | None = None
+        reconnect: asyncio.Task[Client] | None = None
+        try:
+            hand_no = await through_seeds(table, ca, cb)
+            view = latest_view(ca)
+            if view["turn"] != view["me"]["seat"]:  # bo on turn: bo plays a turn, then ann is on turn
+                await draw_and_discard(table, hand_no, ca, cb, 1)
+            assert by_turn(ca, cb)[0] is ca
+            seat = seat_of(ca)
+            actor = server.app[TABLES][table]
+            clock.still = time.time()  # from here the tables' time is only what the test skips
+            front.freeze()  # ann's network goes away: the server hears nothing of it
+            proxy.hang()
+            began = clock()
+            reconnect = asyncio.create_task(Client(server.url, a["token"], a["signer"]).__aenter__())
+            await wait_for(lambda: proxy.holding > 0, timeout=30)
+            assert a["id"] in actor.core.reach.connected and actor.core.pending is None
+            await clock.skip(server.app[TABLES].values(), TURN + 4, store_answers=False)
+            await cb.wait_frame(lambda f: f.get("type") == "paused", timeout=30)
+            assert not reconnect.done()
+            ended = clock()
+            proxy.let_go()
+            await cb.wait_frame(lambda f: f.get("type") == "resumed", timeout=30)
+            back = await asyncio.wait_for(reconnect, 60)
+            reconnect = None
+            charged = [r for r in await clock_moves(server, table, hand_no) if r["action"]["seat"] == seat]
+            inside = [r for r in charged if began * 1000 <= r["t"] <= ended * 1000]
+            assert inside == [], f"ann was timed out while the hang held her new socket: {inside}"
+        finally:
+            if reconnect is not None:
+                proxy.let_go()
+                with contextlib.suppress(Exception):
+                    back = await asyncio.wait_for(reconnect, 60)
+            for c in (cb, back):
+                if c is not None:
+                    with contextlib.suppress(Exception):
+                        await c.__aexit__(None, None, None)
+            await front.stop()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(ca.__aexit__(None, None, None), 5)
