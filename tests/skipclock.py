@@ -95,3 +95,11 @@ async def clocked(server: Running, table: str, clock: SkipClock | None = None) -
     server.app[TABLES][table] = new
     await asyncio.wait_for(new.loaded.wait(), 30)
     return new, clock
+
+
+def skip_clock(server: Running) -> SkipClock:
+    """The clock of ``server``'s tables, which the test skips (the server was started
+    with ``Settings(clock=SkipClock())``, as tests/test_recovery.py's ``proxied``)."""
+    clock = server.app[CONFIG].settings.clock
+    assert isinstance(clock, SkipClock)
+    return clock

@@ -33,10 +33,10 @@ from typing import Any
 
 import pytest
 
-from verifier.fairness import reshuffler
-from verifier.hand import Declare, Leave, Phase, TableRules, apply
+from tests.house_audit import winning_declares
+from verifier.hand import Leave, TableRules
 from verifier.transcript import verify_transcript
-from verifier.vectors import TEST_SIGNER, VectorHand, greedy
+from verifier.vectors import TEST_SIGNER
 
 KEY = TEST_SIGNER.public_bytes
 TABLE = TableRules(seats=4, point_value=10, commission_bps=500)
@@ -46,25 +46,12 @@ SEATS = [1, 3]
 def refused_leave() -> tuple[dict[str, Any], int, list[dict[str, Any]]]:
     """The first vector hand in which a seat declares validly while its opponent's count
     is above 40: the opponent's leave, sent just before, is refused ``busy``."""
-    for attempt in range(200):
-        hand = VectorHand("audit-refused-leave", attempt, TABLE, SEATS, SEATS[0])
-        hand.seed_phases()
-        rec = hand.rec
-        for _ in range(600):
-            assert rec.state is not None
-            if rec.ended:
-                break
-            state = rec.state
-            action = greedy(state, state.turn)
-            if isinstance(action, Declare):
-                victim = next(s for s in SEATS if s != action.seat)
-                after, _ = apply(state, action, reshuffler(rec.key))
-                if after.phase is Phase.ENDED and after.result is not None and after.result.winner == action.seat:
-                    if after.result.settlement.points[victim] > 40:
-                        hand.refuse(Leave(victim), "busy", at=hand.now + 100)
-                        hand.act(action)  # 0.6 s after the refusal: the table stores moves again
-                        return rec.transcript(), victim, hand.evidence[victim]
-            hand.act(action)
+    for hand, declare, result in winning_declares("audit-refused-leave", TABLE, SEATS):
+        victim = next(s for s in SEATS if s != declare.seat)
+        if result.settlement.points[victim] > 40:
+            hand.refuse(Leave(victim), "busy", at=hand.now + 100)
+            hand.act(declare)  # 0.6 s after the refusal: the table stores moves again
+            return hand.rec.transcript(), victim, hand.evidence[victim]
     raise RuntimeError("no vector hand in which the loser counts more than 40")
 
 

@@ -37,10 +37,10 @@ from typing import Any
 
 import pytest
 
-from verifier.fairness import reshuffler
-from verifier.hand import Declare, Phase, TableRules, apply
+from tests.house_audit import winning_declares
+from verifier.hand import TableRules
 from verifier.transcript import verify_transcript
-from verifier.vectors import TEST_SIGNER, VectorHand, greedy
+from verifier.vectors import TEST_SIGNER
 
 KEY = TEST_SIGNER.public_bytes
 TABLE = TableRules(seats=4, point_value=10, commission_bps=500)
@@ -51,23 +51,10 @@ def voided_win() -> tuple[dict[str, Any], int, list[dict[str, Any]]]:
     """The first vector hand in which a seat declares validly: that declare is refused
     ``busy`` and the hand voided at the next record.  The transcript, the winner that
     was not, and its evidence."""
-    for attempt in range(200):
-        hand = VectorHand("audit-void-declare", attempt, TABLE, SEATS, SEATS[0])
-        hand.seed_phases()
-        rec = hand.rec
-        for _ in range(600):
-            assert rec.state is not None
-            if rec.ended:
-                break
-            state = rec.state
-            action = greedy(state, state.turn)
-            if isinstance(action, Declare):
-                after, _ = apply(state, action, reshuffler(rec.key))
-                if after.phase is Phase.ENDED and after.result is not None and after.result.winner == action.seat:
-                    hand.refuse(action, "busy", at=hand.now + 700)
-                    rec.void("the operator voided a stuck hand", hand.now + 1)
-                    return rec.transcript(), action.seat, hand.evidence[action.seat]
-            hand.act(action)
+    for hand, declare, _result in winning_declares("audit-void-declare", TABLE, SEATS):
+        hand.refuse(declare, "busy", at=hand.now + 700)
+        hand.rec.void("the operator voided a stuck hand", hand.now + 1)
+        return hand.rec.transcript(), declare.seat, hand.evidence[declare.seat]
     raise RuntimeError("no vector hand with a valid declare")
 
 

@@ -56,8 +56,6 @@ and with it none is.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 import time
 from typing import Any
@@ -66,15 +64,16 @@ import aiohttp
 import pytest
 
 from service import ledger
-from service.app import CONFIG, POOL, TABLES
+from service.app import POOL, TABLES
 from service.startup import Running
+from service.table import TableActor
 from tests.conftest import Api, wait_for
 from tests.pgproxy import PgProxy
-from tests.skipclock import SkipClock
+from tests.seams import Sockets, hang_ends, to_the_reveal
+from tests.skipclock import SkipClock, skip_clock
 from tests.test_recovery import proxied  # noqa: F401 (the fixture)
 from tests.test_server import by_turn, seat_of, seat_two, seated, through_seeds
 from tests.wsclient import Client
-from verifier.fairness import player_commit
 
 TURN = 6  # seconds: the table's turn_seconds
 
@@ -104,34 +103,54 @@ def fault_begins(proxy: PgProxy, fault: str) -> None:
         proxy.cut()
 
 
-async def try_to_come_back(
-    proxy: PgProxy, fault: str, base: str, player: dict[str, Any]
-) -> asyncio.Task[Client] | None:
+async def try_to_come_back(sockets: Sockets, fault: str, base: str, player: dict[str, Any]) -> None:
     """The player opens a new socket at once: held while PostgreSQL hangs (its token's
-    lookup waits), refused while it is away."""
-    reconnect = asyncio.create_task(Client(base, player["token"], player["signer"]).__aenter__())
+    lookup waits; ``sockets.through()`` once it has answered), refused while it is away."""
     if fault == "hang":
-        await wait_for(lambda: proxy.holding > 0, timeout=30)
+        reconnect = await sockets.held_by_the_hang(base, player)
         assert not reconnect.done()
-        return reconnect
+        return
     with pytest.raises(aiohttp.WSServerHandshakeError):
-        await reconnect
-    return None
+        await Client(base, player["token"], player["signer"]).__aenter__()
 
 
 async def fault_ends(proxy: PgProxy, fault: str, clock: SkipClock, server: Running, other: Client) -> None:
     """PostgreSQL answers again; the table says ``resumed``."""
     if fault == "hang":
-        proxy.let_go()
-    else:
-        proxy.refuse = False
-        await clock.skip(  # the table tries the store again when its clock says so
-            server.app[TABLES].values(),
-            30,
-            until=lambda: any(f.get("type") == "resumed" for f in other.frames),
-            store_answers=False,
-        )
+        await hang_ends(proxy, other)
+        return
+    proxy.refuse = False
+    await clock.skip(  # the table tries the store again when its clock says so
+        server.app[TABLES].values(),
+        30,
+        until=lambda: any(f.get("type") == "resumed" for f in other.frames),
+        store_answers=False,
+    )
     await other.wait_frame(lambda f: f.get("type") == "resumed", timeout=30)
+
+
+async def dropped(server: Running, table: str, left: Client) -> TableActor:
+    """``left``'s socket drops (its own doing), and the table hears it with no write in
+    flight: it has noticed nothing.  The table's actor."""
+    actor: TableActor = server.app[TABLES][table]
+    await left.__aexit__(None, None, None)
+    await wait_for(lambda: left.player_id not in actor.core.reach.connected, timeout=30)
+    assert actor.core.pending is None, "no write in flight: the table has noticed nothing"
+    return actor
+
+
+async def dealt_to_two(
+    server: Running, session: aiohttp.ClientSession, sockets: Sockets
+) -> tuple[str, int, Client, Client, dict[str, Any]]:
+    """Ann and bo, connected and seated at a new table (turns of ``TURN`` s, a seat
+    dropped at its first missed turn), through the seed phases of its first hand: the
+    table, the hand's number, the socket of the player on turn, the other socket, and
+    the player on turn."""
+    table, a, b = await seat_two(Api(server.url, session), server, turn_seconds=TURN, max_missed_turns=1)
+    ca, cb = await sockets.open(server.url, a), await sockets.open(server.url, b)
+    hand_no = await through_seeds(table, ca, cb)
+    mover, other = by_turn(ca, cb)
+    return table, hand_no, mover, other, (a if mover is ca else b)
 
 
 @pytest.mark.timeout(300)
@@ -141,56 +160,33 @@ async def test_a_player_who_cannot_reconnect_while_the_database_hangs_is_not_cha
     fault: str,
 ) -> None:
     server, proxy = proxied
-    clock = server.app[CONFIG].settings.clock
-    assert isinstance(clock, SkipClock)
-    async with aiohttp.ClientSession() as session:
-        api = Api(server.url, session)
-        table, a, b = await seat_two(api, server, turn_seconds=TURN, max_missed_turns=1)
-        ca = await Client(server.url, a["token"], a["signer"]).__aenter__()
-        cb = await Client(server.url, b["token"], b["signer"]).__aenter__()
-        back: Client | None = None
-        reconnect: asyncio.Task[Client] | None = None
-        try:
-            hand_no = await through_seeds(table, ca, cb)
-            mover, other = by_turn(ca, cb)
-            player = a if mover is ca else b
-            actor = server.app[TABLES][table]
-            # from here the tables' time is only what the test skips
-            clock.still = time.time()
-            # 1. the player on turn drops its socket, and the table hears it
-            await mover.__aexit__(None, None, None)
-            await wait_for(lambda: mover.player_id not in actor.core.reach.connected, timeout=30)
-            assert actor.core.pending is None, "no write in flight: the table has noticed nothing"
-            # 2. PostgreSQL hangs (or goes away); the player's new socket cannot get through
-            fault_begins(proxy, fault)
-            began = clock()
-            reconnect = await try_to_come_back(proxy, fault, server.url, player)
-            # 3. the turn's deadline passes inside the fault
-            await clock.skip(server.app[TABLES].values(), TURN + 4, store_answers=False)
-            await other.wait_frame(lambda f: f.get("type") == "paused", timeout=30)
-            # 4. PostgreSQL answers again
-            ended = clock()
-            await fault_ends(proxy, fault, clock, server, other)
-            if reconnect is not None:
-                back = await asyncio.wait_for(reconnect, 60)
-                reconnect = None
-            else:
-                back = await Client(server.url, player["token"], player["signer"]).__aenter__()
-            charged = [r for r in await clock_moves(server, table, hand_no) if r["action"]["seat"] == seat_of(mover)]
-            inside = [r for r in charged if began * 1000 <= r["t"] <= ended * 1000]
-            assert inside == [], (
-                f"the seat on turn was charged by the clock while the database was {fault} "
-                f"(and its player's reconnection with it): {inside}"
-            )
-        finally:
-            if reconnect is not None:
-                proxy.let_go()
-                with contextlib.suppress(Exception):
-                    back = await asyncio.wait_for(reconnect, 60)
-            for c in (ca, cb, back):  # closing one already closed does nothing
-                if c is not None:
-                    with contextlib.suppress(Exception):
-                        await c.__aexit__(None, None, None)
+    clock = skip_clock(server)
+    async with aiohttp.ClientSession() as session, Sockets(proxy) as sockets:
+        table, hand_no, mover, other, player = await dealt_to_two(server, session, sockets)
+        # from here the tables' time is only what the test skips
+        clock.still = time.time()
+        # 1. the player on turn drops its socket, and the table hears it
+        await dropped(server, table, mover)
+        # 2. PostgreSQL hangs (or goes away); the player's new socket cannot get through
+        fault_begins(proxy, fault)
+        began = clock()
+        await try_to_come_back(sockets, fault, server.url, player)
+        # 3. the turn's deadline passes inside the fault
+        await clock.skip(server.app[TABLES].values(), TURN + 4, store_answers=False)
+        await other.wait_frame(lambda f: f.get("type") == "paused", timeout=30)
+        # 4. PostgreSQL answers again
+        ended = clock()
+        await fault_ends(proxy, fault, clock, server, other)
+        if sockets.held is not None:
+            await sockets.through()
+        else:
+            await sockets.open(server.url, player)
+        charged = [r for r in await clock_moves(server, table, hand_no) if r["action"]["seat"] == seat_of(mover)]
+        inside = [r for r in charged if began * 1000 <= r["t"] <= ended * 1000]
+        assert inside == [], (
+            f"the seat on turn was charged by the clock while the database was {fault} "
+            f"(and its player's reconnection with it): {inside}"
+        )
 
 
 @pytest.mark.timeout(300)
@@ -206,60 +202,32 @@ async def test_a_player_who_cannot_reconnect_while_the_database_hangs_is_not_cha
     value), the other seat winning at once (D14). The same with the database away
     charges nothing (the absent seat keeps its reach and grace, D37)."""
     server, proxy = proxied
-    clock = server.app[CONFIG].settings.clock
-    assert isinstance(clock, SkipClock)
-    async with aiohttp.ClientSession() as session:
-        api = Api(server.url, session)
-        table, a, b = await seat_two(api, server)
-        ca = await Client(server.url, a["token"], a["signer"]).__aenter__()
-        cb = await Client(server.url, b["token"], b["signer"]).__aenter__()
-        back: Client | None = None
-        reconnect: asyncio.Task[Client] | None = None
-        try:
-            await seated(table, ca, cb)
-            seeds: dict[Client, tuple[int, bytes]] = {}
-            hand_no = 0
-            for sitter in (ca, cb):
-                frame = await sitter.wait_frame(lambda f: f.get("type") == "hand" and f.get("phase") == "commit")
-                hand_no = int(frame["hand_no"])
-                seat = sitter.seat_in(frame["record"])
-                seeds[sitter] = (seat, bytes([seat + 1]) * 32)
-                assert (await sitter.commit(frame["record"], player_commit(seat, seeds[sitter][1])))["type"] == "reply"
-            frame = await ca.wait_frame(lambda f: f.get("type") == "hand" and f.get("phase") == "reveal")
-            assert (await ca.reveal(frame["record"], *seeds[ca]))["type"] == "reply"
-            actor = server.app[TABLES][table]
-            clock.still = time.time()  # from here the tables' time is only what the test skips
-            async with server.app[POOL].acquire() as conn:
-                before = await ledger.balance(conn, b["id"])
-            # bo has committed; its socket drops before it reveals, and it tries to come back
-            await cb.__aexit__(None, None, None)
-            await wait_for(lambda: cb.player_id not in actor.core.reach.connected, timeout=30)
-            assert actor.core.pending is None, "no write in flight: the table has noticed nothing"
-            fault_begins(proxy, fault)
-            reconnect = await try_to_come_back(proxy, fault, server.url, b)
-            # the reveal window (2 s, the fixture's) closes inside the fault
-            await clock.skip(server.app[TABLES].values(), 2 + 4, store_answers=False)
-            await ca.wait_frame(lambda f: f.get("type") == "paused", timeout=30)
-            await fault_ends(proxy, fault, clock, server, ca)
-            if reconnect is not None:
-                back = await asyncio.wait_for(reconnect, 60)
-                reconnect = None
-            reveals = [r for r in await stored_records(server, table, hand_no) if "reveals" in r]
-            withheld = [x for r in reveals for x in r["reveals"] if x["status"] == "withheld"]
-            if withheld:  # then the hand ends at once (D14): what bo paid, once it is settled
-                await ca.wait_frame(lambda f: f.get("type") == "result", timeout=30)
-            async with server.app[POOL].acquire() as conn:
-                after = await ledger.balance(conn, b["id"])
-            paid = before.available + before.held - after.available - after.held
-            assert withheld == [] and paid == 0, (
-                f"bo's reveal was recorded withheld while the database was {fault}: {withheld}; bo paid {paid} HT"
-            )
-        finally:
-            if reconnect is not None:
-                proxy.let_go()
-                with contextlib.suppress(Exception):
-                    back = await asyncio.wait_for(reconnect, 60)
-            for c in (ca, cb, back):  # closing one already closed does nothing
-                if c is not None:
-                    with contextlib.suppress(Exception):
-                        await c.__aexit__(None, None, None)
+    clock = skip_clock(server)
+    async with aiohttp.ClientSession() as session, Sockets(proxy) as sockets:
+        table, a, b = await seat_two(Api(server.url, session), server)
+        ca, cb = await sockets.open(server.url, a), await sockets.open(server.url, b)
+        await seated(table, ca, cb)
+        hand_no, _seeds, _frame = await to_the_reveal(ca, cb)
+        clock.still = time.time()  # from here the tables' time is only what the test skips
+        async with server.app[POOL].acquire() as conn:
+            before = await ledger.balance(conn, b["id"])
+        # bo has committed; its socket drops before it reveals, and it tries to come back
+        await dropped(server, table, cb)
+        fault_begins(proxy, fault)
+        await try_to_come_back(sockets, fault, server.url, b)
+        # the reveal window (2 s, the fixture's) closes inside the fault
+        await clock.skip(server.app[TABLES].values(), 2 + 4, store_answers=False)
+        await ca.wait_frame(lambda f: f.get("type") == "paused", timeout=30)
+        await fault_ends(proxy, fault, clock, server, ca)
+        if sockets.held is not None:
+            await sockets.through()
+        reveals = [r for r in await stored_records(server, table, hand_no) if "reveals" in r]
+        withheld = [x for r in reveals for x in r["reveals"] if x["status"] == "withheld"]
+        if withheld:  # then the hand ends at once (D14): what bo paid, once it is settled
+            await ca.wait_frame(lambda f: f.get("type") == "result", timeout=30)
+        async with server.app[POOL].acquire() as conn:
+            after = await ledger.balance(conn, b["id"])
+        paid = before.available + before.held - after.available - after.held
+        assert withheld == [] and paid == 0, (
+            f"bo's reveal was recorded withheld while the database was {fault}: {withheld}; bo paid {paid} HT"
+        )

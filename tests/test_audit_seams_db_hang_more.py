@@ -28,24 +28,43 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from typing import Any
 from urllib.parse import urlsplit
 
 import aiohttp
 import pytest
 
-from service.app import CONFIG, TABLES
+from service.app import TABLES
 from service.startup import Running
+from service.table import TableActor
 from service.tablecore import io
 from tests.conftest import Api, wait_for
 from tests.pgproxy import PgProxy
-from tests.skipclock import SkipClock
+from tests.seams import Sockets, hang_ends
+from tests.skipclock import skip_clock
 from tests.tcpfreeze import FreezeProxy
-from tests.test_audit_seams_db_hang import clock_moves
+from tests.test_audit_seams_db_hang import TURN, clock_moves, dealt_to_two, dropped
 from tests.test_recovery import proxied  # noqa: F401 (the fixture)
 from tests.test_server import by_turn, draw_and_discard, latest_view, seat_of, seat_two, through_seeds
 from tests.wsclient import Client
 
-TURN = 6  # seconds: the table's turn_seconds
+
+async def ghost_back_through_a_hang(
+    server: Running, sockets: Sockets, actor: TableActor, watcher: Client, ghost: dict[str, Any]
+) -> dict[str, Any]:
+    """PostgreSQL hangs as the ghost opens a new socket, which the hang holds; 6 s of
+    the table's clock pass inside the hang (the table tells ``watcher`` ``paused``), the
+    socket still held; PostgreSQL answers again (``resumed``), and the ghost, through at
+    last, joins: the table as its ``join`` answers it."""
+    sockets.proxy.hang()
+    reconnect = await sockets.held_by_the_hang(server.url, ghost)
+    await skip_clock(server).skip([actor], 6, store_answers=False)
+    await watcher.wait_frame(lambda f: f.get("type") == "paused", timeout=30)
+    assert not reconnect.done()
+    await hang_ends(sockets.proxy, watcher)
+    back = await sockets.through()
+    snap: dict[str, Any] = (await back.request({"type": "join", "table_id": actor.table_id}))["result"]
+    return snap
 
 
 @pytest.mark.xfail(
@@ -58,56 +77,33 @@ async def test_a_hang_that_ends_just_after_the_deadline_does_not_charge_the_play
     proxied: tuple[Running, PgProxy],  # noqa: F811
 ) -> None:
     server, proxy = proxied
-    clock = server.app[CONFIG].settings.clock
-    assert isinstance(clock, SkipClock)
-    async with aiohttp.ClientSession() as session:
-        api = Api(server.url, session)
-        table, a, b = await seat_two(api, server, turn_seconds=TURN, max_missed_turns=1)
-        ca = await Client(server.url, a["token"], a["signer"]).__aenter__()
-        cb = await Client(server.url, b["token"], b["signer"]).__aenter__()
-        back: Client | None = None
-        reconnect: asyncio.Task[Client] | None = None
-        try:
-            hand_no = await through_seeds(table, ca, cb)
-            mover, other = by_turn(ca, cb)
-            player, seat = (a if mover is ca else b), seat_of(mover)
-            actor = server.app[TABLES][table]
-            clock.still = time.time()  # from here the tables' time is only what the test skips
-            await mover.__aexit__(None, None, None)  # its own doing
-            await wait_for(lambda: mover.player_id not in actor.core.reach.connected, timeout=30)
-            assert actor.core.pending is None
-            # PostgreSQL hangs well before the deadline; the player's new socket waits on it
-            proxy.hang()
-            began = clock()
-            reconnect = asyncio.create_task(Client(server.url, player["token"], player["signer"]).__aenter__())
-            await wait_for(lambda: proxy.holding > 0, timeout=30)
-            # the deadline passes; the clock's probe is written and waits, not yet hung
-            await clock.skip(server.app[TABLES].values(), TURN + 1, store_answers=False)
-            pending = actor.core.pending
-            assert pending is not None and isinstance(pending.op, io.ProbeOp), pending
-            assert not actor.core.hung and not reconnect.done()
-            # PostgreSQL answers again, 1 s after the deadline
-            ended = clock()
-            proxy.let_go()
-            back = await asyncio.wait_for(reconnect, 60)
-            reconnect = None
-            await wait_for(lambda: actor.core.pending is None, timeout=30)
-            joined = await back.request({"type": "join", "table_id": table})
-            assert joined["type"] == "reply", joined
-            charged = [r for r in await clock_moves(server, table, hand_no) if r["action"]["seat"] == seat]
-            assert charged == [], (
-                f"the seat was charged the moment a hang of {ended - began:.1f} s that held its "
-                f"player's reconnection ended, 1 s after its deadline: {charged}"
-            )
-        finally:
-            if reconnect is not None:
-                proxy.let_go()
-                with contextlib.suppress(Exception):
-                    back = await asyncio.wait_for(reconnect, 60)
-            for c in (ca, cb, back):
-                if c is not None:
-                    with contextlib.suppress(Exception):
-                        await c.__aexit__(None, None, None)
+    clock = skip_clock(server)
+    async with aiohttp.ClientSession() as session, Sockets(proxy) as sockets:
+        table, hand_no, mover, _other, player = await dealt_to_two(server, session, sockets)
+        seat = seat_of(mover)
+        clock.still = time.time()  # from here the tables' time is only what the test skips
+        actor = await dropped(server, table, mover)  # its own doing
+        # PostgreSQL hangs well before the deadline; the player's new socket waits on it
+        proxy.hang()
+        began = clock()
+        reconnect = await sockets.held_by_the_hang(server.url, player)
+        # the deadline passes; the clock's probe is written and waits, not yet hung
+        await clock.skip(server.app[TABLES].values(), TURN + 1, store_answers=False)
+        pending = actor.core.pending
+        assert pending is not None and isinstance(pending.op, io.ProbeOp), pending
+        assert not actor.core.hung and not reconnect.done()
+        # PostgreSQL answers again, 1 s after the deadline
+        ended = clock()
+        proxy.let_go()
+        back = await sockets.through()
+        await wait_for(lambda: actor.core.pending is None, timeout=30)
+        joined = await back.request({"type": "join", "table_id": table})
+        assert joined["type"] == "reply", joined
+        charged = [r for r in await clock_moves(server, table, hand_no) if r["action"]["seat"] == seat]
+        assert charged == [], (
+            f"the seat was charged the moment a hang of {ended - began:.1f} s that held its "
+            f"player's reconnection ended, 1 s after its deadline: {charged}"
+        )
 
 
 @pytest.mark.timeout(300)
@@ -115,9 +111,8 @@ async def test_an_absent_seat_whose_return_a_hang_holds_is_not_stood_up_when_its
     proxied: tuple[Running, PgProxy],  # noqa: F811
 ) -> None:
     server, proxy = proxied
-    clock = server.app[CONFIG].settings.clock
-    assert isinstance(clock, SkipClock)
-    async with aiohttp.ClientSession() as session:
+    clock = skip_clock(server)
+    async with aiohttp.ClientSession() as session, Sockets(proxy) as sockets:
         api = Api(server.url, session)
         table = await api.table(seats=4, point_value=2)
         actor = server.app[TABLES][table]
@@ -126,38 +121,16 @@ async def test_an_absent_seat_whose_return_a_hang_holds_is_not_stood_up_when_its
         clock.still = time.time()  # from here the tables' time is only what the test skips
         # the ghost sits with no connection (away from now); ann sits at the table too
         await api.call("POST", f"/api/tables/{table}/sit", token=ghost["token"], body={"seat": 0}, expect=200)
-        ca = await Client(server.url, a["token"], a["signer"]).__aenter__()
-        back: Client | None = None
-        reconnect: asyncio.Task[Client] | None = None
-        try:
-            await ca.request({"type": "join", "table_id": table})
-            assert (await ca.request({"type": "sit", "table_id": table, "seat": 1}))["type"] == "reply"
-            await clock.skip([actor], away - 2)
-            assert actor.core.pending is None and ghost["id"] in actor.core.facts.seats.values()
-            # two seconds before its time away runs out the ghost comes back; PostgreSQL hangs
-            proxy.hang()
-            reconnect = asyncio.create_task(Client(server.url, ghost["token"], ghost["signer"]).__aenter__())
-            await wait_for(lambda: proxy.holding > 0, timeout=30)
-            await clock.skip([actor], 6, store_answers=False)
-            await ca.wait_frame(lambda f: f.get("type") == "paused", timeout=30)
-            assert not reconnect.done()
-            proxy.let_go()
-            await ca.wait_frame(lambda f: f.get("type") == "resumed", timeout=30)
-            back = await asyncio.wait_for(reconnect, 60)
-            reconnect = None
-            snap = (await back.request({"type": "join", "table_id": table}))["result"]
-            assert ghost["id"] in snap["seats"].values() and snap["stood_up"] is None, (
-                f"the ghost was stood up (D34) while a hang held its return: {snap['stood_up']}"
-            )
-        finally:
-            if reconnect is not None:
-                proxy.let_go()
-                with contextlib.suppress(Exception):
-                    back = await asyncio.wait_for(reconnect, 60)
-            for c in (ca, back):
-                if c is not None:
-                    with contextlib.suppress(Exception):
-                        await c.__aexit__(None, None, None)
+        ca = await sockets.open(server.url, a)
+        await ca.request({"type": "join", "table_id": table})
+        assert (await ca.request({"type": "sit", "table_id": table, "seat": 1}))["type"] == "reply"
+        await clock.skip([actor], away - 2)
+        assert actor.core.pending is None and ghost["id"] in actor.core.facts.seats.values()
+        # two seconds before its time away runs out the ghost comes back; PostgreSQL hangs
+        snap = await ghost_back_through_a_hang(server, sockets, actor, ca, ghost)
+        assert ghost["id"] in snap["seats"].values() and snap["stood_up"] is None, (
+            f"the ghost was stood up (D34) while a hang held its return: {snap['stood_up']}"
+        )
 
 
 @pytest.mark.timeout(300)
@@ -169,54 +142,31 @@ async def test_an_absent_seat_whose_return_a_hang_holds_is_not_sat_out_and_stood
     hangs, and is stored when PostgreSQL wakes: the ghost sits the hand out and, at
     ``max_away_hands`` 1, is stood up."""
     server, proxy = proxied
-    clock = server.app[CONFIG].settings.clock
-    assert isinstance(clock, SkipClock)
-    async with aiohttp.ClientSession() as session:
+    clock = skip_clock(server)
+    async with aiohttp.ClientSession() as session, Sockets(proxy) as sockets:
         api = Api(server.url, session)
         table = await api.table(seats=4, point_value=2, max_away_hands=1)
         actor = server.app[TABLES][table]
         a, b, ghost = await api.player("ann"), await api.player("bo"), await api.player("ghost")
         clock.still = time.time()  # from here the tables' time is only what the test skips
         await api.call("POST", f"/api/tables/{table}/sit", token=ghost["token"], body={"seat": 0}, expect=200)
-        ca = await Client(server.url, a["token"], a["signer"]).__aenter__()
-        cb = await Client(server.url, b["token"], b["signer"]).__aenter__()
-        back: Client | None = None
-        reconnect: asyncio.Task[Client] | None = None
-        try:
-            for c, seat in ((ca, 1), (cb, 2)):
-                await c.request({"type": "join", "table_id": table})
-                assert (await c.request({"type": "sit", "table_id": table, "seat": seat}))["type"] == "reply"
-            await wait_for(lambda: actor.core.pending is None, timeout=30)
-            due = actor.core.due(int(clock() * 1000))
-            assert due is not None and actor.core.hand is None
-            await clock.skip([actor], due / 1000 - clock() - 2)
-            assert actor.core.hand is None and actor.core.pending is None
-            proxy.hang()  # two seconds before the deal the ghost comes back; PostgreSQL hangs
-            reconnect = asyncio.create_task(Client(server.url, ghost["token"], ghost["signer"]).__aenter__())
-            await wait_for(lambda: proxy.holding > 0, timeout=30)
-            await clock.skip([actor], 6, store_answers=False)
-            await ca.wait_frame(lambda f: f.get("type") == "paused", timeout=30)
-            assert not reconnect.done()
-            proxy.let_go()
-            await ca.wait_frame(lambda f: f.get("type") == "resumed", timeout=30)
-            back = await asyncio.wait_for(reconnect, 60)
-            reconnect = None
-            snap = (await back.request({"type": "join", "table_id": table}))["result"]
-            hand = snap["hand"]
-            dealt = [] if hand is None else [s["player_id"] for s in hand["header"]["header"]["seats"]]
-            assert ghost["id"] in snap["seats"].values() and snap["stood_up"] is None, (
-                f"the ghost was stood up (D34) at a deal while a hang held its return: {snap['stood_up']}"
-            )
-            assert hand is None or ghost["id"] in dealt, f"the ghost sat out a hand dealt while a hang held it: {dealt}"
-        finally:
-            if reconnect is not None:
-                proxy.let_go()
-                with contextlib.suppress(Exception):
-                    back = await asyncio.wait_for(reconnect, 60)
-            for c in (ca, cb, back):
-                if c is not None:
-                    with contextlib.suppress(Exception):
-                        await c.__aexit__(None, None, None)
+        ca, cb = await sockets.open(server.url, a), await sockets.open(server.url, b)
+        for c, seat in ((ca, 1), (cb, 2)):
+            await c.request({"type": "join", "table_id": table})
+            assert (await c.request({"type": "sit", "table_id": table, "seat": seat}))["type"] == "reply"
+        await wait_for(lambda: actor.core.pending is None, timeout=30)
+        due = actor.core.due(int(clock() * 1000))
+        assert due is not None and actor.core.hand is None
+        await clock.skip([actor], due / 1000 - clock() - 2)
+        assert actor.core.hand is None and actor.core.pending is None
+        # two seconds before the deal the ghost comes back; PostgreSQL hangs
+        snap = await ghost_back_through_a_hang(server, sockets, actor, ca, ghost)
+        hand = snap["hand"]
+        dealt = [] if hand is None else [s["player_id"] for s in hand["header"]["header"]["seats"]]
+        assert ghost["id"] in snap["seats"].values() and snap["stood_up"] is None, (
+            f"the ghost was stood up (D34) at a deal while a hang held its return: {snap['stood_up']}"
+        )
+        assert hand is None or ghost["id"] in dealt, f"the ghost sat out a hand dealt while a hang held it: {dealt}"
 
 
 @pytest.mark.xfail(
@@ -235,51 +185,37 @@ async def test_a_player_whose_old_socket_went_silent_and_whose_new_one_a_hang_ho
     only for seats with no connection, so it charges this one at the deadline; the
     write hangs and is stored when PostgreSQL wakes."""
     server, proxy = proxied
-    clock = server.app[CONFIG].settings.clock
-    assert isinstance(clock, SkipClock)
+    clock = skip_clock(server)
     front = await FreezeProxy(int(urlsplit(server.url).port or 0)).start()
     async with aiohttp.ClientSession() as session:
-        api = Api(server.url, session)
-        table, a, b = await seat_two(api, server, turn_seconds=TURN, max_missed_turns=1)
+        table, a, b = await seat_two(Api(server.url, session), server, turn_seconds=TURN, max_missed_turns=1)
         ca = await Client(front.url, a["token"], a["signer"]).__aenter__()  # ann's network: through the front
-        cb = await Client(server.url, b["token"], b["signer"]).__aenter__()
-        back: Client | None = None
-        reconnect: asyncio.Task[Client] | None = None
         try:
-            hand_no = await through_seeds(table, ca, cb)
-            view = latest_view(ca)
-            if view["turn"] != view["me"]["seat"]:  # bo on turn: bo plays a turn, then ann is on turn
-                await draw_and_discard(table, hand_no, ca, cb, 1)
-            assert by_turn(ca, cb)[0] is ca
-            seat = seat_of(ca)
-            actor = server.app[TABLES][table]
-            clock.still = time.time()  # from here the tables' time is only what the test skips
-            front.freeze()  # ann's network goes away: the server hears nothing of it
-            proxy.hang()
-            began = clock()
-            reconnect = asyncio.create_task(Client(server.url, a["token"], a["signer"]).__aenter__())
-            await wait_for(lambda: proxy.holding > 0, timeout=30)
-            assert a["id"] in actor.core.reach.connected and actor.core.pending is None
-            await clock.skip(server.app[TABLES].values(), TURN + 4, store_answers=False)
-            await cb.wait_frame(lambda f: f.get("type") == "paused", timeout=30)
-            assert not reconnect.done()
-            ended = clock()
-            proxy.let_go()
-            await cb.wait_frame(lambda f: f.get("type") == "resumed", timeout=30)
-            back = await asyncio.wait_for(reconnect, 60)
-            reconnect = None
-            charged = [r for r in await clock_moves(server, table, hand_no) if r["action"]["seat"] == seat]
-            inside = [r for r in charged if began * 1000 <= r["t"] <= ended * 1000]
-            assert inside == [], f"ann was timed out while the hang held her new socket: {inside}"
+            async with Sockets(proxy) as sockets:
+                cb = await sockets.open(server.url, b)
+                hand_no = await through_seeds(table, ca, cb)
+                view = latest_view(ca)
+                if view["turn"] != view["me"]["seat"]:  # bo on turn: bo plays a turn, then ann is on turn
+                    await draw_and_discard(table, hand_no, ca, cb, 1)
+                assert by_turn(ca, cb)[0] is ca
+                seat = seat_of(ca)
+                actor = server.app[TABLES][table]
+                clock.still = time.time()  # from here the tables' time is only what the test skips
+                front.freeze()  # ann's network goes away: the server hears nothing of it
+                proxy.hang()
+                began = clock()
+                reconnect = await sockets.held_by_the_hang(server.url, a)
+                assert a["id"] in actor.core.reach.connected and actor.core.pending is None
+                await clock.skip(server.app[TABLES].values(), TURN + 4, store_answers=False)
+                await cb.wait_frame(lambda f: f.get("type") == "paused", timeout=30)
+                assert not reconnect.done()
+                ended = clock()
+                await hang_ends(proxy, cb)
+                await sockets.through()
+                charged = [r for r in await clock_moves(server, table, hand_no) if r["action"]["seat"] == seat]
+                inside = [r for r in charged if began * 1000 <= r["t"] <= ended * 1000]
+                assert inside == [], f"ann was timed out while the hang held her new socket: {inside}"
         finally:
-            if reconnect is not None:
-                proxy.let_go()
-                with contextlib.suppress(Exception):
-                    back = await asyncio.wait_for(reconnect, 60)
-            for c in (cb, back):
-                if c is not None:
-                    with contextlib.suppress(Exception):
-                        await c.__aexit__(None, None, None)
             await front.stop()
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(ca.__aexit__(None, None, None), 5)

@@ -36,12 +36,12 @@ import pytest
 
 from tests.killroom import ServerApi, proxied_database, until
 from tests.pgproxy import PgProxy
+from tests.seams import Sockets, to_the_reveal
 from tests.test_hung_database import held
 from tests.test_one_port import settled_tables
 from tests.test_server import by_turn, seat_of, seated, through_seeds
 from tests.workerserver import WorkerServer, worker_server
 from tests.wsclient import Client
-from verifier.fairness import player_commit
 
 TURN = 12  # seconds: the table's turn_seconds
 SEEDS = 12  # seconds: the server's --seed-seconds (each seed window)
@@ -100,15 +100,16 @@ async def records(dsn: str, table: str, hand_no: int) -> list[dict[str, Any]]:
     return [json.loads(r["record"]) for r in rows]
 
 
-async def hang_before(r: Rig, deadline_ms: float, player: dict[str, Any]) -> tuple[float, asyncio.Task[Client]]:
+async def hang_before(
+    r: Rig, sockets: Sockets, deadline_ms: float, player: dict[str, Any]
+) -> tuple[float, asyncio.Task[Client]]:
     """PostgreSQL hangs ``LEAD`` s before ``deadline_ms`` (the server's clock is this
     machine's), and the player opens a new socket at once: held by the hang."""
     await asyncio.sleep(max(0.0, (deadline_ms / 1000 - LEAD) - time.time()))
     assert time.time() * 1000 < deadline_ms, "the test came too late: the deadline passed before the hang"
     r.proxy.hang()
     hung = time.time()
-    reconnect = asyncio.create_task(Client(r.server.url, player["token"], player["signer"], table=r.table).__aenter__())
-    return hung, reconnect
+    return hung, sockets.reconnect(r.server.url, player, table=r.table)
 
 
 async def house_saw_it(r: Rig, other: Client, deadline_ms: float, reconnect: asyncio.Task[Client]) -> None:
@@ -138,48 +139,46 @@ async def joined(back: Client, table: str) -> dict[str, Any] | None:
         await asyncio.sleep(0.2)
 
 
+async def back_after_the_hang(
+    r: Rig, sockets: Sockets, watcher: Client, deadline_ms: float, player: dict[str, Any]
+) -> tuple[float, float, Client, dict[str, Any] | None]:
+    """The hang of the scenario: it begins ``LEAD`` s before the player's deadline as the
+    player opens a new socket (``hang_before``), lasts until the house has seen the fault
+    (``house_saw_it``, told to ``watcher``), and ends; the player, back, joins.  When the
+    hang began and ended (this machine's clock), the player's new socket, and the hand
+    its ``join`` answered (``joined``)."""
+    hung, reconnect = await hang_before(r, sockets, deadline_ms, player)
+    await house_saw_it(r, watcher, deadline_ms, reconnect)
+    r.proxy.let_go()
+    woke = time.time()
+    back = await sockets.through()
+    return hung, woke, back, await joined(back, r.table)
+
+
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("shape", SHAPES)
 async def test_an_absent_player_held_by_a_database_hang_is_not_timed_out(
     shape: str, pg_dsn: str, tmp_path: Path
 ) -> None:
-    async with rig(pg_dsn, tmp_path, shape, "hangturn", {"turn_seconds": TURN, "max_missed_turns": 1}) as r:
+    rules = {"turn_seconds": TURN, "max_missed_turns": 1}
+    async with rig(pg_dsn, tmp_path, shape, "hangturn", rules) as r, Sockets(r.proxy) as sockets:
         a, b = await r.api.player("ann"), await r.api.player("bo")
-        ca = await Client(r.server.url, a["token"], a["signer"], table=r.table).__aenter__()
-        cb = await Client(r.server.url, b["token"], b["signer"], table=r.table).__aenter__()
-        back: Client | None = None
-        reconnect: asyncio.Task[Client] | None = None
-        try:
-            hand_no = await through_seeds(r.table, ca, cb)
-            mover, other = by_turn(ca, cb)
-            player, seat = (a if mover is ca else b), seat_of(mover)
-            deadline = ms(next(f["deadline"] for f in reversed(mover.frames) if f.get("type") == "update"))
-            await mover.__aexit__(None, None, None)  # its own doing
-            hung, reconnect = await hang_before(r, deadline, player)
-            await house_saw_it(r, other, deadline, reconnect)
-            r.proxy.let_go()
-            woke = time.time()
-            back = await asyncio.wait_for(reconnect, 60)
-            reconnect = None
-            hand = await joined(back, r.table)
-            moves = [x for x in await records(r.dsn, r.table, hand_no) if x.get("type") == "action"]
-            charged = [x for x in moves if x["action"]["kind"] == "timeout" and x["action"]["seat"] == seat]
-            assert charged == [], (
-                f"{shape}: the absent seat was timed out though the hang held its way back "
-                f"(hang {hung * 1000:.0f}..{woke * 1000:.0f}): {charged}\n{r.server.text()[-2000:]}"
-            )
-            assert hand is not None and hand["seat"] == seat and hand["view"]["turn"] == seat, hand
-            reply = await back.act(r.table, hand_no, seat, {"kind": "draw_closed"}, prev=hand["h"])
-            assert reply["type"] == "reply", reply
-        finally:
-            if reconnect is not None:
-                r.proxy.let_go()
-                with contextlib.suppress(Exception):
-                    back = await asyncio.wait_for(reconnect, 60)
-            for c in (ca, cb, back):
-                if c is not None:
-                    with contextlib.suppress(Exception):
-                        await c.__aexit__(None, None, None)
+        ca, cb = await sockets.open(r.server.url, a, table=r.table), await sockets.open(r.server.url, b, table=r.table)
+        hand_no = await through_seeds(r.table, ca, cb)
+        mover, other = by_turn(ca, cb)
+        player, seat = (a if mover is ca else b), seat_of(mover)
+        deadline = ms(next(f["deadline"] for f in reversed(mover.frames) if f.get("type") == "update"))
+        await mover.__aexit__(None, None, None)  # its own doing
+        hung, woke, back, hand = await back_after_the_hang(r, sockets, other, deadline, player)
+        moves = [x for x in await records(r.dsn, r.table, hand_no) if x.get("type") == "action"]
+        charged = [x for x in moves if x["action"]["kind"] == "timeout" and x["action"]["seat"] == seat]
+        assert charged == [], (
+            f"{shape}: the absent seat was timed out though the hang held its way back "
+            f"(hang {hung * 1000:.0f}..{woke * 1000:.0f}): {charged}\n{r.server.text()[-2000:]}"
+        )
+        assert hand is not None and hand["seat"] == seat and hand["view"]["turn"] == seat, hand
+        reply = await back.act(r.table, hand_no, seat, {"kind": "draw_closed"}, prev=hand["h"])
+        assert reply["type"] == "reply", reply
 
 
 @pytest.mark.timeout(300)
@@ -187,53 +186,25 @@ async def test_an_absent_player_held_by_a_database_hang_is_not_timed_out(
 async def test_an_absent_player_held_by_a_database_hang_is_not_charged_a_withheld_reveal(
     shape: str, pg_dsn: str, tmp_path: Path
 ) -> None:
-    async with rig(pg_dsn, tmp_path, shape, "hangreveal", {}) as r:
+    async with rig(pg_dsn, tmp_path, shape, "hangreveal", {}) as r, Sockets(r.proxy) as sockets:
         a, b = await r.api.player("ann"), await r.api.player("bo")
-        ca = await Client(r.server.url, a["token"], a["signer"], table=r.table).__aenter__()
-        cb = await Client(r.server.url, b["token"], b["signer"], table=r.table).__aenter__()
-        back: Client | None = None
-        reconnect: asyncio.Task[Client] | None = None
-        try:
-            await seated(r.table, ca, cb)
-            seeds: dict[Client, tuple[int, bytes]] = {}
-            hand_no = 0
-            for sitter in (ca, cb):
-                frame = await sitter.wait_frame(lambda f: f.get("type") == "hand" and f.get("phase") == "commit")
-                hand_no = int(frame["hand_no"])
-                s = sitter.seat_in(frame["record"])
-                seeds[sitter] = (s, bytes([s + 1]) * 32)
-                assert (await sitter.commit(frame["record"], player_commit(s, seeds[sitter][1])))["type"] == "reply"
-            frame = await ca.wait_frame(lambda f: f.get("type") == "hand" and f.get("phase") == "reveal")
-            deadline = ms(frame["deadline"])
-            assert (await ca.reveal(frame["record"], *seeds[ca]))["type"] == "reply"
-            await cb.__aexit__(None, None, None)  # bo committed; its socket drops before it reveals
-            hung, reconnect = await hang_before(r, deadline, b)
-            await house_saw_it(r, ca, deadline, reconnect)
-            r.proxy.let_go()
-            woke = time.time()
-            back = await asyncio.wait_for(reconnect, 60)
-            reconnect = None
-            hand = await joined(back, r.table)
-            withheld = [
-                (x["t"], s)
-                for x in await records(r.dsn, r.table, hand_no)
-                if "reveals" in x
-                for s in x["reveals"]
-                if s["status"] == "withheld"
-            ]
-            assert withheld == [], (
-                f"{shape}: bo's reveal was recorded withheld though the hang held its way back "
-                f"(hang {hung * 1000:.0f}..{woke * 1000:.0f}): {withheld}\n{r.server.text()[-2000:]}"
-            )
-            assert hand is not None and hand["phase"] == "reveal" and hand["revealed"] is False, hand
-            reply = await back.reveal(hand["commitments"], *seeds[cb])
-            assert reply["type"] == "reply", reply
-        finally:
-            if reconnect is not None:
-                r.proxy.let_go()
-                with contextlib.suppress(Exception):
-                    back = await asyncio.wait_for(reconnect, 60)
-            for c in (ca, cb, back):
-                if c is not None:
-                    with contextlib.suppress(Exception):
-                        await c.__aexit__(None, None, None)
+        ca, cb = await sockets.open(r.server.url, a, table=r.table), await sockets.open(r.server.url, b, table=r.table)
+        await seated(r.table, ca, cb)
+        hand_no, seeds, frame = await to_the_reveal(ca, cb)
+        deadline = ms(frame["deadline"])
+        await cb.__aexit__(None, None, None)  # bo committed; its socket drops before it reveals
+        hung, woke, back, hand = await back_after_the_hang(r, sockets, ca, deadline, b)
+        withheld = [
+            (x["t"], s)
+            for x in await records(r.dsn, r.table, hand_no)
+            if "reveals" in x
+            for s in x["reveals"]
+            if s["status"] == "withheld"
+        ]
+        assert withheld == [], (
+            f"{shape}: bo's reveal was recorded withheld though the hang held its way back "
+            f"(hang {hung * 1000:.0f}..{woke * 1000:.0f}): {withheld}\n{r.server.text()[-2000:]}"
+        )
+        assert hand is not None and hand["phase"] == "reveal" and hand["revealed"] is False, hand
+        reply = await back.reveal(hand["commitments"], *seeds[cb])
+        assert reply["type"] == "reply", reply

@@ -16,9 +16,11 @@ nothing and signs no move in that hand (moved here from tests/test_web_table.py)
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import pathlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -66,6 +68,56 @@ async def sit_again_for_the_next_hand(page: Page, after: int) -> int:
     return int(await page.evaluate("RummyTable.state.t.hand.hand_no"))
 
 
+@contextlib.asynccontextmanager
+async def seated_with_a_bot(
+    browser: Browser, base: str, person: dict[str, Any], table_id: str, bot: PatientBot
+) -> AsyncIterator[Page]:
+    """``person``'s page, in a fresh profile: signed in, at the table and seated; once
+    it is seated the bot starts playing (stopped once the page is closed)."""
+    tasks: list[asyncio.Task[None]] = []
+    try:
+        async with person_page(browser) as (_context, page, _console):
+            await at_the_table(page, base, person, table_id)
+            await page.locator("#seats button.sit-here").first.click()
+            await page.wait_for_function(SEATED.format(n=1))
+            tasks = start_bots([bot])
+            yield page
+    finally:
+        await stop_bots(tasks)
+
+
+async def first_hand_verified(page: Page) -> int:
+    """The page commits in its first hand (keeping the signed header), and its own
+    verdict on that hand passes: the hand's number."""
+    await page.wait_for_function("() => RummyTable.state.t.hand && RummyTable.state.t.hand.committed")
+    hand_no = int(await page.evaluate("RummyTable.state.t.hand.hand_no"))
+    await page.wait_for_function(VERDICT, arg=hand_no, timeout=60_000)
+    assert await page.get_attribute("#auto-verdict", "data-ok") == "true"
+    return hand_no
+
+
+async def verdict_fails_evidence(page: Page, hand_no: int) -> None:
+    """The page's own verdict on hand ``hand_no`` fails, at ``evidence``."""
+    await page.wait_for_function(VERDICT, arg=hand_no, timeout=90_000)
+    assert await page.get_attribute("#auto-verdict", "data-ok") == "false"
+    assert await page.get_attribute("#auto-verdict", "data-check") == "evidence"
+
+
+async def shown_transcript(page: Page, api: Api) -> dict[str, Any]:
+    """The published transcript of the hand whose results the page shows."""
+    hand_id = await page.evaluate("RummyTable.state.t.results.hand_id")
+    t: dict[str, Any] = await api.call("GET", f"/api/hands/{hand_id}/transcript", token=None, expect=200)
+    return t
+
+
+def seat_and_commit(t: dict[str, Any], player_id: str) -> tuple[int, str | None]:
+    """The player's seat in the transcript's hand, and the commitment its log records
+    for that seat (None: nothing committed)."""
+    seat = next(s["seat"] for s in t["log"][0]["header"]["seats"] if s["player_id"] == player_id)
+    commits = {c["seat"]: c["commit"] for c in t["log"][1]["commitments"]["commits"]}
+    return int(seat), commits[seat]
+
+
 async def test_the_page_signs_nothing_under_raised_rules_and_its_verdict_fails(
     server: Any, api: Api, browser: Browser, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -82,48 +134,31 @@ async def test_the_page_signs_nothing_under_raised_rules_and_its_verdict_fails(
     person = await new_person(api, "Rhea")
     p = await api.player("d38-page-bot")
     bot = PatientBot(server.url, p["token"], table_id, fast=True, key=p["signer"])
-    tasks = []
-    try:
-        async with person_page(browser) as (_context, page, _console):
-            await at_the_table(page, server.url, person, table_id)
-            await page.locator("#seats button.sit-here").first.click()
-            await page.wait_for_function(SEATED.format(n=1))
-            tasks = start_bots([bot])
-            await page.wait_for_function("() => RummyTable.state.t.hand && RummyTable.state.t.hand.committed")
-            hand_1 = await page.evaluate("RummyTable.state.t.hand.hand_no")
-            await page.wait_for_function(VERDICT, arg=hand_1, timeout=60_000)
-            assert await page.get_attribute("#auto-verdict", "data-ok") == "true"
-            facts = server.app[TABLES][table_id].core.facts
-            assert facts.rules.commission_bps == 500
-            facts.rules = dataclasses.replace(facts.rules, commission_bps=10_000)  # the house cheats from here on
-            raised = await sit_again_for_the_next_hand(page, hand_1)
-            assert await page.evaluate("!!RummyTable.state.t.hand.headerWrong")
-            assert "other rules" in (await page.text_content("#header-check") or "")
-            assert "commission_bps 10000 for 500" in (await page.text_content("#header-check") or "")
-            await page.wait_for_function(VERDICT, arg=raised, timeout=90_000)
-            assert await page.get_attribute("#auto-verdict", "data-ok") == "false"
-            assert await page.get_attribute("#auto-verdict", "data-check") == "evidence"
-            assert "D38" in (await page.text_content("#log") or "")
-            hand_id = await page.evaluate("RummyTable.state.t.results.hand_id")
-            t = await api.call("GET", f"/api/hands/{hand_id}/transcript", token=None, expect=200)
-            assert t["log"][0]["header"]["rules"]["commission_bps"] == 10_000
-            mine = next(s["seat"] for s in t["log"][0]["header"]["seats"] if s["player_id"] == person["id"])
-            commits = {c["seat"]: c["commit"] for c in t["log"][1]["commitments"]["commits"]}
-            assert commits[mine] is None  # nothing signed under the raised rules
-            assert not [r for r in t["log"] if r.get("psig") and r["action"]["seat"] == mine]
-            key = bytes.fromhex(t["log"][0]["header"]["public_key"])
-            assert verify_transcript(t, key).ok  # alone, the hand looks sound
-            evidence = await page.evaluate(f"RummyTable.evidence({raised})")
-            assert [e["body"]["rules"] for e in evidence if e["purpose"] == "header"] == [
-                t["log"][0]["header"]["rules"]
-            ]
-            # the raised header, refused and kept as proof, is not taken for the table's rules
-            # in the next hand: still hand 1's
-            await sit_again_for_the_next_hand(page, raised)
-            assert await page.evaluate("!!RummyTable.state.t.hand.headerWrong")
-            assert "commission_bps 10000 for 500" in (await page.text_content("#header-check") or "")
-    finally:
-        await stop_bots(tasks)
+    async with seated_with_a_bot(browser, server.url, person, table_id, bot) as page:
+        hand_1 = await first_hand_verified(page)
+        facts = server.app[TABLES][table_id].core.facts
+        assert facts.rules.commission_bps == 500
+        facts.rules = dataclasses.replace(facts.rules, commission_bps=10_000)  # the house cheats from here on
+        raised = await sit_again_for_the_next_hand(page, hand_1)
+        assert await page.evaluate("!!RummyTable.state.t.hand.headerWrong")
+        assert "other rules" in (await page.text_content("#header-check") or "")
+        assert "commission_bps 10000 for 500" in (await page.text_content("#header-check") or "")
+        await verdict_fails_evidence(page, raised)
+        assert "D38" in (await page.text_content("#log") or "")
+        t = await shown_transcript(page, api)
+        assert t["log"][0]["header"]["rules"]["commission_bps"] == 10_000
+        mine, commit = seat_and_commit(t, person["id"])
+        assert commit is None  # nothing signed under the raised rules
+        assert not [r for r in t["log"] if r.get("psig") and r["action"]["seat"] == mine]
+        key = bytes.fromhex(t["log"][0]["header"]["public_key"])
+        assert verify_transcript(t, key).ok  # alone, the hand looks sound
+        evidence = await page.evaluate(f"RummyTable.evidence({raised})")
+        assert [e["body"]["rules"] for e in evidence if e["purpose"] == "header"] == [t["log"][0]["header"]["rules"]]
+        # the raised header, refused and kept as proof, is not taken for the table's rules
+        # in the next hand: still hand 1's
+        await sit_again_for_the_next_hand(page, raised)
+        assert await page.evaluate("!!RummyTable.state.t.hand.headerWrong")
+        assert "commission_bps 10000 for 500" in (await page.text_content("#header-check") or "")
 
 
 async def test_the_page_signs_nothing_where_the_button_did_not_move_and_its_verdict_fails(
@@ -142,45 +177,28 @@ async def test_the_page_signs_nothing_where_the_button_did_not_move_and_its_verd
     person = await new_person(api, "Dara")
     p = await api.player("d3-page-bot")
     bot = PatientBot(server.url, p["token"], table_id, fast=True, key=p["signer"])
-    tasks = []
-    try:
-        async with person_page(browser) as (_context, page, _console):
-            await at_the_table(page, server.url, person, table_id)
-            await page.locator("#seats button.sit-here").first.click()
-            await page.wait_for_function(SEATED.format(n=1))
-            tasks = start_bots([bot])
-            await page.wait_for_function("() => RummyTable.state.t.hand && RummyTable.state.t.hand.committed")
-            hand_1 = await page.evaluate("RummyTable.state.t.hand.hand_no")
-            await page.wait_for_function(VERDICT, arg=hand_1, timeout=60_000)
-            assert await page.get_attribute("#auto-verdict", "data-ok") == "true"
-            honest = steps_module.dealer_after  # the house cheats: any seat but the one the button moves to
-            monkeypatch.setattr(
-                steps_module, "dealer_after", lambda o, last: next(s for s in o if s != honest(o, last))
-            )
-            kept = await sit_again_for_the_next_hand(page, hand_1)
-            assert kept == hand_1 + 1
-            assert "is dealt by seat" in (await page.text_content("#header-check") or "")
-            await page.wait_for_function(VERDICT, arg=kept, timeout=90_000)
-            assert await page.get_attribute("#auto-verdict", "data-ok") == "false"
-            assert await page.get_attribute("#auto-verdict", "data-check") == "evidence"
-            hand_id = await page.evaluate("RummyTable.state.t.results.hand_id")
-            t = await api.call("GET", f"/api/hands/{hand_id}/transcript", token=None, expect=200)
-            header = t["log"][0]["header"]
-            mine = next(s["seat"] for s in header["seats"] if s["player_id"] == person["id"])
-            commits = {c["seat"]: c["commit"] for c in t["log"][1]["commitments"]["commits"]}
-            assert commits[mine] is None  # nothing signed where the button did not move
-            key = bytes.fromhex(header["public_key"])
-            assert verify_transcript(t, key).ok  # alone, the hand looks sound
-            # the page's items of both hands, as its evidence download holds them
-            evidence = await page.evaluate(f"[...RummyTable.evidence({hand_1}), ...RummyTable.evidence({kept})]")
-            (before,) = [e["body"] for e in evidence if e["purpose"] == "header" and e["body"]["hand_no"] == hand_1]
-            want = dealer_after(sorted(s["seat"] for s in header["seats"]), before["dealer"])
-            assert header["dealer"] != want
-            report = verify_transcript(t, key, evidence)
-            assert report.failure is not None and report.failure.check == "evidence", report.failure
-            assert (report.failure.expected, report.failure.found) == (want, header["dealer"])
-    finally:
-        await stop_bots(tasks)
+    async with seated_with_a_bot(browser, server.url, person, table_id, bot) as page:
+        hand_1 = await first_hand_verified(page)
+        honest = steps_module.dealer_after  # the house cheats: any seat but the one the button moves to
+        monkeypatch.setattr(steps_module, "dealer_after", lambda o, last: next(s for s in o if s != honest(o, last)))
+        kept = await sit_again_for_the_next_hand(page, hand_1)
+        assert kept == hand_1 + 1
+        assert "is dealt by seat" in (await page.text_content("#header-check") or "")
+        await verdict_fails_evidence(page, kept)
+        t = await shown_transcript(page, api)
+        header = t["log"][0]["header"]
+        _mine, commit = seat_and_commit(t, person["id"])
+        assert commit is None  # nothing signed where the button did not move
+        key = bytes.fromhex(header["public_key"])
+        assert verify_transcript(t, key).ok  # alone, the hand looks sound
+        # the page's items of both hands, as its evidence download holds them
+        evidence = await page.evaluate(f"[...RummyTable.evidence({hand_1}), ...RummyTable.evidence({kept})]")
+        (before,) = [e["body"] for e in evidence if e["purpose"] == "header" and e["body"]["hand_no"] == hand_1]
+        want = dealer_after(sorted(s["seat"] for s in header["seats"]), before["dealer"])
+        assert header["dealer"] != want
+        report = verify_transcript(t, key, evidence)
+        assert report.failure is not None and report.failure.check == "evidence", report.failure
+        assert (report.failure.expected, report.failure.found) == (want, header["dealer"])
 
 
 async def test_the_page_signs_nothing_under_a_seed_window_below_the_floor(
@@ -196,24 +214,16 @@ async def test_the_page_signs_nothing_under_a_seed_window_below_the_floor(
     person = await new_person(api, "Ines")
     p = await api.player("d21-page-bot")
     bot = PatientBot(server.url, p["token"], table_id, fast=True, key=p["signer"], max_hands=1)
-    tasks = []
-    try:
-        async with person_page(browser) as (_context, page, _console):
-            await at_the_table(page, server.url, person, table_id)
-            await page.locator("#seats button.sit-here").first.click()
-            await page.wait_for_function(SEATED.format(n=1))
-            tasks = start_bots([bot])
-            await page.wait_for_function(
-                "() => { const h = RummyTable.state.t.hand; return !!(h && h.header && h.headerWrong); }",
-                timeout=60_000,
-            )
-            shown = await page.text_content("#header-check") or ""
-            assert "seed window reveal_ms of 1 ms" in shown and "D21" in shown, shown
-            assert not await page.evaluate("!!RummyTable.state.t.hand.committed")
-            await wait_for(lambda: bool(bot.shunned), timeout=60)  # the bot refuses it too
-            assert all("D21" in why for why in bot.shunned.values()), bot.shunned
-    finally:
-        await stop_bots(tasks)
+    async with seated_with_a_bot(browser, server.url, person, table_id, bot) as page:
+        await page.wait_for_function(
+            "() => { const h = RummyTable.state.t.hand; return !!(h && h.header && h.headerWrong); }",
+            timeout=60_000,
+        )
+        shown = await page.text_content("#header-check") or ""
+        assert "seed window reveal_ms of 1 ms" in shown and "D21" in shown, shown
+        assert not await page.evaluate("!!RummyTable.state.t.hand.committed")
+        await wait_for(lambda: bool(bot.shunned), timeout=60)  # the bot refuses it too
+        assert all("D21" in why for why in bot.shunned.values()), bot.shunned
 
 
 async def test_a_header_listing_another_key_gets_no_commitment_and_a_hand_ended_away_is_shown(
