@@ -577,17 +577,7 @@ class Bot:
         """The button moves to the next seat each hand (RULES.md D3): if we kept the
         header of the hand before, this one is dealt by the next of its seats after
         that hand's dealer; why it is not, or None."""
-        before = next(
-            (
-                e["body"]
-                for e in self.evidence
-                if e.get("purpose") == "header"
-                and isinstance(e.get("body"), dict)
-                and e["body"].get("table_id") == self.table_id
-                and e["body"].get("hand_no") == hand_no - 1
-            ),
-            None,
-        )
+        before = next((b for b in self._kept_headers() if b["hand_no"] == hand_no - 1), None)
         if before is None or type(before.get("dealer")) is not int:
             return None
         want = dealer_after(sorted(e["seat"] for e in header["seats"]), before["dealer"])
@@ -601,16 +591,19 @@ class Bot:
         header of the table's earliest other hand that we kept (signed word beats a
         snapshot; the earliest, as a header we refused is kept too), else as the table
         showed them when we first joined; None if we know neither."""
-        kept = [
+        kept = [b for b in self._kept_headers() if b["hand_no"] != hand_no]
+        return min(kept, key=lambda b: b["hand_no"]).get("rules") if kept else self._rules
+
+    def _kept_headers(self) -> list[dict[str, Any]]:
+        """The bodies of the signed headers of this table's hands that we kept (§15)."""
+        return [
             e["body"]
             for e in self.evidence
             if e.get("purpose") == "header"
             and isinstance(e.get("body"), dict)
             and e["body"].get("table_id") == self.table_id
             and isinstance(e["body"].get("hand_no"), int)
-            and e["body"]["hand_no"] != hand_no
         ]
-        return min(kept, key=lambda b: b["hand_no"]).get("rules") if kept else self._rules
 
     async def _reveal(self, hand_no: int, commitments_record: dict[str, Any]) -> None:
         commits = {c["seat"]: c["commit"] for c in commitments_record["commitments"]["commits"]}
