@@ -24,6 +24,15 @@ ACQUIRE_TIMEOUT = 10.0  # seconds: no pool acquire ever waits for an hour (PITFA
 POOL_SIZE = 10  # connections of each server's (each worker's) two pools at most: service/connbudget.py counts them
 WRITER_POOL_SIZE = 4  # of them, the group commit's own: two lanes of two batches (service.tablestore)
 MAIN_POOL_SIZE = POOL_SIZE - WRITER_POOL_SIZE  # the rest: loads, REST, the cluster, health
+#: How long PostgreSQL lets a session of ours sit in a transaction between statements
+#: before it ends the session.  A node frozen (SIGSTOP, a VM paused) inside a write holds
+#: what the write had locked: the lease row's FOR KEY SHARE, which makes the takeover
+#: skip its table, and the house's account, which a settlement locks, on which another
+#: node's writes wait.  At 30 s the cluster drill saw a frozen node keep its table past
+#: four leases (docs/benchmarks.md); at 5 s a takeover after such a freeze comes within
+#: this plus a lease.  Long enough for an honest worker: its transactions send their
+#: statements back to back, and a loop stalled 5 s loses its leases anyway.
+IDLE_IN_TRANSACTION_SECONDS = 5
 #: Every session this server opens (its pools, its lock's, the heartbeat's, the
 #: listener's): PostgreSQL ends a session whose client is gone instead of keeping it,
 #: and its locks, for hours.  A network cut longer than a statement's timeout makes
@@ -31,10 +40,11 @@ MAIN_POOL_SIZE = POOL_SIZE - WRITER_POOL_SIZE  # the rest: loads, REST, the clus
 #: backend then sat "idle in transaction" holding the accounts a deal had locked (the
 #: table's next deal waited on them for ever), or idle holding the server's own
 #: advisory lock (taken for another server's: every table stopped).  A transaction
-#: idle 30 s is ended (no statement of ours leaves one idle for more than moments), and
-#: a TCP peer that stops answering is found in about 25 s (ignored on a Unix socket).
+#: idle IDLE_IN_TRANSACTION_SECONDS is ended (no statement of ours leaves one idle for
+#: more than moments), and a TCP peer that stops answering is found in about 25 s
+#: (ignored on a Unix socket).
 SESSION_SETTINGS = {
-    "idle_in_transaction_session_timeout": "30s",
+    "idle_in_transaction_session_timeout": f"{IDLE_IN_TRANSACTION_SECONDS}s",
     "tcp_keepalives_idle": "10",
     "tcp_keepalives_interval": "5",
     "tcp_keepalives_count": "3",

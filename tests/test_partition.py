@@ -127,7 +127,7 @@ async def test_a_deal_cut_off_by_a_partition_does_not_keep_the_table_from_dealin
 ) -> None:
     """The deal's transaction has locked the players' accounts when the network goes;
     the statement times out and the connection is given up, its close lost with the
-    network.  PostgreSQL ends the transaction left idle (30 s), so after the heal the
+    network.  PostgreSQL ends the transaction left idle (5 s), so after the heal the
     table deals (before, the deal waited on its own earlier transaction's locks, timed
     out and reloaded, for ever).  The lock's own session is kept out of it (taken as
     held)."""
