@@ -156,6 +156,12 @@ class HandRun:
         ``arrived``: the seat keeps its whole window from then."""
         self.hold(seat, arrived + self.window_ms())
 
+    def owed_in_play(self) -> int:
+        """D33, D35: when the last window the house owes a seat in play runs out (ms; 0
+        when it owes none): the hand is not voided before then (a house that refused a
+        winning declare for a reason of its own could void the hand instead)."""
+        return max((until for (clock, _), until in self.owed.items() if clock[0] == HandPhase.PLAY.value), default=0)
+
     def hold_for_stall(self, seat: int, until: int, end: int) -> int:
         """D37: hold ``seat``'s window to ``until`` after a stall of the node, its
         deadline ``end``; never past that window's cap (its deadline at the first stall

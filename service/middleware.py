@@ -54,6 +54,7 @@ RULE_STATUS = {
     "no_such_seat": 409,  # seat 6 of a table of 4: the schema allows it, this table has none
     "table_full": 409,
     "hand_over": 409,
+    "void_owes_move": 409,  # the house owes a seat its move (D35): the operator voids later (D33)
     "table_closed": 409,
     "no_such_hand": 404,
     "unavailable": 503,

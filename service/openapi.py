@@ -373,7 +373,7 @@ REFUSALS = {
     "403": "bad_origin: a browser session used from another site's page",
     "404": "no_such_table, no_such_player or no_such_hand",
     "409": "The state of things refuses it now (insufficient_balance, seat_taken, already_seated, table_full, "
-    "table_closed, not_seated, no_such_seat, no_player_key, hand_over, hand_in_progress, key_in_use, "
+    "table_closed, not_seated, no_such_seat, no_player_key, hand_over, void_owes_move, hand_in_progress, key_in_use, "
     "idempotency_key_reused)",
     "410": "void_without_transcript: the hand was voided before it had a transcript",
     "413": "message_too_large: a body of more than 8 KiB",

@@ -33,10 +33,9 @@ from typing import Any
 
 import pytest
 
-from tests.house_audit import winning_declares
 from verifier.hand import Leave, TableRules
 from verifier.transcript import verify_transcript
-from verifier.vectors import TEST_SIGNER
+from verifier.vectors import TEST_SIGNER, winning_declares
 
 KEY = TEST_SIGNER.public_bytes
 TABLE = TableRules(seats=4, point_value=10, commission_bps=500)

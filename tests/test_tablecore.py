@@ -711,6 +711,37 @@ def test_a_move_the_house_refused_keeps_the_seats_whole_turn() -> None:
     assert at >= refused + turn
 
 
+def test_the_operator_cannot_void_a_hand_while_the_house_owes_a_seat_its_move() -> None:
+    """D33, D35: the store fails the move of the seat on turn (refused ``unavailable``);
+    an operator's void before a whole turn from the refusal would take the seat's move
+    away (a house could so void a hand its friend was losing: §15 rule 7 fails it).
+    It is refused ``void_owes_move`` until then, and taken after."""
+    turn = 10_000
+    h = Harness(turn_ms=turn)
+    h.through_seeds()
+    hand = h.core.hand
+    assert hand is not None
+    h.advance(turn_began(h) + 1000)
+    h.draw()
+    (op_id,) = h.inflight
+    h.answer(op_id, io.Result.FAILED)
+    refused = h.now
+    h.advance(refused + backoff("t0", 1, CFG))  # the table is back
+    assert h.of(io.Reply)[-1].error is not None and h.of(io.Reply)[-1].error.code == "unavailable"
+    h.advance(refused + turn - 1)
+    hand = h.core.hand  # the reloaded hand
+    assert hand is not None
+    h.send("operator", "void", {"hand_id": hand.hand_id, "reason": "stuck"})
+    err = h.of(io.Reply)[-1].error
+    assert err is not None and err.code == "void_owes_move" and "1 s more" in err.message, err
+    assert not hand.recorder.voided
+    h.advance(refused + turn)
+    h.send("operator", "void", {"hand_id": hand.hand_id, "reason": "stuck"})
+    h.answer_all()
+    assert h.of(io.Reply)[-1].error is None
+    assert hand.recorder.voided and hand.recorder.records[-1]["t"] >= refused + turn
+
+
 def test_a_second_void_of_a_hand_is_hand_over_whatever_the_table_has_moved_on_to() -> None:
     """The REST call checks the hand is in progress in the store, then asks the table;
     when the table has already voided it (the store's row not yet saying so), the

@@ -237,8 +237,30 @@ def table_findings(results: Iterable[FileResult]) -> list[Finding]:
                         )
                     )
                 elif r.ok:
-                    out.extend(moved_button(first, r))
+                    out.extend(moved_button(first, r) + rules_across_keys(first, r))
     return out
+
+
+def rules_across_keys(before: FileResult, after: FileResult) -> list[Finding]:
+    """§14 ``rules`` across a change of key: hand n+1, signed by another key than hand
+    n, starts from hand n's head, so its signer vouches that hand n, as published, is
+    the hand before it (no other log hashes to that head), whoever signed hand n.
+    Under other rules it is that signer's proof that it changed the table's rules
+    (RULES.md D38); before, a house that signed one hand with a new key escaped
+    ``rules``, which compares the hands of one key (the audit of 2026-12-07).  Hand
+    n+1's file fails: anyone can start a hand of their own from a published head, so
+    the finding is against the key of hand n+1 only."""
+    if before.server_key == after.server_key or before.rules_id is None or before.rules_id == after.rules_id:
+        return []
+    return [
+        Finding(
+            "rules",
+            f"hand {after.hand_no} of table {after.table_id}, signed by key {after.server_key}, starts from hand"
+            f" {before.hand_no} ({before.path}, signed by key {before.server_key}) under other rules: a table's rules"
+            " never change (RULES.md D38)",
+            [after.path],
+        )
+    ]
 
 
 def moved_button(before: FileResult, after: FileResult) -> list[Finding]:

@@ -426,6 +426,17 @@ def owed_window(j: Judge, body: Mapping[str, Any]) -> Outcome:
                 )
         if rec["type"] != "action" or any(e["kind"] == "turn" for e in rec["events"]):
             break
+    last = log[-1]
+    if last["type"] == "void" and len(log) - 1 > body["i"] and last["t"] < due:
+        # D33, D35: the house owed the seat its move; a void then takes the move away
+        # (a winning declare refused "busy" and the hand voided; the audit of 2026-12-07)
+        fail(
+            f"the house refused seat {seat}'s {kind} ({body['code']}) and then voided the hand before the whole "
+            f"turn it owed the seat had passed (RULES.md D33, D35)",
+            len(log) - 1,
+            f">= {due}",
+            last["t"],
+        )
     return "checked"
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ from verifier.fairness import (
     derive_key,
     player_commit,
     reshuffle_cards,
+    reshuffler,
     rules_id,
     sha256,
     transcript_input,
@@ -40,9 +41,11 @@ from verifier.hand import (
     HandState,
     Leave,
     Phase,
+    Result,
     TableRules,
     TimeOut,
     action_to_json,
+    apply,
 )
 from verifier.record import HandRecorder
 from verifier.signing import Signer
@@ -365,8 +368,9 @@ def play_hand(
     no_commit: tuple[int, ...] = (),
     withhold: tuple[int, ...] = (),
     prev_head: str | None = None,
+    server: Signer = TEST_SIGNER,
 ) -> VectorHand:
-    hand = VectorHand(name, attempt, rules, seats, dealer, prev_head=prev_head)
+    hand = VectorHand(name, attempt, rules, seats, dealer, prev_head=prev_head, server=server)
     hand.seed_phases(no_commit=no_commit, withhold=withhold)
     hand.play(policy)
     return hand
@@ -374,6 +378,29 @@ def play_hand(
 
 def greedy(state: HandState, seat: int) -> Action:
     return strategy.choose(state, seat, allow_drop=False)
+
+
+def winning_declares(name: str, table: TableRules, seats: list[int]) -> Iterator[tuple[VectorHand, Declare, Result]]:
+    """Vector hands ``name`` 0 to 199 at ``seats`` (dealt by ``seats[0]``), played with
+    the greedy strategy: at each declare that would end its hand with the declarer
+    the winner, the hand (that declare not yet made), the declare and the result it
+    would give.  Asked for the next, the declare is made and play goes on.  (For the
+    vectors and audits of a house that cheats a winner out of its declare.)"""
+    for attempt in range(200):
+        hand = VectorHand(name, attempt, table, seats, seats[0])
+        hand.seed_phases()
+        rec = hand.rec
+        for _ in range(600):
+            assert rec.state is not None
+            if rec.ended:
+                break
+            state = rec.state
+            action = greedy(state, state.turn)
+            if isinstance(action, Declare):
+                after, _ = apply(state, action, reshuffler(rec.key))
+                if after.phase is Phase.ENDED and after.result is not None and after.result.winner == action.seat:
+                    yield hand, action, after.result
+            hand.act(action)
 
 
 def rich_policy() -> Policy:

@@ -13,7 +13,9 @@ what must happen:
   and, when it fails, the failing ``check`` (and ``record`` where one is named), and
   the ``warnings`` of a passing verdict;
 - ``{"folder", "evidence"?}`` files: write each transcript of ``folder`` to a
-  directory and run ``rummy-verify DIR`` (``allow_v1``, ``with_evidence`` as above);
+  directory and run ``rummy-verify DIR`` (``allow_v1``, ``with_evidence`` as above;
+  with ``--key`` and the vectors' key, save when ``unpinned`` is true: hands signed
+  by two keys, each verified under its own header's);
   ``failed`` maps each file that must fail to its check, ``findings`` lists the
   directory-level checks that must fail with no file (an ``evidence`` that holds no
   item of any hand of the directory).
@@ -799,8 +801,18 @@ def downgrade_folder() -> Case:
 
 
 def cases() -> list[Case]:
-    from verifier.vectors_adversarial_rules import button_kept, fewer_than_min_players, rules_changed, short_seed_window
-    from verifier.vectors_adversarial_voids import audit_2026_12_07, void_before_the_commitments_with_another_record_0
+    from verifier.vectors_adversarial_rules import (
+        button_kept,
+        fewer_than_min_players,
+        rules_changed,
+        rules_raised_under_a_new_key,
+        short_seed_window,
+    )
+    from verifier.vectors_adversarial_voids import (
+        audit_2026_12_07,
+        void_after_a_refused_declare,
+        void_before_the_commitments_with_another_record_0,
+    )
 
     base = two_players()
     other = two_players("adv-other")
@@ -824,6 +836,8 @@ def cases() -> list[Case]:
         fewer_than_min_players(),
         *button_kept(),
         short_seed_window(),
+        rules_raised_under_a_new_key(),
+        *void_after_a_refused_declare(),
     ]
     names = [c.name for c in out]
     assert len(set(names)) == len(names)

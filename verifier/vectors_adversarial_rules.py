@@ -14,13 +14,16 @@ from typing import Any
 
 from verifier.fairness import rules_id
 from verifier.hand import TableRules
-from verifier.vectors import VectorHand, greedy, play_hand
+from verifier.signing import Signer
+from verifier.vectors import VectorHand, greedy, label, play_hand
 from verifier.vectors_adversarial import Case, failing, forge, fresh, passing, two_players
 
 #: The table as it was opened, 5 % commission; and the rules the house signs into
 #: hand 2's header to keep the whole pot.
 TABLE = TableRules(seats=4, point_value=10, commission_bps=500)
 RAISED = TableRules(seats=4, point_value=10, commission_bps=10_000)
+#: The key a house "rotates" to for the hand it raises (a test key, like the vectors').
+OTHER_KEY = Signer.from_seed(label("rummy-pf adversarial vectors: a second server key -- never use for real hands"))
 
 
 def _hands(name: str, second: TableRules, dealer: int = 1) -> tuple[VectorHand, VectorHand]:
@@ -103,6 +106,22 @@ def rules_changed() -> list[Case]:
             folder={"hand-1.json": one.rec.transcript(), "hand-2.json": two.rec.transcript()},
         ),
     ]
+
+
+def rules_raised_under_a_new_key() -> Case:
+    """Hand 2 signed by another key than hand 1, raised: the house "rotated" its key for
+    the hand whose rules it changed.  Hand 2 starts from hand 1's head, so its signer
+    vouches for hand 1 (§14 ``rules``, D38; the audit of 2026-12-07)."""
+    one = play_hand("adv-rules-new-key", 0, TABLE, [1, 3], 3, greedy)
+    two = play_hand("adv-rules-new-key", 1, RAISED, [1, 3], 1, greedy, prev_head=str(one.rec.head), server=OTHER_KEY)
+    return Case(
+        "folder-rules-raised-under-a-new-key",
+        "hands 1 and 2 of one table, chained, hand 2 signed by another key than hand 1 and under a higher "
+        "commission; verified with no pinned key, each under its own header's: hand 2's signer starts from hand 1's "
+        "head, so it vouches for hand 1 as the hand before, whose rules were the table's (§14 rules, D38)",
+        {"failed": {"hand-2.json": "rules"}, "findings": [], "unpinned": True},
+        folder={"hand-1.json": one.rec.transcript(), "hand-2.json": two.rec.transcript()},
+    )
 
 
 def button_kept() -> list[Case]:

@@ -207,3 +207,43 @@ def void_before_the_commitments_with_another_record_0() -> list[Case]:
             [*ev, signed_item(TEST_SIGNER, "ack", unlisted)],
         ),
     ]
+
+
+def void_after_a_refused_declare() -> list[Case]:
+    """A winning declare refused for the house's reason (``busy``) and the hand voided
+    at the next record: the house took the win away by a void while it owed the seat
+    its move (D33, D35; found by the audit of 2026-12-07).  And the same void once the
+    whole turn it owed has passed: a stuck hand the operator may void."""
+    rules = TableRules(seats=4, point_value=10, commission_bps=500)
+    out: list[Case] = []
+    for name, after, expect, what in (
+        (
+            "void-after-a-refused-winning-declare",
+            1,
+            None,
+            "is refused 'busy' and the hand voided 1 ms later, with the seat's ack of the refusal: the house voided "
+            "the hand while it owed the seat its move (§15 rule 7, D33, D35)",
+        ),
+        (
+            "void-a-turn-after-a-refused-declare",
+            1000 * rules.turn_seconds,
+            passing("void"),
+            "is refused 'busy' and the hand voided a whole turn (30 s) later, with the seat's ack of the refusal: the "
+            "window the refusal owed has passed, and a stuck hand may be voided (§15 rule 7, D33, D35)",
+        ),
+    ):
+        hand, declare, _result = next(vectors.winning_declares(f"adv-{name}", rules, [1, 3]))
+        hand.refuse(declare, "busy", at=hand.now + 700)
+        refused_at = hand.now
+        hand.rec.void("voided by the operator: a stuck hand (D33)", refused_at + after)
+        void_i = len(hand.rec.records) - 1
+        out.append(
+            Case(
+                name,
+                f"seat {declare.seat}'s declare, which would win the hand, {what}",
+                failing("evidence", void_i) if expect is None else expect,
+                hand.rec.transcript(),
+                hand.evidence[declare.seat],
+            )
+        )
+    return out

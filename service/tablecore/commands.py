@@ -276,6 +276,13 @@ class Commands(Steps):
             raise ClientError("hand_over", "that hand is no longer in progress at this table")
         if hand.phase is HandPhase.FINISHING:
             raise ClientError("hand_over", "the hand has ended; it is being settled")
+        owed = hand.owed_in_play()
+        if owed > now:  # D33, D35; docs/fairness.md §15 rule 7 fails such a void
+            raise ClientError(
+                "void_owes_move",
+                f"the house refused a seat's move and owes it its whole turn for {-(-(owed - now) // 1000)} s more"
+                " (D35); void the hand after that (D33)",
+            )
         self.void(hand, f"voided by the operator: {cmd.payload['reason']} (D33)", now, cmd)
         return None
 

@@ -1,7 +1,8 @@
 /* rummy-pf browser verifier: check 14, `evidence` (docs/fairness.md §15): the
    items a player keeps (acks, heads, the header it accepted, its player key,
    receipts), judged against the transcript; D35 for refusals the rules do not
-   justify; a header the server signed for another hand of the same table, held to this
+   justify (and D33: no void while the house owes a refused action's seat its turn); a
+   header the server signed for another hand of the same table, held to this
    hand's rules (rule 3, RULES.md D38) and, for the hand just before or after, to the button
    moving one seat (rule 3, D3).  A player item is the player's word: it fails nothing, and a key the
    header does not list for its seat is the warning key_claim (§14), which verify.js
@@ -437,6 +438,11 @@
         if (rj.type === "action" && rj.action.kind === "timeout" && rj.action.seat === b.seat && rj.t < want) owed("moved its clock", j, want, rj.t);
         if ((rj.type === "action" || rj.type === "deal") && rj.events.some((e) => e.kind === "turn")) break;
       }
+      // ... and so has a void that ends the log after record i, wherever it lies (not only in that turn):
+      // the house may not void the hand while it owes the seat its move (RULES.md D33: a winning declare
+      // refused busy and the hand voided at the next record took a won hand from its winner)
+      const shape = logShape(ctx.t);
+      if (shape.isVoid && shape.voidIndex > b.i && log[shape.voidIndex].t < want) owed("voided the hand", shape.voidIndex, want, log[shape.voidIndex].t);
     }
     return true;
   }
