@@ -9,6 +9,8 @@ the set-up of tests/test_audit_seams_db_hang.py).
    deadline", so the seat is charged at once — in the same instant the player's held
    handshake goes through, before its ``join`` can reach the table.  The player tried
    to come back before its deadline and was held until the moment it was charged.
+   Fixed (``Steps._probed``): a probe answered more than ``TOLD_LATE_MS`` after it was
+   written gives the absent seat its grace from the answer, once a turn.
 2. D34's stand-up of an absent seat at a table too few are connected to deal at
    (``away_seconds``): the seat's time away runs out inside a hang that holds its
    player's reconnection; the stand-up (``io.StandAwayOp``) is written, hangs, and is
@@ -67,11 +69,6 @@ async def ghost_back_through_a_hang(
     return snap
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="D37: a probe answered within write_hung_seconds counts as the store answering; the seat is "
-    "charged as the hang that held its player's reconnection ends (not fixed: h66)",
-)
 @pytest.mark.timeout(300)
 async def test_a_hang_that_ends_just_after_the_deadline_does_not_charge_the_player_it_held(
     proxied: tuple[Running, PgProxy],  # noqa: F811

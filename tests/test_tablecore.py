@@ -20,6 +20,7 @@ from service.tablecore.clock import backoff
 from service.tablecore.core import Mode, TableCore
 from service.tablecore.phase import HandPhase
 from service.tablecore.state import CoreConfig
+from service.tablecore.steps import TOLD_LATE_MS
 from service.tablestore import outcome
 from tests.sim.store import SimStore
 from verifier.chain import commit_move, move_body, reveal_move
@@ -522,6 +523,44 @@ def test_an_absent_seat_is_stood_up_for_its_time_away_only_once_the_store_has_an
     assert back + away <= t and reason == "away"
 
 
+def test_the_clocks_probe_answered_late_gives_the_absent_seat_its_grace_once_a_turn() -> None:
+    """D37 (the audit of the seams, h66, finding 1): the seat on turn has no connection
+    at its deadline and the store has answered nothing since; the clock writes a probe
+    first (io.ProbeOp), which comes back 1 s later — less than hung_ms, so the table
+    never paused: the tail of a hang it had not seen begin, which held the player's
+    handshake too.  The seat is not charged as the hang ends: it keeps grace_ms from the
+    answer (never past the turn's end plus a whole turn).  A probe back within
+    TOLD_LATE_MS charges it at once; and a second slow probe in the same turn does not
+    hold it again (a store slow at every probe still lets the clock end the turn)."""
+    for late, again in ((1000, None), (100, None), (1000, 1000)):
+        h = Harness()
+        h.through_seeds()
+        pid, _ = h.on_turn()
+        h.step(io.Reach(pid, False))  # its own doing: the clock moves for it (D16)
+        deadline = turn_began(h) + TURN_MS
+        h.advance(deadline + late, answer=False)
+        probes = [e for e in h.inflight.values() if isinstance(e, io.Write) and isinstance(e.op, io.ProbeOp)]
+        assert len(probes) == 1 and len(h.inflight) == 1 and not h.core.paused and h.charges() == []
+        answered = h.now
+        h.answer_all()
+        if late <= TOLD_LATE_MS:
+            assert [t for t, _ in h.charges()] == [answered], "a probe back at once: the seat is charged then"
+            continue
+        assert h.charges() == [], "the seat was charged the moment the store answered the probe late"
+        held = min(answered + CFG.grace_ms, deadline + TURN_MS)
+        if again is None:
+            h.advance(held + 1000)
+            (at, charge), *_ = h.charges()
+            assert held <= at <= held + 500 and charge.kind == "play"
+            continue
+        h.advance(held + again, answer=False)  # the clock's next probe, slow again
+        assert h.charges() == [] and len(h.inflight) == 1
+        second = h.now
+        h.answer_all()
+        (at, _), *_ = h.charges()
+        assert at == second, "a second slow probe in the same turn held the seat again"
+
+
 def test_a_deal_sits_an_absent_seat_out_only_once_the_store_has_answered_since_it_was_due() -> None:
     """D34, D37 (the audit of the seams, h66): a hand is due and a seat has no
     connection (its grace over).  The table writes nothing first (io.ProbeOp):
@@ -650,11 +689,11 @@ def test_a_seat_with_no_connection_is_charged_only_once_the_store_has_answered_s
     pid, _ = h.on_turn()
     h.step(io.Reach(pid, False))  # its own doing: D16, the clock moves for it
     began = turn_began(h)
-    h.advance(began + TURN_MS + 500, answer=False)
+    h.advance(began + TURN_MS + 100, answer=False)
     (probe,) = h.inflight.values()
     assert isinstance(probe, io.Write) and isinstance(probe.op, io.ProbeOp) and h.charges() == []
     h.answer_all()
-    assert [c.kind for _, c in h.charges()] == ["play"]  # answered: the seat is charged
+    assert [c.kind for _, c in h.charges()] == ["play"]  # answered (at once): the seat is charged
     assert h.of(io.Write)[-1].op != probe.op  # and its timeout written
 
     h = Harness()
