@@ -22,16 +22,19 @@ friend's move at a later ``t`` (the table could store then), and that the victim
 count exceeds 40: the verifier has what it needs.  (A silent house — no ack — is
 §16's "server can stay silent"; this one signed its refusal.)
 
-Suggested fix: D35 for a leave — a leave refused for the house's reason (not justified
-by rule 7) must be recorded before any other seat's move is accepted after the
+Fixed (2026-12-07, later): §15 rule 7 — after a refusal of a leave the rules do not
+justify, the first record the house made from the leave's arrival on is that seat's
+own move, or is dated a whole turn later (``verifier.evidence.owed_window``); the
+server no longer refuses a leave whose write failed: it takes it again, first, after
+the reload (``TableCore._take_again``).  The audit's suggestion was: D35 for a
+leave — a leave refused for the house's reason (not justified by rule 7) must be
+recorded before any other seat's move is accepted after the
 refusal's ``arrived`` (else ``evidence`` fails), or the hand settles the seat at no more
 than the leave's 40; the clients re-send a refused leave at once."""
 
 from __future__ import annotations
 
 from typing import Any
-
-import pytest
 
 from verifier.hand import Leave, TableRules
 from verifier.transcript import verify_transcript
@@ -54,11 +57,6 @@ def refused_leave() -> tuple[dict[str, Any], int, list[dict[str, Any]]]:
     raise RuntimeError("no vector hand in which the loser counts more than 40")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="h67: a leave refused 'busy' while the opponent's declare is taken next verifies: the leaver is counted "
-    "(more than 40) instead of paying the leave's 40 (D15, §9)",
-)
 def test_a_leave_the_house_refused_before_taking_the_next_move_is_caught() -> None:
     t, victim, evidence = refused_leave()
     refused = next(e["body"] for e in evidence if e["purpose"] == "ack" and e["body"]["outcome"] == "refused")
@@ -69,3 +67,29 @@ def test_a_leave_the_house_refused_before_taking_the_next_move_is_caught() -> No
     assert points > 40  # counted, where the leave would have cost 40
     report = verify_transcript(t, KEY, evidence)
     assert not report.ok, f"seat {victim}'s leave was refused 'busy', then the hand ended: it pays {points}, not 40"
+    assert report.failure is not None and report.failure.check == "evidence"
+    assert (
+        report.failure.record == refused["i"] + 1
+        and report.failure.found == f"declare of seat {declared['action']['seat']}"
+    )
+
+
+def test_a_refused_leave_followed_by_the_leavers_own_move_or_a_whole_turn_later_passes() -> None:
+    """Controls: the same refusal, then the leaver's own leave is recorded next (the
+    honest server takes a leave whose write failed first, after its reload); or the
+    other seat's declare comes only once the whole turn the refusal owed has passed."""
+    for name, later in (("audit-refused-leave-taken", False), ("audit-refused-leave-late", True)):
+        for hand, declare, result in winning_declares(name, TABLE, SEATS):
+            victim = next(s for s in SEATS if s != declare.seat)
+            if result.settlement.points[victim] <= 40:
+                continue
+            hand.refuse(Leave(victim), "busy", at=hand.now + 100)
+            if later:
+                hand.act(declare, at=hand.now + 1000 * TABLE.turn_seconds)
+            else:
+                hand.act(Leave(victim))  # heads-up: the leave ends the hand
+            report = verify_transcript(hand.rec.transcript(), KEY, hand.evidence[victim])
+            assert report.ok, (name, report.failure)
+            break
+        else:
+            raise RuntimeError("no vector hand in which the loser counts more than 40")

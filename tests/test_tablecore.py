@@ -781,6 +781,69 @@ def test_the_operator_cannot_void_a_hand_while_the_house_owes_a_seat_its_move() 
     assert hand.recorder.voided and hand.recorder.records[-1]["t"] >= refused + turn
 
 
+def test_a_leave_whose_write_failed_is_taken_first_after_the_reload() -> None:
+    """D15, D35: the seat off turn leaves (a move, signed over the newest record); its
+    write fails and the reload finds it not stored.  It is not refused: it is taken
+    again, first, before the move of the seat on turn that waited meanwhile (which is
+    then stale).  Before, it was refused ``unavailable`` with an ack, and a house could
+    take the other seat's declare first, counting the leaver's cards instead of its 40
+    (the audit of 2026-12-07; docs/fairness.md §15 rule 7 now fails that)."""
+    h = Harness(players=3)
+    h.through_seeds()
+    hand = h.core.hand
+    assert hand is not None
+    on_turn, _ = h.on_turn()
+    leaver = next(p for p in hand.players.values() if p != on_turn)
+    seat = hand.seat_of(leaver)
+    assert seat is not None
+    head, i = hand.recorder.head, len(hand.recorder.records)
+    move = {"kind": "leave", "seat": seat}
+    sig = h.signers[leaver].sign("move", move_body("t0", hand.hand_no, head, move), PROTOCOL_V2)
+    h.send(leaver, "leave", {"hand_no": hand.hand_no, "prev": head, "sig": sig})
+    leave_id = h.ids
+    (op_id,) = h.inflight
+    h.draw()  # the seat on turn draws meanwhile: it waits behind the leave's write
+    draw_id = h.ids
+    h.answer(op_id, io.Result.FAILED)  # not stored: the table reloads
+    h.advance(h.now + backoff("t0", 1, CFG))
+    replies = {r.cmd_id: r for r in h.of(io.Reply)}
+    assert replies[leave_id].error is None and replies[leave_id].result["charged"] is True, replies[leave_id]
+    reloaded = h.core.hand
+    assert reloaded is not None
+    record = reloaded.recorder.records[i]
+    assert record["action"] == {"kind": "leave", "seat": seat}  # recorded where it was signed
+    assert draw_id in replies and replies[draw_id].error is not None  # signed over the record before the leave
+
+
+def test_a_leave_refused_while_the_table_waits_to_reload_keeps_the_seats_whole_turn() -> None:
+    """D35: a leave in play is a move (D15).  Sent by the seat on turn while the table
+    waits to reload (the operator's ``close`` failed to store), it is refused
+    ``unavailable``, and the seat keeps its whole turn from that refusal, later than
+    the fault's grace.  (A core that owed nothing for a refused leave, before
+    2026-12-07, charged it a missed turn at the grace's end.)"""
+    turn = 20_000
+    h = Harness(turn_ms=turn)
+    h.through_seeds()
+    hand = h.core.hand
+    assert hand is not None
+    pid, seat = h.on_turn()
+    h.advance(turn_began(h) + 15_000)
+    h.send("operator", "close", {})
+    (op_id,) = h.inflight
+    h.answer(op_id, io.Result.FAILED)  # not stored: the table waits to reload
+    assert h.core.mode is Mode.WAITING
+    head = hand.recorder.head
+    move = {"kind": "leave", "seat": seat}
+    sig = h.signers[pid].sign("move", move_body("t0", hand.hand_no, head, move), PROTOCOL_V2)
+    h.send(pid, "leave", {"hand_no": hand.hand_no, "prev": head, "sig": sig})
+    refused = h.now
+    reply = h.of(io.Reply)[-1]
+    assert reply.cmd_id == h.ids and reply.error is not None and reply.error.code == "unavailable"
+    h.advance(refused + turn + 2000)
+    at, _ = h.charges()[0]
+    assert at >= refused + turn, f"charged {refused + turn - at} ms before the whole turn its refused leave owed"
+
+
 def test_a_second_void_of_a_hand_is_hand_over_whatever_the_table_has_moved_on_to() -> None:
     """The REST call checks the hand is in progress in the store, then asks the table;
     when the table has already voided it (the store's row not yet saying so), the

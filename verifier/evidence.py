@@ -426,6 +426,24 @@ def owed_window(j: Judge, body: Mapping[str, Any]) -> Outcome:
                 )
         if rec["type"] != "action" or any(e["kind"] == "turn" for e in rec["events"]):
             break
+    if kind == "leave":
+        # D15, D35: a leave counts where it was signed, at any time; refused by the
+        # house, the next record it made is that seat's own move, or comes a whole turn
+        # later (else the house chose when the leave took effect: a declare of another
+        # seat taken first counts the leaver's cards instead of its 40; the audit of
+        # 2026-12-07).  Records dated before the leave arrived were made before it.
+        first = next((k for k in range(body["i"] + 1, len(log)) if log[k]["t"] >= arrived), None)
+        if first is not None and log[first]["type"] == "action" and log[first]["t"] < due:
+            a = log[first]["action"]
+            if a["seat"] != seat or a["kind"] == "timeout":
+                fail(
+                    f"the house refused seat {seat}'s leave ({body['code']}) and then took a {a['kind']} of seat "
+                    f"{a['seat']} first, before the whole turn it owed the seat had passed: a leave counts where it "
+                    "was signed (RULES.md D15, D35)",
+                    first,
+                    f"a move of seat {seat}",
+                    f"{a['kind']} of seat {a['seat']}",
+                )
     last = log[-1]
     if last["type"] == "void" and len(log) - 1 > body["i"] and last["t"] < due:
         # D33, D35: the house owed the seat its move; a void then takes the move away

@@ -810,6 +810,7 @@ def cases() -> list[Case]:
     )
     from verifier.vectors_adversarial_voids import (
         audit_2026_12_07,
+        declare_after_a_refused_leave,
         void_after_a_refused_declare,
         void_before_the_commitments_with_another_record_0,
     )
@@ -838,6 +839,7 @@ def cases() -> list[Case]:
         short_seed_window(),
         rules_raised_under_a_new_key(),
         *void_after_a_refused_declare(),
+        *declare_after_a_refused_leave(),
     ]
     names = [c.name for c in out]
     assert len(set(names)) == len(names)

@@ -10,7 +10,7 @@ import copy
 from verifier import vectors
 from verifier.chain import player_body, receipt_body, reveal_move
 from verifier.fairness import PROTOCOL_V2, sha256
-from verifier.hand import DrawClosed, TableRules, TimeOut, action_to_json
+from verifier.hand import DrawClosed, Leave, TableRules, TimeOut, action_to_json
 from verifier.vectors import TEST_SIGNER, VectorHand
 from verifier.vectors_adversarial import TWO, Case, _first_drawer, failing, forge, fresh, passing, signed_item
 
@@ -244,6 +244,45 @@ def void_after_a_refused_declare() -> list[Case]:
                 failing("evidence", void_i) if expect is None else expect,
                 hand.rec.transcript(),
                 hand.evidence[declare.seat],
+            )
+        )
+    return out
+
+
+def declare_after_a_refused_leave() -> list[Case]:
+    """A leave refused for the house's reason (``busy``) while the other seat is on turn,
+    then that seat's winning declare taken first: the leaver is counted at its cards
+    instead of the leave's 40 (D15, D35; found by the audit of 2026-12-07).  And the
+    same refusal followed by the leaver's own leave: what an honest table records."""
+    rules = TableRules(seats=4, point_value=10, commission_bps=500)
+    out: list[Case] = []
+    for name, honest in (("declare-taken-before-a-refused-leave", False), ("refused-leave-then-taken", True)):
+        hand, declare, result = next(
+            (h, d, r)
+            for h, d, r in vectors.winning_declares(f"adv-{name}", rules, [1, 3])
+            if r.settlement.points[3 if d.seat == 1 else 1] > 40  # the loser counts more than a leave's 40
+        )
+        victim = 3 if declare.seat == 1 else 1
+        hand.refuse(Leave(victim), "busy", at=hand.now + 100)
+        refused_i = len(hand.rec.records) - 1
+        if honest:
+            hand.act(Leave(victim))  # heads-up: the leave ends the hand, the other seat wins
+            expect, what = passing(), "then its leave recorded next, as an honest table does"
+        else:
+            hand.act(declare)
+            expect = failing("evidence", refused_i + 1)
+            what = (
+                f"then seat {declare.seat}'s winning declare taken first, 0.6 s later: seat {victim} is counted "
+                f"{result.settlement.points[victim]} points instead of the leave's 40"
+            )
+        out.append(
+            Case(
+                name,
+                f"seat {victim}'s leave, sent while seat {declare.seat} is on turn, is refused 'busy' (the seat keeps "
+                f"the ack), {what} (§15 rule 7, D15, D35)",
+                expect,
+                hand.rec.transcript(),
+                hand.evidence[victim],
             )
         )
     return out

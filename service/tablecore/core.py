@@ -579,15 +579,33 @@ class TableCore(Commands):
     def _refuse_unstored(self, p: io.Pending) -> None:
         """The move in flight was not stored: refused ``unavailable``, with its ack when
         the table had judged it; D35: its seat keeps its whole window from the move's
-        arrival, if that window or turn is still the one running."""
-        error = unavailable()
+        arrival, if that window or turn is still the one running.
+
+        A leave in play is not refused: it is taken again, first, on the state the
+        reload found (D15, D35: a leave counts where it was signed, "at any time", so a
+        house that refused it could take another seat's move first — a declare that
+        counts the leaver's cards instead of its 40; docs/fairness.md §15 rule 7 fails
+        such a refusal).  Signed over the record that is still the newest, it is
+        recorded there, before any command that waited; else it is refused as stale,
+        as any move signed over an older record."""
+        if self._take_again(p):
+            return
         j = p.judged
+        error = unavailable()
         if j is not None:
             error.ack = j.signed(error.code)  # type: ignore[attr-defined]
             hand = self.hand
             if hand is not None and hand.hand_id == j.hand.hand_id and hand.clock == j.clock:
                 hand.owe(j.seat, j.arrived)
         self.reply(p.cmd, error=error)
+
+    def _take_again(self, p: io.Pending) -> bool:
+        """A leave in play whose write was not stored goes back to the head of the
+        queue, to be judged again before anything else (:meth:`_refuse_unstored`)."""
+        if p.judged is None or p.cmd is None or p.cmd.kind != "leave" or self.mode is not Mode.SERVING:
+            return False
+        self.queue.appendleft(p.cmd)
+        return True
 
     def _tell_paused(self) -> None:
         if not self.paused_told:

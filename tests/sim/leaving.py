@@ -1,10 +1,13 @@
 """Two worlds the simulator's fault model lacked, found by an audit (2026-12-07):
 
 - :class:`LeaveWorld`: players leave.  The seat on turn signs a leave now and then (a
-  move of the hand, D15; with three seats the turn passes on, D25), and a seat leaves
-  in the seed phases (D36); a player without a seat sits again.  A leave stored slowly
-  cut the next seat's turn (D35, told late), and a leave the house refused gave the
-  seat nothing (D35).
+  move of the hand, D15; with three seats the turn passes on, D25), so does a seat off
+  turn (a leave counts "at any time"), and a seat leaves in the seed phases (D36); a
+  player without a seat sits again.  A leave stored slowly cut the next seat's turn
+  (D35, told late), and a leave the house refused gave the seat nothing (D35).  Every
+  hand in which the house refused a seat's leave with a signed ack is verified with
+  those acks as the seat's evidence (docs/fairness.md §15 rule 7: the house took no
+  other seat's move before it; found later that day).
 - :class:`LostThenAway`: a write is stored but its answer is lost, and the store then
   stays away: the records it held are told only by the ``resumed`` of the reload that
   finds them, and the turn they began is whole from that tell (D35)."""
@@ -16,9 +19,11 @@ from typing import Any
 from service.tablecore import io
 from service.tablecore.core import TableCore
 from service.tablecore.phase import HandPhase
-from tests.sim.world import SECOND, Fault, Player, SimTable, World
+from tests.sim.world import SECOND, Fault, Player, SimTable, Violation, World
 from verifier.chain import move_body
 from verifier.fairness import PROTOCOL_V2
+from verifier.hand import Status
+from verifier.transcript import verify_transcript
 
 
 class LeaveWorld(World):
@@ -26,6 +31,28 @@ class LeaveWorld(World):
         super().__init__(*a, **kw)
         self.leave_rate = leave_rate
         self.leaves = 0
+        #: (table, hand_no) -> the acks of the house's refusals of a leave in that hand
+        self.refused_leaves: dict[tuple[str, int], list[dict[str, Any]]] = {}
+        self.refusals_verified = 0
+
+    def _effects(self, t: SimTable, core: TableCore, fx: list[io.Effect]) -> None:
+        for e in fx:
+            ack = None if not isinstance(e, io.Reply) or e.error is None else getattr(e.error, "ack", None)
+            if ack is not None and t.cmds.get(e.cmd_id, ("", ""))[1] == "leave" and core is t.core:
+                item = ack.make()
+                self.refused_leaves.setdefault((t.tid, item["body"]["hand_no"]), []).append(item)
+        super()._effects(t, core, fx)
+
+    def _ended(self, t: SimTable, op: io.FinishOp) -> None:
+        super()._ended(t, op)
+        h = self.store.hands[op.hand_id]
+        items = None if h.transcript is None else self.refused_leaves.pop((t.tid, h.transcript["hand_no"]), None)
+        if items:
+            assert h.transcript is not None
+            report = verify_transcript(h.transcript, self.keys.signer.public_bytes, items)
+            self.refusals_verified += 1
+            if not report.ok:
+                raise Violation(self.now, t.tid, f"hand {op.hand_id} with its refused leaves: {report.failure}")
 
     def _act(self, t: SimTable, p: Player) -> None:
         core = p.conn
@@ -33,7 +60,14 @@ class LeaveWorld(World):
         seat = None if hand is None else hand.seat_of(p.pid)
         if hand is not None and seat is not None:
             rec = hand.recorder
-            if hand.phase is HandPhase.PLAY and rec.state is not None and rec.state.turn == seat:
+            state = rec.state
+            playing = state is not None and state.seat(seat).status is Status.PLAYING
+            if (
+                hand.phase is HandPhase.PLAY
+                and state is not None
+                and playing
+                and (state.turn == seat or t.rng.random() < 0.2)
+            ):
                 if t.rng.random() < self.leave_rate:
                     move = {"kind": "leave", "seat": seat}
                     sig = p.signer.sign("move", move_body(t.tid, hand.hand_no, rec.head, move), PROTOCOL_V2)

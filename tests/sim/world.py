@@ -689,7 +689,8 @@ class World:
         assert core is not None
         t.seq += 1
         cmd = io.Command(t.seq, kind, p.pid, payload)
-        t.cmds[t.seq] = (p.pid, kind)
+        # a leave is a move only in play, signed (D15); in the seed phases it is none (D36)
+        t.cmds[t.seq] = (p.pid, kind if kind != "leave" or "sig" in payload else "leave_unsigned")
         self.at(self.now + t.rng.randrange(1, 30), lambda: p.conn is core and self.feed(t, core, cmd), t)
 
     # -- the invariants --------------------------------------------------------------------------
