@@ -1,7 +1,8 @@
 /* rummy-pf browser verifier: check 14, `evidence` (docs/fairness.md §15): the
    items a player keeps (acks, heads, the header it accepted, its player key,
    receipts), judged against the transcript; D35 for refusals the rules do not
-   justify (and D33: no void while the house owes a refused action's seat its turn); a
+   justify (and D33: no void while the house owes a refused action's seat its turn; D15: no
+   other seat's move taken before a refused leave within that turn); a
    header the server signed for another hand of the same table, held to this
    hand's rules (rule 3, RULES.md D38) and, for the hand just before or after, to the button
    moving one seat (rule 3, D3).  A player item is the player's word: it fails nothing, and a key the
@@ -349,6 +350,21 @@
     return illegalBecause(ctx.after[b.i], m);
   }
 
+  /** §15 rule 7, for a leave the house refused though the rules allowed it (b, its ack): the index
+      of the first record after i dated at or after arrived, when it is dated before want (arrived +
+      the whole turn) and is an action that is not the seat's own move (another seat's action, or a
+      timeout); else null (no such record, one dated at or after want, the seat's move, or a record
+      that is no action: a void there is judged by the void clause, checkAck). */
+  function notTheLeaversMove(log, b, want) {
+    for (let j = b.i + 1; j < log.length; j++) {
+      const rj = log[j];
+      if (rj.t < b.arrived) continue;
+      if (rj.t >= want || rj.type !== "action") return null;
+      return rj.action.seat === b.seat && rj.action.kind !== "timeout" ? null : j;
+    }
+    return null;
+  }
+
   // ---------------------------------------------------------------- checking one item
 
   /** rule 7 for one ack, after its first check (record i exists, its h, arrived ≥ its t:
@@ -433,11 +449,24 @@
       if (e && e.status === "withheld" && r2.t < b.arrived + hd.reveal_ms) owed("recorded it withheld", 2, b.arrived + hd.reveal_ms, r2.t);
     } else {
       const want = b.arrived + 1000 * ctx.rules.turn_seconds;
+      // for a leave, also: the first record after i dated at or after arrived, if it is dated before
+      // the owed turn has passed, is an action of that seat other than a timeout (a leave counts where
+      // it was signed, at any time, D15: a house that refused it busy and took another seat's declare
+      // first counted the leaver's cards instead of its 40). A void there is the void clause's, below.
+      // Reported in record order with the timeouts of the turn running at i
+      const takenFirst = m.kind === "leave" ? notTheLeaversMove(log, b, want) : null;
+      const tookFirst = (j) => {
+        const a = log[j].action;
+        fail("the server refused seat " + b.seat + "'s leave (" + b.code + ") though the rules allowed it, then recorded " + (a.kind === "timeout" ? (a.seat === b.seat ? "its own clock's timeout" : "the clock's timeout for seat " + a.seat) : "seat " + a.seat + "'s " + a.kind) + " (record " + j + ") before the seat's whole turn from the refusal had passed, instead of the seat's move: a leave counts where it was signed, so the house chose when it took effect (D15, D35)",
+          j, "a move of seat " + b.seat, a.kind + " of seat " + a.seat);
+      };
       for (let j = b.i + 1; j < log.length; j++) {
         const rj = log[j];
         if (rj.type === "action" && rj.action.kind === "timeout" && rj.action.seat === b.seat && rj.t < want) owed("moved its clock", j, want, rj.t);
+        if (j === takenFirst) tookFirst(j);
         if ((rj.type === "action" || rj.type === "deal") && rj.events.some((e) => e.kind === "turn")) break;
       }
+      if (takenFirst !== null) tookFirst(takenFirst);
       // ... and so has a void that ends the log after record i, wherever it lies (not only in that turn):
       // the house may not void the hand while it owes the seat its move (RULES.md D33: a winning declare
       // refused busy and the hand voided at the next record took a won hand from its winner)
