@@ -413,6 +413,15 @@ def owed_window(j: Judge, body: Mapping[str, Any]) -> Outcome:
             )
         return "checked"
     due = arrived + 1000 * header["rules"]["turn_seconds"]
+    for check in OWED_TURN_CHECKS:
+        check(log, body, due)
+    return "checked"
+
+
+def no_clock_move_before(log: list[dict[str, Any]], body: Mapping[str, Any], due: int) -> None:
+    """D35: no ``timeout`` of the seat in the turn running at record ``i`` before
+    ``due``, the refusal's arrival plus a whole turn."""
+    seat, kind = body["seat"], body["move"]["kind"]
     for n in range(body["i"] + 1, len(log)):
         rec = log[n]
         if rec["type"] == "action" and rec["action"]["kind"] == "timeout" and rec["action"]["seat"] == seat:
@@ -426,36 +435,53 @@ def owed_window(j: Judge, body: Mapping[str, Any]) -> Outcome:
                 )
         if rec["type"] != "action" or any(e["kind"] == "turn" for e in rec["events"]):
             break
-    if kind == "leave":
-        # D15, D35: a leave counts where it was signed, at any time; refused by the
-        # house, the next record it made is that seat's own move, or comes a whole turn
-        # later (else the house chose when the leave took effect: a declare of another
-        # seat taken first counts the leaver's cards instead of its 40; the audit of
-        # 2026-12-07).  Records dated before the leave arrived were made before it.
-        first = next((k for k in range(body["i"] + 1, len(log)) if log[k]["t"] >= arrived), None)
-        if first is not None and log[first]["type"] == "action" and log[first]["t"] < due:
-            a = log[first]["action"]
-            if a["seat"] != seat or a["kind"] == "timeout":
-                fail(
-                    f"the house refused seat {seat}'s leave ({body['code']}) and then took a {a['kind']} of seat "
-                    f"{a['seat']} first, before the whole turn it owed the seat had passed: a leave counts where it "
-                    "was signed (RULES.md D15, D35)",
-                    first,
-                    f"a move of seat {seat}",
-                    f"{a['kind']} of seat {a['seat']}",
-                )
+
+
+def leave_not_overtaken(log: list[dict[str, Any]], body: Mapping[str, Any], due: int) -> None:
+    """D15, D35: a leave counts where it was signed, at any time; refused by the house,
+    the next record it made is that seat's own move, or comes a whole turn later (else
+    the house chose when the leave took effect: a declare of another seat taken first
+    counts the leaver's cards instead of its 40; the audit of 2026-12-07).  Records
+    dated before the leave arrived were made before it (stored as the store went away)."""
+    seat, arrived = body["seat"], body["arrived"]
+    if body["move"]["kind"] != "leave":
+        return
+    first = next((k for k in range(body["i"] + 1, len(log)) if log[k]["t"] >= arrived), None)
+    if first is None or log[first]["type"] != "action" or log[first]["t"] >= due:
+        return
+    a = log[first]["action"]
+    if a["seat"] != seat or a["kind"] == "timeout":
+        fail(
+            f"the house refused seat {seat}'s leave ({body['code']}) and then took a {a['kind']} of seat "
+            f"{a['seat']} first, before the whole turn it owed the seat had passed: a leave counts where it "
+            "was signed (RULES.md D15, D35)",
+            first,
+            f"a move of seat {seat}",
+            f"{a['kind']} of seat {a['seat']}",
+        )
+
+
+def no_void_before(log: list[dict[str, Any]], body: Mapping[str, Any], due: int) -> None:
+    """D33, D35: the house owed the seat its move; a void before ``due`` takes the move
+    away (a winning declare refused "busy" and the hand voided; the audit of 2026-12-07)."""
     last = log[-1]
     if last["type"] == "void" and len(log) - 1 > body["i"] and last["t"] < due:
-        # D33, D35: the house owed the seat its move; a void then takes the move away
-        # (a winning declare refused "busy" and the hand voided; the audit of 2026-12-07)
         fail(
-            f"the house refused seat {seat}'s {kind} ({body['code']}) and then voided the hand before the whole "
-            f"turn it owed the seat had passed (RULES.md D33, D35)",
+            f"the house refused seat {body['seat']}'s {body['move']['kind']} ({body['code']}) and then voided the "
+            f"hand before the whole turn it owed the seat had passed (RULES.md D33, D35)",
             len(log) - 1,
             f">= {due}",
             last["t"],
         )
-    return "checked"
+
+
+#: What a refused action owes its seat (§15 rule 7), in the log's order of what each
+#: looks at: the turn running at the refusal, the record after it, the log's end.
+OWED_TURN_CHECKS: Final[tuple[Callable[[list[dict[str, Any]], Mapping[str, Any], int], None], ...]] = (
+    no_clock_move_before,
+    leave_not_overtaken,
+    no_void_before,
+)
 
 
 ITEM_CHECKS: Final[dict[str, Callable[[Judge, Mapping[str, Any]], Outcome]]] = {
