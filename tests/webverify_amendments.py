@@ -578,11 +578,13 @@ def d35_cases(b: Builder, ev: Callable[..., None]) -> None:
     # a malformed move gets no ack (§15): an ack holding one is not of §15's forms
     ev("evidence: a refused move with a field no action has", V2E, refusal(odd_field, True), "evidence", message="form")
     ev("evidence: a refused move of no kind of §11", V2E, refusal(no_such_kind, True), "evidence", message="form")
+    # §15 rule 7 (2026-12-07, later): a refused leave is not overtaken — not even by the
+    # clock's move for the seat on turn, which the house would then have put before it
     ev(
-        "evidence: another seat's refused leave does not delay the clock of the seat on turn",
+        "evidence: another seat's refused leave, then the clock of the seat on turn first",
         V2E,
         refusal(leave, True, other=True),
-        None,
+        "evidence",
     )
 
     # the seed windows: a refused commit (D21), a refused reveal (D29)
