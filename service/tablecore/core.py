@@ -27,7 +27,7 @@ from service.tablecore.commands import Commands
 from service.tablecore.errors import ClientError, moved, unavailable
 from service.tablecore.phase import HandPhase
 from service.tablecore.state import CoreConfig, TableFacts
-from service.tablecore.steps import StoredLogError
+from service.tablecore.steps import TOLD_LATE_MS, StoredLogError
 from verifier.errors import RuleError
 from verifier.record import RestoreError
 
@@ -86,6 +86,10 @@ class TableCore(Commands):
         self._ops = 0
         self.fx: list[io.Effect] = []
         self.stored_at = 0  # when the write being answered was stored (ms): the tells of its records are now
+        #: D37: players whose connection came while the write in flight was pending, having
+        #: had none (a store answering late held their way back too: ``_answered_late``)
+        self.came_while_writing: set[str] = set()
+        self._start_held: int | None = None  # the deal a late answer held last (once a try)
 
     # -- the one entry ------------------------------------------------------------------
     def step(self, inp: io.Input, clock: int, stalled: int = 0) -> list[io.Effect]:
@@ -100,6 +104,8 @@ class TableCore(Commands):
             self._outcome(inp, now)
         elif isinstance(inp, io.Reach):
             if inp.connected:
+                if self.pending is not None and inp.player_id not in self.reach.connected:
+                    self.came_while_writing.add(inp.player_id)
                 self.reach.connect(inp.player_id, now)
             else:
                 facts = self.facts
@@ -416,6 +422,8 @@ class TableCore(Commands):
         if p.cmd is not None:
             p.judged = self.judged
         self.pending = p
+        if self.came_while_writing:
+            self.came_while_writing = set()
         self.emit(io.Write(p.op_id, op))
         return p
 
@@ -457,10 +465,14 @@ class TableCore(Commands):
             self.fx.extend(p.after)
             if p.cmd is not None:
                 self.reply(p.cmd, result if result is not None else {})
+            if not was_hung:
+                self._answered_late(p, now)
         elif r is io.Result.REFUSED:  # by rule: nothing was stored, memory had not moved
             if p.on_refused is not None:
                 p.on_refused(out.error)
             self.reply(p.cmd, error=out.error or unavailable())
+            if not was_hung:
+                self._answered_late(p, now)
         elif r is io.Result.FENCED:
             self.reply(p.cmd, error=moved())
             self._let_go("this node's lease was taken over", release=False)
@@ -470,6 +482,56 @@ class TableCore(Commands):
                 self.refused_at = now
             self.unsettled = p
             self._failed(now, f"a write came back {r.value}")
+
+    def _answered_late(self, p: io.Pending, now: int) -> None:
+        """D37: the store answered ``p`` more than ``TOLD_LATE_MS`` after it was written,
+        yet before it counted as hung: the tail of a stall the table did not see begin,
+        which held the way back of every player with no connection as well (a new
+        socket's handshake reads the store).  As for the clock's own probe
+        (``Steps._probed``), whatever the write was (another seat's reveal, a newcomer's
+        sit, a join's read): each seat the running clock would charge now, its player
+        with no connection at some moment of the write, keeps ``grace_ms`` from the
+        answer, once a window (``HandRun.hold_for_short_stall``, never past the window's
+        end plus a whole one); between hands a deal (or D34's stand-up) that fell due
+        meanwhile, with a seated player absent, waits as long, once a try.  Before, the
+        seat was charged (a withheld reveal, a timeout) the moment the store answered,
+        in the instant its player's held handshake went through: the probe's grace was
+        given only when the probe was the write that waited (the audit h74,
+        tests/test_audit_crash_slow_answer.py)."""
+        if now - p.since <= TOLD_LATE_MS:
+            return
+        came, live = self.came_while_writing, self.reach.connected
+        hand = self.hand
+        if hand is None:
+            facts, at = self.facts, self.next_start
+            if facts is None or at is None or at > now or at == self._start_held:
+                return
+            if any(pid not in live or pid in came for pid in facts.seats.values()):
+                self.next_start = self._start_held = now + self.cfg.grace_ms
+                log.warning(
+                    "table %s: the store took %d ms to answer; a deal due meanwhile waits %d ms",
+                    self.table_id,
+                    now - p.since,
+                    self.cfg.grace_ms,
+                )
+            return
+        phase = hand.phase
+        end = self.deadline(hand, phase)
+        if end is None or end > now:
+            return
+        for seat in self.charged(hand, phase):
+            pid = hand.players[seat]
+            if pid in live and pid not in came:
+                continue  # connected throughout: its move, if sent, waits in the queue (D37)
+            held = hand.hold_for_short_stall(seat, now + self.cfg.grace_ms, end)
+            if held is not None and held > now:
+                log.warning(
+                    "table %s: the store took %d ms to answer; seat %d keeps %d ms",
+                    self.table_id,
+                    now - p.since,
+                    seat,
+                    held - now,
+                )
 
     def _failed(self, now: int, why: str) -> None:
         self.streak += 1
