@@ -534,11 +534,20 @@ class TableCore(Commands):
                 )
 
     def _failed(self, now: int, why: str) -> None:
+        """The store failed (a write, a load): memory is dropped and the table reloads
+        after a backoff.  What waited in the queue is refused ``unavailable`` — but a
+        signed leave (D15, D35: a leave counts where it was signed, "at any time"),
+        which stays queued and is judged first once the table is back, behind the leave
+        in flight if there was one (:meth:`_take_again`).  Refused, it was overtaken by
+        the moves sent again after the reload, with no ack to show it (the audit h74,
+        tests/test_audit_crash_queued_leave.py)."""
         self.streak += 1
         self._tell_paused()
+        kept = collections.deque(cmd for cmd in self.queue if _signed_leave(cmd))
         for cmd in self.queue:
-            self.reply(cmd, error=unavailable())
-        self.queue.clear()
+            if not _signed_leave(cmd):
+                self.reply(cmd, error=unavailable())
+        self.queue = kept
         self.arrivals.clear()
         wait = backoff(self.table_id, self.streak, self.cfg)
         if wait == 0:
@@ -713,6 +722,12 @@ class TableCore(Commands):
         self.pending = self.unsettled = None
         self.mode = Mode.GONE
         return self.fx
+
+
+def _signed_leave(cmd: io.Command) -> bool:
+    """A leave signed over a record of a hand: a move of that hand (D15), which a
+    failed write before it does not refuse (:meth:`TableCore._failed`)."""
+    return cmd.kind == "leave" and "sig" in cmd.payload
 
 
 def _stored_untold(op: io.Op, hand: HandRun) -> bool:
