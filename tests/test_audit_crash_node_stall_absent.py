@@ -21,8 +21,8 @@ Its new socket does: a stopped process holds every handshake as a hung store doe
 
 The rule's own seams are uneven here: the same player, its way back held by a *store*
 that stalls 1.9 s (the tail of a hang the table did not see begin), keeps its grace
-from the answer (D37, ``Steps._probed``, h66; any write, ``TableCore._answered_late``,
-h74); held by a node that stands still 3 s or more, it has its reach and grace
+from the answer (D37, ``TableCore._answered_late``: the clock's probe, h66, and any
+write, h74); held by a node that stands still 3 s or more, it has its reach and grace
 (``Reachability.fault_over``, ``stood_still``); held by a node that stands still 2.9 s
 it has nothing.
 

@@ -24,7 +24,7 @@ commitment (an empty seed, D21), or a clock move (D16, D22; with ``max_missed_tu
 The same stall with the probe in flight instead (no other write) charges nobody: a
 probe answered more than ``TOLD_LATE_MS`` after it was written is the tail of a hang
 the table did not see begin, and the absent seat keeps ``resume_grace`` from the answer
-(``Steps._probed``, h66 finding 1).  Which write happened to be waiting on the stall
+(h66 finding 1; now ``TableCore._answered_late`` for any write).  Which write happened to be waiting on the stall
 decided whether the player paid.
 
 Between hands, the probe itself was answered late without consequence: a deal due

@@ -9,7 +9,7 @@ the set-up of tests/test_audit_seams_db_hang.py).
    deadline", so the seat is charged at once — in the same instant the player's held
    handshake goes through, before its ``join`` can reach the table.  The player tried
    to come back before its deadline and was held until the moment it was charged.
-   Fixed (``Steps._probed``): a probe answered more than ``TOLD_LATE_MS`` after it was
+   Fixed (``TableCore._answered_late``): a probe answered more than ``TOLD_LATE_MS`` after it was
    written gives the absent seat its grace from the answer, once a turn.
 2. D34's stand-up of an absent seat at a table too few are connected to deal at
    (``away_seconds``): the seat's time away runs out inside a hang that holds its

@@ -223,8 +223,9 @@ class Steps:
             # own write would hang, then commit the charge once the store woke.  A probe
             # that hangs pauses the table like any hung write: the fault is the house's,
             # and the seat has its grace after it.  (Found by the audit of the seams.)
-            absent = [s for s in charged if hand.players[s] not in self.reach.connected]
-            self.write(io.ProbeOp(), now, on_commit=lambda _: self._probed(hand, phase, absent, now))
+            # A probe answered late, yet before it counts as hung, is the tail of such a
+            # hang: the absent seat keeps its grace from the answer (TableCore._answered_late).
+            self.write(io.ProbeOp(), now)
             return True
         for s in charged:
             self.emit(io.Charge(hand.hand_id, s, phase.value, now, began))
@@ -239,30 +240,6 @@ class Steps:
             assert state is not None
             self.apply(hand, TimeOut(state.turn), None, now)  # D16: the clock moves for the seat
         return True
-
-    def _probed(self, hand: HandRun, phase: HandPhase, absent: list[int], sent: int) -> None:
-        """D37: the clock's probe (above) came back ``self.stored_at - sent`` ms after it
-        was written.  Slower than ``TOLD_LATE_MS``, the store was not answering at the
-        deadline: the tail of a hang shorter than ``hung_ms``, or all of one the table had
-        not seen begin, which held the absent players' way back too (their handshakes
-        read the store).  Each absent seat keeps ``grace_ms`` from the answer, once a
-        window (``HandRun.hold_for_short_stall``: a store slow at every probe still lets
-        the clock end its turns).  Before, the seat was charged the moment the hang
-        ended, as its player's held handshake went through (the audit of the seams, h66)."""
-        late = self.stored_at - sent
-        end = self.deadline(hand, phase)
-        if late <= TOLD_LATE_MS or end is None:
-            return
-        for seat in absent:
-            held = hand.hold_for_short_stall(seat, self.stored_at + self.cfg.grace_ms, end)
-            if held is not None and held > self.stored_at:
-                log.warning(
-                    "table %s: the store took %d ms to answer the clock's probe; seat %d keeps %d ms",
-                    self.table_id,
-                    late,
-                    seat,
-                    held - self.stored_at,
-                )
 
     def _deal_passes_over_absent(self) -> bool:
         """Whether a deal tried now would sit out a seated player with no connection:
