@@ -490,8 +490,8 @@ class TableCore(Commands):
         socket's handshake reads the store).  Whatever the write was (the clock's own
         probe, ``Steps.fire``; another seat's reveal, a newcomer's sit, a join's read):
         each seat the running clock would charge now, its player with no connection at
-        some moment of the write, keeps ``grace_ms`` from the answer, once a window (``HandRun.hold_for_short_stall``, never past the window's
-        end plus a whole one); between hands a deal (or D34's stand-up) that fell due
+        some moment of the write, keeps ``grace_ms`` from the answer, once a window
+        (``HandRun.hold_for_short_stall``, never past the window's end plus a whole one); between hands a deal (or D34's stand-up) that fell due
         meanwhile, with a seated player absent, waits as long, once a try.  Before, the
         seat was charged (a withheld reveal, a timeout) the moment the store answered,
         in the instant its player's held handshake went through: the probe's grace was
