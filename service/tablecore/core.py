@@ -484,19 +484,20 @@ class TableCore(Commands):
             self._failed(now, f"a write came back {r.value}")
 
     def _answered_late(self, p: io.Pending, now: int) -> None:
-        """D37: the store answered ``p`` more than ``TOLD_LATE_MS`` after it was written,
-        yet before it counted as hung: the tail of a stall the table did not see begin,
-        which held the way back of every player with no connection as well (a new
-        socket's handshake reads the store).  Whatever the write was (the clock's own
-        probe, ``Steps.fire``; another seat's reveal, a newcomer's sit, a join's read):
-        each seat the running clock would charge now, its player with no connection at
-        some moment of the write, keeps ``grace_ms`` from the answer, once a window
-        (``HandRun.hold_for_short_stall``, never past the window's end plus a whole one); between hands a deal (or D34's stand-up) that fell due
-        meanwhile, with a seated player absent, waits as long, once a try.  Before, the
-        seat was charged (a withheld reveal, a timeout) the moment the store answered,
-        in the instant its player's held handshake went through: the probe's grace was
-        given only when the probe was the write that waited (the audit h74,
-        tests/test_audit_crash_slow_answer.py)."""
+        """D37: the store answered ``p`` more than ``TOLD_LATE_MS`` after it was
+        written, yet before it counted as hung: the tail of a stall the table did not
+        see begin, which held the way back of every player with no connection as well
+        (a new socket's handshake reads the store).  Whatever the write was (the
+        clock's own probe, ``Steps.fire``; another seat's reveal, a newcomer's sit, a
+        join's read): each seat the running clock would charge now, its player with
+        no connection at some moment of the write, keeps ``grace_ms`` from the
+        answer, once a window (``HandRun.hold_for_short_stall``, never past the
+        window's end plus a whole one); between hands a deal (or D34's stand-up) that
+        fell due meanwhile, with a seated player absent, waits as long, once a try.
+        Before, the seat was charged (a withheld reveal, a timeout) the moment the
+        store answered, in the instant its player's held handshake went through: the
+        probe's grace was given only when the probe was the write that waited (the
+        audit h74, tests/test_audit_crash_slow_answer.py)."""
         if now - p.since <= TOLD_LATE_MS:
             return
         came, live = self.came_while_writing, self.reach.connected
