@@ -26,7 +26,8 @@ write, h74); held by a node that stands still 3 s or more, it has its reach and 
 (``Reachability.fault_over``, ``stood_still``); held by a node that stands still 2.9 s
 it has nothing.
 
-Not fixed (D37 says so in words; a change of the rule).  Suggested rule: a stall of the
+Fixed (2026-12-07, later; D37 amended): ``TableCore._stalled`` gives such a seat its
+grace from the wake, once a window.  The audit's suggested rule was: a stall of the
 node longer than ``stall_ms`` across the deadline of a seat with no connection gives
 that seat ``resume_grace`` from the wake, once a window and never past the window's
 end plus a whole one (``HandRun.hold_for_short_stall``, as a late probe does), so that
@@ -36,8 +37,6 @@ ends the turn.
 
 from __future__ import annotations
 
-import pytest
-
 from service.tablecore import io
 from tests.test_tablecore import CFG, TURN_MS, Harness, turn_began
 
@@ -45,11 +44,6 @@ STALL = 2000  # ms: more than stall_ms, less than freeze_ms
 assert CFG.stall_ms < STALL < CFG.freeze_ms
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="D37: a stall of the node under freeze_ms holds only connected seats; an absent seat whose new "
-    "socket the stall held is charged at the wake (not fixed: h74)",
-)
 def test_an_absent_player_whose_new_socket_a_stall_of_the_node_held_is_not_charged_at_the_wake() -> None:
     h = Harness()
     h.through_seeds()

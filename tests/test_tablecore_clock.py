@@ -328,7 +328,8 @@ def test_a_short_stall_across_the_deadline_leaves_the_seat_on_turn_what_it_had()
 def test_a_node_late_at_every_wake_still_ends_the_turn_within_twice_its_window() -> None:
     """A node starved for good wakes 400 ms late every time: each late wake holds the
     seat on turn again, but never past its deadline at the first stall plus the whole
-    turn, so the turn ends (D37's bound); an absent seat is not held at all (D16)."""
+    turn, so the turn ends (D37's bound); an absent seat is held once, its grace from a
+    late wake (a handshake may have waited in the stall), within the same bound."""
     for connected in (True, False):
         h = Harness(connected=connected)
         if not connected:
@@ -357,7 +358,7 @@ def test_a_node_late_at_every_wake_still_ends_the_turn_within_twice_its_window()
         if connected:
             assert charges[0][0] > first + 1000, "no late wake held the seat"
         else:
-            assert not hand.owed, "an absent seat was held"
+            assert len(hand.settled) == 1, f"an absent seat was held other than once: {hand.settled}"
 
 
 def test_a_stall_the_loop_counted_holds_the_seat_though_the_wake_came_on_time() -> None:

@@ -278,17 +278,31 @@ class TableCore(Commands):
         turn what it had.  Never past the window's deadline at its first stall plus the
         whole window (HandRun.hold_for_stall): a node late at every wake (starved for
         good) still ends its turns.
-        A seat with no connection to the table is not held (D16: the clock moves for an
-        absent seat; nothing of it waits unread).  (Before, a stop of 1-3 s across a
-        deadline charged the seat whose move waited in the socket: the clock's wake was
-        stepped before the socket was read.)"""
+        A seat with no connection to the table keeps ``grace_ms`` from now instead, once
+        a window, never past that window's cap (HandRun.hold_for_short_stall): a stopped
+        process holds every handshake too, and a player whose new socket waited unread
+        in the stall reaches the table before the clock charges it, as when the store
+        answered late (``_answered_late``).  (Before, a stop of 1-3 s across a deadline
+        charged the seat whose move waited in the socket: the clock's wake was stepped
+        before the socket was read; and an absent seat got nothing back, charged at the
+        wake before its held handshake had a turn of the loop: the audit h74.)"""
         hand = self.hand
         if hand is None:
             return
         phase = hand.phase
-        charged = [s for s in self.charged(hand, phase) if hand.players[s] in self.reach.connected]
+        every = self.charged(hand, phase)
+        charged = [s for s in every if hand.players[s] in self.reach.connected]
         end = self.deadline(hand, phase)
-        if not charged or end is None or end > now + self.cfg.beat_ms:
+        if end is None or end > now + self.cfg.beat_ms:
+            return
+        for seat in every:
+            if seat not in charged:  # absent: its way back waited in the stall (D37)
+                kept = hand.hold_for_short_stall(seat, now + self.cfg.grace_ms, end)
+                if kept is not None and kept > now:
+                    log.warning(
+                        "table %s: woke %d ms late; absent seat %d keeps %d ms", self.table_id, late, seat, kept - now
+                    )
+        if not charged:
             return
         left = min(max(end - last, self.cfg.beat_ms), hand.window_ms(phase))
         held = max(hand.hold_for_stall(seat, now + left, end) for seat in charged)
