@@ -197,7 +197,7 @@ def test_standard_input() -> None:
     [
         "not json",
         "[]",
-        '{"hello": 1}',
+        '{"_about": {}, "transcript": []}',
         "",
         '{"protocol": "rummy-pf/v2", "protocol": "rummy-pf/v1"}',
         '{"protocol": "rummy-pf/v2", "x": 1.5}',
@@ -217,6 +217,17 @@ def test_unreadable_input_exits_2(content: str, tmp_path: Path) -> None:
     assert r.returncode == 2 and r.stderr.startswith("rummy-verify:") and one_line(r.stderr), r.stderr[:500]
     j = run("--json", str(f))
     assert j.returncode == 2 and json.loads(j.stdout)["failure"]["check"] == "read"
+
+
+def test_an_object_that_is_not_a_transcript_fails_format(tmp_path: Path) -> None:
+    """JSON that breaks no rule of §2 is readable: an object without a "protocol" (or
+    any other field of §12) is a transcript that fails ``format`` (§13: no field
+    missing), exit 1, as the browser verifier says too; only §2 makes input unreadable."""
+    f = tmp_path / "x.json"
+    f.write_text('{"hello": 1}', encoding="utf-8")
+    j = run("--json", str(f))
+    assert j.returncode == 1, j.stderr
+    assert json.loads(j.stdout)["failure"]["check"] == "format"
 
 
 def test_bytes_that_are_not_utf8_exit_2(tmp_path: Path) -> None:

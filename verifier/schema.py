@@ -189,11 +189,15 @@ def check_transcript(t: Mapping[str, Any], v2: bool) -> Shape:
             raise bad((*path, "type"), "a record type", kind, f"unknown record type {short_value(kind)}")
         expected = ORDER[n] if n < len(ORDER) else "action"
         allowed = (expected,) if n == 0 else (expected, "void")
-        if not v2 and n != 3 and n < len(ORDER):
+        if not v2 and n != 3:  # Appendix C: "a void record can only be record 3" (none mid-hand)
             allowed = (expected,)
         if kind not in allowed or (kind == "action" and (len(log) < 4 or log[3].get("type") != "deal")):
-            where = "only as the last record" if kind == "void" else f"not as record {n}"
-            raise SchemaError((*path, "type"), f"a {kind} record comes {where} (§11 order)", " or ".join(allowed), kind)
+            if kind == "void" and not v2:
+                where, rule = "only as record 3 in rummy-pf/v1, when fewer than two seats are dealt in", "Appendix C"
+            else:
+                where = "only as the last record" if kind == "void" else f"not as record {n}"
+                rule = "§11 order"
+            raise SchemaError((*path, "type"), f"a {kind} record comes {where} ({rule})", " or ".join(allowed), kind)
         if kind == "void" and n != len(log) - 1:
             raise SchemaError((*path, "type"), "a void record ends the log", "the last record", n)
         records[kind](rec, path)
@@ -306,13 +310,11 @@ def check_transcript(t: Mapping[str, Any], v2: bool) -> Shape:
         shape.reveals = reveals
 
     # -- deal, actions, void -----------------------------------------------------------------------
-    listed = frozenset(seats)
+    # An event's seat is an integer or null here (EVENT), not a seat of the header: §13
+    # leaves an event's contents to deal and replay, which fail an event the rules do not
+    # make at its record (an event of an unlisted seat is one).
     for n, rec in enumerate(log):
         kind = rec["type"]
-        if kind in ("deal", "action"):
-            for m, ev in enumerate(rec["events"]):
-                if ev["seat"] is not None and ev["seat"] not in listed:
-                    seat_v(ev["seat"], ("log", n, "events", m, "seat"))
         if kind == "deal":
             shape.deal = n
         elif kind == "action":
@@ -349,8 +351,11 @@ def check_transcript(t: Mapping[str, Any], v2: bool) -> Shape:
                 "settlement": obj(
                     {
                         "winner": seat_v,
-                        "point_value": integer(1, POINT_VALUE_MAX),
-                        "commission_bps": integer(0, 10_000),
+                        # §13: "In settlement, format only asks point_value and
+                        # commission_bps to be non-negative integers; their values are
+                        # judged by settlement" (the header's rules hold them to §4's bounds)
+                        "point_value": integer(0, MAX_SAFE),
+                        "commission_bps": integer(0, MAX_SAFE),
                         "points": points,
                         "pot": integer(0, MAX_SAFE),
                         "commission": integer(0, MAX_SAFE),

@@ -196,11 +196,15 @@ def parse(data: bytes | str, name: str = "the input", *, top: Callable[[Any], bo
 
 def unwrap_transcript(value: Any, name: str = "the input") -> dict[str, Any]:
     """A transcript, or a test-vector file ``{"_about": …, "transcript": {…}}``
-    read as its transcript (§2)."""
-    if isinstance(value, dict) and "_about" in value and isinstance(value.get("transcript"), dict):
+    read as its transcript (§2).  Any other object is a transcript to ``format``: one
+    without a ``"protocol"`` fails there (§13: no field missing), not here, since §2
+    alone makes input unreadable."""
+    if isinstance(value, dict) and "_about" in value and "transcript" in value:
         value = value["transcript"]
-    if not isinstance(value, dict) or "protocol" not in value:
-        _fail(f'{name} is not a rummy-pf transcript (a JSON object with a "protocol")')
+        if not isinstance(value, dict):
+            _fail(f'{name} is a test-vector file whose "transcript" is not a JSON object (§2)')
+    if not isinstance(value, dict):
+        _fail(f"{name} is not a JSON object at the top level (§2)")
     return value
 
 
