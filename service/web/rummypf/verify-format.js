@@ -63,22 +63,27 @@
   }
 
   function recordFields(type, v2) {
-    // required fields of each record type (§11, §13; Appendix C for v1)
+    // the fields of each record type (§11, §13; Appendix C for v1): {required, optional}.
+    // v2: every record carries "t".  v1 (Appendix C): only action records may carry "t",
+    // and need not — an action record with or without it is well formed (covered by the
+    // chain, judged by no check); any other v1 record with "t" has a field too many.
     const base = ["i", "h", "type"];
-    const t = v2 || type === "action" ? ["t"] : [];
+    const t = v2 ? ["t"] : [];
+    const optional = !v2 && type === "action" ? ["t"] : [];
+    const req = (rest) => ({ required: base.concat(t, rest), optional });
     switch (type) {
       case "header":
-        return base.concat(t, ["header", "sig"]);
+        return req(["header", "sig"]);
       case "commitments":
-        return base.concat(t, ["commitments", "sig"]);
+        return req(["commitments", "sig"]);
       case "reveals":
-        return base.concat(t, ["reveals"]);
+        return req(["reveals"]);
       case "deal":
-        return base.concat(t, ["events"]);
+        return req(["events"]);
       case "action":
-        return base.concat(t, v2 ? ["action", "psig", "events"] : ["action", "events"]);
+        return req(v2 ? ["action", "psig", "events"] : ["action", "events"]);
       case "void":
-        return base.concat(t, ["reason"]);
+        return req(["reason"]);
     }
     return null;
   }
@@ -139,8 +144,10 @@
       } else if (type !== expectedType(i)) {
         f.sub("type").fail(JSON.stringify(expectedType(i)), type);
       }
-      f.keys(r, recordFields(type, v2));
+      const fields = recordFields(type, v2);
+      f.keys(r, fields.required, fields.optional);
       f.sub("i").eq(r.i, i);
+      // "t" int[0, 2^53 - 1] wherever it is (§13): required in v2, optional on v1 actions
       if (has(r, "t")) f.sub("t").int(r.t, 0, MAX_SAFE);
       f.sub("h").hex(r.h, 32);
     }
