@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /* The browser verifier (service/web/rummypf/*.js) in a node vm context, for
-   bench/transcript_fuzz.py: reads a JSON array of cases from the file named by argv[2]
+   bench/transcript_fuzz/node.py: reads a JSON array of cases from the file named by argv[2]
    ({"b64": the transcript's bytes, "allow_v1": bool, "key": hex or null,
    "evidence_b64": bytes or null}) and writes one verdict a line to stdout:
    {"ok", "check", "record", "message", "warnings"}.

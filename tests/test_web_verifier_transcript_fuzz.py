@@ -1,5 +1,5 @@
 """The page and rummy-verify on transcripts a dishonest house could sign: the seeded
-differential fuzzer of ``bench/transcript_fuzz.py`` takes the vectors' hands (and honest
+differential fuzzer of ``bench/transcript_fuzz/`` takes the vectors' hands (and honest
 hands it plays itself, with the evidence a seat keeps), changes them as a house holding
 its own key could — any field, the rules, the seats, the times, the seeds, voids, the
 record order, the events, the result and settlement amounts, types, extra and missing
@@ -14,8 +14,9 @@ Two kinds of difference are not disagreements, and are counted apart:
   problems ``format`` names first (§13 orders none of its rules), the record of a
   pinned key that is not the header's, and of a head that is not the last record's h
   (neither is in a record);
-- the open disagreements (``bench.transcript_fuzz.KNOWN_OPEN``), each a strict xfail
-  below: the page is wrong, and only someone working from the spec may change it.
+- the open disagreements (``bench.transcript_fuzz.compare.KNOWN_OPEN``), each a
+  strict xfail below: the page is wrong, and only someone working from the spec may
+  change it.
 
 The fast suite runs a few hundred mutants; the drill (``-m drill``) thousands, with
 the whole sweep of §13's field types.  (The JavaScript runs in headless Chromium here;
@@ -30,17 +31,11 @@ from typing import Any
 import pytest
 from playwright.async_api import Page
 
-from bench.transcript_fuzz import (
-    ANY,
-    KNOWN_OPEN,
-    REPROS,
-    Mutant,
-    Verdict,
-    compare,
-    make_mutant,
-    python_verdict,
-    sweep_mutants,
-)
+from bench.transcript_fuzz.compare import KNOWN_OPEN, compare
+from bench.transcript_fuzz.mutant import Mutant, make_mutant
+from bench.transcript_fuzz.repros import ANY, REPROS
+from bench.transcript_fuzz.sweep import sweep_mutants
+from bench.transcript_fuzz.verdicts import Verdict, python_verdict
 from tests.test_web_verifier import base_url, js_verify, page, window  # noqa: F401
 from tests.webverify_cases import Case
 
