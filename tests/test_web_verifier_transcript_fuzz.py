@@ -209,5 +209,6 @@ async def test_v1_action_record_without_t(page: Page) -> None:  # noqa: F811
 
 def test_known_open_disagreements_are_each_an_xfail() -> None:
     """Every open class the fuzz test sets aside has its strict xfail here (a fix on
-    the page turns it into an XPASS, which fails until the class is removed)."""
-    assert len(KNOWN_OPEN) == 1 and "rummy-pf/v1 action record" in next(iter(KNOWN_OPEN))
+    the page turns it into an XPASS, which fails until the class is removed).  None is
+    open now: the last, a v1 action record without "t", was fixed on the page."""
+    assert KNOWN_OPEN == {}

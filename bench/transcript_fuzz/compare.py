@@ -33,21 +33,10 @@ def unspecified(py: Verdict, js: Verdict) -> str | None:
     return None
 
 
-def _v1_action_without_t(m: Mutant, py: Verdict, js: Verdict) -> bool:
-    return (
-        js["check"] == "format"
-        and py["check"] != "format"
-        and 'expected the field "t"' in (js["message"] or "")
-        and b'"rummy-pf/v1"' in m.data
-    )
-
-
 #: Open disagreements, each a strict xfail of tests/test_web_verifier_transcript_fuzz.py
 #: (the page is wrong, and may only be changed from the spec): name -> the mutants of it.
 KNOWN_OPEN: dict[str, Callable[[Mutant, Verdict, Verdict], bool]] = {
-    'page: a rummy-pf/v1 action record without "t" fails format (Appendix C: only action records may carry it)': (
-        _v1_action_without_t
-    ),
+    # none since 2026-12-07: the page's v1 action record without "t" (Appendix C) was fixed
 }
 
 
