@@ -177,10 +177,10 @@ def test_an_absent_seat_on_turn_is_not_timed_out_as_a_slow_sit_of_a_newcomer_ans
     assert held <= at <= held + 500 and charge.kind == "play"
 
 
-def test_a_player_who_comes_back_during_the_slow_write_is_not_charged_as_it_answers() -> None:
-    """As above, but the player's new socket gets through just before the table steps
-    the store's late answer (the handshake's read answered first): connected when the
-    write answers, it had no connection when its deadline passed."""
+def absent_on_turn_with_a_sit_written() -> tuple[Harness, str, int]:
+    """The seat on turn drops its socket 1.5 s before its deadline; 0.3 s before it a
+    newcomer's ``sit`` is written (its answer left to the test).  The harness, the
+    absent player, the deadline."""
     h = Harness()
     h.store.add_player("p9", h.signers["p0"].public_bytes, 10**6)
     h.through_seeds()
@@ -190,6 +190,14 @@ def test_a_player_who_comes_back_during_the_slow_write_is_not_charged_as_it_answ
     deadline = turn_began(h) + TURN_MS
     h.advance(deadline - 300)
     h.send("p9", "sit", {"seat": 3})
+    return h, pid, deadline
+
+
+def test_a_player_who_comes_back_during_the_slow_write_is_not_charged_as_it_answers() -> None:
+    """As above, but the player's new socket gets through just before the table steps
+    the store's late answer (the handshake's read answered first): connected when the
+    write answers, it had no connection when its deadline passed."""
+    h, pid, deadline = absent_on_turn_with_a_sit_written()
     h.advance(deadline - 300 + LATE, answer=False)
     h.step(io.Reach(pid, True))
     h.answer_all()
@@ -237,15 +245,7 @@ def test_a_probe_answered_late_does_not_stand_the_absent_seat_up() -> None:
 def test_a_store_slow_at_every_write_still_ends_the_turn() -> None:
     """The hold is once a window, as the probe's: a store that answers every write late
     still lets the clock end an absent seat's turn (no table stands still for ever)."""
-    h = Harness()
-    h.store.add_player("p9", h.signers["p0"].public_bytes, 10**6)
-    h.through_seeds()
-    pid, _ = h.on_turn()
-    h.advance(turn_began(h) + TURN_MS - 1500)
-    h.step(io.Reach(pid, False))
-    deadline = turn_began(h) + TURN_MS
-    h.advance(deadline - 300)
-    h.send("p9", "sit", {"seat": 3})
+    h, pid, deadline = absent_on_turn_with_a_sit_written()
     first = slow(h, deadline - 300 + LATE)
     held = min(first + CFG.grace_ms, deadline + TURN_MS)
     h.advance(held - 300)
