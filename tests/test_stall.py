@@ -198,19 +198,30 @@ async def test_a_wake_late_by_the_loop_s_jitter_alone_holds_nothing(api: Api, se
         assert hand is not None and not hand.settled and not hand.owed
 
 
-async def test_a_seat_with_no_connection_is_not_held_by_a_stall(api: Api, server: Running) -> None:
-    """D16: the clock moves for an absent seat; nothing of it waits unread, so a stall
-    across its deadline gives it nothing back."""
+async def test_a_seat_with_no_connection_keeps_its_grace_once_after_a_stall(api: Api, server: Running) -> None:
+    """D16: the clock moves for an absent seat — but a stall of the node across its
+    deadline held every new socket's handshake too, so the seat keeps its grace from
+    the wake, once, never past the turn's end plus a whole turn, and then the clock
+    moves (D37, amended after the audit h74; before, it was charged at the wake)."""
     async with a_turn(api, server) as t:
         gone = t.on_turn.player_id
         await t.on_turn.__aexit__(None, None, None)  # the seat on turn goes away
         await wait_for(lambda: gone not in t.actor.core.reach.connected)  # and the table has seen it go
         await to_before_the_deadline(t.actor, t.clock, 1.5)
+        deadline = t.actor.core.armed
+        assert deadline is not None
         stall(t.actor, t.clock, 2.4)
+        hand = t.actor.core.hand
+        assert hand is not None
+        await wait_for(lambda: bool(hand.owed))  # the late wake stepped: the seat held
+        assert list(hand.owed.values()) == [deadline + 5000]  # the cap: the turn's end plus a whole turn
         other = t.other
-        moved = await other.wait_frame(lambda f: f.get("type") == "update" and bool(clock_moves(other)), timeout=20)
+        assert clock_moves(other) == [], "the absent seat was charged at the wake"
+        await t.clock.skip([t.actor], 6)
+        moved = await other.wait_frame(
+            lambda f: f.get("type") == "update" and any(e["kind"] == "clock" for e in f["events"]), timeout=20
+        )
         assert moved["i"] == 4
-        assert not (t.actor.core.hand.owed if t.actor.core.hand is not None else {})
         await other.leave(t.table, t.hand_no, seat_of(other))
         await other.wait_frame(lambda f: f.get("type") == "result", timeout=30)
 
