@@ -74,9 +74,18 @@ async def hang_ends(proxy: PgProxy, watcher: Client) -> None:
 
 
 async def to_the_reveal(ca: Client, cb: Client) -> tuple[int, dict[Client, tuple[int, bytes]], dict[str, Any]]:
-    """Both seated players commit their seeds (seat ``s``'s seed: 32 bytes of ``s + 1``)
-    and ``ca`` reveals its own.  The hand's number, each player's (seat, seed), and the
-    reveal phase's frame as ``ca`` got it."""
+    """Both seated players commit their seeds (:func:`both_commit`) and ``ca`` reveals
+    its own.  The hand's number, each player's (seat, seed), and the reveal phase's
+    frame as ``ca`` got it."""
+    hand_no, seeds, frame = await both_commit(ca, cb)
+    assert (await ca.reveal(frame["record"], *seeds[ca]))["type"] == "reply"
+    return hand_no, seeds, frame
+
+
+async def both_commit(ca: Client, cb: Client) -> tuple[int, dict[Client, tuple[int, bytes]], dict[str, Any]]:
+    """Both seated players commit their seeds (seat ``s``'s seed: 32 bytes of ``s +
+    1``).  The hand's number, each player's (seat, seed), and the reveal phase's frame
+    as ``ca`` got it."""
     seeds: dict[Client, tuple[int, bytes]] = {}
     hand_no = 0
     for sitter in (ca, cb):
@@ -86,5 +95,4 @@ async def to_the_reveal(ca: Client, cb: Client) -> tuple[int, dict[Client, tuple
         seeds[sitter] = (seat, bytes([seat + 1]) * 32)
         assert (await sitter.commit(frame["record"], player_commit(seat, seeds[sitter][1])))["type"] == "reply"
     frame = await ca.wait_frame(lambda f: f.get("type") == "hand" and f.get("phase") == "reveal")
-    assert (await ca.reveal(frame["record"], *seeds[ca]))["type"] == "reply"
     return hand_no, seeds, frame

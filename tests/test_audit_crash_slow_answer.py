@@ -68,12 +68,12 @@ from service.tablecore.phase import HandPhase
 from service.tablecore.steps import TOLD_LATE_MS
 from tests.conftest import Api, wait_for
 from tests.pgproxy import PgProxy
-from tests.seams import Sockets
+from tests.seams import Sockets, both_commit
 from tests.skipclock import skip_clock
 from tests.test_audit_seams_db_hang import dropped, stored_records
 from tests.test_recovery import proxied  # noqa: F401 (the fixture)
 from tests.test_server import seat_two, seated
-from tests.test_tablecore import CFG, TURN_MS, Harness, stood_at, turn_began
+from tests.test_tablecore import CFG, TURN_MS, Harness, a_deal_due_with_a_seat_absent, stood_at, turn_began
 from verifier.chain import commit_move, move_body, reveal_move
 from verifier.fairness import PROTOCOL_V2, player_commit
 
@@ -208,12 +208,7 @@ def test_a_probe_answered_late_before_a_deal_does_not_sit_the_absent_seat_out() 
     """D34: a hand is due, a seat has no connection (its grace over); the table probes
     the store first, and the probe comes back 1 s later — the tail of a hang that held
     that player's handshake.  The deal waits ``resume_grace`` from the answer."""
-    h = Harness(players=3, connected=False)
-    for p in ("p0", "p1"):
-        h.step(io.Reach(p, True))
-    h.advance(CFG.reach_ms + CFG.grace_ms + 200, answer=False)
-    (probe,) = h.inflight.values()
-    assert isinstance(probe, io.Write) and isinstance(probe.op, io.ProbeOp) and h.core.hand is None
+    h = a_deal_due_with_a_seat_absent()
     answered = slow(h, h.now + LATE)
     assert h.core.hand is None and h.core.pending is None, (
         "a hand was dealt past the absent seat the moment a stall of the store ended"
@@ -273,14 +268,8 @@ async def test_on_a_real_server_a_reveal_written_into_a_stall_does_not_charge_th
         table, a, b = await seat_two(Api(server.url, session), server)
         ca, cb = await sockets.open(server.url, a), await sockets.open(server.url, b)
         await seated(table, ca, cb)
-        seeds: dict[Any, tuple[int, bytes]] = {}
-        for c in (ca, cb):
-            frame = await c.wait_frame(lambda f: f.get("type") == "hand" and f.get("phase") == "commit")
-            seat = c.seat_in(frame["record"])
-            seeds[c] = (seat, bytes([seat + 1]) * 32)
-            assert (await c.commit(frame["record"], player_commit(*seeds[c])))["type"] == "reply"
-        frame = await ca.wait_frame(lambda f: f.get("type") == "hand" and f.get("phase") == "reveal")
-        hand_no, commitments = int(frame["hand_no"]), frame["record"]
+        hand_no, seeds, frame = await both_commit(ca, cb)
+        commitments = frame["record"]
         clock.still = time.time()  # from here the tables' time is only what the test skips
         actor = await dropped(server, table, cb)  # bo's own doing
         end = (int(commitments["t"]) + 2000) / 1000  # the reveal window's end (the fixture's 2 s)

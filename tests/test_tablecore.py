@@ -563,17 +563,24 @@ def test_the_clocks_probe_answered_late_gives_the_absent_seat_its_grace_once_a_t
         assert at == second, "a second slow probe in the same turn held the seat again"
 
 
-def test_a_deal_sits_an_absent_seat_out_only_once_the_store_has_answered_since_it_was_due() -> None:
-    """D34, D37 (the audit of the seams, h66): a hand is due and a seat has no
-    connection (its grace over).  The table writes nothing first (io.ProbeOp):
-    answered, the hand is dealt without that seat; left hanging, the table pauses, and
-    once it answers the absent seat has its reach and grace before a deal passes it over."""
+def a_deal_due_with_a_seat_absent() -> Harness:
+    """Three seated, two connected; the absent seat's reach and grace run out and a
+    hand falls due: the table writes a probe first (io.ProbeOp), left unanswered."""
     h = Harness(players=3, connected=False)
     for p in ("p0", "p1"):
         h.step(io.Reach(p, True))
     h.advance(CFG.reach_ms + CFG.grace_ms + 200, answer=False)
     (probe,) = h.inflight.values()
     assert isinstance(probe, io.Write) and isinstance(probe.op, io.ProbeOp) and h.core.hand is None
+    return h
+
+
+def test_a_deal_sits_an_absent_seat_out_only_once_the_store_has_answered_since_it_was_due() -> None:
+    """D34, D37 (the audit of the seams, h66): a hand is due and a seat has no
+    connection (its grace over).  The table writes nothing first (io.ProbeOp):
+    answered, the hand is dealt without that seat; left hanging, the table pauses, and
+    once it answers the absent seat has its reach and grace before a deal passes it over."""
+    h = a_deal_due_with_a_seat_absent()
     h.answer_all()
     assert [type(e.op) for e in h.of(io.Write)][-2:] == [io.ProbeOp, io.StartOp]
     assert h.core.hand is not None and set(h.core.hand.players.values()) == {"p0", "p1"}
