@@ -29,22 +29,22 @@ the order is the house's write first, whose outcome the command could not have k
 and D34/D36's intent (a player who has left is not dealt in; "sitting out" costs
 nothing).
 
-Not fixed: the header is signed and stored with the leaver in it before the leave is
-judged, and the protocol has no record for a seat withdrawn before its commitment.
-Suggested fix: a ``leave`` from a seated player that reaches the table while a deal
-that deals it in is being written is taken as a leave *before* that deal: once the
-deal is stored, the house voids the hand at once in its commit window (D33: nothing
-dealt, every hold released, the seed revealed — a void before any commitment gives
-the house no deck to choose) and deals again without the leaver; or the header gains
-a way to list a seat withdrawn before the commitments (a null seat that is never
-dealt, nor charged).  The simulator (tests/sim) never leaves a table between hands
-while a deal is in flight.
+Fixed (RULES.md D36, decision of 2026-12-07, night): a ``leave`` that came while the
+deal that deals its seat in was being written came before that hand
+(``TableCore.behind_deal``).  Once the deal is stored the house voids the hand in its
+commit window (D33: nothing dealt, every hold released, the house's seed revealed — a
+void before any commitment gives the house no deck to choose), stands the seat up and
+deals again without it.  A deal's write that fails keeps such a leave for the reload
+(``TableCore._keep``).  The other way — a header that lists a seat withdrawn before the
+commitments — would change the protocol for a window of milliseconds on a healthy
+store.  The tests below were the audit's two strict xfails; the control shows that a
+leave a moment after the deal was stored is still D36's leave in the seed phases.
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
+import json
 from typing import Any
 
 import aiohttp
@@ -58,12 +58,11 @@ from service.tablecore.phase import HandPhase
 from tests.conftest import Api, wait_for
 from tests.pgproxy import PgProxy
 from tests.seams import Sockets
-from tests.skipclock import skip_clock
 from tests.test_audit_crash_slow_answer import act, seed_move
 from tests.test_recovery import proxied  # noqa: F401 (the fixture)
-from tests.test_server import latest_view, seat_of, seat_two
+from tests.test_server import seat_two
 from tests.test_tablecore import CFG, Harness
-from verifier.fairness import player_commit
+from verifier.transcript import verify_transcript
 
 HANDS = r"INSERT INTO hands \("  # a hand's start (service.tablestore's _deal)
 
@@ -112,48 +111,125 @@ def play_out(h: Harness, mover: str) -> list[Any]:
     raise AssertionError("the hand did not end")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="D36/D37: a leave queued behind the deal's write is judged after it, as a leave in the seed "
-    "phases: the leaver is dealt in, and the clock plays for it and drops it (not fixed: h74)",
-)
+def published(h: Harness, hand_id: str) -> dict[str, Any]:
+    """The transcript of ``hand_id`` as the table published it (its canonical JSON)."""
+    finish = [e.op for e in h.of(io.Write) if isinstance(e.op, io.FinishOp) and e.op.hand_id == hand_id]
+    assert finish, f"hand {hand_id} did not end"
+    got: dict[str, Any] = json.loads(finish[-1].transcript)
+    return got
+
+
+def left_behind_the_deal(h: Harness, leaver: str) -> tuple[io.Write, io.Reply]:
+    """The table writes a deal (its answer held: the store is slow); ``leaver`` leaves
+    meanwhile and closes its page; the store answers, a stall short of a hang.  The
+    deal's write and the answer to the leave."""
+    deal = deal_in_flight(h)
+    assert isinstance(deal.op, io.StartOp) and leaver in {p for _, p in deal.op.candidates}
+    h.send(leaver, "leave", {})  # waits behind the deal
+    cmd_id = h.ids
+    h.step(io.Reach(leaver, False))
+    h.advance(h.now + CFG.hung_ms - 100, answer=False)  # a stall, not a hang: nobody is told anything
+    h.answer_all()
+    (reply,) = [e for e in h.of(io.Reply) if e.cmd_id == cmd_id]
+    return deal, reply
+
+
 def test_a_player_whose_leave_waited_behind_the_deals_write_is_not_charged_for_that_hand() -> None:
-    """Ann and bo sit; the first deal is being written (its answer held: the store is
-    slow) when bo leaves the table and closes his page.  Ann plays the hand out."""
+    """Ann and bo sit; the first deal is being written when bo leaves the table and
+    closes his page.  His leave came before the hand: the hand is voided in its commit
+    window, nothing dealt (D36, D33), and neither pays anything; bo is stood up."""
+    h = Harness()
+    before = {p: total(h, p) for p in ("p0", "p1")}
+    _, reply = left_behind_the_deal(h, "p1")
+    assert reply.error is None and reply.result["charged"] is False and reply.result["after_hand"] is True
+    hand_id = reply.result["voided"]
+    assert h.core.hand is None, "the voided hand is over"
+    transcript = published(h, hand_id)
+    records = transcript["log"]
+    assert [r["type"] for r in records] == ["header", "void"], "voided before any commitment"
+    assert "seat 1 left while the hand was being dealt (D36)" in records[-1]["reason"]
+    report = verify_transcript(transcript, h.keys.signer.public_bytes)
+    assert report.ok, report.failure
+    assert [c for _, c in h.charges() if c.hand_id == hand_id] == []
+    assert {p: total(h, p) for p in ("p0", "p1")} == before
+    assert {p: h.store.held[p] for p in ("p0", "p1")} == {"p0": 0, "p1": 0}, "the hand's holds released"
+    assert h.core.facts is not None and "p1" not in h.core.facts.seats.values()
+    h.advance(h.now + 10 * CFG.next_hand_ms)
+    assert h.core.hand is None, "ann alone is not dealt a hand"
+
+
+def test_the_hand_is_dealt_again_without_the_player_who_left_behind_its_deal() -> None:
+    """Three seats; bo leaves while the deal is written: the hand is voided, and the
+    next deal (hand_no one more, the button moved on, D3) goes to ann and cy only."""
+    h = Harness(players=3)
+    deal, reply = left_behind_the_deal(h, "p1")
+    assert isinstance(deal.op, io.StartOp)
+    assert reply.error is None and "voided" in reply.result
+    h.advance(h.now + 2 * CFG.next_hand_ms + 1000)
+    hand = h.core.hand
+    assert hand is not None, "no hand was dealt again"
+    assert hand.hand_no == deal.op.hand_no + 1
+    assert dict(hand.players) == {0: "p0", 2: "p2"}
+    h.through_seeds()
+    assert h.core.hand is hand and hand.phase is HandPhase.PLAY
+
+
+def test_a_leave_that_came_after_the_deal_was_stored_is_a_leave_in_the_seed_phases() -> None:
+    """The control: bo leaves a moment after the deal's write was answered.  That is
+    D36's leave during the seed phases, as before: the hand goes on, the clock plays for
+    bo and drops him (the fix above voids only for a leave that waited behind the deal)."""
+    h = Harness()
+    deal = deal_in_flight(h)
+    h.answer(deal.op_id)
+    hand = h.core.hand
+    assert hand is not None and hand.phase is HandPhase.COMMIT
+    h.send("p1", "leave", {})
+    cmd_id = h.ids
+    h.step(io.Reach("p1", False))
+    h.answer_all()
+    (reply,) = [e for e in h.of(io.Reply) if e.cmd_id == cmd_id]
+    assert reply.error is None and reply.result == {"left": 1, "charged": False, "after_hand": True}
+    charges = play_out(h, "p0")
+    assert [c.seat for c in charges] and {c.seat for c in charges} == {1}
+    assert not published(h, hand.hand_id)["log"][-1]["type"] == "void"
+
+
+@pytest.mark.parametrize("stored", [True, False], ids=["deal-stored", "deal-not-stored"])
+def test_a_leave_behind_a_deal_whose_write_failed_is_kept_for_the_reload(stored: bool) -> None:
+    """The deal's write comes back without an answer (its COMMIT's answer lost, the
+    deal stored or not): the table reloads.  Bo's leave, which waited behind it, is not
+    refused ``unavailable`` (he could only send it again into the seed phases and pay
+    for the hand, D36): it is judged once the table is back.  The deal stored: the hand
+    is voided for it; not stored: bo simply leaves."""
     h = Harness()
     before = total(h, "p1")
     deal = deal_in_flight(h)
-    assert isinstance(deal.op, io.StartOp) and {p for _, p in deal.op.candidates} == {"p0", "p1"}
-    h.send("p1", "leave", {})  # waits behind the deal
+    h.send("p1", "leave", {})
+    cmd_id = h.ids
     h.step(io.Reach("p1", False))
-    h.advance(h.now + CFG.hung_ms - 100, answer=False)  # a stall, not a hang: nobody is told anything
-    h.answer_all()
-    (reply,) = [e for e in h.of(io.Reply) if e.cmd_id == h.ids]
-    assert reply.error is None
-    charges = play_out(h, "p0")
-    mine = [c for c in charges if c.seat == 1]
-    paid = before - total(h, "p1")
-    assert mine == [] and paid == 0, (
-        f"bo left before the hand was dealt to him (his leave waited behind the deal's write) and was "
-        f"charged by the clock {[c.kind for c in mine]}, paying {paid} HT; his leave was answered {reply.result}"
-    )
+    h.inflight.pop(deal.op_id)
+    if stored:
+        h.store.run("t0", h.store.tables["t0"].epoch, deal.op)
+    h.step(io.Outcome(deal.op_id, io.Result.AMBIGUOUS))
+    assert not [e for e in h.of(io.Reply) if e.cmd_id == cmd_id], "the leave was refused with the write"
+    h.advance(h.now + 30_000)
+    (reply,) = [e for e in h.of(io.Reply) if e.cmd_id == cmd_id]
+    assert reply.error is None and reply.result["charged"] is False
+    assert ("voided" in reply.result) is stored
+    assert "p1" not in (h.core.facts.seats.values() if h.core.facts else ())
+    assert total(h, "p1") == before and h.store.held["p1"] == 0
+    assert [c for _, c in h.charges() if c.seat == 1] == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="D36/D37: a leave queued behind the deal's write is judged after it, as a leave in the seed "
-    "phases: the leaver is dealt in, and the clock drops it (not fixed: h74)",
-)
 @pytest.mark.timeout(300)
 async def test_on_a_real_server_a_leave_that_waited_behind_the_deal_is_not_charged(
     proxied: tuple[Running, PgProxy],  # noqa: F811
 ) -> None:
-    """A server alone, its PostgreSQL behind the proxy, the tables' clock skipped; a
-    table whose seat is dropped at its first missed turn.  Ann sits, then bo; the deal
-    is stored and PostgreSQL's answer to its COMMIT is held back (a stalled store); bo
-    leaves meanwhile, and closes his page once answered.  Ann plays the hand out."""
+    """A server alone, its PostgreSQL behind the proxy.  Ann sits, then bo; the deal is
+    stored and PostgreSQL's answer to its COMMIT is held back (a stalled store); bo
+    leaves meanwhile, and closes his page once answered.  The hand is voided in its
+    commit window (D36): ann is told so, bo is stood up, and neither pays anything."""
     server, proxy = proxied
-    clock = skip_clock(server)
     async with aiohttp.ClientSession() as session, Sockets(proxy) as sockets:
         table, a, b = await seat_two(Api(server.url, session), server, max_missed_turns=1)
         ca, cb = await sockets.open(server.url, a), await sockets.open(server.url, b)
@@ -161,7 +237,7 @@ async def test_on_a_real_server_a_leave_that_waited_behind_the_deal_is_not_charg
             assert (await c.request({"type": "join", "table_id": table}))["type"] == "reply"
         assert (await ca.request({"type": "sit", "table_id": table}))["type"] == "reply"
         async with server.app[POOL].acquire() as conn:
-            before = await ledger.balance(conn, b["id"])
+            before = {p["id"]: await ledger.balance(conn, p["id"]) for p in (a, b)}
         actor = server.app[TABLES][table]
         proxy.hold_commit_reply(HANDS, 120)
         assert (await cb.request({"type": "sit", "table_id": table}))["type"] == "reply"
@@ -173,37 +249,42 @@ async def test_on_a_real_server_a_leave_that_waited_behind_the_deal_is_not_charg
         proxy.let_go()
         answered = await leave
         await cb.__aexit__(None, None, None)  # bo closes his page
-        clock.still = time.time()  # from here the tables' time is only what the test skips
-        header = (await ca.wait_frame(lambda f: f.get("type") == "hand" and f.get("phase") == "commit"))["record"]
-        hand_no, seat = int(header["header"]["hand_no"]), ca.seat_in(header)
-        dealt = [x["player_id"] for x in header["header"]["seats"]]
-        assert (await ca.commit(header, player_commit(seat, b"a" * 32)))["type"] == "reply"
-        tables = server.app[TABLES].values()
-
-        def seen(kind: str) -> bool:
-            return any(f.get("type") == kind or f.get("phase") == kind for f in ca.frames)
-
-        await clock.skip(tables, 30, until=lambda: seen("reveal"))
-        commitments = (await ca.wait_frame(lambda f: f.get("type") == "hand" and f.get("phase") == "reveal"))["record"]
-        assert (await ca.reveal(commitments, seat, b"a" * 32))["type"] == "reply"
-        await clock.skip(tables, 30, until=lambda: seen("result") or any(f.get("i") == 3 for f in ca.frames))
-        for _ in range(3):
-            if seen("result"):
-                break
-            view = latest_view(ca)
-            if view["turn"] == view["me"]["seat"]:
-                got = await ca.act(table, hand_no, seat_of(ca), {"kind": "draw_closed"})
-                assert got["type"] == "reply", got
-                await wait_for(lambda: latest_view(ca)["phase"] == "discard")
-                card = latest_view(ca)["me"]["cards"][0]
-                got = await ca.act(table, hand_no, seat_of(ca), {"kind": "discard", "card": card})
-                assert got["type"] == "reply", got
-            await clock.skip(tables, 60, until=lambda: seen("result"))
-        await ca.wait_frame(lambda f: f.get("type") == "result", timeout=60)
+        assert answered["type"] == "reply", answered
+        assert answered["result"]["charged"] is False and "voided" in answered["result"], answered
+        result = await ca.wait_frame(lambda f: f.get("type") == "result", timeout=60)
+        assert result.get("void") is True and "(D36)" in str(result.get("void_reason")), result
+        await wait_for(lambda: actor.core.hand is None and b["id"] not in actor.core.facts.seats.values())
         async with server.app[POOL].acquire() as conn:
-            after = await ledger.balance(conn, b["id"])
-        paid = before.available + before.held - after.available - after.held
-        assert paid == 0, (
-            f"bo left before the hand was dealt to him (his leave waited behind the deal's write: "
-            f"answered {answered.get('result')}; dealt to {dealt}) and paid {paid} HT for it"
-        )
+            after = {p["id"]: await ledger.balance(conn, p["id"]) for p in (a, b)}
+        for pid, was in before.items():
+            now = after[pid]
+            assert (now.available, now.held) == (was.available + was.held, 0), (pid, was, now)
+
+
+@pytest.mark.parametrize("stored", [True, False], ids=["void-stored", "void-not-stored"])
+def test_a_void_for_a_leave_whose_write_failed_is_answered_or_made_again_after_the_reload(stored: bool) -> None:
+    """Bo's leave waited behind the deal; the deal is answered, and the void made for
+    the leave is written — and its answer lost (stored or not).  The table reloads:
+    the void stored, the leave is answered from what the reload found; not stored, the
+    leave is judged again first and the hand voided then.  Either way bo is stood up
+    with the hand's finish and charged nothing."""
+    h = Harness()
+    before = total(h, "p1")
+    deal = deal_in_flight(h)
+    h.send("p1", "leave", {})
+    cmd_id = h.ids
+    h.answer(deal.op_id)
+    (void,) = [e for e in h.inflight.values() if isinstance(e, io.Write) and isinstance(e.op, io.RecordsOp)]
+    assert isinstance(void.op, io.RecordsOp) and [r["type"] for r in void.op.records] == ["void"]
+    h.inflight.pop(void.op_id)
+    if stored:
+        h.store.run("t0", h.store.tables["t0"].epoch, void.op)
+    h.step(io.Outcome(void.op_id, io.Result.AMBIGUOUS))
+    h.advance(h.now + 30_000)
+    (reply,) = [e for e in h.of(io.Reply) if e.cmd_id == cmd_id]
+    assert reply.error is None and reply.result["voided"] == void.op.hand_id and reply.result["charged"] is False
+    voids = [r for e in h.of(io.Write) if isinstance(e.op, io.RecordsOp) for r in e.op.records if r["type"] == "void"]
+    assert len(voids) == (1 if stored else 2), "the void is made again only when it was not stored"
+    assert h.core.facts is not None and "p1" not in h.core.facts.seats.values()
+    assert total(h, "p1") == before and h.store.held["p1"] == 0
+    assert [c for _, c in h.charges() if c.seat == 1] == []

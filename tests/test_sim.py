@@ -19,6 +19,7 @@ import pytest
 
 from service.tablecore import core as core_module
 from service.tablecore.clock import Reachability
+from service.tablecore.commands import Commands
 from service.tablecore.core import TableCore
 from service.tablecore.steps import Steps
 from tests.sim.leaving import LeaveWorld, lost_then_away
@@ -163,6 +164,7 @@ def leaving_worlds() -> list[str]:
             found.append(f"seed {seed}: {e}")
             continue
         assert w.leaves >= 20 and w.hands_ended > 50, (seed, w.leaves, w.hands_ended)
+        assert w.voided_for_leaves >= 1, (seed, "no hand was voided for a leave behind its deal")
     return found
 
 
@@ -179,10 +181,24 @@ def test_a_core_that_refuses_a_leave_whose_write_failed_is_caught(monkeypatch: p
     seat on turn first; the leaver's ack then fails the hand (§15 rule 7, D15).  (The
     owed turn of a leave refused while the table waits to reload: tests/test_tablecore.py.)"""
     monkeypatch.setattr(TableCore, "_take_again", lambda self, p: False)
-    w = LeaveWorld(
-        11, seats=3, tables=6, duration=240_000, fault_rate=4.0, store_fault_rate=20.0, stall_rate=2.0, clock_rate=0.5
+    w = LeaveWorld(  # (seed 11 until the world's players also left while a deal was written)
+        7, seats=3, tables=6, duration=240_000, fault_rate=4.0, store_fault_rate=20.0, stall_rate=2.0, clock_rate=0.5
     )
     with pytest.raises(AssertionError, match="a leave counts where it was signed"):
+        w.run()
+
+
+def test_a_core_that_deals_in_a_player_whose_leave_waited_behind_the_deal_is_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The check can fail: a core that takes a leave which waited behind the deal's
+    write as a leave in the seed phases (as before the D36 decision of 2026-12-07,
+    night) settles the hand with the leaver in it, charged by the clock."""
+    monkeypatch.setattr(Commands, "_left_before", lambda self, cmd, hand: False)
+    w = LeaveWorld(
+        5, seats=3, tables=6, duration=240_000, fault_rate=4.0, store_fault_rate=20.0, stall_rate=2.0, clock_rate=0.5
+    )
+    with pytest.raises(AssertionError, match="whose leave came while its deal was being written"):
         w.run()
 
 

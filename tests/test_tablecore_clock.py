@@ -14,6 +14,7 @@ from service.tablecore import io
 from service.tablecore.core import TableCore
 from service.tablecore.errors import unavailable
 from service.tablecore.phase import HandPhase
+from tests.test_audit_crash_slow_answer import seed_move
 from tests.test_tablecore import CFG, TURN_MS, Harness, turn_began
 from verifier.chain import move_body
 from verifier.fairness import PROTOCOL_V2
@@ -323,6 +324,38 @@ def test_a_short_stall_across_the_deadline_leaves_the_seat_on_turn_what_it_had()
     h.advance(held + 1000)
     charges = h.charges()
     assert len(charges) == 1 and held <= charges[0][0] <= held + 500
+
+
+def test_a_stall_longer_than_the_window_leaves_the_seat_what_it_had() -> None:
+    """D37: a stall short of a freeze can outlast a short window (a commit window of
+    2 s here; the node stops 2.9 s from 0.6 s before its end).  As the node wakes the
+    seats keep what they had left (a beat), from the wake, and a commitment read only
+    then is taken: the cap (the deadline at the first stall plus the whole window) is
+    counted from the stall's end when the stall passed it.  Found by the simulator
+    (seed 24 of its leaving world): the seat was charged at the wake, its commitment,
+    sent in time, still unread."""
+    h = Harness()
+    h.advance(h.now + CFG.next_hand_ms + 500)
+    hand = h.core.hand
+    assert hand is not None and hand.phase is HandPhase.COMMIT and hand.window_ms(hand.phase) == CFG.commit_ms
+    deadline = h.core.told_deadline(hand)
+    assert deadline is not None
+    h.advance(deadline - 600)
+    last = h.now
+    h.now = last + CFG.freeze_ms - 100  # the stall: no step between, short of a freeze
+    assert h.now > deadline + CFG.commit_ms
+    h.step(io.Tick())
+    assert h.charges() == [], "charged as the node woke from a stall"
+    held = h.core.told_deadline(hand)
+    assert held == h.now + max(deadline - last, CFG.beat_ms)
+    seat = hand.seat_of("p0")
+    assert seat is not None
+    h.send("p0", "commit", seed_move(h, "p0", seat, "commit", b"s" * 32))  # sent in time, read only now
+    h.answer_all()
+    (reply,) = [e for e in h.of(io.Reply) if e.cmd_id == h.ids]
+    assert reply.error is None, reply.error
+    h.advance(held + 1000)
+    assert [c.seat for _, c in h.charges()] == [1 - seat], "the other seat is charged once its time is up"
 
 
 def test_a_node_late_at_every_wake_still_ends_the_turn_within_twice_its_window() -> None:

@@ -111,6 +111,9 @@ class Commands(Steps):
             state = rec.state
             if state is None:  # D36: leaving in the seed phases is no move of the hand
                 after = {**result, "after_hand": True}
+                if self._left_before(cmd, hand):
+                    self._void_for_leave(cmd, hand, in_hand, after, now)
+                    return None
 
                 def later(_: Any) -> dict[str, Any]:
                     facts.after_hand[player_id] = ("left", "D36")
@@ -267,6 +270,38 @@ class Commands(Steps):
         self._in_phase(hand, HandPhase.PLAY)
         self.apply(hand, action, psig, now, cmd)
         return None
+
+    def _left_before(self, cmd: io.Command, hand: HandRun) -> bool:
+        """D36: ``cmd``, a leave, came while ``hand``'s deal was being written (it
+        waited behind that write), and the hand has not left its commit window."""
+        return self.behind_deal.get(cmd.cmd_id) == hand.hand_no and hand.phase is HandPhase.COMMIT
+
+    def _void_for_leave(self, cmd: io.Command, hand: HandRun, seat: int, after: dict[str, Any], now: int) -> None:
+        """D36: a leave that came while ``hand``'s deal was being written came before
+        the hand: the hand is voided in its commit window (D33: nothing dealt, every
+        hold released, no seed revealed but the house's, which gives the house no deck
+        to choose), the void stored as the leave's answer; the seat stands up with the
+        hand's finish (:meth:`Steps.finish`), and the next deal goes without it.  A void
+        whose write was not stored is judged again after the reload
+        (:meth:`TableCore._take_again`); one stored whose answer was lost is answered
+        from the reload (``settled``)."""
+        facts = self.facts
+        assert facts is not None
+        player_id = cmd.player_id
+        done = {**after, "voided": hand.hand_id}
+        hand.recorder.void(f"seat {seat} left while the hand was being dealt (D36)", hand.next_t(now))
+        facts.after_hand[player_id] = ("left", "D36")
+
+        def settled() -> dict[str, Any] | None:
+            now_facts, now_hand = self.facts, self.hand
+            if now_facts is None or now_hand is None or now_hand.hand_id != hand.hand_id:
+                return None
+            if not now_hand.recorder.voided:
+                return None
+            now_facts.after_hand[player_id] = ("left", "D36")  # the reload forgot why
+            return done
+
+        self._store(hand, hand.recorder.records[-1:], now, cmd=cmd, on_commit=lambda _: done, settled=settled)
 
     def _operator_void(self, cmd: io.Command, now: int) -> dict[str, Any] | None:
         hand = self.hand

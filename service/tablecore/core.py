@@ -56,6 +56,9 @@ class TableCore(Commands):
         #: the cmd_ids of commands that came while a write was in flight and after the
         #: clock had run out: they do not go before the clock
         self.arrivals: set[int] = set()
+        #: D36: the leaves that came while a deal's write was in flight, cmd_id → the
+        #: hand_no of that deal: they came before the hand, which is voided for them
+        self.behind_deal: dict[int, int] = {}
         self.pending: io.Pending | None = None
         self.unsettled: io.Pending | None = None  # the op in flight when the store failed
         self.load_id: int | None = None
@@ -159,6 +162,8 @@ class TableCore(Commands):
     ) -> None:
         if cmd is not None:
             self.fx.append(io.Reply(cmd.cmd_id, result, error))
+            if self.behind_deal:
+                self.behind_deal.pop(cmd.cmd_id, None)
             if (
                 error is not None
                 and error.code in HOUSE_REFUSALS
@@ -275,9 +280,9 @@ class TableCore(Commands):
         time they had left when the node was last awake (at ``last``, the table's time of
         its last step), at least a beat, counted from now: the stall is not taken out of
         their windows, and a move sent in time, read only now, is taken and leaves its
-        turn what it had.  Never past the window's deadline at its first stall plus the
-        whole window (HandRun.hold_for_stall): a node late at every wake (starved for
-        good) still ends its turns.
+        turn what it had.  Never past the window's deadline at its first stall (or that
+        stall's end, if later) plus the whole window (HandRun.hold_for_stall): a node
+        late at every wake (starved for good) still ends its turns.
         A seat with no connection to the table keeps ``grace_ms`` from now instead, once
         a window, never past that window's cap (HandRun.hold_for_short_stall): a stopped
         process holds every handshake too, and a player whose new socket waited unread
@@ -305,7 +310,10 @@ class TableCore(Commands):
         if not charged:
             return
         left = min(max(end - last, self.cfg.beat_ms), hand.window_ms(phase))
-        held = max(hand.hold_for_stall(seat, now + left, end) for seat in charged)
+        # the cap counts from the stall's end when the stall outlasted the deadline: a
+        # stall longer than the window (short of a freeze) would otherwise pass the cap
+        # itself, and the seat keep nothing (the simulator, seed 24 of its leaving world)
+        held = max(hand.hold_for_stall(seat, now + left, max(end, now)) for seat in charged)
         if held > now:
             log.warning("table %s: woke %d ms late; seats %s keep %d ms", self.table_id, late, charged, held - now)
 
@@ -363,6 +371,8 @@ class TableCore(Commands):
                 due = self.due_by_rule(now)
                 if due is not None and due <= now:  # it came after the clock ran out
                     self.arrivals.add(cmd.cmd_id)
+            if cmd.kind == "leave" and self.pending is not None and isinstance(self.pending.op, io.StartOp):
+                self.behind_deal[cmd.cmd_id] = self.pending.op.hand_no
             self.queue.append(cmd)
 
     def _snapshot(self, cmd: io.Command, now: int) -> None:
@@ -554,12 +564,13 @@ class TableCore(Commands):
         which stays queued and is judged first once the table is back, behind the leave
         in flight if there was one (:meth:`_take_again`).  Refused, it was overtaken by
         the moves sent again after the reload, with no ack to show it (the audit h74,
-        tests/test_audit_crash_queued_leave.py)."""
+        tests/test_audit_crash_queued_leave.py); so does a leave that came while a deal
+        was being written (:meth:`_keep`)."""
         self.streak += 1
         self._tell_paused()
-        kept = collections.deque(cmd for cmd in self.queue if _signed_leave(cmd))
+        kept = collections.deque(cmd for cmd in self.queue if self._keep(cmd))
         for cmd in self.queue:
-            if not _signed_leave(cmd):
+            if not self._keep(cmd):
                 self.reply(cmd, error=unavailable())
         self.queue = kept
         self.arrivals.clear()
@@ -570,6 +581,12 @@ class TableCore(Commands):
             log.warning("table %s: %s; reloading in %d ms", self.table_id, why, wait)
             self.mode = Mode.WAITING
             self.retry_at = now + wait
+
+    def _keep(self, cmd: io.Command) -> bool:
+        """A command the store's failure does not refuse: a signed leave, or a leave
+        that came while a deal was being written (D36: it came before that hand, whether
+        the reload finds the deal stored or not)."""
+        return _signed_leave(cmd) or cmd.cmd_id in self.behind_deal
 
     def _load(self, now: int) -> None:
         self._ops += 1
@@ -686,8 +703,12 @@ class TableCore(Commands):
 
     def _take_again(self, p: io.Pending) -> bool:
         """A leave in play whose write was not stored goes back to the head of the
-        queue, to be judged again before anything else (:meth:`_refuse_unstored`)."""
-        if p.judged is None or p.cmd is None or p.cmd.kind != "leave" or self.mode is not Mode.SERVING:
+        queue, to be judged again before anything else (:meth:`_refuse_unstored`); so
+        does a leave that came while a deal was being written (D36), its void not
+        stored."""
+        if p.cmd is None or p.cmd.kind != "leave" or self.mode is not Mode.SERVING:
+            return False
+        if p.judged is None and p.cmd.cmd_id not in self.behind_deal:  # (D36: a void for a leave, too)
             return False
         self.queue.appendleft(p.cmd)
         return True
@@ -721,6 +742,7 @@ class TableCore(Commands):
             self.reply(cmd, error=moved())
         self.queue.clear()
         self.arrivals.clear()
+        self.behind_deal.clear()
         self.emit(io.LetGo(release, why))
 
     def refuse_all(self, error: ClientError) -> list[io.Effect]:
@@ -733,6 +755,7 @@ class TableCore(Commands):
             self.reply(cmd, error=error)
         self.queue.clear()
         self.arrivals.clear()
+        self.behind_deal.clear()
         self.pending = self.unsettled = None
         self.mode = Mode.GONE
         return self.fx

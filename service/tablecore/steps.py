@@ -53,6 +53,7 @@ class Steps:
     handoff: bool
     hands_finished: int
     to_void: tuple[str, int | None] | None
+    behind_deal: dict[int, int]
     unreadable: io.VoidUnreadableOp | None
     stored_at: int
 
@@ -503,6 +504,7 @@ class Steps:
         if not rec.voided:
             assert rec.state is not None and rec.state.result is not None
             settlement = rec.state.result.settlement
+        dropped = hand.clock_dropped
         op = io.FinishOp(
             hand.hand_id,
             transcript,
@@ -510,7 +512,10 @@ class Steps:
             {s: (hand.players[s], hand.holds[s]) for s in hand.players},
             settlement,
             end.void_reason,
-            tuple(hand.players[s] for s in hand.clock_dropped),  # D31
+            # D31; and who memory knows asked to stand up as the hand ends (D36: a void
+            # for a leave stood its seat up only here)
+            tuple(hand.players[s] for s in hand.clock_dropped)
+            + tuple(p for s, p in sorted(hand.players.items()) if p in facts.after_hand and s not in dropped),
         )
 
         absent = op.stand_up

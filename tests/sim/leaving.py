@@ -8,6 +8,9 @@
   hand in which the house refused a seat's leave with a signed ack is verified with
   those acks as the seat's evidence (docs/fairness.md §15 rule 7: the house took no
   other seat's move before it; found later that day).
+  A player also leaves now and then while the table writes a deal that deals it in
+  (its leave waits behind that write): once answered, that hand must end void, the
+  leaver charged nothing in it (D36, decision of 2026-12-07, night).
 - :class:`LostThenAway`: a write is stored but its answer is lost, and the store then
   stays away: the records it held are told only by the ``resumed`` of the reload that
   finds them, and the turn they began is whole from that tell (D35)."""
@@ -34,18 +37,68 @@ class LeaveWorld(World):
         #: (table, hand_no) -> the acks of the house's refusals of a leave in that hand
         self.refused_leaves: dict[tuple[str, int], list[dict[str, Any]]] = {}
         self.refusals_verified = 0
+        #: table -> (the deal's op_id, its hand_no, who it deals in) while the world has
+        #: not answered it
+        self.dealing: dict[str, tuple[int, int, frozenset[str]]] = {}
+        #: (table, cmd_id) -> (hand_no, player): leaves fed to the table while a deal that
+        #: deals the player in was being written, and (table, hand_no) -> player: those
+        #: answered without an error (the hand must end void)
+        self.behind: dict[tuple[str, int], tuple[int, str]] = {}
+        self.left_before: dict[tuple[str, int], str] = {}
+        self.voided_for_leaves = 0
+
+    def feed(self, t: SimTable, core: TableCore, inp: io.Input, stalled: int = 0) -> list[io.Effect]:
+        dealing = self.dealing.get(t.tid)
+        # (a frozen node's input is held, and fed again when it thaws)
+        if dealing is not None and core is t.core and self.now >= t.frozen_until:
+            op_id, hand_no, dealt = dealing
+            if isinstance(inp, io.Outcome) and inp.op_id == op_id:
+                del self.dealing[t.tid]
+            elif isinstance(inp, io.Command) and inp.kind == "leave" and inp.player_id in dealt:
+                self.behind[(t.tid, inp.cmd_id)] = (hand_no, inp.player_id)
+        return super().feed(t, core, inp, stalled)
 
     def _effects(self, t: SimTable, core: TableCore, fx: list[io.Effect]) -> None:
         for e in fx:
+            if isinstance(e, io.Write) and isinstance(e.op, io.StartOp) and core is t.core:
+                dealt = frozenset(p for _, p in e.op.candidates)
+                self.dealing[t.tid] = (e.op_id, e.op.hand_no, dealt)
+                self.left_before.pop((t.tid, e.op.hand_no), None)  # that hand_no was not dealt before
+                self._leave_while_dealing(t, core, dealt)
+            elif isinstance(e, io.Load | io.LetGo) and core is t.core:
+                self.dealing.pop(t.tid, None)
+            if isinstance(e, io.Reply) and (t.tid, e.cmd_id) in self.behind:
+                hand_no, pid = self.behind.pop((t.tid, e.cmd_id))
+                if e.error is None:
+                    self.left_before[(t.tid, hand_no)] = pid
             ack = None if not isinstance(e, io.Reply) or e.error is None else getattr(e.error, "ack", None)
             if ack is not None and t.cmds.get(e.cmd_id, ("", ""))[1] == "leave" and core is t.core:
                 item = ack.make()
                 self.refused_leaves.setdefault((t.tid, item["body"]["hand_no"]), []).append(item)
         super()._effects(t, core, fx)
 
+    def _leave_while_dealing(self, t: SimTable, core: TableCore, dealt: frozenset[str]) -> None:
+        """Now and then a player the deal in flight deals in leaves the table."""
+        if t.rng.random() < self.leave_rate * 4:
+            live = [p for p in t.players if p.pid in dealt and p.conn is core]
+            if live:
+                self.leaves += 1
+                self._send(t, t.rng.choice(live), "leave", {})
+
     def _ended(self, t: SimTable, op: io.FinishOp) -> None:
         super()._ended(t, op)
         h = self.store.hands[op.hand_id]
+        hand_no = None if h.transcript is None else h.transcript["hand_no"]
+        leaver = self.left_before.pop((t.tid, hand_no), None) if hand_no is not None else None
+        if leaver is not None and leaver in {p for p, _ in op.holds.values()}:
+            if op.settlement is not None:
+                raise Violation(
+                    self.now,
+                    t.tid,
+                    f"hand {op.hand_id} was settled with {leaver} in it, whose leave came while its deal was "
+                    "being written and was answered (D36: the hand is voided for it)",
+                )
+            self.voided_for_leaves += 1
         items = None if h.transcript is None else self.refused_leaves.pop((t.tid, h.transcript["hand_no"]), None)
         if items:
             assert h.transcript is not None

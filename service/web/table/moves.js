@@ -305,7 +305,11 @@ export async function leave() {
     }
     keepAll(res);
     if (sent) await echoed(signedItems(res), sent, "accepted");
-    if (res.after_hand) {
+    if (res.voided) {
+      // D36: the leave reached the table while the hand's deal was being written: the hand is voided
+      logLine(t, "You left seat " + res.left + " while the next hand was being dealt: the house voids that hand and deals again without you; nothing is charged (rule D36).", "me");
+      ui.notice("You left the table. You are watching now.");
+    } else if (res.after_hand) {
       // D36: before the deal the seat stays in the hand, and stands up when it ends
       t.leftAfterHand = hand.hand_no;
       logLine(t, "You left seat " + res.left + " before the deal: the seat stays in hand " + hand.hand_no + " — its seed missed, then the clock playing for it — and is stood up when the hand ends (rule D36).", "me");
