@@ -574,9 +574,15 @@ class Bot:
         return self._wrong_dealer(hand_no, header)
 
     def _wrong_dealer(self, hand_no: int, header: dict[str, Any]) -> str | None:
-        """The button moves to the next seat each hand (RULES.md D3): if we kept the
-        header of the hand before, this one is dealt by the next of its seats after
-        that hand's dealer; why it is not, or None."""
+        """The button moves to the next seat each hand (RULES.md D3): hand 1 is dealt by
+        its lowest seat (§14 `chain`); if we kept the header of the hand before, this one
+        is dealt by the next of its seats after that hand's dealer; why it is not, or
+        None."""
+        if hand_no == 1:
+            lowest = min(e["seat"] for e in header["seats"])
+            if header.get("dealer") != lowest:
+                return f"is dealt by seat {header.get('dealer')}, not seat {lowest}, a table's first hand's (D3)"
+            return None
         before = next((b for b in self._kept_headers() if b["hand_no"] == hand_no - 1), None)
         if before is None or type(before.get("dealer")) is not int:
             return None

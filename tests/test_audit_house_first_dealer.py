@@ -22,14 +22,13 @@ nothing before it: the dealer is the lowest seat of its own header
 (``dealer_after(seats, None)``, what the server deals by), and hand 1 is known by its
 ``hand_no`` (its ``prev_head`` is 64 zeros, checked).
 
-Suggested fix: check it — ``format`` (or ``chain``/``dealer``) fails hand 1 of a table
-whose ``dealer`` is not the lowest seat of its header, and the clients refuse to commit
-under such a header (the vectors that deal hand 1 from another seat then need a
-fix)."""
+Fixed (2026-12-07, night): §14 ``chain`` fails hand 1 of a v2 table whose dealer is not
+the lowest seat of its header, for a single transcript too, and the bot (and the table
+page) commit to no such header.  The published vectors that dealt hand 1 from another
+seat are now their table's hand 2 (``verifier.vectors.VectorHand``), or dealt by the
+lowest seat where two hands of one table are chained."""
 
 from __future__ import annotations
-
-import pytest
 
 from service.bots import Bot
 from verifier.hand import TableRules
@@ -42,30 +41,43 @@ TABLE = TableRules(seats=4, point_value=10, commission_bps=500)
 FRIEND, VICTIM = 1, 3
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="h67: hand 1 of a table dealt by another seat than its lowest (D3) verifies: its dealer is not checked",
-)
 def test_a_first_hand_dealt_by_another_seat_than_the_lowest_is_caught() -> None:
-    hand = play_hand("audit-first-dealer", 0, TABLE, [FRIEND, VICTIM], VICTIM, greedy)
+    hand = play_hand("audit-first-dealer", 0, TABLE, [FRIEND, VICTIM], VICTIM, greedy, hand_no=1)
     t = hand.rec.transcript()
     assert t["hand_no"] == 1 and t["log"][0]["header"]["prev_head"] == "0" * 64
     deal = t["log"][3]["events"][0]
     assert deal["data"]["dealer"] == VICTIM and deal["data"]["first"] == FRIEND  # the friend plays first
+    for evidence in (None, hand.evidence[VICTIM], hand.evidence[FRIEND]):
+        report = verify_transcript(t, KEY, evidence)
+        assert report.failure is not None, "hand 1 is dealt by seat 3, not its lowest seat 1 (D3), and verifies"
+        assert report.failure.check == "chain" and report.failure.record == 0, report.failure
+        assert (report.failure.expected, report.failure.found) == (FRIEND, VICTIM)
+
+
+def test_a_first_hand_dealt_by_its_lowest_seat_verifies() -> None:
+    """The control: the same table's hand 1 dealt by seat 1, its lowest."""
+    hand = play_hand("audit-first-dealer", 0, TABLE, [FRIEND, VICTIM], FRIEND, greedy)
+    t = hand.rec.transcript()
+    assert t["hand_no"] == 1 and t["log"][0]["header"]["dealer"] == FRIEND
     report = verify_transcript(t, KEY, hand.evidence[VICTIM])
-    assert not report.ok, "hand 1 is dealt by seat 3, not its lowest seat 1 (D3), and verifies"
+    assert report.ok, report.failure
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="h67: the bot commits under hand 1's header whatever its dealer (nothing kept before it)",
-)
 def test_the_bot_signs_nothing_under_a_first_hand_not_dealt_by_the_lowest_seat() -> None:
     me = Signer.generate()
     bot = Bot("http://127.0.0.1:1", "token", "T", key=me)
     bot._rules = TABLE.to_json()
     entry = {"seat": VICTIM, "player_id": "me", "player_key": me.public_bytes.hex()}
     seats = [{"seat": FRIEND, "player_id": "friend", "player_key": "00" * 32}, entry]
-    header = {"table_id": "T", "hand_no": 1, "rules": TABLE.to_json(), "seats": seats, "prev_head": "0" * 64}
+    header = {
+        "table_id": "T",
+        "hand_no": 1,
+        "rules": TABLE.to_json(),
+        "seats": seats,
+        "prev_head": "0" * 64,
+        "commit_ms": 10_000,
+        "reveal_ms": 10_000,
+    }
     assert bot._wrong_header(1, {**header, "dealer": FRIEND}, entry) is None
-    assert bot._wrong_header(1, {**header, "dealer": VICTIM}, entry) is not None
+    why = bot._wrong_header(1, {**header, "dealer": VICTIM}, entry)
+    assert why is not None and "first hand" in why, why

@@ -35,8 +35,8 @@ KEY = TEST_SIGNER.public_bytes
 
 
 def two_hands(name: str, second: TableRules = RAISED) -> tuple[VectorHand, VectorHand]:
-    one = play_hand(name, 0, TABLE, [1, 3], 3, greedy)
-    two = play_hand(name, 1, second, [1, 3], 1, greedy, prev_head=str(one.rec.head))  # D3: seat 1 deals next
+    one = play_hand(name, 0, TABLE, [1, 3], 1, greedy)  # D3: a table's first hand is dealt by its lowest seat
+    two = play_hand(name, 1, second, [1, 3], 3, greedy, prev_head=str(one.rec.head))  # D3: seat 3 deals next
     assert one.rec.table_id == two.rec.table_id and (one.rec.hand_no, two.rec.hand_no) == (1, 2)
     return one, two
 
@@ -204,9 +204,9 @@ async def test_bots_sign_nothing_under_rules_the_house_raised_and_their_evidence
 
 
 def test_a_kept_header_of_the_hand_before_or_after_holds_the_dealer() -> None:
-    """§15 rule 3, D3: hand 2 (dealt by seat 1 after hand 1's seat 3, wrapping) passes
-    with seat 1's evidence of both hands, from either side; hand 2's header dealt by
-    seat 3 again fails hand 1's transcript and hand 2's, the next seat expected; a
+    """§15 rule 3, D3: hand 2 (dealt by seat 3 after hand 1's seat 1) passes with seat
+    1's evidence of both hands, from either side; hand 2's header dealt by seat 1 again
+    (or hand 1's by seat 3) fails hand 1's transcript and hand 2's, the next seat expected; a
     header item of the hand before or after with no integer dealer or no list of
     seats (re-signed: the house's word) has no such dealer, ``null`` expected; and a
     header two hands away holds no dealer."""
@@ -224,9 +224,9 @@ def test_a_kept_header_of_the_hand_before_or_after_holds_the_dealer() -> None:
         return out
 
     for t, other in ((one.rec.transcript(), 2), (two.rec.transcript(), 1)):
-        r = verify_transcript(t, KEY, with_header(other, dealer=1 if other == 1 else 3))
+        r = verify_transcript(t, KEY, with_header(other, dealer=1 if other == 2 else 3))
         assert r.failure is not None and r.failure.check == "evidence" and r.failure.record == 0, r.failure
-        assert (r.failure.expected, r.failure.found) == ((1, 3) if other == 2 else (3, 1)) and "D3" in r.failure.message
+        assert (r.failure.expected, r.failure.found) == ((3, 1) if other == 2 else (1, 3)) and "D3" in r.failure.message
         for change in ({"dealer": "3"}, {"seats": []}, {"seats": [{"seat": "1"}]}):
             r = verify_transcript(t, KEY, with_header(other, **change))
             assert r.failure is not None and r.failure.check == "evidence" and r.failure.expected is None, change

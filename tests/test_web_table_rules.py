@@ -8,7 +8,9 @@ header of the table's earlier hand — fails ``evidence`` (docs/fairness.md §15
 and the raised header it kept does not become the table's rules for the next hand.
 
 A house that deals the next hand from the same seat (the button not moved, RULES.md
-D3): the page signs nothing in that hand, and its verdict fails ``evidence``.
+D3): the page signs nothing in that hand, and its verdict fails ``evidence``; one that
+deals a table's first hand from another seat than its lowest: the page signs nothing,
+and its verdict fails ``chain``.
 
 A header that lists another key for the person's seat (§15 rule 4): the page commits
 nothing and signs no move in that hand (moved here from tests/test_web_table.py)."""
@@ -224,6 +226,44 @@ async def test_the_page_signs_nothing_under_a_seed_window_below_the_floor(
         assert not await page.evaluate("!!RummyTable.state.t.hand.committed")
         await wait_for(lambda: bool(bot.shunned), timeout=60)  # the bot refuses it too
         assert all("D21" in why for why in bot.shunned.values()), bot.shunned
+
+
+async def test_the_page_signs_nothing_under_a_first_hand_not_dealt_by_the_lowest_seat(
+    server: Any, api: Api, browser: Browser, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """RULES.md D3: nothing before a table's first hand moves the button, so its lowest
+    seat deals it.  A house that deals hand 1 from its highest seat (made dishonest in
+    memory) shows the page a header it must not sign under: the page commits nothing
+    and says why, the bot refuses it too, and the page's own verdict on the hand fails
+    ``chain`` (docs/fairness.md §14), as ``rummy-verify``'s does."""
+    from service.tablecore import steps as steps_module
+
+    honest = steps_module.dealer_after
+    monkeypatch.setattr(steps_module, "dealer_after", lambda o, last: max(o) if last is None else honest(o, last))
+    no_declares(monkeypatch)
+    table_id = await api.table(seats=4, point_value=1, turn_seconds=3, max_missed_turns=1, min_players=2)
+    person = await new_person(api, "Fenna")
+    p = await api.player("d3-first-page-bot")
+    bot = PatientBot(server.url, p["token"], table_id, fast=True, key=p["signer"], max_hands=1)
+    async with seated_with_a_bot(browser, server.url, person, table_id, bot) as page:
+        await page.wait_for_function(
+            "() => { const h = RummyTable.state.t.hand; return !!(h && h.header && h.headerWrong); }",
+            timeout=60_000,
+        )
+        shown = await page.text_content("#header-check") or ""
+        assert "a table's first hand's (D3)" in shown, shown
+        assert await page.evaluate("RummyTable.state.t.hand.hand_no") == 1
+        assert not await page.evaluate("!!RummyTable.state.t.hand.committed")
+        await wait_for(lambda: bool(bot.shunned), timeout=60)
+        assert all("first hand" in why for why in bot.shunned.values()), bot.shunned
+        await page.wait_for_function(VERDICT, arg=1, timeout=90_000)
+        assert await page.get_attribute("#auto-verdict", "data-ok") == "false"
+        assert await page.get_attribute("#auto-verdict", "data-check") == "chain"
+        t = await shown_transcript(page, api)
+        header = t["log"][0]["header"]
+        assert header["dealer"] == max(s["seat"] for s in header["seats"]) != min(s["seat"] for s in header["seats"])
+        report = verify_transcript(t, bytes.fromhex(header["public_key"]))
+        assert report.failure is not None and report.failure.check == "chain", report.failure
 
 
 async def test_a_header_listing_another_key_gets_no_commitment_and_a_hand_ended_away_is_shown(

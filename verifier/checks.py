@@ -569,13 +569,23 @@ def check_settlement(ctx: Ctx) -> Skip | None:
 
 # --------------------------------------------------------------------------- 13 chain
 def check_chain(ctx: Ctx) -> None:
-    """§14.13: "hand 1's prev_head is 64 zeros (§11); every "h"; and the head"; §11:
+    """§14.13: "hand 1's prev_head is 64 zeros (§11) and, in v2, its dealer is the
+    lowest seat of its header (RULES.md D3); every "h"; and the head"; §11:
     "h = SHA-256(h_prev ‖ canonical(record without "h"))", record 0's h_prev being the
     header's prev_head."""
     s = ctx.s
     h = str(s.header["prev_head"])
     if ctx.t["hand_no"] == 1 and h != GENESIS:
         fail("hand 1 of a table chains from 64 zeros: no hand came before it (§11)", 0, GENESIS, h)
+    if ctx.t["hand_no"] == 1 and ctx.t["protocol"] != PROTOCOL_V1:
+        lowest = min(int(e["seat"]) for e in s.header["seats"])
+        if s.header["dealer"] != lowest:
+            fail(
+                "hand 1 of a table is dealt by its lowest seat: nothing before it moves the button (RULES.md D3)",
+                0,
+                lowest,
+                s.header["dealer"],
+            )
     texts = ctx.record_texts()
     for n, rec in enumerate(s.log):
         h = link_of(h, without_member(texts[n], rec, "h").encode("utf-8"))  # chain_link(h, rec)

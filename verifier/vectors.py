@@ -232,12 +232,19 @@ class VectorHand:
         prev_head: str | None = None,
         keys: dict[int, Signer] | None = None,
         server: Signer = TEST_SIGNER,
+        hand_no: int | None = None,
     ) -> None:
         self.keys = keys or {s: player_signer(name, s) for s in seats}
+        if hand_no is None:
+            # A table's first hand is dealt by its lowest seat (RULES.md D3, §14 `chain`):
+            # a vector dealt by another seat at attempt 0 is its table's hand 2 (from 64
+            # zeros, as after a first hand voided without a transcript, §11)
+            first = attempt == 0 and prev_head is None and dealer != min(seats)
+            hand_no = 2 if first else attempt + 1
         self.rec = self.recorder(
             signer=server,
             table_id=f"table-{name}",
-            hand_no=attempt + 1,
+            hand_no=hand_no,
             rules=rules,
             seats=[(s, f"player-{name}-{s}", self.keys[s].public_bytes) for s in seats],
             dealer=dealer,
@@ -369,8 +376,9 @@ def play_hand(
     withhold: tuple[int, ...] = (),
     prev_head: str | None = None,
     server: Signer = TEST_SIGNER,
+    hand_no: int | None = None,
 ) -> VectorHand:
-    hand = VectorHand(name, attempt, rules, seats, dealer, prev_head=prev_head, server=server)
+    hand = VectorHand(name, attempt, rules, seats, dealer, prev_head=prev_head, server=server, hand_no=hand_no)
     hand.seed_phases(no_commit=no_commit, withhold=withhold)
     hand.play(policy)
     return hand
@@ -485,7 +493,7 @@ def transcripts() -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
 
     a, hand = first_attempt(
-        lambda n: play_hand("two", n, TableRules(seats=4, point_value=10, commission_bps=500), [1, 3], 3, greedy),
+        lambda n: play_hand("two", n, TableRules(seats=4, point_value=10, commission_bps=500), [1, 3], 1, greedy),
         {"declare_valid"},
     )
     out["v2-transcript-4seat-two-players.json"] = {

@@ -338,6 +338,19 @@ def first_hand_chain() -> list[Case]:
             {"allow_v1": False, "failed": {"hand-1.json": "chain"}, "findings": []},
             folder={"hand-1.json": hand.rec.transcript(), f"hand-{nxt.rec.hand_no}.json": nxt.rec.transcript()},
         ),
+        Case(
+            "first-hand-dealt-by-a-higher-seat",
+            "hand 1 of a table (seats 1 and 3) dealt by seat 3, so seat 1 plays first: nothing before a table's first "
+            "hand moves the button, so its lowest seat deals it (RULES.md D3; §14 chain, for a single file too)",
+            failing("chain", 0),
+            play_hand("adv-first-dealer", 0, TWO, [1, 3], 3, greedy, hand_no=1).rec.transcript(),
+        ),
+        Case(
+            "first-hand-dealt-by-its-lowest-seat",
+            "the same table's hand 1 dealt by seat 1, its lowest seat (RULES.md D3)",
+            passing(),
+            play_hand("adv-first-dealer", 0, TWO, [1, 3], 1, greedy).rec.transcript(),
+        ),
     ]
 
 

@@ -26,10 +26,10 @@ RAISED = TableRules(seats=4, point_value=10, commission_bps=10_000)
 OTHER_KEY = Signer.from_seed(label("rummy-pf adversarial vectors: a second server key -- never use for real hands"))
 
 
-def _hands(name: str, second: TableRules, dealer: int = 1) -> tuple[VectorHand, VectorHand]:
+def _hands(name: str, second: TableRules, dealer: int = 3) -> tuple[VectorHand, VectorHand]:
     """Hands 1 and 2 of one table, chained, each ended by a valid declare: hand 1 dealt
-    by seat 3, hand 2 by ``dealer`` (seat 1, the next seat, by D3)."""
-    one = play_hand(name, 0, TABLE, [1, 3], 3, greedy)
+    by seat 1 (its lowest, D3), hand 2 by ``dealer`` (seat 3, the next seat, by D3)."""
+    one = play_hand(name, 0, TABLE, [1, 3], 1, greedy)
     two = play_hand(name, 1, second, [1, 3], dealer, greedy, prev_head=str(one.rec.head))
     assert (one.rec.hand_no, two.rec.hand_no) == (1, 2) and one.rec.table_id == two.rec.table_id
     assert one.rec.ended and two.rec.ended and not one.rec.voided and not two.rec.voided
@@ -112,8 +112,8 @@ def rules_raised_under_a_new_key() -> Case:
     """Hand 2 signed by another key than hand 1, raised: the house "rotated" its key for
     the hand whose rules it changed.  Hand 2 starts from hand 1's head, so its signer
     vouches for hand 1 (§14 ``rules``, D38; the audit of 2026-12-07)."""
-    one = play_hand("adv-rules-new-key", 0, TABLE, [1, 3], 3, greedy)
-    two = play_hand("adv-rules-new-key", 1, RAISED, [1, 3], 1, greedy, prev_head=str(one.rec.head), server=OTHER_KEY)
+    one = play_hand("adv-rules-new-key", 0, TABLE, [1, 3], 1, greedy)
+    two = play_hand("adv-rules-new-key", 1, RAISED, [1, 3], 3, greedy, prev_head=str(one.rec.head), server=OTHER_KEY)
     return Case(
         "folder-rules-raised-under-a-new-key",
         "hands 1 and 2 of one table, chained, hand 2 signed by another key than hand 1 and under a higher "
@@ -125,15 +125,15 @@ def rules_raised_under_a_new_key() -> Case:
 
 
 def button_kept() -> list[Case]:
-    """Hand 2 dealt by hand 1's dealer again (seat 3), so seat 1 plays first twice: the
-    house chose who plays first (D3 moves the button to seat 1)."""
-    one, two = _hands("adv-dealer", TABLE, dealer=3)
+    """Hand 2 dealt by hand 1's dealer again (seat 1), so seat 3 plays first twice: the
+    house chose who plays first (D3 moves the button to seat 3)."""
+    one, two = _hands("adv-dealer", TABLE, dealer=1)
     items = [*one.evidence[1], *two.evidence[1]]  # seat 1's client kept both hands' items
     return [
         Case(
             "dealer-not-moved",
-            "hand 2 of a table dealt by seat 3, hand 1's dealer, again (seat 1 plays first in both); seat 1's "
-            "evidence holds hand 1's signed header: the button moves to the next seat each hand, seat 1 "
+            "hand 2 of a table dealt by seat 1, hand 1's dealer, again (seat 3 plays first in both); seat 1's "
+            "evidence holds hand 1's signed header: the button moves to the next seat each hand, seat 3 "
             "(§15 rule 3, D3)",
             failing("evidence", 0),
             two.rec.transcript(),
@@ -142,14 +142,14 @@ def button_kept() -> list[Case]:
         Case(
             "dealer-not-moved-seen-from-the-hand-before",
             "hand 1 of the same table, with seat 1's evidence of hands 1 and 2: hand 2's signed header, dealt by "
-            "seat 3 again, is the server's word that it did not move the button (§15 rule 3, D3)",
+            "seat 1 again, is the server's word that it did not move the button (§15 rule 3, D3)",
             failing("evidence", 0),
             one.rec.transcript(),
             items,
         ),
         Case(
             "folder-dealer-not-moved",
-            "hands 1 and 2 of one table, chained, both dealt by seat 3: hand 2's dealer should be seat 1, the next "
+            "hands 1 and 2 of one table, chained, both dealt by seat 1: hand 2's dealer should be seat 3, the next "
             "seat of its header after hand 1's dealer (§14 dealer, D3)",
             {"failed": {"hand-2.json": "dealer"}, "findings": []},
             folder={"hand-1.json": one.rec.transcript(), "hand-2.json": two.rec.transcript()},

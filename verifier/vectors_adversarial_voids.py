@@ -35,8 +35,8 @@ def audit_2026_12_07(base: VectorHand) -> list[Case]:
     # A won hand re-published as void, cut before the winning declare; the winner holds
     # no head of the record the void replaces (its socket dropped as it was pushed).
     honest = base.rec.transcript()
-    winner, cut = honest["result"]["winner"], 10
-    assert honest["log"][cut]["type"] == "action" and honest["log"][cut]["action"]["seat"] != winner
+    winner = honest["result"]["winner"]
+    cut = next(n for n in range(10, len(honest["log"]) - 1) if honest["log"][n]["action"]["seat"] != winner)
     t = copy.deepcopy(honest)
     void = {"type": "void", "reason": "a stored record does not reproduce (D33)", "i": cut}
     t["log"] = [*t["log"][:cut], {**void, "t": t["log"][cut - 1]["t"] + 1}]

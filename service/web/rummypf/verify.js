@@ -271,6 +271,20 @@
     if (T.hand_no === 1 && ctx.header.prev_head !== ZERO_HEAD) {
       throw new CheckFailure("chain", "hand 1 of a table chains from 64 zeros (§11), not from another head", 0, ZERO_HEAD, ctx.header.prev_head);
     }
+    // §14 check 13 (RULES.md D3): nothing before a table's first hand moves the button, so
+    // its lowest seat deals hand 1 — for rummy-pf/v2 only, not checked for rummy-pf/v1
+    if (ctx.v2 && T.hand_no === 1) {
+      const lowest = Math.min(...ctx.header.seats.map((s) => s.seat));
+      if (ctx.header.dealer !== lowest) {
+        throw new CheckFailure(
+          "chain",
+          "hand 1 of a table is dealt by the lowest seat of its header, seat " + lowest + ", not by seat " + ctx.header.dealer + ": nothing before a table's first hand moves the button (RULES.md D3)",
+          0,
+          lowest,
+          ctx.header.dealer
+        );
+      }
+    }
     let prev = B.hexToBytes(ctx.header.prev_head);
     let h = null;
     for (let i = 0; i < T.log.length; i++) {

@@ -374,7 +374,8 @@ function fromSnapshot(t, snap, how, fx) {
     names another table or hand than the one being dealt, gives other rules than the
     table's when I sat (a table's rules never change, RULES.md D38), a seed window
     shorter than the protocol allows (D21), or a dealer the button did not move to
-    from the kept header of the hand before (D3). */
+    from the kept header of the hand before, or hand 1 dealt by another seat than its
+    lowest (D3). */
 function headerWrong(t, hand, header) {
   if (header.table_id !== t.id || header.hand_no !== hand.hand_no) return "is for table " + header.table_id + ", hand " + header.hand_no;
   const R = window.RummyPF;
@@ -389,6 +390,12 @@ function headerWrong(t, hand, header) {
   for (const name of ["commit_ms", "reveal_ms"]) {
     // D21: a window shorter than the protocol's floor would close on this page's seed
     if (!Number.isInteger(header[name]) || header[name] < WINDOW_MS_MIN) return "gives a seed window " + name + " of " + header[name] + " ms, below the protocol's " + WINDOW_MS_MIN + " (D21)";
+  }
+  if (header.hand_no === 1) {
+    // D3: nothing before a table's first hand moves the button; its lowest seat deals it (§14 chain)
+    const lowest = Math.min(...header.seats.map((e) => e.seat));
+    if (header.dealer !== lowest) return "is dealt by seat " + header.dealer + ", not seat " + lowest + ", a table's first hand's (D3)";
+    return null;
   }
   const want = S.me && keptDealerAfter(S.me.id, t.id, hand.hand_no, header.seats.map((e) => e.seat));
   if (want !== null && want !== undefined && header.dealer !== want) {
