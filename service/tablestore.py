@@ -355,7 +355,9 @@ class TableStore:
             house = (ledger.HOUSE,) if op.settlement is not None else ()
             return functools.partial(_finish, table_id=t, op=op), _accounts(p for p, _ in op.holds.values()) + house
         if isinstance(op, io.VoidUnreadableOp):
-            return functools.partial(_void_unreadable, op=op), _accounts(p for p, _ in op.stored.players.values())
+            return functools.partial(_void_unreadable, table_id=t, op=op), _accounts(
+                p for p, _ in op.stored.players.values()
+            )
         if isinstance(op, io.QuarantineOp):
             return functools.partial(_quarantine_after, hand_id=op.hand_id, keep=op.keep), ()
         if isinstance(op, io.StandLaterOp | io.StandAwayOp | io.StatusOp | io.CloseOp):
@@ -578,7 +580,11 @@ async def _finish(conn: asyncpg.Connection, *, table_id: str, op: io.FinishOp) -
     return [str(r["player_id"]) for r in rows]
 
 
-async def _void_unreadable(conn: asyncpg.Connection, *, op: io.VoidUnreadableOp) -> None:
+async def _void_unreadable(conn: asyncpg.Connection, *, table_id: str, op: io.VoidUnreadableOp) -> list[str] | None:
+    """Void a hand whose stored records cannot be read (D33): release its holds and
+    stand up the seats asked to stand up as it ended (D36's leave in the seed phases,
+    the operator's), as :func:`_finish` does.  The players stood up, or None if the
+    hand had already ended."""
     stored = op.stored
     done = await conn.fetchval(
         "UPDATE hands SET status = 'void', void_reason = $2, ended_at = now(), deadline = NULL "
@@ -586,8 +592,12 @@ async def _void_unreadable(conn: asyncpg.Connection, *, op: io.VoidUnreadableOp)
         stored.hand_id,
         op.reason[:500],
     )
-    if done is not None and stored.players:
+    if done is None:
+        return None
+    if stored.players:
         await ledger.release(conn, {p: h for p, h in stored.players.values()}, stored.hand_id)
+    rows = await conn.fetch("DELETE FROM seats WHERE table_id = $1 AND stand_after_hand RETURNING player_id", table_id)
+    return [str(r["player_id"]) for r in rows]
 
 
 async def _quarantine_after(conn: asyncpg.Connection, *, hand_id: int, keep: int) -> int:

@@ -165,7 +165,19 @@ class Steps:
         if self.unreadable is not None:
             op, self.unreadable = self.unreadable, None
             log.error("table %s: hand %d voided without a transcript: %s", self.table_id, op.stored.hand_no, op.reason)
-            self.write(op, now)
+
+            def voided(stood: list[str] | None) -> None:
+                # the seats asked to stand up as the hand ended stand up now (D36, D33; before,
+                # only a hand that ended with a transcript stood them up: the audit h74)
+                if stood:
+                    told: list[dict[str, Any]] = []
+                    for player_id in sorted(stood):
+                        reason, rule = facts.after_hand.get(player_id, ("after_hand", None))
+                        told += facts.stand({player_id}, reason, rule, op.stored.hand_no, now)
+                    self.tell_seats(told)
+                facts.after_hand = {p: why for p, why in facts.after_hand.items() if p in facts.seats.values()}
+
+            self.write(op, now, on_commit=voided)
             return True
         hand = self.hand
         if hand is None:

@@ -174,9 +174,15 @@ class SimStore:
             return self._finish(t, op)
         elif isinstance(op, io.VoidUnreadableOp):
             h = self.hands[op.stored.hand_id]
-            if h.status in ("seeding", "playing"):
-                h.status = "void"
-                self._release(h.players.values())
+            if h.status not in ("seeding", "playing"):
+                return None
+            h.status = "void"
+            self._release(h.players.values())
+            f = t.facts
+            gone = {p for s, p in f.seats.items() if s in t.stand_after}  # as service.tablestore._void_unreadable
+            t.stand_after.clear()
+            f.seats = {s: p for s, p in f.seats.items() if p not in gone}
+            return sorted(gone)
         elif isinstance(op, io.QuarantineOp):
             h = self.hands[op.hand_id]
             h.records = {i: r for i, r in h.records.items() if i < op.keep}
