@@ -110,7 +110,8 @@ class TableSim:
     def hand(self) -> dict[str, Any]:
         self.hand_no += 1
         seats = self._seated()
-        self.dealer = next((s for s in seats if s > self.dealer), seats[0])
+        # D3: a table's first hand is dealt by its lowest seat; then the button moves on
+        self.dealer = seats[0] if self.hand_no == 1 else next((s for s in seats if s > self.dealer), seats[0])
         base = f"audit-sim/{self.table_id}/{self.seed}/{self.hand_no}"
         rec = HandRecorder(
             signer=SERVER,

@@ -236,7 +236,7 @@ def test_items_for_records_a_void_came_before_are_counted_not_failed() -> None:
     assert "nothing could be checked" in r.skip_reasons["evidence"]
     assert r.summary["evidence"] == {"items": 1, "checked": 0, "other_hands": 0, "after_void": 1}
     # but a head of a record past the void: the server signed a record its transcript cut off
-    head = {"purpose": "head", "body": {"table_id": rec.table_id, "hand_no": 1, "i": 5, "h": "55" * 32}}
+    head = {"purpose": "head", "body": {"table_id": rec.table_id, "hand_no": rec.hand_no, "i": 5, "h": "55" * 32}}
     head["sig"] = TEST_SIGNER.sign("head", head["body"], PROTOCOL_V2)
     r = verdict(rec.transcript(), [*items, head])
     assert not r.ok and r.failure is not None and r.failure.check == "evidence"

@@ -50,7 +50,7 @@ def test_a_stored_log_rebuilds_to_the_same_transcript(name: str) -> None:
 @pytest.mark.parametrize(
     "where,change",
     [
-        (0, lambda r: r["header"].__setitem__("dealer", 1)),
+        (0, lambda r: r["header"].__setitem__("dealer", 3)),
         (1, lambda r: r["commitments"]["commits"][0].__setitem__("commit", "00" * 32)),
         (2, lambda r: r["reveals"][0].__setitem__("status", "withheld")),
         (3, lambda r: r["events"][1]["private"]["cards"].reverse()),

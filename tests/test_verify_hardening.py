@@ -337,14 +337,15 @@ def test_a_hand_where_no_player_seed_counted_warns() -> None:
 
 # ----------------------------------------------------------------------------- forged moves (§9)
 def forged_drop(signer: Signer | None, prev: str | None = None) -> dict[str, Any]:
-    """The two-player vector cut after the deal, with a drop put in seat 1's mouth:
-    a transcript consistent in every other respect, signed by the server."""
+    """The two-player vector cut after the deal, with a drop put in the mouth of seat 3
+    (first on turn: seat 1 deals hand 1, D3): a transcript consistent in every other
+    respect, signed by the server."""
     t = load(TWO)
     rec = HandRecorder.from_header(vectors.TEST_SIGNER, t["log"][0]["header"], bytes.fromhex(t["server_seed"]))
     for r in t["log"][:4]:
         rec.restore(r)
-    assert rec.state is not None and rec.state.turn == 1
-    action: Action = Drop(1)
+    assert rec.state is not None and rec.state.turn == 3
+    action: Action = Drop(3)
     state, events = apply(rec.state, action, reshuffler(rec.key))
     at = prev or rec.head
     body = move_body(rec.table_id, rec.hand_no, at, action_to_json(action))
@@ -363,10 +364,10 @@ def forged_drop(signer: Signer | None, prev: str | None = None) -> dict[str, Any
 
 
 def test_a_drop_signed_by_the_player_verifies() -> None:
-    """The control: the same drop, signed by seat 1's own key, is a valid hand."""
-    r = verdict(forged_drop(vectors.player_signer("two", 1)))
+    """The control: the same drop, signed by seat 3's own key, is a valid hand."""
+    r = verdict(forged_drop(vectors.player_signer("two", 3)))
     assert r.ok, r.failure
-    assert r.summary["winner"] == 3 and r.summary["points"] == {"1": 20, "3": 0}
+    assert r.summary["winner"] == 1 and r.summary["points"] == {"1": 0, "3": 20}
 
 
 def test_a_drop_signed_by_nobody_fails_player_signatures() -> None:
@@ -376,17 +377,17 @@ def test_a_drop_signed_by_nobody_fails_player_signatures() -> None:
 
 
 @pytest.mark.parametrize(
-    "signer", [vectors.player_signer("two", 3), vectors.TEST_SIGNER, Signer.from_seed(b"\x09" * 32)]
+    "signer", [vectors.player_signer("two", 1), vectors.TEST_SIGNER, Signer.from_seed(b"\x09" * 32)]
 )
 def test_a_drop_signed_by_another_key_fails_player_signatures(signer: Signer) -> None:
     r = verdict(forged_drop(signer))
     assert r.failure is not None and r.failure.check == "player_signatures" and r.failure.record == 4
-    assert "not signed by seat 1's player key" in r.failure.message
+    assert "not signed by seat 3's player key" in r.failure.message
 
 
 def test_a_move_signed_over_another_record_fails_player_signatures() -> None:
     t = load(TWO)
-    r = verdict(forged_drop(vectors.player_signer("two", 1), prev=t["log"][2]["h"]))
+    r = verdict(forged_drop(vectors.player_signer("two", 3), prev=t["log"][2]["h"]))
     assert r.failure is not None and r.failure.check == "player_signatures" and r.failure.record == 4
 
 
@@ -562,8 +563,8 @@ def test_a_different_best_arrangement_verifies() -> None:
             continue
         if not t["log"][-1]["events"] or "counted" not in t["log"][-1]["events"][-1].get("data", {}):
             continue
-        if check_of(t) is not None:
-            continue  # a case whose point is another failure
+        if check_of(t) is not None or check_of(forge(copy.deepcopy(t))) is not None:
+            continue  # a case whose point is another failure, or whose keys forge does not hold
         for seat, entry in end_counted(t).items():
             loose = {faces(t, [c])[0]: c for c in entry["loose"]}
             pair = next(
