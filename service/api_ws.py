@@ -323,6 +323,9 @@ async def _dispatch(
         asking.add_done_callback(_retrieved)  # an answer nobody waits for any more is not an error
         return asking
     if kind == "join":
+        if conn.closed:  # replaced (or dropped) while this join waited for its turn: it takes over from nobody
+            done.set_exception(ClientError("not_joined", "this connection was closed: open a new one and join there"))
+            return done
         a.attach(conn)
         joined.add(a.table_id)
         return a.enqueue("snapshot", player.id, {"since": data.get("since")}, route)
