@@ -81,6 +81,15 @@ WHERE l.table_id = o.t AND l.epoch = o.e AND l.owner = $1 AND l.table_id IN (SEL
 # its tables are taken as a dead one's would be (fencing stops its writes).
 SIBLING_PATIENCE_LEASES: Final = 12
 
+# A heartbeat not done within this many lease periods is hung (its own connection:
+# one backend stuck, a pooler that lost the session, a half-open TCP path), not slow:
+# it is given up, its connection cut and made again on the next beat.  Its statements
+# have no timeout of their own; before, one connection that hung held the heartbeat
+# for ever — the watch let every lease go (rightly) and nothing took them again on
+# this node (the audit h79, tests/test_audit_seams_processes.py).  Six leases is the
+# pools' statement timeout at the default lease (30 s at 5 s).
+HUNG_BEAT_LEASES: Final = 6
+
 
 def share_of(live: int, total: int) -> int:
     """An even share of ``total`` open tables over ``live`` nodes (rounded up)."""
@@ -248,7 +257,7 @@ class Cluster:
                     self.node.lease_seconds,
                 )
             try:
-                await self.beat()
+                await asyncio.wait_for(self.beat(), HUNG_BEAT_LEASES * self.node.lease_seconds)
                 took = time.monotonic() - began
                 if self._observe is not None:
                     with contextlib.suppress(Exception):  # a metric's fault is not the heartbeat's
@@ -263,7 +272,7 @@ class Cluster:
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # the database is away: the tables pause on their own
-                log.warning("node %s: heartbeat failed (%s: %s)", self.node.node_id, type(e).__name__, e)
+                log.warning("node %s: heartbeat failed (%s: %s)", self.node.node_id, type(e).__name__, e or "hung")
                 await self._drop_listener()
             due = time.monotonic() + self.node.heartbeat_seconds
 
@@ -273,7 +282,8 @@ class Cluster:
         pooled connection can be busy for seconds; a renewal that waited for one lost
         the node its leases, the other node took those tables and lost its own the same
         way (seen at 1,666 tables on two workers: 9,814 leases lost in ten minutes).
-        A connection that failed is closed and made again on the next beat."""
+        A connection that failed, or hung (:data:`HUNG_BEAT_LEASES`), is closed and made
+        again on the next beat."""
         async with self._heart_lock:
             if self._heart is None or self._heart.is_closed():
                 self._heart = await connect(self.dsn)
