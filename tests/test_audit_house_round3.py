@@ -3,7 +3,8 @@
 Two findings, each an xfail test (strict) with its control:
 
 1. A refused leave overtaken by a move the house dates 1 ms before the leave arrived
-   (the h67 fix, ``leave_not_overtaken``, sets such a record aside).
+   (the h67 fix, ``leave_not_overtaken``, set such a record aside).  Fixed the same
+   night: record ``i + 1`` is checked whatever its ``t`` (docs/fairness.md §15 rule 7).
 2. The button moved by a phantom hand: a void hand of the table, dealt to a seat list
    of the house's choosing, that the victim is never shown (RULES.md D3: "a void hand
    moves the button like any other").
@@ -53,11 +54,6 @@ def test_a_refused_leave_overtaken_by_a_later_move_is_caught() -> None:
     assert report.failure is not None and report.failure.check == "evidence", report.failure
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="h80: a record after a refused leave's i dated before its arrived is set aside by leave_not_overtaken, "
-    "so a house that dates the overtaking declare 1 ms before the leave counts the leaver's cards, not its 40",
-)
 def test_a_refused_leave_overtaken_by_a_move_dated_just_before_it_is_caught() -> None:
     """The attack.  Heads-up, the friend on turn has drawn and holds a winning 14 (the
     house sees every card).  The victim, counting well over 40, leaves (D15: 40, at
@@ -83,7 +79,10 @@ def test_a_refused_leave_overtaken_by_a_move_dated_just_before_it_is_caught() ->
     earlier.  Pooled with the friend's ack it still passes (the friend's ack is the
     house's word too).
 
-    Suggested rule: a record after a refusal's ``i`` dated before its ``arrived``
+    Fixed (2026-12-07, night): record ``i + 1`` is the record checked, whatever its
+    ``t`` (an honest server never refuses a leave whose write's answer it lost: it
+    takes it again after the reload, D35).  The suggested rule was: a record after a
+    refusal's ``i`` dated before its ``arrived``
     contradicts the ack (``i`` was the last record when the move was judged) unless the
     refusal's code is one of the store-fault codes the server sends only while it
     cannot store (``unavailable``), and then the leave is owed as before: the first
@@ -96,10 +95,11 @@ def test_a_refused_leave_overtaken_by_a_move_dated_just_before_it_is_caught() ->
     refused = next(e["body"] for e in evidence if e["purpose"] == "ack" and e["body"]["outcome"] == "refused")
     declared = t["log"][refused["i"] + 1]
     assert declared["action"]["kind"] == "declare" and declared["t"] == refused["arrived"] - 1
-    assert verify_transcript(t, KEY, [*evidence, *friends]).ok  # not even pooled evidence refutes it
-    report = verify_transcript(t, KEY, evidence)
-    assert not report.ok, f"seat {victim}'s leave was refused 'busy', a declare dated 1 ms before it ended the hand"
-    assert report.failure is not None and report.failure.check == "evidence"
+    for items in (evidence, [*evidence, *friends]):
+        report = verify_transcript(t, KEY, items)
+        assert not report.ok, f"seat {victim}'s leave was refused 'busy', a declare dated 1 ms before it ended the hand"
+        assert report.failure is not None and report.failure.check == "evidence"
+        assert report.failure.record == refused["i"] + 1, report.failure
 
 
 # --------------------------------------------------------------------------- 2 the phantom hand

@@ -441,13 +441,15 @@ def leave_not_overtaken(log: list[dict[str, Any]], body: Mapping[str, Any], due:
     """D15, D35: a leave counts where it was signed, at any time; refused by the house,
     the next record it made is that seat's own move, or comes a whole turn later (else
     the house chose when the leave took effect: a declare of another seat taken first
-    counts the leaver's cards instead of its 40; the audit of 2026-12-07).  Records
-    dated before the leave arrived were made before it (stored as the store went away)."""
-    seat, arrived = body["seat"], body["arrived"]
+    counts the leaver's cards instead of its 40; the audit of 2026-12-07).  The next
+    record is record ``i + 1`` whatever its ``t``: ``i`` was the last record when the
+    leave was judged, so one dated before ``arrived`` is no excuse (it was, until the
+    audit h80: the overtaking declare dated 1 ms before the leave passed)."""
+    seat = body["seat"]
     if body["move"]["kind"] != "leave":
         return
-    first = next((k for k in range(body["i"] + 1, len(log)) if log[k]["t"] >= arrived), None)
-    if first is None or log[first]["type"] != "action" or log[first]["t"] >= due:
+    first = body["i"] + 1
+    if first >= len(log) or log[first]["type"] != "action" or log[first]["t"] >= due:
         return
     a = log[first]["action"]
     if a["seat"] != seat or a["kind"] == "timeout":

@@ -256,18 +256,30 @@ def declare_after_a_refused_leave() -> list[Case]:
     same refusal followed by the leaver's own leave: what an honest table records."""
     rules = TableRules(seats=4, point_value=10, commission_bps=500)
     out: list[Case] = []
-    for name, honest in (("declare-taken-before-a-refused-leave", False), ("refused-leave-then-taken", True)):
+    for name, honest, before in (
+        ("declare-taken-before-a-refused-leave", False, False),
+        ("declare-dated-before-a-refused-leave", False, True),
+        ("refused-leave-then-taken", True, False),
+    ):
         hand, declare, result = next(
             (h, d, r)
             for h, d, r in vectors.winning_declares(f"adv-{name}", rules, [1, 3])
             if r.settlement.points[3 if d.seat == 1 else 1] > 40  # the loser counts more than a leave's 40
         )
         victim = 3 if declare.seat == 1 else 1
-        hand.refuse(Leave(victim), "busy", at=hand.now + 100)
+        ack = hand.refuse(Leave(victim), "busy", at=hand.now + 100)
         refused_i = len(hand.rec.records) - 1
         if honest:
             hand.act(Leave(victim))  # heads-up: the leave ends the hand, the other seat wins
             expect, what = passing(), "then its leave recorded next, as an honest table does"
+        elif before:  # the audit h80: dated 1 ms before the leave arrived, it was set aside
+            hand.act(declare, at=ack["body"]["arrived"] - 1)
+            expect = failing("evidence", refused_i + 1)
+            what = (
+                f"then seat {declare.seat}'s winning declare recorded next, dated 1 ms before the leave arrived: "
+                f"record {refused_i} was the last when the leave was judged, so the declare overtook it, and seat "
+                f"{victim} is counted {result.settlement.points[victim]} points instead of the leave's 40"
+            )
         else:
             hand.act(declare)
             expect = failing("evidence", refused_i + 1)

@@ -350,19 +350,19 @@
     return illegalBecause(ctx.after[b.i], m);
   }
 
-  /** §15 rule 7, for a leave the house refused though the rules allowed it (b, its ack): the index
-      of the first record after i dated at or after arrived, when it is dated before want (arrived +
-      the whole turn) and is an action that is not the seat's own move (another seat's action, or a
-      timeout); else null (no such record, one dated at or after want, the seat's move, or a record
-      that is no action: a void there is judged by the void clause, checkAck). */
+  /** §15 rule 7, for a leave the house refused though the rules allowed it (b, its ack): i + 1,
+      when record i + 1 is dated before want (arrived + the whole turn) and is an action that is not
+      the seat's own move (another seat's action, or a timeout); else null (no record i + 1, one
+      dated at or after want, the seat's move, or a record that is no action: a void there is judged
+      by the void clause, checkAck). Record i + 1 whatever its own t: i was the last record of the
+      log when the leave was judged, so one after it dated before arrived is no excuse (audit h80;
+      until 2026-12-07 such a record was set aside). */
   function notTheLeaversMove(log, b, want) {
-    for (let j = b.i + 1; j < log.length; j++) {
-      const rj = log[j];
-      if (rj.t < b.arrived) continue;
-      if (rj.t >= want || rj.type !== "action") return null;
-      return rj.action.seat === b.seat && rj.action.kind !== "timeout" ? null : j;
-    }
-    return null;
+    const j = b.i + 1;
+    if (j >= log.length) return null;
+    const rj = log[j];
+    if (rj.t >= want || rj.type !== "action") return null;
+    return rj.action.seat === b.seat && rj.action.kind !== "timeout" ? null : j;
   }
 
   // ---------------------------------------------------------------- checking one item
@@ -449,7 +449,7 @@
       if (e && e.status === "withheld" && r2.t < b.arrived + hd.reveal_ms) owed("recorded it withheld", 2, b.arrived + hd.reveal_ms, r2.t);
     } else {
       const want = b.arrived + 1000 * ctx.rules.turn_seconds;
-      // for a leave, also: the first record after i dated at or after arrived, if it is dated before
+      // for a leave, also: record i + 1 (whatever its own t), if it is dated before
       // the owed turn has passed, is an action of that seat other than a timeout (a leave counts where
       // it was signed, at any time, D15: a house that refused it busy and took another seat's declare
       // first counted the leaver's cards instead of its 40). A void there is the void clause's, below.
