@@ -20,8 +20,7 @@ import asyncpg
 import pytest
 
 from service.cluster import Cluster, Lease, NodeSettings
-from service.db import create_pool, migrate
-from tests.conftest import fresh_database
+from tests.conftest import fresh_pool
 from tests.pgproxy import PgProxy
 
 NEW_TABLE = (
@@ -34,20 +33,13 @@ NEW_TABLE = (
 async def proxied_db(pg_dsn: str, prefix: str) -> AsyncIterator[tuple[str, asyncpg.Pool, PgProxy, str]]:
     """A fresh, migrated database: (its DSN, a pool straight to it, a proxy in front of
     it, the DSN through that proxy)."""
-    async with fresh_database(pg_dsn, prefix) as dsn:
-        conn = await asyncpg.connect(dsn)
-        try:
-            await migrate(conn)
-        finally:
-            await conn.close()
+    async with fresh_pool(pg_dsn, prefix, max_size=4) as (dsn, pool):
         sock_dir = tempfile.mkdtemp(prefix="pgp-", dir="/tmp")
         proxy = await PgProxy(pg_dsn, sock_dir).start()
-        pool = await create_pool(dsn, max_size=4)
         try:
             yield dsn, pool, proxy, proxy.dsn(urlsplit(dsn).path.lstrip("/"))
         finally:
             proxy.let_go()
-            await pool.close()
             await proxy.stop()
             shutil.rmtree(sock_dir, ignore_errors=True)
 

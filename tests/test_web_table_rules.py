@@ -203,6 +203,22 @@ async def test_the_page_signs_nothing_where_the_button_did_not_move_and_its_verd
         assert (report.failure.expected, report.failure.found) == (want, header["dealer"])
 
 
+async def header_refused(page: Page, bot: PatientBot, says: str, why: str) -> str:
+    """The page was shown a header it must not sign under: it commits nothing and says
+    why (``says``, in what it shows); the bot refuses it too (``why`` in each reason it
+    gives).  What the page shows."""
+    await page.wait_for_function(
+        "() => { const h = RummyTable.state.t.hand; return !!(h && h.header && h.headerWrong); }",
+        timeout=60_000,
+    )
+    shown = await page.text_content("#header-check") or ""
+    assert says in shown, shown
+    assert not await page.evaluate("!!RummyTable.state.t.hand.committed")
+    await wait_for(lambda: bool(bot.shunned), timeout=60)
+    assert all(why in reason for reason in bot.shunned.values()), bot.shunned
+    return shown
+
+
 async def test_the_page_signs_nothing_under_a_seed_window_below_the_floor(
     server: Any, api: Api, browser: Browser, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -217,15 +233,8 @@ async def test_the_page_signs_nothing_under_a_seed_window_below_the_floor(
     p = await api.player("d21-page-bot")
     bot = PatientBot(server.url, p["token"], table_id, fast=True, key=p["signer"], max_hands=1)
     async with seated_with_a_bot(browser, server.url, person, table_id, bot) as page:
-        await page.wait_for_function(
-            "() => { const h = RummyTable.state.t.hand; return !!(h && h.header && h.headerWrong); }",
-            timeout=60_000,
-        )
-        shown = await page.text_content("#header-check") or ""
-        assert "seed window reveal_ms of 1 ms" in shown and "D21" in shown, shown
-        assert not await page.evaluate("!!RummyTable.state.t.hand.committed")
-        await wait_for(lambda: bool(bot.shunned), timeout=60)  # the bot refuses it too
-        assert all("D21" in why for why in bot.shunned.values()), bot.shunned
+        shown = await header_refused(page, bot, "seed window reveal_ms of 1 ms", "D21")
+        assert "D21" in shown, shown
 
 
 async def test_the_page_signs_nothing_under_a_first_hand_not_dealt_by_the_lowest_seat(
@@ -246,16 +255,8 @@ async def test_the_page_signs_nothing_under_a_first_hand_not_dealt_by_the_lowest
     p = await api.player("d3-first-page-bot")
     bot = PatientBot(server.url, p["token"], table_id, fast=True, key=p["signer"], max_hands=1)
     async with seated_with_a_bot(browser, server.url, person, table_id, bot) as page:
-        await page.wait_for_function(
-            "() => { const h = RummyTable.state.t.hand; return !!(h && h.header && h.headerWrong); }",
-            timeout=60_000,
-        )
-        shown = await page.text_content("#header-check") or ""
-        assert "a table's first hand's (D3)" in shown, shown
+        await header_refused(page, bot, "a table's first hand's (D3)", "first hand")
         assert await page.evaluate("RummyTable.state.t.hand.hand_no") == 1
-        assert not await page.evaluate("!!RummyTable.state.t.hand.committed")
-        await wait_for(lambda: bool(bot.shunned), timeout=60)
-        assert all("first hand" in why for why in bot.shunned.values()), bot.shunned
         await page.wait_for_function(VERDICT, arg=1, timeout=90_000)
         assert await page.get_attribute("#auto-verdict", "data-ok") == "false"
         assert await page.get_attribute("#auto-verdict", "data-check") == "chain"
