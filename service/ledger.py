@@ -88,7 +88,16 @@ async def _post(
     if sum(entries.values()) != 0:
         raise LedgerError("unbalanced", f"ledger entries must sum to zero: {dict(entries)}")
     moves = sorted((a, v) for a, v in entries.items() if v != 0)
-    row = await conn.fetchrow(POST_SQL, kind, hand_id, memo, [a for a, _ in moves], [v for _, v in moves])
+    try:
+        row = await conn.fetchrow(POST_SQL, kind, hand_id, memo, [a for a, _ in moves], [v for _, v in moves])
+    except asyncpg.NumericValueOutOfRangeError:
+        # a balance past bigint (the external account holds minus every HT ever deposited,
+        # net: a card room's net deposits near 2⁶³ − 1): refused as the state of things,
+        # the statement (and the caller's transaction or savepoint) having stored nothing
+        # (before: an internal error, answered 500 as plain text; the audit h82)
+        raise LedgerError(
+            "ledger_full", "that would take a balance past what the ledger can hold (2⁶³ − 1 HT minor units)"
+        ) from None
     assert row is not None
     if row["refused"]:
         raise LedgerError("insufficient_balance", f"that would take {_describe(row['refused'][0])} below zero")

@@ -47,6 +47,7 @@ RULE_STATUS = {
     # A well-formed request the state of things refuses is a 409 (not a 400: nothing in
     # the request was wrong; not a 402, which RFC 9110 reserves).
     "insufficient_balance": 409,
+    "ledger_full": 409,  # a balance would pass bigint (service.ledger._post)
     "no_player_key": 409,
     "seat_taken": 409,
     "already_seated": 409,
