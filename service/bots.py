@@ -171,6 +171,13 @@ class Bot:
                 with contextlib.suppress(Exception):
                     await asyncio.shield(asyncio.wait_for(self._leave_by_rest(), 3))
 
+    @property
+    def _played_out(self) -> bool:
+        """Our hands are played: we leave, and never sit again (a leave whose answer was
+        lost with its socket is sent again after the reconnect, and the snapshot that
+        comes meanwhile may show us seatless already)."""
+        return self.max_hands is not None and len(self.hands_seen) >= self.max_hands
+
     def _next_server(self) -> str:
         """After a failed connection: home, then each node a departing node named, in
         turn (a cluster's home node may be the one that went down)."""
@@ -199,6 +206,10 @@ class Bot:
             self.connections += 1
             self._acted_on = None
             self._sent.clear()  # moves of an earlier connection: their answers went with it
+            # So did our leave's: ask again (the leave is sent anew once we have heard the
+            # server, below) — applied if it never arrived, ``not_seated`` (left) if it did.
+            # Kept, its id's answer would never come and no leave would ever be sent again.
+            self._leaving = None
             self._waited.clear()
             self._joining = await self.send({"type": "join", "table_id": self.table_id})
             async for msg in ws:
@@ -210,7 +221,7 @@ class Bot:
                 await self.on_message(data)
                 if self.left or (stop is not None and stop.is_set()):
                     return
-                if self.max_hands is not None and len(self.hands_seen) >= self.max_hands and self._leaving is None:
+                if self._played_out and self._leaving is None:
                     await self._leave()
             self._ws = None
             silent = ws.exception()
@@ -447,7 +458,7 @@ class Bot:
             self._rules = snap["rules"]
         hand = snap.get("hand")
         await self._catch_up(hand["hand_no"] if isinstance(hand, dict) else None)
-        if self.seat is None and self._leaving is None and not self.left:
+        if self.seat is None and self._leaving is None and not self.left and not self._played_out:
             await self.send({"type": "sit", "table_id": self.table_id})
         if not isinstance(hand, dict):
             self._view = None
