@@ -130,6 +130,19 @@ async def errors(
             "the database went away while this request was being served: what it asked may have been stored"
             " or not; look before you send it again",
         )
+    except Exception as e:  # a fault of the server's own (a bug): still a typed answer, and logged whole
+        if request.path == "/ws" or isinstance(e, ConnectionError):
+            raise  # a socket's own end (its response already begun), or a client gone: nothing to answer
+        log.exception("%s %s: an internal error", request.method, request.path)
+        code = "internal_error"  # before: aiohttp's plain-text 500 (the audit h82)
+        if request.method in ("GET", "HEAD", "OPTIONS"):
+            return error_response(500, code, "the server failed to answer this request; nothing was changed")
+        return error_response(  # a write may have been done
+            500,
+            code,
+            "the server failed while serving this request: what it asked may have been done or not; look before"
+            " you send it again",
+        )
 
 
 class _QuietBadRequests(logging.Filter):

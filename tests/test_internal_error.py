@@ -1,0 +1,35 @@
+"""A fault of the server's own (a bug: an exception no handler expects) is still a
+typed JSON answer — ``internal_error``, 500 — logged with its traceback; a write's
+answer says it may have been done (before: aiohttp's plain-text 500; the audit h82)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+
+from service import ledger
+from service.startup import Running
+from tests.conftest import Api
+
+
+def broken(*_: Any, **__: Any) -> Any:
+    raise RuntimeError("a bug")
+
+
+async def test_an_unexpected_fault_is_a_typed_500_and_is_logged(
+    api: Api, server: Running, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    p = await api.player("internal-error")
+    monkeypatch.setattr(ledger, "balance", broken)  # GET /api/me reads the balance
+    monkeypatch.setattr(ledger, "deposit", broken)  # POST …/deposit moves money
+    with caplog.at_level(logging.ERROR, logger="rummy.app"):
+        got = await api.call("GET", "/api/me", token=p["token"], expect=500)
+        assert got["error"]["code"] == "internal_error" and "nothing was changed" in got["error"]["message"]
+        got = await api.call("POST", f"/api/players/{p['id']}/deposit", body={"amount": 5}, expect=500)
+        assert got["error"]["code"] == "internal_error" and "may have been done" in got["error"]["message"]
+    logged = [r for r in caplog.records if "an internal error" in r.getMessage()]
+    assert len(logged) == 2 and all(r.exc_info and isinstance(r.exc_info[1], RuntimeError) for r in logged)
+    monkeypatch.undo()
+    assert (await api.call("GET", "/api/me", token=p["token"]))["available"] >= 0  # the server serves on
