@@ -300,6 +300,11 @@ async def first_turn_with_keys_and_dragging(page: Page, before_discard: Callable
     if move == "declare":
         return (await finish_turn(page))[0]
     await page.focus(f'#hand button[data-card="{card}"]')
+    if await page.get_attribute(f'#hand button[data-card="{card}"]', "aria-pressed") == "true":
+        # selected already (the arranging above selects the card it moves, and the
+        # strategy may suggest discarding that very card): Enter toggles it off first
+        await page.keyboard.press("Enter")
+        assert await page.get_attribute(f'#hand button[data-card="{card}"]', "aria-pressed") == "false"
     await page.keyboard.press("Enter")
     assert await page.get_attribute(f'#hand button[data-card="{card}"]', "aria-pressed") == "true"
     before_discard()
