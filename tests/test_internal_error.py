@@ -1,6 +1,8 @@
 """A fault of the server's own (a bug: an exception no handler expects) is still a
-typed JSON answer — ``internal_error``, 500 — logged with its traceback; a write's
-answer says it may have been done (before: aiohttp's plain-text 500; the audit h82)."""
+typed JSON answer, logged with its traceback: a read's is ``internal_error`` (500,
+nothing changed), a write's ``outcome_unknown`` (503: it may have been done; sent again
+with its Idempotency-Key it is done at most once).  Before: aiohttp's plain-text 500
+(the audit h82)."""
 
 from __future__ import annotations
 
@@ -27,8 +29,8 @@ async def test_an_unexpected_fault_is_a_typed_500_and_is_logged(
     with caplog.at_level(logging.ERROR, logger="rummy.app"):
         got = await api.call("GET", "/api/me", token=p["token"], expect=500)
         assert got["error"]["code"] == "internal_error" and "nothing was changed" in got["error"]["message"]
-        got = await api.call("POST", f"/api/players/{p['id']}/deposit", body={"amount": 5}, expect=500)
-        assert got["error"]["code"] == "internal_error" and "may have been done" in got["error"]["message"]
+        got = await api.call("POST", f"/api/players/{p['id']}/deposit", body={"amount": 5}, expect=503)
+        assert got["error"]["code"] == "outcome_unknown" and "may have been done" in got["error"]["message"]
     logged = [r for r in caplog.records if "an internal error" in r.getMessage()]
     assert len(logged) == 2 and all(r.exc_info and isinstance(r.exc_info[1], RuntimeError) for r in logged)
     monkeypatch.undo()
