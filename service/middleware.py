@@ -63,6 +63,14 @@ RULE_STATUS = {
 }
 
 
+def outcome_unknown(what: str) -> web.Response:
+    """503 ``outcome_unknown``: a write that may have been done or not (``what`` says
+    why nobody can tell); sent again with its Idempotency-Key it is done at most once."""
+    return error_response(
+        503, "outcome_unknown", f"{what}: what it asked may have been done or not; look before you send it again"
+    )
+
+
 access = logging.getLogger("rummy.access")
 
 
@@ -124,12 +132,7 @@ async def errors(
         # A write cut off after it was sent may have been stored, and nothing here can
         # tell: ``unavailable`` promises that nothing was (service.once's commands and
         # the token's check say which they know).
-        return error_response(
-            503,
-            "outcome_unknown",
-            "the database went away while this request was being served: what it asked may have been stored"
-            " or not; look before you send it again",
-        )
+        return outcome_unknown("the database went away while this request was being served")
     except Exception as e:  # a fault of the server's own (a bug): still a typed answer, and logged whole
         if request.path == "/ws" or isinstance(e, ConnectionError):
             raise  # a socket's own end (its response already begun), or a client gone: nothing to answer
@@ -143,12 +146,7 @@ async def errors(
         # again only after a 503 or no answer, report a problem once in CI: an exception
         # no handler maps, raised while the server and PostgreSQL were being killed; its
         # traceback is now logged.)
-        return error_response(
-            503,
-            "outcome_unknown",
-            "the server failed while serving this request: what it asked may have been done or not; look before"
-            " you send it again",
-        )
+        return outcome_unknown("the server failed while serving this request")
 
 
 class _QuietBadRequests(logging.Filter):

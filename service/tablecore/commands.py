@@ -289,7 +289,6 @@ class Commands(Steps):
         assert facts is not None
         player_id = cmd.player_id
         done = {**after, "voided": hand.hand_id}
-        hand.recorder.void(f"seat {seat} left while the hand was being dealt (D36)", hand.next_t(now))
         facts.after_hand[player_id] = ("left", "D36")
 
         def settled() -> dict[str, Any] | None:
@@ -301,7 +300,7 @@ class Commands(Steps):
             now_facts.after_hand[player_id] = ("left", "D36")  # the reload forgot why
             return done
 
-        self._store(hand, hand.recorder.records[-1:], now, cmd=cmd, on_commit=lambda _: done, settled=settled)
+        self.void(hand, f"seat {seat} left while the hand was being dealt (D36)", now, cmd, done, settled=settled)
 
     def _operator_void(self, cmd: io.Command, now: int) -> dict[str, Any] | None:
         hand = self.hand

@@ -166,18 +166,9 @@ class Steps:
             op, self.unreadable = self.unreadable, None
             log.error("table %s: hand %d voided without a transcript: %s", self.table_id, op.stored.hand_no, op.reason)
 
-            def voided(stood: list[str] | None) -> None:
-                # the seats asked to stand up as the hand ended stand up now (D36, D33; before,
-                # only a hand that ended with a transcript stood them up: the audit h74)
-                if stood:
-                    told: list[dict[str, Any]] = []
-                    for player_id in sorted(stood):
-                        reason, rule = facts.after_hand.get(player_id, ("after_hand", None))
-                        told += facts.stand({player_id}, reason, rule, op.stored.hand_no, now)
-                    self.tell_seats(told)
-                facts.after_hand = {p: why for p, why in facts.after_hand.items() if p in facts.seats.values()}
-
-            self.write(op, now, on_commit=voided)
+            # the seats asked to stand up as the hand ended stand up now (D36, D33; before,
+            # only a hand that ended with a transcript stood them up: the audit h74)
+            self.write(op, now, on_commit=lambda stood: self._stand_as_asked(stood or [], (), op.stored.hand_no, now))
             return True
         hand = self.hand
         if hand is None:
@@ -477,12 +468,38 @@ class Steps:
         self._store(hand, [record], now, cmd=cmd, on_commit=committed, settled=settled)
 
     # -- the end ----------------------------------------------------------------------------
-    def void(self, hand: HandRun, reason: str, now: int, cmd: io.Command | None = None) -> dict[str, Any]:
-        """D33: a void record after what replays; finish follows (nothing is settled)."""
+    def void(
+        self,
+        hand: HandRun,
+        reason: str,
+        now: int,
+        cmd: io.Command | None = None,
+        answer: dict[str, Any] | None = None,
+        **kw: Any,
+    ) -> dict[str, Any]:
+        """D33: a void record after what replays; finish follows (nothing is settled).
+        ``answer``: what ``cmd`` is answered once it is stored (by default the void);
+        ``kw`` goes to the write (its ``settled``)."""
         hand.recorder.void(reason[:500], hand.next_t(now))
-        result = {"voided": hand.hand_id, "reason": reason}
-        self._store(hand, hand.recorder.records[-1:], now, cmd=cmd, on_commit=lambda _: result)
+        result = answer if answer is not None else {"voided": hand.hand_id, "reason": reason}
+        self._store(hand, hand.recorder.records[-1:], now, cmd=cmd, on_commit=lambda _: result, **kw)
         return result
+
+    def _stand_as_asked(self, stood: list[str], clock_dropped: Sequence[str], hand_no: int, now: int) -> None:
+        """The store stood ``stood`` up as a hand ended: those the clock dropped (D31),
+        and those who asked to stand up as it ended (D36, the operator); each told with
+        its reason ("after_hand" when this node did not hear why: a reload in between)."""
+        facts = self.facts
+        assert facts is not None
+        if stood:
+            asked = set(stood) & set(facts.after_hand)
+            clock = set(clock_dropped) & set(stood) - asked
+            told = facts.stand(clock, "clock", "D31", hand_no, now)
+            for player_id in sorted(set(stood) - clock):
+                reason, rule = facts.after_hand.get(player_id, ("after_hand", None))
+                told += facts.stand({player_id}, reason, rule, hand_no, now)
+            self.tell_seats(told)
+        facts.after_hand = {p: why for p, why in facts.after_hand.items() if p in facts.seats.values()}
 
     def finish(self, hand: HandRun, now: int) -> None:
         """Settle once (D19) or release (a void, D33), publish the transcript, free the
@@ -534,16 +551,7 @@ class Steps:
 
         def finished(stood: list[str] | None) -> None:
             facts.head = end.head
-            if stood:  # D31; seats left before the deal (D36) or stood up by the operator, as the hand ends
-                asked = set(stood) & set(facts.after_hand)
-                clock = set(absent) & set(stood) - asked
-                told = facts.stand(clock, "clock", "D31", hand.hand_no, now)
-                for player_id in sorted(set(stood) - clock):
-                    # "after_hand" when this node did not hear why (a reload in between)
-                    reason, rule = facts.after_hand.get(player_id, ("after_hand", None))
-                    told += facts.stand({player_id}, reason, rule, hand.hand_no, now)
-                self.tell_seats(told)
-            facts.after_hand = {p: why for p, why in facts.after_hand.items() if p in facts.seats.values()}
+            self._stand_as_asked(stood or [], absent, hand.hand_no, now)
             self.hand = None
             self.hands_finished += 1
             log.info("table %s: hand %d %s", self.table_id, hand.hand_no, "voided" if rec.voided else "settled")
