@@ -279,6 +279,8 @@ def restore(stored: StoredHand, keys: ServerKeys, table_id: str, *, trusted: Han
         return Restored(run, f"stored record {failure.i} does not replay: {failure.message}", len(rec.records))
     if len(rec.records) == 0:
         return Restored(run, "the hand has no stored header", 0)
+    if stored.void_reason is not None:  # D33: its unreplayable records were set aside, the void not stored
+        return Restored(run, stored.void_reason, len(rec.records))
     # Commitments and reveals accepted before the stop are kept (their signatures are
     # checked again when they become records).
     if len(rec.records) == 1:

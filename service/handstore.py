@@ -79,3 +79,6 @@ class StoredHand:
     commits: dict[int, tuple[bytes, str]] = field(default_factory=dict)
     seeds: dict[int, tuple[bytes, str]] = field(default_factory=dict)
     records: list[tuple[int, str, bytes | None, str]] = field(default_factory=list)  # (i, public, sealed, h)
+    # D33: the records that did not replay were set aside and the void not yet stored
+    # (io.QuarantineOp stores why; a reload in between voids the hand for it)
+    void_reason: str | None = None

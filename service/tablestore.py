@@ -359,7 +359,7 @@ class TableStore:
                 p for p, _ in op.stored.players.values()
             )
         if isinstance(op, io.QuarantineOp):
-            return functools.partial(_quarantine_after, hand_id=op.hand_id, keep=op.keep), ()
+            return functools.partial(_quarantine_after, op=op), ()
         if isinstance(op, io.StandLaterOp | io.StandAwayOp | io.StatusOp | io.CloseOp):
             return functools.partial(_table_change, table_id=t, op=op), ()
         if isinstance(op, io.ProbeOp):  # nothing to write: the batch checks the lease and commits
@@ -600,10 +600,19 @@ async def _void_unreadable(conn: asyncpg.Connection, *, table_id: str, op: io.Vo
     return [str(r["player_id"]) for r in rows]
 
 
-async def _quarantine_after(conn: asyncpg.Connection, *, hand_id: int, keep: int) -> int:
-    """Move the records from number ``keep`` on aside (they did not replay, D33)."""
+async def _quarantine_after(conn: asyncpg.Connection, *, op: io.QuarantineOp) -> int:
+    """Move the records from number ``op.keep`` on aside (they did not replay, D33), and
+    store why the hand is to be voided in the same transaction: the void is the next
+    write, and a process that dies before it leaves a hand whose records all replay;
+    without the reason its reload would resume the hand from before the set-aside
+    records (moves the players saw, and hold signed heads for, taken back) instead of
+    voiding it."""
+    hand_id = op.hand_id
+    await conn.execute(
+        "UPDATE hands SET void_reason = $2 WHERE id = $1 AND status IN ('seeding', 'playing')", hand_id, op.reason
+    )
     moved = await conn.fetch(
-        "DELETE FROM hand_records WHERE hand_id = $1 AND i >= $2 RETURNING i, record, sealed, h", hand_id, keep
+        "DELETE FROM hand_records WHERE hand_id = $1 AND i >= $2 RETURNING i, record, sealed, h", hand_id, op.keep
     )
     for r in moved:
         await conn.execute(
@@ -621,7 +630,7 @@ async def _quarantine_after(conn: asyncpg.Connection, *, hand_id: int, keep: int
 async def load_hand(conn: asyncpg.Connection, table_id: str) -> StoredHand | None:
     """The table's unfinished hand, whatever its phase, or None."""
     row = await conn.fetchrow(
-        "SELECT id, hand_no, status, seed_nonce, seed_sealed, deadline FROM hands "
+        "SELECT id, hand_no, status, seed_nonce, seed_sealed, deadline, void_reason FROM hands "
         "WHERE table_id = $1 AND status IN ('seeding', 'playing') ORDER BY hand_no DESC LIMIT 1",
         table_id,
     )
@@ -640,6 +649,7 @@ async def load_hand(conn: asyncpg.Connection, table_id: str) -> StoredHand | Non
         bytes(row["seed_sealed"]),
         None if row["deadline"] is None else row["deadline"].timestamp(),
         players,
+        void_reason=row["void_reason"],
     )
     for r in await conn.fetch(
         "SELECT seat, commit, commit_psig, seed, reveal_psig FROM hand_seeds WHERE hand_id = $1", hand_id

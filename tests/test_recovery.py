@@ -21,13 +21,14 @@ import asyncpg
 import pytest
 import pytest_asyncio
 
-from service import ledger
+from service import ledger, tablestore
 from service.app import CONFIG, POOL, TABLES
 from service.bots import Bot
 from service.db import ServerLocked
 from service.keys import ServerKeys
 from service.startup import Running, start_server
 from service.table import Settings, TableActor
+from service.tablecore import io
 from service.tablecore.core import Mode
 from tests.conftest import OPERATOR, Api, fresh_database, wait_for
 from tests.pgproxy import PgProxy
@@ -50,6 +51,7 @@ async def restart_table(
     down: float = 0.0,
     grace: float | None = None,
     clock: SkipClock | None = None,
+    wait: bool = True,
 ) -> TableActor:
     """Stop a table's task and start a new one on the same rows: the path a server
     restart takes for that table, ``down`` seconds later by the new table's clock
@@ -67,7 +69,8 @@ async def restart_table(
     new = TableActor(table, server.app[POOL], keys or server.app[CONFIG].keys, settings, clock=clock)
     new.start()
     server.app[TABLES][table] = new
-    await asyncio.wait_for(new.loaded.wait(), 30)
+    if wait:  # until it has loaded and done what the load left to do
+        await asyncio.wait_for(new.loaded.wait(), 30)
     return new
 
 
@@ -138,6 +141,58 @@ async def test_a_record_that_does_not_replay_voids_the_hand_and_the_chain_goes_o
         assert nxt["hand_no"] == hand_no + 1 and nxt["record"]["header"]["prev_head"] == t["head"]
         for c in (ca, cb):
             await c.leave(table)
+
+
+async def test_a_process_that_dies_between_setting_records_aside_and_the_void_voids_the_hand_on_restart(
+    api: Api, server: Running, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """D33 in two writes: the records that do not replay are set aside (io.QuarantineOp),
+    then the void is stored.  The process dies between them.  Its restart finds a hand
+    whose records all replay: it must void it still, not resume it from before the
+    records set aside (the players' moves in them, which they saw and hold signed heads
+    for, taken back)."""
+    table, a, b = await seat_two(api, server)
+    quarantined = asyncio.Event()
+    real_run = tablestore.TableStore.run
+
+    async def dies_after_the_quarantine(store: tablestore.TableStore, op: Any) -> Any:
+        if quarantined.is_set() and isinstance(op, io.RecordsOp) and store.table_id == table:
+            await asyncio.Event().wait()  # the void's write never ends: the process is killed in it
+        result = await real_run(store, op)
+        if isinstance(op, io.QuarantineOp) and store.table_id == table:
+            quarantined.set()
+        return result
+
+    async with Client(server.url, a["token"], a["signer"]) as ca, Client(server.url, b["token"], b["signer"]) as cb:
+        hand_no, row = await stopped_with_a_damaged_row(  # record 5's sealed copy replaced by record 4's
+            server,
+            table,
+            ca,
+            cb,
+            "UPDATE hand_records SET sealed = (SELECT sealed FROM hand_records WHERE hand_id = $1 AND i = 4) "
+            "WHERE hand_id = $1 AND i = 5",
+        )
+        monkeypatch.setattr(tablestore.TableStore, "run", dies_after_the_quarantine)
+        await restart_table(server, table, wait=False)  # its void is never stored
+        await asyncio.wait_for(quarantined.wait(), 30)
+        assert (await hand_row(server, table))["status"] == "playing"  # set aside; the void not stored
+        monkeypatch.setattr(tablestore.TableStore, "run", real_run)
+        await restart_table(server, table)  # the kill and the restart
+    row = await hand_row(server, table)
+    assert row["hand_no"] == hand_no and row["status"] == "void", (
+        f"the hand was resumed from before the records set aside, not voided: {row['status']}"
+    )
+    assert "record 5" in row["void_reason"]
+    t = await api.call("GET", f"/api/hands/{row['id']}/transcript", expect=200)
+    report = verify_transcript(t, await key_of(api))
+    assert report.ok, report.failure
+    assert [r["type"] for r in t["log"]] == ["header", "commitments", "reveals", "deal", "action", "void"]
+    async with server.app[POOL].acquire() as conn:
+        assert await conn.fetchval("SELECT COUNT(*) FROM hand_records_quarantine WHERE hand_id = $1", row["id"]) == 1
+    for p in (a, b):
+        me = await api.call("GET", "/api/me", token=p["token"])
+        assert me["held"] == 0 and me["available"] == 100_000  # nobody was charged
+    assert (await api.call("GET", "/api/ledger"))["ok"] is True
 
 
 async def test_a_damaged_time_in_the_newest_record_does_not_stop_the_table_loading(api: Api, server: Running) -> None:

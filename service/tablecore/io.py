@@ -242,6 +242,7 @@ class VoidUnreadableOp:
 class QuarantineOp:
     hand_id: int
     keep: int  # records from this number on are set aside (D33)
+    reason: str  # why the hand is voided (stored with it: a reload before the void voids it)
 
 
 Op = (

@@ -184,7 +184,7 @@ class Steps:
             reason, keep = self.to_void
             if keep is not None:
                 self.to_void = (reason, None)
-                self.write(io.QuarantineOp(hand.hand_id, keep), now)
+                self.write(io.QuarantineOp(hand.hand_id, keep, reason[:500]), now)
             else:
                 self.to_void = None
                 self.void(hand, reason, now)
