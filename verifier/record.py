@@ -332,8 +332,8 @@ class HandRecorder:
         return self._append({"type": "commitments", "commitments": body, "sig": sig, "t": t})
 
     def commit_of(self, seat: int) -> bytes | None:
-        if len(self.records) < 2:
-            return None
+        if len(self.records) < 2 or self.records[1].get("type") != "commitments":
+            return None  # (record 1 is a void when the hand was voided in its commit window, D33, D36)
         for c in self.records[1]["commitments"]["commits"]:
             if c["seat"] == seat and c["commit"] is not None:
                 return bytes.fromhex(c["commit"])

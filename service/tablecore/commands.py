@@ -399,6 +399,9 @@ class Commands(Steps):
             seat = hand.seat_of(player_id)
             i = len(rec.records) - 1
             deadline = self.told_deadline(hand)
+            second = rec.records[1] if len(rec.records) > 1 else None
+            if second is not None and second.get("type") != "commitments":
+                second = None  # a void in the commit window (D33, D36): no commitments were recorded
             out["hand"] = {
                 "hand_no": hand.hand_no,
                 "hand_id": hand.hand_id,
@@ -406,7 +409,7 @@ class Commands(Steps):
                 "seat": seat,
                 "deadline": iso_ms(deadline),
                 "header": rec.records[0],
-                "commitments": rec.records[1] if len(rec.records) > 1 else None,
+                "commitments": second,
                 "committed": None if seat is None else (seat in hand.commits or rec.commit_of(seat) is not None),
                 "revealed": seat in hand.seeds if seat is not None else None,
                 "i": i,

@@ -364,6 +364,16 @@ class TableCore(Commands):
             self.reply(cmd, error=moved())
         elif cmd.kind == "snapshot" and self.facts is not None:
             self._snapshot(cmd, now)
+        elif cmd.kind == "leave" and not _signed_leave(cmd) and (deal_no := self._failed_deal_no()) is not None:
+            # D36: a leave that came while the table recovers from a deal's failed write
+            # came before that hand (nobody has been told it), as one that came while the
+            # write was in flight: kept for the reload (``_keep``) and judged first then —
+            # a void if the deal was stored, a plain leave if not.  Before, it was refused
+            # ``unavailable`` while waiting (or judged after the load as a leave in the seed
+            # phases while loading), and sent again it was charged for the hand (the audit
+            # h84, tests/test_audit_fault_leave_while_waiting.py).
+            self.behind_deal[cmd.cmd_id] = deal_no
+            self.queue.append(cmd)
         elif self.mode is Mode.WAITING:
             self.reply(cmd, error=unavailable())
         else:
@@ -374,6 +384,14 @@ class TableCore(Commands):
             if cmd.kind == "leave" and self.pending is not None and isinstance(self.pending.op, io.StartOp):
                 self.behind_deal[cmd.cmd_id] = self.pending.op.hand_no
             self.queue.append(cmd)
+
+    def _failed_deal_no(self) -> int | None:
+        """The hand_no of the deal whose write failed, while the table waits to reload
+        or reloads after it (the reload has not settled it yet)."""
+        p = self.unsettled
+        if self.mode in (Mode.WAITING, Mode.LOADING) and p is not None and isinstance(p.op, io.StartOp):
+            return p.op.hand_no
+        return None
 
     def _snapshot(self, cmd: io.Command, now: int) -> None:
         since = cmd.payload.get("since")
