@@ -274,8 +274,8 @@ def test_a_void_for_a_leave_whose_write_failed_is_answered_or_made_again_after_t
     h.send("p1", "leave", {})
     cmd_id = h.ids
     h.answer(deal.op_id)
-    (void,) = [e for e in h.inflight.values() if isinstance(e, io.Write) and isinstance(e.op, io.RecordsOp)]
-    assert isinstance(void.op, io.RecordsOp) and [r["type"] for r in void.op.records] == ["void"]
+    (void,) = [e for e in h.inflight.values() if isinstance(e, io.Write) and isinstance(e.op, io.UnseatOp)]
+    assert isinstance(void.op, io.UnseatOp) and [r["type"] for r in void.op.records] == ["void"]
     h.inflight.pop(void.op_id)
     if stored:
         h.store.run("t0", h.store.tables["t0"].epoch, void.op)
@@ -283,7 +283,7 @@ def test_a_void_for_a_leave_whose_write_failed_is_answered_or_made_again_after_t
     h.advance(h.now + 30_000)
     (reply,) = [e for e in h.of(io.Reply) if e.cmd_id == cmd_id]
     assert reply.error is None and reply.result["voided"] == void.op.hand_id and reply.result["charged"] is False
-    voids = [r for e in h.of(io.Write) if isinstance(e.op, io.RecordsOp) for r in e.op.records if r["type"] == "void"]
+    voids = [r for e in h.of(io.Write) if isinstance(e.op, io.UnseatOp) for r in e.op.records if r["type"] == "void"]
     assert len(voids) == (1 if stored else 2), "the void is made again only when it was not stored"
     assert h.core.facts is not None and "p1" not in h.core.facts.seats.values()
     assert total(h, "p1") == before and h.store.held["p1"] == 0

@@ -16,11 +16,11 @@ or a restart that finds it so.
    the leaver told ``left`` — and before the finish was stored forgot it: the table
    loaded afresh finished the void hand and kept the leaver seated, to be dealt in (and
    played for by the clock) at the next deal while its page is still open.
+   Fixed: the void and the seat's stand-up are one write (``io.UnseatOp`` with the
+   void record, ``Commands._void_for_leave``).
 """
 
 from __future__ import annotations
-
-import pytest
 
 from service.tablecore import io
 from service.tablecore.core import TableCore
@@ -77,17 +77,12 @@ def test_a_restart_that_finds_a_hand_voided_in_its_commit_window_serves_a_join()
     assert reply.error is None, reply.error
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="D36's void for a leave stands the leaver up from memory only, at the hand's finish: "
-    "a process killed between the void and the finish keeps the leaver seated",
-)
 def test_a_leaver_told_it_left_by_a_void_stays_stood_up_across_a_restart_before_the_finish() -> None:
     """Bo's leave came behind the deal (D36): the void is stored and bo is answered
     ``left``/``voided``; the process is killed before the finish is stored.  The fresh
-    process must not keep him seated: he left, and was told so.  (Today it finishes the
-    void hand and keeps bo seated; his page still open, he is dealt the next hand and
-    the clock plays for him.)"""
+    process does not keep him seated: he left, and was told so.  (Before, it finished
+    the void hand and kept bo seated; his page still open, he was dealt the next hand
+    and the clock played for him.)"""
     h = Harness()
     before = total(h, "p1")
     deal = deal_in_flight(h)

@@ -280,27 +280,41 @@ class Commands(Steps):
         """D36: a leave that came while ``hand``'s deal was being written came before
         the hand: the hand is voided in its commit window (D33: nothing dealt, every
         hold released, no seed revealed but the house's, which gives the house no deck
-        to choose), the void stored as the leave's answer; the seat stands up with the
-        hand's finish (:meth:`Steps.finish`), and the next deal goes without it.  A void
-        whose write was not stored is judged again after the reload
-        (:meth:`TableCore._take_again`); one stored whose answer was lost is answered
-        from the reload (``settled``)."""
+        to choose), the void stored as the leave's answer with the seat's stand-up, in one
+        write (``io.UnseatOp`` with the void record), and the next deal goes without it.
+        (Before, the seat stood up only with the hand's finish, from memory: a process
+        killed, or a table let go, between the void and the finish kept the leaver
+        seated after it was told it had left, and dealt it the next hand: the audit h84,
+        tests/test_audit_fault_void_in_commit_window.py.)  A void whose write was not
+        stored is judged again after the reload (:meth:`TableCore._take_again`); one
+        stored whose answer was lost is answered from the reload (``settled``)."""
         facts = self.facts
         assert facts is not None
         player_id = cmd.player_id
         done = {**after, "voided": hand.hand_id}
-        facts.after_hand[player_id] = ("left", "D36")
+
+        def stood(_: Any) -> dict[str, Any]:
+            self.tell_seats(facts.stand({player_id}, "left", "D36", hand.hand_no, now))
+            return done
 
         def settled() -> dict[str, Any] | None:
             now_facts, now_hand = self.facts, self.hand
             if now_facts is None or now_hand is None or now_hand.hand_id != hand.hand_id:
                 return None
-            if not now_hand.recorder.voided:
+            if not now_hand.recorder.voided or player_id in now_facts.seats.values():
                 return None
-            now_facts.after_hand[player_id] = ("left", "D36")  # the reload forgot why
             return done
 
-        self.void(hand, f"seat {seat} left while the hand was being dealt (D36)", now, cmd, done, settled=settled)
+        self.void(
+            hand,
+            f"seat {seat} left while the hand was being dealt (D36)",
+            now,
+            cmd,
+            done,
+            on_commit=stood,
+            settled=settled,
+            unseat=player_id,
+        )
 
     def _operator_void(self, cmd: io.Command, now: int) -> dict[str, Any] | None:
         hand = self.hand

@@ -475,14 +475,22 @@ class Steps:
         now: int,
         cmd: io.Command | None = None,
         answer: dict[str, Any] | None = None,
+        unseat: str | None = None,
         **kw: Any,
     ) -> dict[str, Any]:
         """D33: a void record after what replays; finish follows (nothing is settled).
         ``answer``: what ``cmd`` is answered once it is stored (by default the void);
-        ``kw`` goes to the write (its ``settled``)."""
+        ``unseat``: a player stood up in the same write (D36: the leave the void is
+        for); ``kw`` goes to the write (its ``settled``, its ``on_commit``)."""
         hand.recorder.void(reason[:500], hand.next_t(now))
         result = answer if answer is not None else {"voided": hand.hand_id, "reason": reason}
-        self._store(hand, hand.recorder.records[-1:], now, cmd=cmd, on_commit=lambda _: result, **kw)
+        kw.setdefault("on_commit", lambda _: result)
+        if unseat is not None:
+            records = tuple(hand.recorder.records[-1:])
+            op = io.UnseatOp(unseat, hand.hand_id, hand.hand_no, records, self.told_deadline(hand))
+            self.write(op, now, cmd=cmd, **kw)
+        else:
+            self._store(hand, hand.recorder.records[-1:], now, cmd=cmd, **kw)
         return result
 
     def _stand_as_asked(self, stood: list[str], clock_dropped: Sequence[str], hand_no: int, now: int) -> None:
