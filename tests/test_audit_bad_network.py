@@ -142,7 +142,10 @@ async def test_seeds_resent_on_a_new_socket_count_once_and_a_late_reveal_costs_n
         cframe |= signed(ca, table, hand_no, rec["h"], commit_move(sa, commit))
         kept = await send_and_lose(ca, cframe, "lost-commit")
         evidence = kept_items(ca.frames[:kept])
-        await asyncio.sleep(0.3)
+        # stored before the socket dies: its answer has come (and is not kept as evidence,
+        # as if lost).  A 0.3 s sleep stood in for this, which a busy machine can outrun
+        stored = await ca.wait_frame(lambda f: f.get("id") == "lost-commit" and f.get("type") in ("reply", "error"))
+        assert stored["type"] == "reply", stored
         await ca.ws.close()
         async with Client(server.url, a["token"], a["signer"]) as a2:
             snap = await a2.request({"type": "join", "table_id": table})
