@@ -270,7 +270,9 @@ async def test_a_bot_whose_leave_was_lost_with_its_socket_leaves_after_reconnect
     steady = Bot(server.url, p["token"], table, fast=True, max_hands=1, key=p["signer"])
     flaky = _LosesItsLeave(server.url, q["token"], table, fast=True, max_hands=1, key=q["signer"])
     flaky.lost = lost
-    await asyncio.wait_for(asyncio.gather(steady.run(), flaky.run()), timeout=30)
+    # a bound only the fault's hang reaches (the bot never finishes): a whole hand of two
+    # bots, seed windows included, took over a minute on a machine at load 19 (30 s here before)
+    await asyncio.wait_for(asyncio.gather(steady.run(), flaky.run()), timeout=180)
     assert flaky.dropped and flaky.connections >= 2
     assert flaky.left and steady.left
     me = await api.call("GET", "/api/me", token=q["token"])
