@@ -11,7 +11,8 @@ from typing import Any
 from playwright.async_api import Browser
 
 from tests.conftest import Api
-from tests.test_web_table import PatientBot, at_the_table, new_person, person_page, start_bots, stop_bots
+from tests.heldbot import HeldBot
+from tests.test_web_table import at_the_table, new_person, person_page, start_bots, stop_bots
 
 KEYS = "() => Object.keys(window.localStorage)"
 
@@ -25,7 +26,11 @@ async def test_signing_out_forgets_the_cards_and_keeps_the_evidence(server: Any,
         async with person_page(browser) as (_context, page, _console):
             await at_the_table(page, server.url, person, table_id)
             await page.locator("#seats button.sit-here").first.click()
-            tasks = start_bots([PatientBot(server.url, p["token"], table_id, fast=True, key=p["signer"], think=30)])
+            # the bot makes no move of its own (its go is never set): the hand stays live
+            # while the page is read, however long a busy machine takes (a 30 s think
+            # before each move raced the test, and a first-turn declare would end the hand)
+            held = HeldBot(server.url, p["token"], table_id, fast=True, key=p["signer"], drops=False)
+            tasks = start_bots([held])
             await page.wait_for_function(
                 "() => { const h = RummyTable.state.t.hand; return !!(h && h.view && h.view.me && h.arr); }",
                 timeout=60_000,
