@@ -46,9 +46,13 @@ def dumps(message: Any) -> str:
 
 #: a card id as a message to a client carries it: the hand's cards (``cards``), the
 #: card drawn (``card``, ``drawn_this_turn``), the card a declare finished with
-#: (``finish``).  A JSON text cannot hold ``"<key>":`` inside a string (its quotes
-#: would be escaped), so these match only keys of the message.
+#: (``finish``), and the groups a declare's ``hint`` shows of the 13 cards kept (the
+#: ack of a declare echoes the move: a wrong declare's kept cards are hidden until the
+#: hand ends, audit h87).  A JSON text cannot hold ``"<key>":`` inside a string (its
+#: quotes would be escaped), so these match only keys of the message.
 _CARD_LIST = re.compile(r'"cards":\[([0-9, ]*)\]')
+_HINT = re.compile(r'"hint":\[((?:\[[0-9, ]*\],?)*)\]')
+_HINT_IDS = re.compile(r"[0-9]+")
 _ONE_CARD = re.compile(r'"(card|drawn_this_turn|finish)":([0-9]{1,2})(?=[,}\]])')
 #: every card id has at most three digits (159 cards at 3 decks, D1)
 WIDTH = 3
@@ -61,21 +65,27 @@ def _pad_list(m: re.Match[str]) -> str:
     return '"cards":[' + ",".join(x.strip().rjust(WIDTH) for x in ids.split(",")) + "]"
 
 
+def _pad_hint(m: re.Match[str]) -> str:
+    return '"hint":[' + _HINT_IDS.sub(lambda x: x[0].rjust(WIDTH), m[1]) + "]"
+
+
 def _pad_one(m: re.Match[str]) -> str:
     return f'"{m[1]}":{m[2].rjust(WIDTH)}'
 
 
 def to_client(message: Any) -> str:
     """A message's compact JSON text as a client gets it: every card id under the keys
-    above padded with spaces to three characters (JSON allows blanks before a value),
-    so that a text's length says nothing of which cards a seat holds or drew.  The
-    sockets' traffic is encrypted, but its lengths are not: a drawn card whose id has
+    above (a ``hint``'s inside its groups) padded with spaces to three characters (JSON
+    allows blanks before a value), so that a text's length says nothing of which cards
+    a seat holds or drew.  The sockets' traffic is encrypted, but its lengths are not: a drawn card whose id has
     one digit made the mover's reply a byte or two shorter than one with three (an
     eavesdropper's side channel on a hidden card, found by the audit of leaks of
     2026-12-07).  Faces are two characters each already."""
     text = orjson.dumps(message).decode()
     if "card" not in text and "finish" not in text:
         return text
+    if '"hint":' in text:
+        text = _HINT.sub(_pad_hint, text)
     return _ONE_CARD.sub(_pad_one, _CARD_LIST.sub(_pad_list, text))
 
 

@@ -123,3 +123,20 @@ def test_a_clients_text_is_the_message_and_its_length_tells_no_card(
     assert json.loads(text) == m
     assert len(text) == len(fastjson.to_client(other))
     assert len(text) - len(fastjson.dumps(m)) <= 2 * (len(m["update"]["changes"]["me"]["cards"]) * 2 + 4)
+
+
+@given(st.lists(st.lists(IDS, max_size=13), min_size=1, max_size=5), st.randoms(use_true_random=False))
+@settings(max_examples=200, deadline=None)
+def test_a_declares_hint_tells_no_card_by_its_length(hint: list[list[int]], rnd: Any) -> None:
+    """The ack of a declare echoes its move, ``hint`` and all: the groups of the 13
+    cards the declarer keeps, hidden from the table until the hand ends when the declare
+    is wrong (audit h87: their ids went out unpadded in the declarer's reply).  Two
+    hints of the same shape with other ids have texts of one length."""
+    other = [[rnd.randrange(159) for _ in g] for g in hint]
+
+    def message(h: list[list[int]]) -> dict[str, Any]:
+        return {"type": "reply", "result": {"ack": {"body": {"move": {"kind": "declare", "card": 5, "hint": h}}}}}
+
+    text = fastjson.to_client(message(hint))
+    assert json.loads(text) == message(hint)
+    assert len(text) == len(fastjson.to_client(message(other)))
