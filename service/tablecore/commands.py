@@ -273,8 +273,24 @@ class Commands(Steps):
 
     def _left_before(self, cmd: io.Command, hand: HandRun) -> bool:
         """D36: ``cmd``, a leave, came while ``hand``'s deal was being written (it
-        waited behind that write), and the hand has not left its commit window."""
-        return self.behind_deal.get(cmd.cmd_id) == hand.hand_no and hand.phase is HandPhase.COMMIT
+        waited behind that write), and the hand has not left its commit window.  So
+        may a leave of a seat that has not committed, in the commit window of a hand
+        this core's first load found with no commitment stored (``untold_deal``): the
+        last owner may have let the table go with the deal's write in flight, refusing
+        the leave that waited behind it (``moved``, ``shutting_down``, or a crash),
+        and the client sends it again here; before, it was judged a leave in the seed
+        phases and the clock played for the seat until it dropped it: 40 points for a
+        hand it had left before it was dealt (the audit h89,
+        tests/test_audit_seams_lease_flap.py)."""
+        if hand.phase is not HandPhase.COMMIT:
+            return False
+        if self.behind_deal.get(cmd.cmd_id) == hand.hand_no:
+            return True
+        seat = hand.seat_of(cmd.player_id)
+        if self.untold_deal != hand.hand_no or seat is None or seat in hand.commits:
+            return False
+        self.behind_deal[cmd.cmd_id] = hand.hand_no  # kept, and judged again, as such a leave (D35)
+        return True
 
     def _void_for_leave(self, cmd: io.Command, hand: HandRun, seat: int, after: dict[str, Any], now: int) -> None:
         """D36: a leave that came while ``hand``'s deal was being written came before

@@ -93,6 +93,11 @@ class TableCore(Commands):
         #: had none (a store answering late held their way back too: ``_answered_late``)
         self.came_while_writing: set[str] = set()
         self._start_held: int | None = None  # the deal a late answer held last (once a try)
+        #: D36: the hand_no of a hand this core's first load found in its commit window
+        #: with no commitment stored: its last owner may never have told it, and a leave
+        #: it refused behind that deal's write (it let the table go, or stopped) is
+        #: judged here as one that came before the hand (``Commands._left_before``)
+        self.untold_deal: int | None = None
 
     # -- the one entry ------------------------------------------------------------------
     def step(self, inp: io.Input, clock: int, stalled: int = 0) -> list[io.Effect]:
@@ -648,6 +653,12 @@ class TableCore(Commands):
             hand.owed.update(old.owed)  # D35: what the house owed before this reload, it still owes
         elif first and hand is not None:
             self._owe_what_was_forgotten(hand, now)
+            if hand.phase is HandPhase.COMMIT and not hand.commits and self.to_void is None:
+                # D36: nobody has committed: the last owner may have let the table go (a
+                # lease lost, a SIGTERM, a crash) with the deal's write in flight and a
+                # leave behind it, which it refused ``moved`` (or never answered); this
+                # core cannot know, as it cannot know the moves it refused (D32, D35)
+                self.untold_deal = hand.hand_no
         if hand is not None and self.unsettled is not None and _stored_untold(self.unsettled.op, hand):
             # D35: the write in flight was stored but its answer was lost: its records
             # were never told, and are told only now (``resumed``); the window or turn

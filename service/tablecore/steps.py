@@ -54,6 +54,7 @@ class Steps:
     hands_finished: int
     to_void: tuple[str, int | None] | None
     behind_deal: dict[int, int]
+    untold_deal: int | None
     unreadable: io.VoidUnreadableOp | None
     stored_at: int
 
