@@ -40,6 +40,15 @@ export function keepEvidence(playerId, item) {
   return true;
 }
 
+/** Forget the evidence this browser kept of one hand (and its place in the index). */
+export function forgetEvidence(playerId, tableId, handNo) {
+  const key = name(playerId, tableId, handNo);
+  store.remove(key);
+  const indexName = "evidence-index." + playerId;
+  const index = store.getJSON(indexName, []);
+  if (index.includes(key)) store.setJSON(indexName, index.filter((k) => k !== key));
+}
+
 /** The headers this browser kept of a table's other hands: with a hand's own items
     they hold it to the table's rules, which never change (§15 rule 3, RULES.md D38). */
 export function tableHeadersOf(playerId, tableId, handNo) {

@@ -12,7 +12,8 @@ import { loadLobby, renderLobby } from "./lobby.js";
 import { loadHands } from "./history.js";
 import { createPlayer, ready, renderWho, resume, signIn, signOut } from "./signin.js";
 import { forgetCards } from "./store.js";
-import { evidenceOf, verdictOf } from "./evidence.js";
+import { evidenceOf, forgetEvidence, verdictOf } from "./evidence.js";
+import { api } from "./api.js";
 import { historyCtl, leaveTablePage, onTableKey, openTable, receive, renderTable, sortHand, wireTable } from "./table-page.js";
 import * as moves from "./moves.js";
 import { summarize } from "./render-results.js";
@@ -90,10 +91,43 @@ async function onCreate(e) {
   }
 }
 
+/** The hands still in play that this browser kept evidence of: as the server lists
+    the player's hands (before the session ends), and the hand on the table page. */
+async function liveHandsWithEvidence(me) {
+  const live = [];
+  try {
+    for (const h of (await api("GET", "/api/me/hands")).hands || []) {
+      if (h.status === "seeding" || h.status === "playing") live.push({ table_id: h.table_id, hand_no: h.hand_no });
+    }
+  } catch (e) {
+    /* the table page's own hand below still counts */
+  }
+  const t = S.t;
+  if (t && t.hand && !t.hand.ended && !live.some((h) => h.table_id === t.id && h.hand_no === t.hand.hand_no)) {
+    live.push({ table_id: t.id, hand_no: t.hand.hand_no });
+  }
+  return live.filter((h) => evidenceOf(me.id, h.table_id, h.hand_no).length > 0);
+}
+
 async function onSignOut() {
+  const me = S.me;
+  const live = me ? await liveHandsWithEvidence(me) : [];
   leaveTablePage();
   await signOut();
-  if (S.me) forgetCards(S.me.id);
+  if (me) {
+    // The evidence of a hand still in play names cards the player drew (a closed
+    // draw's ack: its record's h, one of 106 guesses): the player takes it away as a
+    // file, and the next person at this browser cannot read it (the audit h87).
+    for (const h of live) {
+      historyCtl.downloadEvidence(h.table_id, h.hand_no);
+      forgetEvidence(me.id, h.table_id, h.hand_no);
+    }
+    forgetCards(me.id);
+  }
+  if (live.length) {
+    const which = live.map((h) => "hand " + h.hand_no + " of table " + h.table_id).join(", ");
+    notice("Your evidence of " + which + " (still in play) was downloaded and removed from this browser: it names cards you drew.", 15000);
+  }
   S.me = null;
   S.key = null;
   S.hands = null;

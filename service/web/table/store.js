@@ -57,8 +57,11 @@ export const store = {
 
 /** On sign-out: what shows the player's cards — the arrangements of its hands and its
     tables' logs — so that the next person at a shared browser does not read a live
-    hand's cards.  Seeds and evidence stay (a seed is needed to reveal, evidence to
-    dispute; neither shows a card the player holds). */
+    hand's cards.  Seeds and the evidence of ended hands stay (a seed is needed to
+    reveal, evidence to dispute); the evidence of a hand still in play is downloaded
+    and forgotten by the sign-out itself (main.js): a closed draw's ack holds all of
+    its record but the card, and its ``h`` names the card among 106 guesses (the
+    audit h87). */
 export function forgetCards(playerId) {
   store.removeAll(["arr." + playerId + ".", "log." + playerId + "."]);
 }
