@@ -40,7 +40,7 @@ from urllib.parse import quote
 
 import aiohttp
 
-from service import views
+from service import fastjson, views
 from verifier import strategy
 from verifier.chain import commit_move, move_body, player_body, reveal_move
 from verifier.checkbase import same
@@ -232,7 +232,9 @@ class Bot:
         assert self._ws is not None
         self._n += 1
         msg_id = f"m{self._n}"
-        await self._ws.send_json({"id": msg_id, **message})
+        # card ids three characters wide, as the server sends them (fastjson.to_client):
+        # a declare's finish and kept cards stay hidden until the hand ends (the audit h87)
+        await self._ws.send_str(fastjson.to_client({"id": msg_id, **message}))
         return msg_id
 
     async def send_move(self, message: dict[str, Any], move: dict[str, Any], prev: str) -> str:

@@ -15,12 +15,13 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from playwright.async_api import Browser, Page, ViewportSize
+from playwright.async_api import Browser, Page, ViewportSize, WebSocket
 
 from service.bots import Bot
 from tests.conftest import Api, wait_for
 from tests.heldbot import no_declares
 from tests.test_web_table import MY_MOVE, SHOTS, PatientBot, new_person, page_state, sign_in, start_bots, stop_bots
+from tests.test_ws_lengths import PADDED, UNPADDED
 
 PORTRAIT: list[ViewportSize] = [
     {"width": 360, "height": 740},
@@ -222,6 +223,12 @@ async def test_a_hand_on_a_phone_by_taps(
     release_declares = no_declares(monkeypatch)
     try:
         async with phone(browser, {"width": 390, "height": 844}) as page:
+            sent: list[str] = []  # every frame the page sends its table
+
+            def on_socket(ws: WebSocket) -> None:
+                ws.on("framesent", lambda data: sent.append(data if isinstance(data, str) else data.decode()))
+
+            page.on("websocket", on_socket)
             await page.clock.install()  # the page's timers on a clock the test can move (it runs as ever until then)
             await page.goto(server.url + "/")
             await page.wait_for_selector("#signin-view:not([hidden])")
@@ -278,6 +285,10 @@ async def test_a_hand_on_a_phone_by_taps(
                     pictured = True
                 move = await tap_my_turn(page)
             await page.locator("#results-table").wait_for(timeout=15_000)
+            # the page's moves name their cards three characters wide, as the server does
+            # (connection.js toServer; a declare's cards stay hidden: the audit h87)
+            assert [t for t in sent if UNPADDED.search(t)] == [], sent
+            assert any(PADDED.search(t) for t in sent if '"kind":"discard"' in t), sent
             hand_id = await page.evaluate("RummyTable.state.t.results.hand_id")
             await kept_through_a_render(page, "#results-close")
             await every_control_is_reachable(page, "the results", ("#results",))  # over the whole page

@@ -391,7 +391,8 @@ export class TableSocket {
     this.connect();
   }
 
-  /** Send {type, table_id, ...fields} with a fresh id; resolves with the reply's result, rejects with a ServerError. */
+  /** Send {type, table_id, ...fields} with a fresh id; resolves with the reply's result, rejects with a ServerError.
+      A move's card ids go three characters wide (toServer). */
   send(type, fields) {
     const ws = this.ws;
     if (!ws || ws.readyState !== WebSocket.OPEN) return Promise.reject(new ServerError("disconnected", "not connected to the table"));
@@ -400,7 +401,7 @@ export class TableSocket {
     const msg = Object.assign({ id, type, table_id: this.tableId }, fields || {});
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
-      ws.send(JSON.stringify(msg));
+      ws.send(toServer(msg));
     });
   }
 
@@ -422,4 +423,26 @@ export class TableSocket {
     for (const p of this.pending.values()) p.reject(new ServerError("disconnected", "the page left the table"));
     this.pending.clear();
   }
+}
+
+const CARD = "\u0001card";
+const MARKED = /\{"\\u0001card":(\d+)\}/g;
+
+function mark(c) {
+  return Number.isInteger(c) ? { [CARD]: c } : c;
+}
+
+/** A message's JSON text with each card id of its move (``card``, the ``hint``'s groups)
+    padded with blanks to three characters, as the server pads its own
+    (service/fastjson.py to_client): the traffic is encrypted but its lengths are not,
+    and a declare's finish card and kept cards stay hidden until the hand ends (the
+    audit h87).  JSON allows blanks before a value; the move's signature is over its
+    canonical form, which has none. */
+export function toServer(msg) {
+  const a = msg.action;
+  if (!a || typeof a !== "object") return JSON.stringify(msg);
+  const m = Object.assign({}, a, { card: mark(a.card) });
+  if (!("card" in a)) delete m.card;
+  if (Array.isArray(a.hint)) m.hint = a.hint.map((g) => (Array.isArray(g) ? g.map(mark) : g));
+  return JSON.stringify(Object.assign({}, msg, { action: m })).replace(MARKED, (_, d) => d.padStart(3, " "));
 }
