@@ -107,20 +107,20 @@ async def stopped_with_a_damaged_row(
 
 
 # ----------------------------------------------------------------------------- void by rule (D33)
-async def test_a_record_that_does_not_replay_voids_the_hand_and_the_chain_goes_on(api: Api, server: Running) -> None:
-    table, a, b = await seat_two(api, server)
-    async with Client(server.url, a["token"], a["signer"]) as ca, Client(server.url, b["token"], b["signer"]) as cb:
-        hand_no, row = await stopped_with_a_damaged_row(  # record 5's sealed copy replaced by record 4's
-            server,
-            table,
-            ca,
-            cb,
-            "UPDATE hand_records SET sealed = (SELECT sealed FROM hand_records WHERE hand_id = $1 AND i = 4) "
-            "WHERE hand_id = $1 AND i = 5",
-        )
-        await restart_table(server, table)
+RECORD_5_AS_4 = (  # record 5's sealed copy replaced by record 4's: it does not replay
+    "UPDATE hand_records SET sealed = (SELECT sealed FROM hand_records WHERE hand_id = $1 AND i = 4) "
+    "WHERE hand_id = $1 AND i = 5"
+)
+
+
+async def voided_at_record_5(api: Api, server: Running, table: str, hand_no: int, *players: dict[str, Any]) -> Any:
+    """The hand voided by D33 for record 5 (set aside), its transcript verifying, nobody
+    charged and the ledger whole; returns the transcript."""
     row = await hand_row(server, table)
-    assert row["hand_no"] == hand_no and row["status"] == "void" and "record 5" in row["void_reason"]
+    assert row["hand_no"] == hand_no and row["status"] == "void", (
+        f"hand {hand_no} was not voided (D33): {row['hand_no']} {row['status']}"
+    )
+    assert "record 5" in row["void_reason"]
     t = await api.call("GET", f"/api/hands/{row['id']}/transcript", expect=200)
     report = verify_transcript(t, await key_of(api))
     assert report.ok, report.failure
@@ -129,10 +129,19 @@ async def test_a_record_that_does_not_replay_voids_the_hand_and_the_chain_goes_o
     assert t["result"] is None and t["server_seed"]  # the seed is revealed
     async with server.app[POOL].acquire() as conn:
         assert await conn.fetchval("SELECT COUNT(*) FROM hand_records_quarantine WHERE hand_id = $1", row["id"]) == 1
-    for p in (a, b):
+    for p in players:
         me = await api.call("GET", "/api/me", token=p["token"])
         assert me["held"] == 0 and me["available"] == 100_000  # nobody was charged
     assert (await api.call("GET", "/api/ledger"))["ok"] is True
+    return t
+
+
+async def test_a_record_that_does_not_replay_voids_the_hand_and_the_chain_goes_on(api: Api, server: Running) -> None:
+    table, a, b = await seat_two(api, server)
+    async with Client(server.url, a["token"], a["signer"]) as ca, Client(server.url, b["token"], b["signer"]) as cb:
+        hand_no, row = await stopped_with_a_damaged_row(server, table, ca, cb, RECORD_5_AS_4)
+        await restart_table(server, table)
+    t = await voided_at_record_5(api, server, table, hand_no, a, b)
     # The next hand continues the chain from the void hand's head: no hand is skipped.
     async with Client(server.url, a["token"], a["signer"]) as ca, Client(server.url, b["token"], b["signer"]) as cb:
         for c in (ca, cb):
@@ -164,35 +173,14 @@ async def test_a_process_that_dies_between_setting_records_aside_and_the_void_vo
         return result
 
     async with Client(server.url, a["token"], a["signer"]) as ca, Client(server.url, b["token"], b["signer"]) as cb:
-        hand_no, row = await stopped_with_a_damaged_row(  # record 5's sealed copy replaced by record 4's
-            server,
-            table,
-            ca,
-            cb,
-            "UPDATE hand_records SET sealed = (SELECT sealed FROM hand_records WHERE hand_id = $1 AND i = 4) "
-            "WHERE hand_id = $1 AND i = 5",
-        )
+        hand_no, row = await stopped_with_a_damaged_row(server, table, ca, cb, RECORD_5_AS_4)
         monkeypatch.setattr(tablestore.TableStore, "run", dies_after_the_quarantine)
         await restart_table(server, table, wait=False)  # its void is never stored
         await asyncio.wait_for(quarantined.wait(), 30)
         assert (await hand_row(server, table))["status"] == "playing"  # set aside; the void not stored
         monkeypatch.setattr(tablestore.TableStore, "run", real_run)
         await restart_table(server, table)  # the kill and the restart
-    row = await hand_row(server, table)
-    assert row["hand_no"] == hand_no and row["status"] == "void", (
-        f"the hand was resumed from before the records set aside, not voided: {row['status']}"
-    )
-    assert "record 5" in row["void_reason"]
-    t = await api.call("GET", f"/api/hands/{row['id']}/transcript", expect=200)
-    report = verify_transcript(t, await key_of(api))
-    assert report.ok, report.failure
-    assert [r["type"] for r in t["log"]] == ["header", "commitments", "reveals", "deal", "action", "void"]
-    async with server.app[POOL].acquire() as conn:
-        assert await conn.fetchval("SELECT COUNT(*) FROM hand_records_quarantine WHERE hand_id = $1", row["id"]) == 1
-    for p in (a, b):
-        me = await api.call("GET", "/api/me", token=p["token"])
-        assert me["held"] == 0 and me["available"] == 100_000  # nobody was charged
-    assert (await api.call("GET", "/api/ledger"))["ok"] is True
+    await voided_at_record_5(api, server, table, hand_no, a, b)  # not resumed from before record 5
 
 
 async def test_a_damaged_time_in_the_newest_record_does_not_stop_the_table_loading(api: Api, server: Running) -> None:
