@@ -12,8 +12,11 @@ import asyncpg
 import pytest
 
 from service import api_ws
+from service.app import TABLES
 from service.startup import Running
+from service.table import TableActor
 from tests.conftest import Api, wait_for
+from tests.skipclock import SkipClock, clocked
 from tests.wsclient import Client
 from verifier.fairness import player_commit
 
@@ -34,9 +37,10 @@ def _head(c: Client, table: str) -> str:
     raise AssertionError("no record seen yet")
 
 
-async def _seeded(table: str, *clients: Client) -> int:
+async def _seeded(table: str, *clients: Client, clock: tuple[TableActor, SkipClock] | None = None) -> int:
     """Join, sit, commit and reveal at ``table`` (frames of other tables ignored);
-    the hand number once it is dealt."""
+    the hand number once it is dealt.  ``clock``: the table's, standing still; what
+    the table waits for before it deals is skipped, not waited for."""
     for c in clients:
         assert (await c.request({"type": "join", "table_id": table}))["type"] == "reply"
         r = await c.request({"type": "sit", "table_id": table})
@@ -45,6 +49,10 @@ async def _seeded(table: str, *clients: Client) -> int:
     def phase(p: str) -> Any:
         return lambda f: f.get("type") == "hand" and f.get("table_id") == table and f.get("phase") == p
 
+    if clock is not None:
+        actor, still = clock
+        dealt = phase("commit")
+        await still.skip([actor], 120, until=lambda: all(any(dealt(f) for f in c.frames) for c in clients))
     seeds = {}
     for c in clients:
         frame = await c.wait_frame(phase("commit"))
@@ -69,36 +77,45 @@ def _on_turn(table: str, *clients: Client) -> Client:
     raise AssertionError("nobody on turn")
 
 
-def _act(c: Client, table: str, hand_no: int, action: dict[str, Any], timeout: float = 60) -> Any:
+def _act(
+    c: Client, table: str, hand_no: int, action: dict[str, Any], timeout: float = 60, msg_id: str | None = None
+) -> Any:
     v = _view(c, table)
     assert v is not None
     seat = int(v["me"]["seat"])
     prev = _head(c, table)
     sig = c.sign(table, hand_no, prev, {**action, "seat": seat})
     msg = {"type": "action", "table_id": table, "hand_no": hand_no, "action": action, "prev": prev, "sig": sig}
-    return asyncio.create_task(c.request(msg, timeout=timeout))
+    return asyncio.create_task(c.request(msg, msg_id=msg_id, timeout=timeout))
 
 
 # ----------------------------------------------------------------------------- a hung table
-A_TURN = 8  # seconds
-B_HUNG = 14  # seconds: table B's write waits on a row lock this long (longer than A's turn)
-
-
 async def test_a_hung_write_at_one_table_does_not_charge_a_move_sent_in_time_at_another(
-    server: Running, pg_dsn: str
+    server: Running, pg_dsn: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """D35/D37 (and D16: only an expiry the player caused is a missed turn): ann plays
     at tables A and B over one WebSocket.  Table B's write hangs in the database (a
-    row lock held by another session: the house's fault; B alone is paused, and A's
-    clock runs, as it should, since A's store answers), and a command of ann's for B
-    waits in B's queue.  Her draw at table A, sent with most of her A turn left, is
-    read, taken and answered in time: the socket's reader does not wait on B's answer
-    (before, it did, up to 30 s, and A's clock moved for her: a missed turn the
-    house's fault at another table caused)."""
+    row lock held by another session: the house's fault; B alone is paused), and a
+    command of ann's for B waits in B's queue.  Her draw at table A is read, taken and
+    answered while B's write still hangs: the socket's reader does not wait on B's
+    answer (before, it did, up to 30 s, and A's clock moved for her: a missed turn the
+    house's fault at another table caused).
+
+    Nothing here waits on time: table A's clock stands still (time is the test's input,
+    and it skips only the wait before A deals), so her turn at A cannot run out however
+    busy the machine; B's row stays locked until her draw at A has been answered, and
+    no answer is given up as ``busy`` meanwhile.  So the order is forced, not raced: a
+    reader that waited on B's answer reads the draw only once B's write is given up
+    (the pool's 30 s statement timeout refuses B's move ``unavailable``), and the test
+    sees B answered before the draw."""
+    monkeypatch.setattr(api_ws, "WAITING_SECONDS", 0.2)  # ann is told soon that her B command waits
+    monkeypatch.setattr(api_ws, "TABLE_ANSWER_SECONDS", 3600.0)  # never ``busy`` here: B waits as long as held
     async with aiohttp.ClientSession() as session:
         api = Api(server.url, session)
-        ta = await api.table(seats=4, point_value=1, turn_seconds=A_TURN, max_missed_turns=3)
+        ta = await api.table(seats=4, point_value=1, turn_seconds=8, max_missed_turns=3)
         tb = await api.table(seats=4, point_value=1, turn_seconds=3600, max_missed_turns=3)
+        a_clock = await clocked(server, ta, SkipClock(wall=False))  # A's time moves only as skipped
+        actor_b = server.app[TABLES][tb]
         ann, bo, cy = await api.player("ann"), await api.player("bo"), await api.player("cy")
         async with (
             Client(server.url, ann["token"], ann["signer"]) as sa,
@@ -106,8 +123,8 @@ async def test_a_hung_write_at_one_table_does_not_charge_a_move_sent_in_time_at_
             Client(server.url, cy["token"], cy["signer"]) as sc,
         ):
             hb = await _seeded(tb, sc, sa)  # B in play (its turns an hour long)
-            ha = await _seeded(ta, sa, sb)  # A in play, 8 s turns
-            # A: bring the turn to ann with a whole turn left
+            ha = await _seeded(ta, sa, sb, clock=a_clock)  # A in play; its clock stands still from here on
+            # A: bring the turn to ann
             if _on_turn(ta, sa, sb) is sb:
                 assert (await _act(sb, ta, ha, {"kind": "draw_closed"}))["type"] == "reply"
                 await wait_for(lambda: (_view(sb, ta) or {}).get("phase") == "discard")
@@ -121,21 +138,27 @@ async def test_a_hung_write_at_one_table_does_not_charge_a_move_sent_in_time_at_
             await lock.execute("SELECT 1 FROM hands WHERE table_id = $1 FOR UPDATE", tb)
             try:
                 b_mover = _on_turn(tb, sa, sc)
-                b_move = _act(b_mover, tb, hb, {"kind": "draw_closed"})  # B's write hangs
-                await asyncio.sleep(0.3)
+                b_move = _act(b_mover, tb, hb, {"kind": "draw_closed"}, msg_id="b-move")  # B's write hangs
+                await wait_for(lambda: actor_b.core.pending is not None, timeout=30)  # B is in that write
+                held = "b-move"
                 pending_b = None
                 if b_mover is not sa:  # ann's own command for B waits behind B's write
-                    pending_b = asyncio.create_task(sa.request({"type": "sit", "table_id": tb}, timeout=60))
-                    await asyncio.sleep(0.3)
-                sent = asyncio.get_running_loop().time()
-                draw = _act(sa, ta, ha, {"kind": "draw_closed"})  # at A, with ~7 s of her turn left
-                await asyncio.sleep(B_HUNG)
+                    held = "b-sit"
+                    pending_b = asyncio.create_task(
+                        sa.request({"type": "sit", "table_id": tb}, msg_id=held, timeout=60)
+                    )
+                # ann's socket has an answer of B's to tell, which B holds: read and taken, not answered
+                await sa.wait_frame(lambda f: f.get("type") == "waiting" and f.get("id") == held, timeout=30)
+                answer = await _act(sa, ta, ha, {"kind": "draw_closed"})  # at A, while B hangs
+                b_told = [t.result() for t in (b_move, pending_b) if t is not None and t.done()]
+                assert b_told == [] and actor_b.core.pending is not None, (
+                    f"ann's draw at table A was answered ({answer.get('type')}) only once table B's hung write "
+                    f"was given up ({b_told}): the socket's reader waited on B's answer before it read the draw"
+                )
             finally:
                 await tx.rollback()
                 await lock.close()
-            answer = await draw
-            took = asyncio.get_running_loop().time() - sent
-            await b_move
+            assert (await b_move)["type"] == "reply"
             if pending_b is not None:
                 await pending_b
             timeouts = [
@@ -145,11 +168,7 @@ async def test_a_hung_write_at_one_table_does_not_charge_a_move_sent_in_time_at_
                 and f.get("table_id") == ta
                 and any(e.get("kind") == "clock" for e in f.get("events", ()))
             ]
-            assert answer["type"] == "reply", (
-                f"ann's draw at table A, sent with most of her {A_TURN} s turn left, was answered after "
-                f"{took:.1f} s: {answer.get('error')}; A's clock moved for her meanwhile ({len(timeouts)} "
-                "missed turn(s) told at A) while the socket's reader waited on table B's hung write"
-            )
+            assert answer["type"] == "reply" and timeouts == [], (answer, timeouts)
 
 
 # ----------------------------------------------------------------------------- Answers
