@@ -29,8 +29,10 @@ import pytest
 from playwright.async_api import Browser, Page
 
 from service.app import TABLES
+from service.tablecore.phase import HandPhase
 from tests.conftest import Api, wait_for
 from tests.heldbot import no_declares
+from tests.skipclock import SkipClock, clocked
 from tests.test_web_table import (
     PatientBot,
     at_the_table,
@@ -274,11 +276,17 @@ async def test_a_header_listing_another_key_gets_no_commitment_and_a_hand_ended_
     device registered its own after the page did): the page says so and commits
     nothing, and signs no move in that hand.  The page then loses the network, and the
     hand ends meanwhile (the clock drops the seat, D16): back online, the page says so
-    and shows the result from the published transcript."""
+    and shows the result from the published transcript.
+
+    The table's clock stands still but for what the test skips (``SkipClock(wall=False)``),
+    and the test skips it only once the page is offline, and only while the clock would
+    charge the person alone: the seat cannot be dropped before the page goes offline,
+    nor the bot be charged for a move it is slow to send on a busy machine."""
     # The bot never declares: a first-turn declare (about 1 deal in 100 with its
     # strategy) would end the hand before the clock drops the person
     no_declares(monkeypatch)
     table_id = await api.table(seats=4, point_value=1, turn_seconds=3, max_missed_turns=1, min_players=2)
+    actor, clock = await clocked(server, table_id, SkipClock(wall=False))  # time only as skipped
     person = await new_person(api, "Omar")
     p = await api.player("steady-bot")
     other = PatientBot(server.url, p["token"], table_id, fast=True, key=p["signer"], max_hands=1)
@@ -295,6 +303,9 @@ async def test_a_header_listing_another_key_gets_no_commitment_and_a_hand_ended_
             substitute = Signer.generate().public_bytes.hex()  # a strict key: the server refuses others (bad_key)
             await api.call("PUT", "/api/me/key", token=person["token"], body={"public_key": substitute}, expect=200)
             tasks = start_bots([other])
+            await wait_for(lambda: len(actor.t.seats) == 2, timeout=60)  # the bot sits
+            await clock.skip([actor], 120, until=lambda: actor.hand is not None)  # what waits for the deal
+            assert actor.hand is not None and actor.hand.phase is HandPhase.COMMIT
             await page.wait_for_function(
                 "() => document.getElementById('alert-text').textContent.includes('does not list your key')",
                 timeout=60_000,
@@ -307,13 +318,31 @@ async def test_a_header_listing_another_key_gets_no_commitment_and_a_hand_ended_
             assert any(s["player_key"] == substitute for s in proof["header"]["seats"])
             # the hand goes on without the person's seed or moves, and without the page
             hand_id = (await page_state(page))["hand_id"]
+            assert await page.evaluate("!RummyTable.state.t.results")  # the page has seen no end of it
             await context.set_offline(True)
             await page.evaluate("RummyTable.dropConnection()")
+            assert actor.hand is not None and actor.hand.phase is HandPhase.COMMIT  # the hand still on
+            seat_no = actor.hand.seat_of(person["id"])
+
+            def person_alone_charged() -> bool:
+                hand = actor.hand
+                return (
+                    hand is not None and hand.phase is not HandPhase.FINISHING and actor.core.charged(hand) == [seat_no]
+                )
+
             transcript: dict[str, Any] = {}
-            # the clock drops the seat (D16) and the hand ends: a few turns of 3 s, which a
-            # busy machine stretches (40 s was once too few); only a hang takes 150 s
+            # the clock drops the seat (D16) and the hand ends: it moves only while it would
+            # charge the person alone (the bot's commit, reveal and moves come at its pace);
+            # only a hang takes 150 s
             deadline = asyncio.get_running_loop().time() + 150
             while asyncio.get_running_loop().time() < deadline:
+                hand = actor.hand
+                if hand is not None and hand.phase is not HandPhase.FINISHING:
+                    if person_alone_charged():
+                        await clock.skip([actor], 1.0, until=lambda: not person_alone_charged())
+                    else:
+                        await asyncio.sleep(0.05)
+                    continue
                 transcript = await api.call("GET", f"/api/hands/{hand_id}/transcript", token=None)
                 if "log" in transcript:
                     break
