@@ -23,7 +23,7 @@ import logging
 import math
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 import asyncpg
@@ -114,6 +114,9 @@ class NodeSettings:
     #: the node this process is a worker of (``serve --workers``: it holds leases as
     #: ``NODE/wN``); empty: this process is the node
     node_name: str = ""
+    #: the steady clock (seconds) the leases are reckoned on: when each may run out, and
+    #: whether the node stood still (:meth:`Cluster.expire`); a test gives its own
+    clock: Callable[[], float] = field(default=time.monotonic, compare=False, repr=False)
 
     def sibling(self, holder: str) -> int | None:
         """The index of ``holder`` when it is another worker of this node."""
@@ -158,7 +161,7 @@ class Cluster:
         # periods, over and over (its players paused each time).
         self._kept: dict[str, tuple[int, int]] = {}
         self.owned: dict[str, Lease] = {}
-        #: table -> the moment (this process's monotonic clock) by which its lease may have
+        #: table -> the moment (the node's clock: this process's monotonic one) by which its lease may have
         #: run out in the database: lease_seconds after the start of the statement that
         #: last took or renewed it (the database's expiry is never earlier)
         self.valid: dict[str, float] = {}
@@ -201,14 +204,15 @@ class Cluster:
 
     async def _watch(self) -> None:
         beat = self.node.heartbeat_seconds
+        clock = self.node.clock
         while True:
-            now = time.monotonic()
+            now = clock()
             await self.expire(now)
             soonest = min(self.valid.values(), default=now + self.node.lease_seconds) - beat
             nap = min(beat, max(0.05, soonest - now))
-            planned = time.monotonic() + nap
+            planned = clock() + nap
             await asyncio.sleep(nap)
-            woke = time.monotonic()
+            woke = clock()
             if woke - planned > beat:
                 # This node stood still (SIGSTOP, a hung host, starved of CPU), not its
                 # database: the heartbeat renews at once, and the leases wait half a beat
@@ -343,7 +347,7 @@ class Cluster:
         renewing = dict(self.owned)
         tables = list(renewing)
         epochs = [renewing[t].epoch for t in tables]
-        began = time.monotonic()
+        began = self.node.clock()
         async with self._own_connection() as conn:
             rows = await conn.fetch(
                 RENEW_SQL,
@@ -382,7 +386,7 @@ class Cluster:
         beyond the share: an open table is never left without an owner."""
         async with self._own_connection() as conn:
             stray = False
-            began = time.monotonic()
+            began = self.node.clock()
             if self.node.cluster:
                 look = await self.look(conn)
                 want = share_of(*look) - len(await self.open_owned(conn))
@@ -500,7 +504,7 @@ class Cluster:
     def adopt(self, lease: Lease) -> None:
         self._creating.discard(lease.table_id)
         self.owned[lease.table_id] = lease
-        self.valid[lease.table_id] = time.monotonic() + self.node.lease_seconds
+        self.valid[lease.table_id] = self.node.clock() + self.node.lease_seconds
 
     def abandon(self, table_id: str) -> None:
         self._creating.discard(table_id)

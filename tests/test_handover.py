@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import shutil
 import tempfile
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,10 +45,12 @@ async def node(
     front: Callable[[int], Awaitable[str]] | None = None,
     lease_seconds: float = 3.0,
     heartbeat_seconds: float = 0.5,
+    clock: Callable[[], float] = time.monotonic,
+    settings: Settings = FAST,
 ) -> Running:
     """A cluster node on ``dsn`` (reached through ``database_url`` when given), its
     public URL on ``public_host``, or the URL ``front`` gives for its port (a proxy
-    its clients reach it through)."""
+    its clients reach it through); its leases reckoned on ``clock``."""
     port = free_port()
     public = f"http://{public_host}:{port}" if front is None else await front(port)
     return await start_server(
@@ -56,7 +59,7 @@ async def node(
         data_dir=data_dir,
         database_url=database_url or dsn,
         operator_token=OPERATOR,
-        settings=FAST,
+        settings=settings,
         node=NodeSettings(
             node_id=node_id,
             public_url=public,
@@ -64,6 +67,7 @@ async def node(
             shared=True,  # as `serve --node-id` sets it: other nodes may take its tables
             lease_seconds=lease_seconds,
             heartbeat_seconds=heartbeat_seconds,
+            clock=clock,
         ),
     )
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import shutil
 import tempfile
@@ -35,11 +36,13 @@ from service.bots import Bot
 from service.cluster import Cluster, Lease, NodeSettings
 from service.keys import SEED_KEY_FILE, SIGNING_KEY_FILE
 from service.startup import Running
+from service.table import Settings
 from service.tablecore.phase import HandPhase
 from tests.conftest import Api, fresh_database, wait_for
 from tests.pgproxy import PgProxy
+from tests.skipclock import SkipClock
 from tests.tcpfreeze import FreezeProxy
-from tests.test_handover import node
+from tests.test_handover import FAST, node
 from tests.test_web_table import start_bots, stop_bots
 from tests.wsclient import Client
 
@@ -62,11 +65,18 @@ class Pair:
 
 @contextlib.asynccontextmanager
 async def proxied_pair(
-    pg_dsn: str, tmp_path: Path, *, front: bool = False, b_host: str = "127.0.0.1"
+    pg_dsn: str,
+    tmp_path: Path,
+    *,
+    front: bool = False,
+    b_host: str = "127.0.0.1",
+    a_lease: float = 3.0,
+    a_beat: float = 0.5,
+    settings: Settings = FAST,
 ) -> AsyncIterator[Pair]:
     """Nodes a and b of one card room; a reaches PostgreSQL through a proxy that can
     hang, and with ``front`` its clients reach it through one that can stand still;
-    b is public on ``b_host``."""
+    b is public on ``b_host``.  ``a_lease``, ``a_beat``: node a's lease and heartbeat."""
     async with fresh_database(pg_dsn, "partnode") as dsn:
         sock_dir = tempfile.mkdtemp(prefix="pgp-", dir="/tmp")
         proxy = await PgProxy(pg_dsn, sock_dir).start()
@@ -79,11 +89,20 @@ async def proxied_pair(
         a = b = None
         try:
             db = proxy.dsn(urlsplit(dsn).path.lstrip("/"))
-            a = await node(dsn, tmp_path / "a", "a", database_url=db, front=in_front if front else None)
+            a = await node(
+                dsn,
+                tmp_path / "a",
+                "a",
+                database_url=db,
+                front=in_front if front else None,
+                lease_seconds=a_lease,
+                heartbeat_seconds=a_beat,
+                settings=settings,
+            )
             (tmp_path / "b").mkdir()
             for f in (SIGNING_KEY_FILE, SEED_KEY_FILE):  # one card room: the same keys
                 shutil.copy2(tmp_path / "a" / f, tmp_path / "b" / f)
-            b = await node(dsn, tmp_path / "b", "b", public_host=b_host)
+            b = await node(dsn, tmp_path / "b", "b", public_host=b_host, settings=settings)
             yield Pair(dsn, proxy, a, b, fronts[0] if fronts else None)
         finally:
             proxy.let_go()
@@ -129,8 +148,16 @@ async def transcript_of(dsn: str, table: str, hand_no: int) -> dict[str, Any] | 
 async def test_a_node_cut_off_from_its_database_sends_its_players_to_the_new_owner_and_nobody_is_charged(
     pg_dsn: str, tmp_path: Path
 ) -> None:
+    """Margins (none of them time the test waits for): node a's heartbeat is 2 s (a 6 s
+    lease), so it gives the table up a whole 2 s before node b can take it, and an event
+    loop held up for a second on a busy machine cannot reverse the order (with a 0.5 s
+    beat, half a second could); the grace a seat has at the new owner to find the table
+    (D32, D37) is 15 s, so a bot reconnecting slowly on a busy machine is not charged,
+    while the 5 s turn still runs out during the outage (6 s at most, from the last
+    renewal) for a clock that gave no grace."""
     tasks: list[asyncio.Task[None]] = []
-    async with proxied_pair(pg_dsn, tmp_path) as n:
+    wide = dataclasses.replace(FAST, resume_grace=15.0)
+    async with proxied_pair(pg_dsn, tmp_path, a_lease=6.0, a_beat=2.0, settings=wide) as n:
         a, b = n.a, n.b
         try:
             async with aiohttp.ClientSession() as session:
@@ -205,7 +232,7 @@ async def test_expire_gives_up_exactly_the_leases_that_may_run_out_within_a_hear
 
 
 async def test_a_node_that_stood_still_renews_its_leases_instead_of_letting_its_tables_go(
-    pg_dsn: str, tmp_path: Path
+    pg_dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Found by an audit: a node (``--node-id``) stopped for 4-5 s, alone in its card
     room, woke with its leases within a heartbeat of running out; its watch let every
@@ -213,11 +240,15 @@ async def test_a_node_that_stood_still_renews_its_leases_instead_of_letting_its_
     ``moved`` and reconnected — to the same node.  Now the watch sees that it woke late
     (the node stood still, not its database) and lets the heartbeat renew first.
 
-    The watch gives the heartbeat half a beat of real time after the stop to renew (its
-    statements on a database this busy machine shares): with the 0.5 s beat of the
-    other nodes here that was 0.25 s; a 2 s beat (a 6 s lease) gives it 1 s."""
+    The node's leases are reckoned on a clock that stands still but for what the test
+    skips (``NodeSettings.clock``): the stop is a skip of all but half a beat of the
+    lease, and the half beat the watch then gives the heartbeat (1 s of a 2 s beat)
+    does not run out however long the renewal takes on a busy machine.  The heartbeat
+    is held until the watch has looked at the leases after the stop, twice: the order
+    the grace is for (the watch first) is forced, not raced."""
+    clock = SkipClock(wall=False)
     async with fresh_database(pg_dsn, "stood") as dsn:
-        n = await node(dsn, tmp_path / "a", "a", lease_seconds=6.0, heartbeat_seconds=2.0)
+        n = await node(dsn, tmp_path / "a", "a", lease_seconds=6.0, heartbeat_seconds=2.0, clock=clock)
         try:
             async with aiohttp.ClientSession() as session:
                 api = Api(n.url, session)
@@ -225,15 +256,37 @@ async def test_a_node_that_stood_still_renews_its_leases_instead_of_letting_its_
                 p = await api.player("p")
             cluster = n.app[CLUSTER]
             settings = cluster.node
+            beat, expire = cluster.beat, cluster.expire
+            go = asyncio.Event()
+            go.set()
+            looked = 0  # the watch's looks at the leases since the stop
+
+            async def held_beat() -> None:
+                await go.wait()
+                await beat()
+
+            async def counted_expire(now: float) -> None:
+                nonlocal looked
+                looked += cluster.stood_still_until > 0
+                await expire(now)
+
+            monkeypatch.setattr(cluster, "beat", held_beat)
+            monkeypatch.setattr(cluster, "expire", counted_expire)
             async with Client(n.url, p["token"], p["signer"]) as c:
                 assert (await c.request({"type": "join", "table_id": table}))["type"] == "reply"
                 beats = cluster.beats
                 await wait_for(lambda: cluster.beats > beats, timeout=30)  # a renewal just made
+                go.clear()  # the next heartbeat waits
+                assert cluster.stood_still_until == 0
                 # the whole node stands still for all but half a beat of the lease
-                time.sleep(settings.lease_seconds - settings.heartbeat_seconds / 2)
+                clock.skipped += settings.lease_seconds - settings.heartbeat_seconds / 2
+                await wait_for(lambda: looked >= 2, timeout=30)
+                assert table in n.app[TABLES] and table in cluster.owned, "the watch let the lease go first"
+                go.set()
                 beats = cluster.beats
                 await wait_for(lambda: cluster.beats >= beats + 3, timeout=30)
                 assert table in n.app[TABLES] and table in cluster.owned
+                assert cluster.valid[table] > clock() + settings.heartbeat_seconds  # renewed after the stop
                 assert [f for f in c.frames if f.get("type") == "moved"] == []
         finally:
             await n.stop()
