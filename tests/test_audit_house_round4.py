@@ -7,16 +7,17 @@ history (the next v2 hand's ``prev_head`` pins the original's head: ``chain``); 
 table's history planned as v1 up to the victim's hand passes a directory only with
 ``--allow-v1`` (its warning) and fails the victim's evidence.
 
-Two findings, each a strict xfail with its control:
+Two findings, each with its control (the first a strict xfail, the second fixed):
 
 1. A winning declare refused ``busy`` and overtaken, within the turn the refusal owed,
    by a leave of the house's friend (40 instead of its count): the mirror of h67/h80's
    refused leave, which ``leave_not_overtaken`` checks for leaves only.
 2. A hand the victim was seated in (its real key listed) but never shown: the clock
    drops it (40).  Its evidence of the hands around fails the single transcript ("no
-   item … proves nothing") but the directory passes: ``evidence`` is skipped for a
+   item … proves nothing") but the directory passed: ``evidence`` was skipped for a
    transcript of a directory the evidence holds no item for, even one that seats the
-   player's own key.
+   player's own key.  Fixed (§14): such a transcript fails ``evidence`` in a
+   directory too.
 """
 
 from __future__ import annotations
@@ -193,11 +194,6 @@ def test_a_hand_never_shown_fails_the_victims_evidence_alone(tmp_path: Path) -> 
     assert "no item of this evidence is for" in report.failure.message
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="h85: in a directory, evidence is skipped for a transcript it holds no item for, even one that seats "
-    "the player's own key (named by its player items): a hand the victim was never shown passes",
-)
 def test_a_hand_that_seats_the_victims_key_unshown_fails_the_directory(tmp_path: Path) -> None:
     """The attack.  The victim sits at a heads-up table, connected throughout.  The
     house deals hand 2 to both seats — the header lists the victim's registered key,
@@ -228,3 +224,17 @@ def test_a_hand_that_seats_the_victims_key_unshown_fails_the_directory(tmp_path:
     folder, _two, evidence = unshown_hand(tmp_path)
     out = verify_folder(folder, KEY, evidence)
     assert not out.ok, "hand 2 charged the victim 40 for a hand it was never shown; the directory passes"
+    failed = {Path(r.path).name: r.failure for r in out.results if r.failure is not None}
+    assert list(failed) == ["hand-2.json"], failed
+    assert failed["hand-2.json"]["check"] == "evidence" and "never shown" in failed["hand-2.json"]["message"]
+
+
+def test_a_hand_the_evidence_does_not_seat_is_still_skipped_in_a_directory(tmp_path: Path) -> None:
+    """Control: the victim's items of hand 1 without its ``player`` item name no key
+    of their own, so hands 2 and 3, of which they hold nothing, are skipped as before
+    and the directory passes."""
+    folder, _two, victim = unshown_hand(tmp_path)
+    one = [x for x in victim if x["body"]["hand_no"] == 1]
+    stranger = [x for x in one if x["purpose"] != "player"]
+    out = verify_folder(folder, KEY, stranger)
+    assert out.ok, [(r.path, r.failure) for r in out.results if r.failure]

@@ -19,8 +19,10 @@ run over the hands that verified, per table:
   moves to the next seated player each hand, RULES.md D3).
 
 An evidence file given with a directory is checked against every transcript it holds
-items for; a transcript it holds none for skips ``evidence``, and evidence with no
-item for any transcript of the directory fails as a whole (``evidence``).
+items for; a transcript it holds none for skips ``evidence`` — but one that seats a
+key the evidence's ``player`` items name fails it, as it would alone (§14) — and
+evidence with no item for any transcript of the directory fails as a whole
+(``evidence``).
 
 Only small results travel back from a worker, never a transcript.
 """

@@ -54,7 +54,9 @@ class Ctx:
     pinned: bytes | None = None
     evidence: Any = None
     allow_v1: bool = False  # §14 format: rummy-pf/v1 only when the user asks (--allow-v1)
-    in_folder: bool = False  # one transcript of a directory: evidence without an item for it is skipped
+    # one transcript of a directory: evidence without an item for it is skipped (unless
+    # the hand seats the evidence's own key, §14)
+    in_folder: bool = False
     parsed: bool = False  # t is what verifier.strictjson.parse returned: JSON data by construction (§2)
     summary: dict[str, Any] = field(default_factory=dict)
     # format

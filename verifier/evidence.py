@@ -19,6 +19,7 @@ from typing import Any, Final, Literal
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from verifier import ed25519
 from verifier.chain import REVEALED, WITHHELD, move_body
 from verifier.checkbase import Ctx, Fail, Skip, canon, fail, public_key, same, signature_ok
 from verifier.errors import RuleError
@@ -545,9 +546,39 @@ def _typed(items: Any) -> list[dict[str, Any]]:
     return [_typed_item(item, n) for n, item in enumerate(_listed(items))]
 
 
+def _own_keys(items: list[Any]) -> set[str]:
+    """The keys the evidence's ``player`` items name, each signed by the key it names
+    (of any hand: whoever holds the file holds those keys)."""
+    keys: set[str] = set()
+    for item in items:
+        body = item["body"]
+        if item["purpose"] != "player" or body["player_key"] in keys:
+            continue
+        try:
+            key = ed25519.strict_key(bytes.fromhex(body["player_key"]))
+        except ValueError:
+            continue  # its own transcript judges it
+        if signature_ok(key, PROTOCOL_V2, "player", body, item["sig"]):
+            keys.add(body["player_key"])
+    return keys
+
+
 def _no_item(ctx: Ctx, counts: dict[str, int], why: str) -> Skip:
     t = ctx.t
     if ctx.in_folder:
+        # §14, a directory's evidence: a hand that seats the evidence's own key, of which
+        # it holds nothing, fails as it would alone (the house dealt the player a hand it
+        # never showed it, and the clock charged it: the audit h85); any other is skipped
+        seated = [e["seat"] for e in ctx.s.header["seats"] if e["player_key"] in _own_keys(ctx.evidence)]
+        if seated:
+            fail(
+                f"the evidence's player is seated in table {t['table_id']}, hand {t['hand_no']} (seat {seated[0]},"
+                " the key its player items name), and the evidence holds no item of it: the player was never"
+                " shown this hand, or kept nothing of it",
+                None,
+                f"an item of table {t['table_id']}, hand {t['hand_no']}",
+                f"{counts['other_hands']} items of other hands",
+            )
         return Skip(f"no item of the evidence is for table {t['table_id']}, hand {t['hand_no']}")
     fail(
         f"no item of this evidence is for table {t['table_id']}, hand {t['hand_no']}: {why}",
