@@ -9,6 +9,7 @@ out when the op has committed (:mod:`service.tablecore.core`).
 
 from __future__ import annotations
 
+import collections
 import logging
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -49,6 +50,7 @@ class Steps:
     hand: HandRun | None
     reach: Reachability
     pending: io.Pending | None
+    queue: collections.deque[io.Command]
     next_start: int | None
     handoff: bool
     hands_finished: int
@@ -367,6 +369,16 @@ class Steps:
             stand_unable=tuple(unable),
         )
         self.write(op, now, on_commit=started, on_refused=refused)
+        # D36: a leave still queued as the deal is written came before it: it waited behind
+        # the write in flight as the deal fell due (queued after the clock ran out, it does
+        # not go before the deal: TableCore.arrivals), and is judged only once the deal is
+        # stored.  It is judged as one that came while the deal was being written (a void
+        # in the commit window), not as a leave in the seed phases: the leaver paid for a
+        # hand it left before it was written, where a leave a moment later cost nothing
+        # (the audit h90, tests/test_audit_client_deal_timing.py).
+        for cmd in self.queue:
+            if cmd.kind == "leave":
+                self.behind_deal[cmd.cmd_id] = hand_no
 
     def _owe_if_told_late(self, hand: HandRun) -> None:
         """D35 for the house's own delay: a window or a turn runs from its record's
