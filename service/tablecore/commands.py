@@ -89,7 +89,8 @@ class Commands(Steps):
             now,
             cmd=cmd,
             on_commit=seated,
-            settled=lambda: result if facts.seats.get(seat) == player_id else None,
+            # (the facts the reload found: ``facts`` is the memory the failed write dropped)
+            settled=lambda: result if self.facts is not None and self.facts.seats.get(seat) == player_id else None,
         )
         return None
 
@@ -149,7 +150,12 @@ class Commands(Steps):
         op = io.UnseatOp(player_id)
         if records and hand is not None:
             op = io.UnseatOp(player_id, hand.hand_id, hand.hand_no, records, self.told_deadline(hand))
-        self.write(op, now, cmd=cmd, on_commit=left, settled=lambda: result if seat not in facts.seats else None)
+
+        def settled() -> dict[str, Any] | None:  # on the facts the reload found (``facts`` was dropped)
+            now_facts = self.facts
+            return result if now_facts is not None and player_id not in now_facts.seats.values() else None
+
+        self.write(op, now, cmd=cmd, on_commit=left, settled=settled)
         return None
 
     def _hand_for(self, cmd: io.Command) -> tuple[HandRun, int]:
