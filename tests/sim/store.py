@@ -37,6 +37,7 @@ class Hand:
     transcript: dict[str, Any] | None = None  # as PostgreSQL's jsonb holds it: parsed
     transcript_text: bytes | None = None  # the text the table published (io.FinishOp)
     settlements: int = 0
+    void_reason: str | None = None  # io.QuarantineOp's: a reload voids the hand for it (D33)
 
 
 @dataclass
@@ -62,6 +63,9 @@ class SimStore:
         self.ended: list[int] = []  # hand ids in the order they ended
         self.rngs: dict[str, random.Random] = {}  # per table: its server seeds
         self.log_reads = 0  # io.LogOp answered
+        #: hand id -> the indices of stored records whose sealed copy no longer opens (a
+        #: record that does not replay, D33: tests/sim/dealfaults.py injects it)
+        self.corrupt: dict[int, set[int]] = {}
 
     # -- setup ---------------------------------------------------------------------
     def add_player(self, player_id: str, key: bytes, balance: int) -> None:
@@ -93,7 +97,9 @@ class SimStore:
         stored = None
         h = next((h for h in reversed(self.by_table[table_id]) if h.status in ("seeding", "playing")), None)
         if h is not None:
-            stored = handstore.StoredHand(h.hand_id, h.hand_no, h.status, h.nonce, h.sealed, None, dict(h.players))
+            stored = handstore.StoredHand(
+                h.hand_id, h.hand_no, h.status, h.nonce, h.sealed, None, dict(h.players), void_reason=h.void_reason
+            )
             for s, (c, cp, sd, rp) in h.seeds.items():
                 if cp is not None:
                     stored.commits[s] = (c, cp)
@@ -101,7 +107,8 @@ class SimStore:
                     stored.seeds[s] = (sd, rp)
             for i, r in sorted(h.records.items()):  # sealed as PostgreSQL holds them (service.handstore)
                 sr = handstore.seal(self.keys, table_id, h.hand_no, r)
-                stored.records.append((i, sr.public, sr.sealed, sr.h))
+                sealed = sr.sealed if i not in self.corrupt.get(h.hand_id, ()) else bytes(len(sr.sealed))
+                stored.records.append((i, sr.public, sealed, sr.h))
         ended = None
         if ended_of is not None and (stored is None or stored.hand_id != ended_of):
             old = self.hands.get(ended_of)
@@ -186,6 +193,9 @@ class SimStore:
         elif isinstance(op, io.QuarantineOp):
             h = self.hands[op.hand_id]
             h.records = {i: r for i, r in h.records.items() if i < op.keep}
+            self.corrupt.pop(op.hand_id, None)  # the records that did not replay are set aside
+            if h.status in ("seeding", "playing"):  # and why, in the same write (service.tablestore)
+                h.void_reason = op.reason
         return None
 
     def _records(self, hand_id: int, records: tuple[dict[str, Any], ...]) -> None:
