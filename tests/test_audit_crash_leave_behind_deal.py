@@ -247,18 +247,7 @@ async def test_on_a_real_server_a_leave_that_waited_behind_the_deal_is_not_charg
         leave = asyncio.create_task(cb.request({"type": "leave", "table_id": table}, timeout=60))
         await wait_for(lambda: len(actor.core.queue) > 0, timeout=30)  # bo's leave, behind the deal
         proxy.let_go()
-        answered = await leave
-        await cb.__aexit__(None, None, None)  # bo closes his page
-        assert answered["type"] == "reply", answered
-        assert answered["result"]["charged"] is False and "voided" in answered["result"], answered
-        result = await ca.wait_frame(lambda f: f.get("type") == "result", timeout=60)
-        assert result.get("void") is True and "(D36)" in str(result.get("void_reason")), result
-        await wait_for(lambda: actor.core.hand is None and b["id"] not in actor.core.facts.seats.values())
-        async with server.app[POOL].acquire() as conn:
-            after = {p["id"]: await ledger.balance(conn, p["id"]) for p in (a, b)}
-        for pid, was in before.items():
-            now = after[pid]
-            assert (now.available, now.held) == (was.available + was.held, 0), (pid, was, now)
+        await voided_for_the_leave(server, actor, leave, ca, cb, b, before)
 
 
 @pytest.mark.parametrize("stored", [True, False], ids=["void-stored", "void-not-stored"])
@@ -288,3 +277,29 @@ def test_a_void_for_a_leave_whose_write_failed_is_answered_or_made_again_after_t
     assert h.core.facts is not None and "p1" not in h.core.facts.seats.values()
     assert total(h, "p1") == before and h.store.held["p1"] == 0
     assert [c for _, c in h.charges() if c.seat == 1] == []
+
+
+async def voided_for_the_leave(
+    server: Any,
+    actor: Any,
+    leave: asyncio.Task[dict[str, Any]],
+    ca: Any,
+    cb: Any,
+    leaver: dict[str, Any],
+    before: dict[str, Any],
+) -> None:
+    """D36: the leave (``leave``, of ``leaver`` at ``cb``) is answered with the void of
+    the hand it came before, uncharged; the others are told the void, the leaver is
+    stood up, and every hold is released (``before``: the balances before the deal)."""
+    answered = await leave
+    await cb.__aexit__(None, None, None)  # the leaver closes his page
+    assert answered["type"] == "reply", answered
+    assert answered["result"]["charged"] is False and "voided" in answered["result"], answered
+    result = await ca.wait_frame(lambda f: f.get("type") == "result", timeout=60)
+    assert result.get("void") is True and "(D36)" in str(result.get("void_reason")), result
+    await wait_for(lambda: actor.core.hand is None and leaver["id"] not in actor.core.facts.seats.values())
+    async with server.app[POOL].acquire() as conn:
+        after = {pid: await ledger.balance(conn, pid) for pid in before}
+    for pid, was in before.items():
+        now = after[pid]
+        assert (now.available, now.held) == (was.available + was.held, 0), (pid, was, now)

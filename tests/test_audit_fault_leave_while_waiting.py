@@ -39,7 +39,7 @@ from service.tablecore.core import Mode
 from tests.conftest import Api, wait_for
 from tests.pgproxy import PgProxy
 from tests.seams import Sockets
-from tests.test_audit_crash_leave_behind_deal import HANDS, deal_in_flight, play_out, total
+from tests.test_audit_crash_leave_behind_deal import HANDS, deal_in_flight, play_out, total, voided_for_the_leave
 from tests.test_recovery import proxied  # noqa: F401 (the fixture)
 from tests.test_server import seat_two
 from tests.test_tablecore import Harness
@@ -136,15 +136,4 @@ async def test_on_a_real_server_a_leave_sent_while_the_table_reloads_after_a_los
         leave = asyncio.create_task(cb.request({"type": "leave", "table_id": table}, timeout=60))
         await wait_for(lambda: len(actor.core.queue) > 0, timeout=30)  # bo's leave, waiting for the reload
         proxy.let_go()
-        answered = await leave
-        await cb.__aexit__(None, None, None)  # bo closes his page
-        assert answered["type"] == "reply", answered
-        assert answered["result"]["charged"] is False and "voided" in answered["result"], answered
-        result = await ca.wait_frame(lambda f: f.get("type") == "result", timeout=60)
-        assert result.get("void") is True and "(D36)" in str(result.get("void_reason")), result
-        await wait_for(lambda: actor.core.hand is None and b["id"] not in actor.core.facts.seats.values())
-        async with server.app[POOL].acquire() as conn:
-            after = {p["id"]: await ledger.balance(conn, p["id"]) for p in (a, b)}
-        for pid, was in before.items():
-            now = after[pid]
-            assert (now.available, now.held) == (was.available + was.held, 0), (pid, was, now)
+        await voided_for_the_leave(server, actor, leave, ca, cb, b, before)
