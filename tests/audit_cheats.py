@@ -27,9 +27,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from tests.audit_sim import Grinder, TableSim, play_out
-from verifier import strategy
 from verifier.chain import start_hand
-from verifier.hand import Action, Declare, Phase, TableRules, TimeOut, action_to_json
+from verifier.hand import Action, Declare, HandState, TableRules, TimeOut
 from verifier.handfacts import HandFacts, hand_facts
 from verifier.record import HandRecorder
 from verifier.transcript import verify_transcript
@@ -75,37 +74,30 @@ class CheatSim(TableSim):
         if c is None or c.kind != "clock" or c.friend not in self.players:
             super()._play(rec, cap)
             return
-        f = self.players.index(c.friend)
-        silenced = False
-        turn_began = self.now
-        for _ in range(cap):
-            state = rec.state
-            if rec.ended or state is None:
-                self.cheats += silenced
-                return
-            action: Action
-            if state.phase is Phase.DRAW and self.rng.random() < self.clock_rate:
-                action = TimeOut(state.turn)
-            else:
-                action = strategy.choose(state, state.turn)
-                if (
-                    isinstance(action, Declare)
-                    and action.seat != f
-                    and f in state.playing()
-                    and self.cheat_rng.random() < c.rate
-                ):
-                    action = TimeOut(action.seat)  # the declare is never acknowledged
-                    silenced = True
-            if isinstance(action, TimeOut):
-                self.now = max(self.now, turn_began + 1000 * rec.rules.turn_seconds) + 1
-                psig = None
-            else:
-                self.now += 700
-                psig = {"prev": rec.head, "sig": self._sign(rec, action.seat, rec.head, action_to_json(action))}
-            _, events = rec.act(action, psig, self.now)
-            if any(e.kind == "turn" for e in events):
-                turn_began = self.now
-        raise AssertionError(f"hand {rec.hand_no} of {rec.table_id} did not end in {cap} actions")
+        self._friend_seat: int | None = self.players.index(c.friend)
+        self._silenced = False
+        try:
+            super()._play(rec, cap)
+        finally:
+            self._friend_seat = None
+        self.cheats += self._silenced
+
+    def _choose(self, state: HandState) -> Action:
+        """The seat's move, but a winning declare of another seat than the friend's, at
+        the cheat's rate, is never acknowledged: the clock moves instead."""
+        action = super()._choose(state)
+        c, f = self.cheat, getattr(self, "_friend_seat", None)
+        if (
+            c is not None
+            and f is not None
+            and isinstance(action, Declare)
+            and action.seat != f
+            and f in state.playing()
+            and self.cheat_rng.random() < c.rate
+        ):
+            self._silenced = True
+            return TimeOut(action.seat)  # the declare is never acknowledged
+        return action
 
 
 @dataclass(frozen=True)

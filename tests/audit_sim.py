@@ -223,19 +223,23 @@ class TableSim:
         won = end.result is not None and end.result.winner == c
         return (0 if won else 1, len(out), dealt)
 
+    def _choose(self, state: HandState) -> Action:
+        """The move on turn: the clock's at ``clock_rate`` of draws, else the seat's."""
+        if state.phase is Phase.DRAW and self.rng.random() < self.clock_rate:
+            return TimeOut(state.turn)
+        return strategy.choose(state, state.turn)
+
     def _play(self, rec: HandRecorder, cap: int = 600) -> None:
         turn_began = self.now
         for _ in range(cap):
             state = rec.state
             if rec.ended or state is None:
                 return
-            action: Action
-            if state.phase is Phase.DRAW and self.rng.random() < self.clock_rate:
-                action = TimeOut(state.turn)
+            action = self._choose(state)
+            if isinstance(action, TimeOut):
                 self.now = max(self.now, turn_began + 1000 * rec.rules.turn_seconds) + 1
                 psig = None
             else:
-                action = strategy.choose(state, state.turn)
                 self.now += 700
                 psig = {"prev": rec.head, "sig": self._sign(rec, action.seat, rec.head, action_to_json(action))}
             _, events = rec.act(action, psig, self.now)

@@ -231,14 +231,7 @@ async def test_on_a_real_server_a_leave_that_waited_behind_the_deal_is_not_charg
     commit window (D36): ann is told so, bo is stood up, and neither pays anything."""
     server, proxy = proxied
     async with aiohttp.ClientSession() as session, Sockets(proxy) as sockets:
-        table, a, b = await seat_two(Api(server.url, session), server, max_missed_turns=1)
-        ca, cb = await sockets.open(server.url, a), await sockets.open(server.url, b)
-        for c in (ca, cb):
-            assert (await c.request({"type": "join", "table_id": table}))["type"] == "reply"
-        assert (await ca.request({"type": "sit", "table_id": table}))["type"] == "reply"
-        async with server.app[POOL].acquire() as conn:
-            before = {p["id"]: await ledger.balance(conn, p["id"]) for p in (a, b)}
-        actor = server.app[TABLES][table]
+        table, b, ca, cb, before, actor = await ann_seated_bo_joined(server, session, sockets)
         proxy.hold_commit_reply(HANDS, 120)
         assert (await cb.request({"type": "sit", "table_id": table}))["type"] == "reply"
         await wait_for(lambda: proxy.holding > 0, timeout=60)  # the deal stored, its answer held
@@ -303,3 +296,17 @@ async def voided_for_the_leave(
     for pid, was in before.items():
         now = after[pid]
         assert (now.available, now.held) == (was.available + was.held, 0), (pid, was, now)
+
+
+async def ann_seated_bo_joined(server: Any, session: aiohttp.ClientSession, sockets: Sockets) -> tuple[Any, ...]:
+    """Ann and bo, each at a socket of ``sockets``, joined to a new table; ann seated
+    (bo not yet: his sit makes the deal).  Returns the table, bo, their sockets, the
+    balances before the deal and the table's actor."""
+    table, a, b = await seat_two(Api(server.url, session), server, max_missed_turns=1)
+    ca, cb = await sockets.open(server.url, a), await sockets.open(server.url, b)
+    for c in (ca, cb):
+        assert (await c.request({"type": "join", "table_id": table}))["type"] == "reply"
+    assert (await ca.request({"type": "sit", "table_id": table}))["type"] == "reply"
+    async with server.app[POOL].acquire() as conn:
+        before = {p["id"]: await ledger.balance(conn, p["id"]) for p in (a, b)}
+    return table, b, ca, cb, before, server.app[TABLES][table]

@@ -31,17 +31,21 @@ import asyncio
 import aiohttp
 import pytest
 
-from service import ledger
-from service.app import POOL, TABLES
 from service.startup import Running
 from service.tablecore import io
 from service.tablecore.core import Mode
-from tests.conftest import Api, wait_for
+from tests.conftest import wait_for
 from tests.pgproxy import PgProxy
 from tests.seams import Sockets
-from tests.test_audit_crash_leave_behind_deal import HANDS, deal_in_flight, play_out, total, voided_for_the_leave
+from tests.test_audit_crash_leave_behind_deal import (
+    HANDS,
+    ann_seated_bo_joined,
+    deal_in_flight,
+    play_out,
+    total,
+    voided_for_the_leave,
+)
 from tests.test_recovery import proxied  # noqa: F401 (the fixture)
-from tests.test_server import seat_two
 from tests.test_tablecore import Harness
 
 LOAD = r"SELECT id, hand_no, status, seed_nonce"  # a table's load of its unfinished hand (service.tablestore)
@@ -121,14 +125,7 @@ async def test_on_a_real_server_a_leave_sent_while_the_table_reloads_after_a_los
     until it dropped him.)"""
     server, proxy = proxied
     async with aiohttp.ClientSession() as session, Sockets(proxy) as sockets:
-        table, a, b = await seat_two(Api(server.url, session), server, max_missed_turns=1)
-        ca, cb = await sockets.open(server.url, a), await sockets.open(server.url, b)
-        for c in (ca, cb):
-            assert (await c.request({"type": "join", "table_id": table}))["type"] == "reply"
-        assert (await ca.request({"type": "sit", "table_id": table}))["type"] == "reply"
-        async with server.app[POOL].acquire() as conn:
-            before = {p["id"]: await ledger.balance(conn, p["id"]) for p in (a, b)}
-        actor = server.app[TABLES][table]
+        table, b, ca, cb, before, actor = await ann_seated_bo_joined(server, session, sockets)
         proxy.withhold(LOAD, forward=True)  # the reload's read of the hand waits in the proxy
         proxy.drop_commit_reply(HANDS)  # the deal is stored; its answer is lost
         assert (await cb.request({"type": "sit", "table_id": table}))["type"] == "reply"
